@@ -1,0 +1,160 @@
+//! Command-line flags, TOML configuration files, and how they merge: a flag overrides the file's
+//! key of the same name, which overrides the default.
+
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+
+use clap::{Args, Parser, Subcommand};
+use serde::Deserialize;
+
+use crate::models::ModelCmd;
+use crate::{one_line, Failure, EXIT_BAD_INPUT};
+
+/// chronon: a parallel discrete event simulation engine.
+#[derive(Debug, Parser)]
+#[command(name = "chronon", version, about)]
+pub(crate) struct Cli {
+    #[command(subcommand)]
+    pub command: Command,
+}
+
+#[derive(Debug, Subcommand)]
+pub(crate) enum Command {
+    /// Run a model and print a summary (and write a JSON report with --output).
+    Run(RunCmd),
+    /// Benchmarks (see docs/benchmarks.md).
+    Bench(crate::bench::BenchCmd),
+}
+
+#[derive(Debug, Args)]
+pub(crate) struct RunCmd {
+    #[command(subcommand)]
+    pub model: ModelCmd,
+}
+
+/// Keys every model takes, as flags and as TOML keys.
+#[derive(Clone, Debug, Default, Args, Deserialize, serde::Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub(crate) struct CommonArgs {
+    /// End time: events at or after it never execute.
+    #[arg(long)]
+    pub end: Option<f64>,
+    /// Seed of every LP's random stream.
+    #[arg(long)]
+    pub seed: Option<u64>,
+    /// Pending-event set: heap or ladder.
+    #[arg(long)]
+    pub queue: Option<String>,
+    /// Synchronization: seq.
+    #[arg(long)]
+    pub sync: Option<String>,
+    /// Worker threads.
+    #[arg(long)]
+    pub threads: Option<usize>,
+    /// Write the JSON report here (a directory gets report.json inside).
+    #[arg(long)]
+    pub output: Option<PathBuf>,
+    /// Read keys from this TOML file (flags override it).
+    #[arg(long)]
+    #[serde(skip)]
+    pub config: Option<PathBuf>,
+}
+
+/// The TOML keys of [`CommonArgs`].
+pub(crate) const COMMON_KEYS: &[&str] = &["end", "seed", "queue", "sync", "threads", "output"];
+
+impl CommonArgs {
+    /// This flag set over `file`'s.
+    pub(crate) fn over(self, file: CommonArgs) -> CommonArgs {
+        CommonArgs {
+            end: self.end.or(file.end),
+            seed: self.seed.or(file.seed),
+            queue: self.queue.or(file.queue),
+            sync: self.sync.or(file.sync),
+            threads: self.threads.or(file.threads),
+            output: self.output.or(file.output),
+            config: self.config,
+        }
+    }
+}
+
+/// A parsed TOML configuration file.
+#[derive(Debug, Default)]
+pub(crate) struct ConfigFile {
+    path: String,
+    table: toml::Table,
+}
+
+impl ConfigFile {
+    /// Reads `path` (or nothing) and checks that every key is one of `common` or `model`.
+    pub(crate) fn load(
+        path: Option<&Path>,
+        model_keys: &[&str],
+    ) -> Result<ConfigFile, Failure> {
+        let Some(path) = path else {
+            return Ok(ConfigFile::default());
+        };
+        let shown = path.display().to_string();
+        let text = std::fs::read_to_string(path)
+            .map_err(|e| Failure::bad_input(format!("cannot read config file {shown}: {e}")))?;
+        let table: toml::Table = text.parse().map_err(|e: toml::de::Error| {
+            Failure::bad_input(format!(
+                "config file {shown} is not valid TOML: {}",
+                one_line(e.message())
+            ))
+        })?;
+        for key in table.keys() {
+            if !COMMON_KEYS.contains(&key.as_str()) && !model_keys.contains(&key.as_str()) {
+                let mut allowed: Vec<&str> = COMMON_KEYS.to_vec();
+                allowed.extend_from_slice(model_keys);
+                return Err(Failure::bad_input(format!(
+                    "unknown key '{key}' in {shown} (allowed: {})",
+                    allowed.join(", ")
+                )));
+            }
+        }
+        Ok(ConfigFile {
+            path: shown,
+            table,
+        })
+    }
+
+    /// The file's keys as `T` (keys `T` does not know are ignored: `load` checked them all).
+    pub(crate) fn get<T: for<'de> Deserialize<'de> + Default>(&self) -> Result<T, Failure> {
+        if self.table.is_empty() {
+            return Ok(T::default());
+        }
+        T::deserialize(self.table.clone()).map_err(|e| {
+            Failure::bad_input(format!(
+                "in config file {}: {}",
+                self.path,
+                one_line(e.message())
+            ))
+        })
+    }
+}
+
+/// Prints a clap outcome: help and version go to stdout with exit 0; a usage error is one line
+/// on stderr with exit 2.
+pub(crate) fn clap_exit(e: clap::Error) -> ExitCode {
+    use clap::error::ErrorKind;
+    match e.kind() {
+        ErrorKind::DisplayHelp
+        | ErrorKind::DisplayVersion
+        | ErrorKind::DisplayHelpOnMissingArgumentOrSubcommand => {
+            let _ = e.print();
+            if e.kind() == ErrorKind::DisplayHelpOnMissingArgumentOrSubcommand {
+                ExitCode::from(EXIT_BAD_INPUT)
+            } else {
+                ExitCode::SUCCESS
+            }
+        }
+        _ => {
+            let rendered = e.render().to_string();
+            let line = one_line(&rendered);
+            let line = line.strip_prefix("error: ").unwrap_or(line);
+            eprintln!("error: {line}");
+            ExitCode::from(EXIT_BAD_INPUT)
+        }
+    }
+}

@@ -1,0 +1,89 @@
+//! `chronon`: run models, benchmark the engine.
+
+mod args;
+mod bench;
+mod bench_seq;
+mod models;
+mod run;
+mod sys;
+
+use std::panic::{catch_unwind, AssertUnwindSafe};
+use std::process::ExitCode;
+
+use clap::Parser;
+
+/// Exit code for bad input (flags, config, or a model breaking the engine's rules).
+pub(crate) const EXIT_BAD_INPUT: u8 = 2;
+/// Exit code for a run stopped by Ctrl-C (its report is still written).
+pub(crate) const EXIT_INTERRUPTED: u8 = 130;
+
+/// An error that ends the program with a given exit code and a one-line message.
+#[derive(Debug)]
+pub(crate) struct Failure {
+    pub code: u8,
+    pub message: String,
+}
+
+impl Failure {
+    pub(crate) fn bad_input(message: impl Into<String>) -> Self {
+        Failure {
+            code: EXIT_BAD_INPUT,
+            message: message.into(),
+        }
+    }
+    pub(crate) fn runtime(message: impl Into<String>) -> Self {
+        Failure {
+            code: 1,
+            message: message.into(),
+        }
+    }
+}
+
+impl From<chronon::SimError> for Failure {
+    fn from(e: chronon::SimError) -> Self {
+        use chronon::SimError;
+        let code = match e {
+            SimError::Config(_) | SimError::Model(_) => EXIT_BAD_INPUT,
+            _ => 1,
+        };
+        Failure {
+            code,
+            message: e.to_string(),
+        }
+    }
+}
+
+fn main() -> ExitCode {
+    // Model panics are caught by the engine and reported as one line; keep the default hook
+    // from printing a second, multi-line message.
+    std::panic::set_hook(Box::new(|_| {}));
+    let cli = match args::Cli::try_parse() {
+        Ok(cli) => cli,
+        Err(e) => return args::clap_exit(e),
+    };
+    let outcome = catch_unwind(AssertUnwindSafe(|| match cli.command {
+        args::Command::Run(cmd) => models::run(cmd),
+        args::Command::Bench(cmd) => bench::run(cmd),
+    }));
+    match outcome {
+        Ok(Ok(code)) => ExitCode::from(code),
+        Ok(Err(f)) => {
+            eprintln!("error: {}", one_line(&f.message));
+            ExitCode::from(f.code)
+        }
+        Err(payload) => {
+            let msg = payload
+                .downcast_ref::<&str>()
+                .map(|s| s.to_string())
+                .or_else(|| payload.downcast_ref::<String>().cloned())
+                .unwrap_or_else(|| "unknown panic".into());
+            eprintln!("error: internal error: {}", one_line(&msg));
+            ExitCode::from(101)
+        }
+    }
+}
+
+/// The first line of a message, trimmed.
+pub(crate) fn one_line(s: &str) -> &str {
+    s.lines().find(|l| !l.trim().is_empty()).unwrap_or("").trim()
+}

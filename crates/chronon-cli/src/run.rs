@@ -1,0 +1,195 @@
+//! Running one simulation from the command line: executor choice, progress, Ctrl-C, summary and
+//! JSON report.
+
+use std::io::IsTerminal;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::time::Duration;
+
+use chronon::{Executor, LpId, Model, Progress, QueueKind, Report, Simulation};
+
+use crate::args::CommonArgs;
+use crate::{sys, Failure, EXIT_INTERRUPTED};
+
+/// The end time when neither a flag nor the config gives one.
+const DEFAULT_END: f64 = 1000.0;
+
+/// Maps `--sync` and `--threads` onto an executor.
+pub(crate) fn executor(sync: Option<&str>, threads: Option<usize>) -> Result<Executor, Failure> {
+    let threads = threads.unwrap_or(1);
+    if threads == 0 {
+        return Err(Failure::bad_input("--threads is 0; it must be at least 1"));
+    }
+    match sync.unwrap_or("seq") {
+        "seq" => {
+            if threads != 1 {
+                return Err(Failure::bad_input(format!(
+                    "--sync seq runs on exactly 1 thread; got --threads {threads}"
+                )));
+            }
+            Ok(Executor::Sequential)
+        }
+        other => Err(Failure::bad_input(format!(
+            "unknown --sync '{other}' (allowed: seq)"
+        ))),
+    }
+}
+
+/// Validates the common settings, runs `model`, prints the summary and writes the report.
+pub(crate) fn run_simulation<M: Model>(
+    name: &str,
+    model: M,
+    lps: LpId,
+    common: CommonArgs,
+    model_config: serde_json::Value,
+) -> Result<u8, Failure> {
+    let end = common.end.unwrap_or(DEFAULT_END);
+    if !(end > 0.0 && end.is_finite()) {
+        return Err(Failure::bad_input(format!(
+            "--end is {end}; it must be finite and > 0"
+        )));
+    }
+    let queue: QueueKind = match common.queue.as_deref() {
+        None => QueueKind::default(),
+        Some(q) => q.parse().map_err(Failure::bad_input)?,
+    };
+    let executor = executor(common.sync.as_deref(), common.threads)?;
+    let seed = common.seed.unwrap_or(1);
+    let output = common.output.as_deref().map(report_path);
+
+    let progress = Arc::new(Progress::new());
+    install_ctrlc(&progress);
+    let done = Arc::new(AtomicBool::new(false));
+    let bar = std::io::stderr()
+        .is_terminal()
+        .then(|| spawn_progress_bar(progress.clone(), done.clone(), end));
+
+    let sim = Simulation::new(model)
+        .lps(lps)
+        .end_time(end)
+        .seed(seed)
+        .queue(queue)
+        .executor(executor)
+        .progress(progress.clone());
+    let result = sim.run();
+    // Ordering: the flag only tells the progress thread to stop drawing; it guards no data.
+    done.store(true, Ordering::Relaxed);
+    if let Some(bar) = bar {
+        let _ = bar.join();
+    }
+    let report = result?;
+
+    let mut config = serde_json::json!({
+        "end": end, "seed": seed, "queue": queue.name(),
+        "sync": report.sync, "threads": report.threads,
+    });
+    if let (Some(obj), serde_json::Value::Object(m)) = (config.as_object_mut(), model_config) {
+        obj.extend(m);
+    }
+    print_summary(name, &report);
+    if let Some(path) = &output {
+        write_report(path, name, config, &report)?;
+    }
+    if report.complete {
+        Ok(0)
+    } else {
+        eprintln!("interrupted: the report covers the events committed before the stop");
+        Ok(EXIT_INTERRUPTED)
+    }
+}
+
+fn report_path(p: &Path) -> PathBuf {
+    if p.is_dir() || p.as_os_str().to_string_lossy().ends_with('/') {
+        p.join("report.json")
+    } else {
+        p.to_path_buf()
+    }
+}
+
+fn install_ctrlc(progress: &Arc<Progress>) {
+    let p = progress.clone();
+    let pressed = AtomicBool::new(false);
+    // A second Ctrl-C ends the process at once. Failing to install the handler (another one is
+    // already installed, as in a second run in one process) is harmless.
+    let _ = ctrlc::set_handler(move || {
+        // Ordering: a one-shot flag private to this handler.
+        if pressed.swap(true, Ordering::Relaxed) {
+            std::process::exit(i32::from(EXIT_INTERRUPTED));
+        }
+        p.request_stop();
+    });
+}
+
+fn spawn_progress_bar(
+    progress: Arc<Progress>,
+    done: Arc<AtomicBool>,
+    end: f64,
+) -> std::thread::JoinHandle<()> {
+    std::thread::spawn(move || {
+        let bar = indicatif::ProgressBar::new(1000);
+        bar.set_style(
+            indicatif::ProgressStyle::with_template(
+                "{elapsed_precise} [{bar:30}] {percent:>3}% {msg}",
+            )
+            .expect("a valid template")
+            .progress_chars("=> "),
+        );
+        let start = std::time::Instant::now();
+        // Ordering: see `run_simulation`.
+        while !done.load(Ordering::Relaxed) {
+            let now = progress.now();
+            let secs = start.elapsed().as_secs_f64().max(1e-9);
+            bar.set_position(((now / end) * 1000.0).clamp(0.0, 1000.0) as u64);
+            bar.set_message(format!(
+                "t = {now:.3} / {end}  {:.2} M events/s",
+                progress.events() as f64 / secs / 1e6
+            ));
+            std::thread::sleep(Duration::from_millis(200));
+        }
+        bar.finish_and_clear();
+    })
+}
+
+fn print_summary(name: &str, r: &Report) {
+    println!(
+        "{name}: sync {} ({} thread{}), queue {}, {} LPs, end {}",
+        r.sync,
+        r.threads,
+        if r.threads == 1 { "" } else { "s" },
+        r.queue,
+        r.lps,
+        r.end_time
+    );
+    println!("committed    {}", r.committed);
+    if r.rolled_back > 0 {
+        println!("processed    {} ({} rolled back)", r.processed, r.rolled_back);
+    }
+    println!("wall         {:.3} s", r.wall_s);
+    println!("events/s     {:.0}", r.events_per_s);
+    println!("fingerprint  {}", r.fingerprint);
+    if !r.complete {
+        println!("INCOMPLETE   stopped at t = {}", r.last_time);
+    }
+}
+
+fn write_report(
+    path: &Path,
+    name: &str,
+    config: serde_json::Value,
+    report: &Report,
+) -> Result<(), Failure> {
+    let mut v = serde_json::to_value(report).expect("reports serialize");
+    let obj = v.as_object_mut().expect("a report is an object");
+    obj.insert("model".into(), name.into());
+    obj.insert("config".into(), config);
+    obj.insert("peak_rss_bytes".into(), sys::peak_rss_bytes().into());
+    let text = serde_json::to_string_pretty(&v).expect("JSON values serialize");
+    if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
+        std::fs::create_dir_all(dir).map_err(|e| {
+            Failure::runtime(format!("cannot create {}: {e}", dir.display()))
+        })?;
+    }
+    std::fs::write(path, text + "\n")
+        .map_err(|e| Failure::runtime(format!("cannot write {}: {e}", path.display())))
+}

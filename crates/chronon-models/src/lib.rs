@@ -1,0 +1,7 @@
+//! Models for chronon: PHOLD and (as they land) the seeds' experiments.
+#![warn(missing_docs)]
+#![deny(unreachable_pub, missing_debug_implementations)]
+
+pub mod phold;
+
+pub use phold::Phold;

@@ -1,0 +1,223 @@
+//! PHOLD, the standard PDES benchmark, with ROSS-compatible semantics.
+//!
+//! `lps` LPs each start with `start_events` events at `lookahead + Exp(mean - lookahead)`. On
+//! each event an LP sends one new event: with probability `remote` to a uniformly random LP
+//! (itself included), otherwise to itself, at `now + lookahead + Exp(mean - lookahead)`. Events
+//! at or after the end time never execute, so about `lps * start_events * end / mean` events are
+//! committed. `work_us` spins for that many microseconds of wall time per event, so handlers cost
+//! what a real model's do; `state_bytes` gives each LP that much state, touched by every event.
+
+use std::collections::BinaryHeap;
+use std::time::{Duration, Instant};
+
+use chronon::{Ctx, LpId, LpRng, Model, ModelStats, ReverseCtx};
+
+/// PHOLD's parameters.
+#[derive(Clone, Debug, PartialEq, serde::Serialize)]
+pub struct Phold {
+    /// Number of LPs.
+    pub lps: u32,
+    /// Events each LP starts with.
+    pub start_events: u32,
+    /// Probability that an event goes to a random LP rather than to its sender.
+    pub remote: f64,
+    /// Minimum delay of every event.
+    pub lookahead: f64,
+    /// Mean delay of every event (lookahead included).
+    pub mean: f64,
+    /// Busy work per event, in microseconds of wall time.
+    pub work_us: f64,
+    /// Bytes of state per LP.
+    pub state_bytes: usize,
+}
+
+impl Default for Phold {
+    /// The standard configuration: 1024 LPs, 10 start events, 10% remote, lookahead 0.1, mean 1.
+    fn default() -> Self {
+        Phold {
+            lps: 1024,
+            start_events: 10,
+            remote: 0.1,
+            lookahead: 0.1,
+            mean: 1.0,
+            work_us: 0.0,
+            state_bytes: 0,
+        }
+    }
+}
+
+impl Phold {
+    /// Checks the parameters; the error names the parameter and what is allowed.
+    pub fn validate(&self) -> Result<(), String> {
+        if self.lps == 0 {
+            return Err("lps is 0; it must be at least 1".into());
+        }
+        if !(0.0..=1.0).contains(&self.remote) {
+            return Err(format!("remote is {}; it must be in [0, 1]", self.remote));
+        }
+        if !(self.lookahead >= 0.0 && self.lookahead.is_finite()) {
+            return Err(format!(
+                "lookahead is {}; it must be finite and >= 0",
+                self.lookahead
+            ));
+        }
+        if !(self.mean > 0.0 && self.mean.is_finite()) {
+            return Err(format!("mean is {}; it must be finite and > 0", self.mean));
+        }
+        if self.lookahead > self.mean {
+            return Err(format!(
+                "lookahead {} is greater than mean {}; it must be <= mean",
+                self.lookahead, self.mean
+            ));
+        }
+        if !(self.work_us >= 0.0 && self.work_us.is_finite()) {
+            return Err(format!(
+                "work-us is {}; it must be finite and >= 0",
+                self.work_us
+            ));
+        }
+        Ok(())
+    }
+
+    /// The expected number of committed events up to `end`.
+    pub fn expected_events(&self, end: f64) -> f64 {
+        f64::from(self.lps) * f64::from(self.start_events) * end / self.mean
+    }
+
+    #[inline(always)]
+    fn delay(&self, rng: &mut LpRng) -> f64 {
+        self.lookahead + rng.exponential(self.mean - self.lookahead)
+    }
+
+    #[inline(always)]
+    fn destination(&self, me: LpId, rng: &mut LpRng) -> LpId {
+        if rng.uniform() < self.remote {
+            rng.below(u64::from(self.lps)) as LpId
+        } else {
+            me
+        }
+    }
+}
+
+/// Index of the `remote_sends` counter.
+const REMOTE_SENDS: usize = 0;
+
+/// One PHOLD LP's state.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct PholdLp {
+    /// Events this LP executed.
+    pub events: u64,
+    /// Padding state of `state_bytes` bytes; each event adds 1 to one byte.
+    pub data: Vec<u8>,
+}
+
+/// PHOLD's event carries nothing: its key is all it needs.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Job;
+
+/// Spins for `us` microseconds of wall time.
+pub fn spin_for_us(us: f64) {
+    if us > 0.0 {
+        let until = Duration::from_secs_f64(us * 1e-6);
+        let start = Instant::now();
+        while start.elapsed() < until {
+            std::hint::spin_loop();
+        }
+    }
+}
+
+impl Model for Phold {
+    type State = PholdLp;
+    type Event = Job;
+
+    fn init(&self, ctx: &mut Ctx<'_, Self>) -> PholdLp {
+        for _ in 0..self.start_events {
+            let delay = self.delay(ctx.rng());
+            ctx.send(ctx.me(), delay, Job);
+        }
+        PholdLp {
+            events: 0,
+            data: vec![0; self.state_bytes],
+        }
+    }
+
+    #[inline]
+    fn on_event(&self, lp: &mut PholdLp, _job: &Job, ctx: &mut Ctx<'_, Self>) {
+        let me = ctx.me();
+        let dst = self.destination(me, ctx.rng());
+        let delay = self.delay(ctx.rng());
+        ctx.send(dst, delay, Job);
+        if !lp.data.is_empty() {
+            let i = (lp.events % lp.data.len() as u64) as usize;
+            lp.data[i] = lp.data[i].wrapping_add(1);
+        }
+        lp.events += 1;
+        ctx.count(REMOTE_SENDS, i64::from(dst != me));
+        spin_for_us(self.work_us);
+    }
+
+    fn lookahead(&self) -> f64 {
+        self.lookahead
+    }
+
+    fn reverse(&self, lp: &mut PholdLp, _job: &Job, ctx: &ReverseCtx) {
+        lp.events -= 1;
+        if !lp.data.is_empty() {
+            let i = (lp.events % lp.data.len() as u64) as usize;
+            lp.data[i] = lp.data[i].wrapping_sub(1);
+        }
+        let _ = ctx;
+    }
+
+    fn has_reverse(&self) -> bool {
+        true
+    }
+
+    fn counter_names(&self) -> &'static [&'static str] {
+        &["remote_sends"]
+    }
+
+    fn finish(&self, _lp: LpId, lp: &PholdLp, stats: &mut ModelStats) {
+        stats.add("events", lp.events as f64);
+    }
+}
+
+/// What the bare reference loop did.
+#[derive(Clone, Copy, Debug)]
+pub struct BareRun {
+    /// Events executed.
+    pub events: u64,
+    /// Wall seconds of the event loop (initialization excluded).
+    pub wall_s: f64,
+}
+
+/// The yardstick: PHOLD on a `std::collections::BinaryHeap` of (time, LP) with one random
+/// stream and no engine at all — no per-LP state, no checks, no fingerprint.
+pub fn bare_heap_loop(p: &Phold, end: f64, seed: u64) -> BareRun {
+    #[derive(PartialEq, Eq, PartialOrd, Ord)]
+    struct Entry(std::cmp::Reverse<u64>, u32);
+    let mut rng = LpRng::from_seed(seed);
+    let mut heap = BinaryHeap::with_capacity(p.lps as usize * p.start_events as usize);
+    for lp in 0..p.lps {
+        for _ in 0..p.start_events {
+            let t = p.delay(&mut rng);
+            heap.push(Entry(std::cmp::Reverse(t.to_bits()), lp));
+        }
+    }
+    let start = Instant::now();
+    let mut events = 0u64;
+    while let Some(Entry(std::cmp::Reverse(bits), lp)) = heap.pop() {
+        let now = f64::from_bits(bits);
+        if now >= end {
+            break;
+        }
+        let dst = p.destination(lp, &mut rng);
+        let t = now + p.delay(&mut rng);
+        heap.push(Entry(std::cmp::Reverse(t.to_bits()), dst));
+        events += 1;
+    }
+    BareRun {
+        events,
+        wall_s: start.elapsed().as_secs_f64(),
+    }
+}

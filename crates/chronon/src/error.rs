@@ -1,0 +1,87 @@
+//! Errors. Every variant's `Display` is one line that names what is wrong and what is allowed.
+
+use std::fmt;
+
+use crate::model::{LpId, Time};
+
+/// A model broke a rule of the engine inside a handler (bad send, unknown counter).
+#[derive(Clone, Debug, PartialEq)]
+pub struct ModelError {
+    /// The LP whose handler broke the rule.
+    pub lp: LpId,
+    /// The simulated time of the event being handled (0 during `init`).
+    pub time: Time,
+    /// What went wrong and what is allowed.
+    pub message: String,
+}
+
+impl fmt::Display for ModelError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "LP {} at time {}: {}", self.lp, self.time, self.message)
+    }
+}
+
+/// Why a simulation could not run or did not finish.
+#[derive(Clone, Debug, PartialEq)]
+#[non_exhaustive]
+pub enum SimError {
+    /// The configuration is invalid; nothing ran.
+    Config(String),
+    /// A model handler broke a rule of the engine; the run stopped there.
+    Model(ModelError),
+    /// A model handler panicked; every worker stopped.
+    Panic {
+        /// The LP whose handler panicked.
+        lp: LpId,
+        /// The time of the event it was handling.
+        time: Time,
+        /// The panic message.
+        message: String,
+    },
+    /// A resource limit (such as the memory bound of an optimistic run) was reached.
+    Resource(String),
+}
+
+impl SimError {
+    /// Whether the error is the user's configuration (as opposed to something that happened
+    /// while running).
+    pub fn is_config(&self) -> bool {
+        matches!(self, SimError::Config(_))
+    }
+}
+
+impl fmt::Display for SimError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            SimError::Config(m) => write!(f, "invalid configuration: {m}"),
+            SimError::Model(e) => write!(f, "model error: {e}"),
+            SimError::Panic { lp, time, message } => {
+                write!(
+                    f,
+                    "model panicked: LP {lp} at time {time}: {}",
+                    message.lines().next().unwrap_or("")
+                )
+            }
+            SimError::Resource(m) => write!(f, "resource limit: {m}"),
+        }
+    }
+}
+
+impl std::error::Error for SimError {}
+
+impl From<ModelError> for SimError {
+    fn from(e: ModelError) -> Self {
+        SimError::Model(e)
+    }
+}
+
+/// Turns a panic payload into its message.
+pub(crate) fn panic_message(payload: &(dyn std::any::Any + Send)) -> String {
+    if let Some(s) = payload.downcast_ref::<&str>() {
+        (*s).to_string()
+    } else if let Some(s) = payload.downcast_ref::<String>() {
+        s.clone()
+    } else {
+        "a panic with a non-string payload".to_string()
+    }
+}

@@ -1,0 +1,134 @@
+//! Executors: the algorithms that run a model. Each lives in its own file; all of them share the
+//! LP bookkeeping, initialization and report assembly here, and all of them commit the same
+//! history as [`sequential`].
+
+pub(crate) mod sequential;
+
+use std::panic::{catch_unwind, AssertUnwindSafe};
+use std::sync::Arc;
+
+use crate::error::{panic_message, ModelError, SimError};
+use crate::event::Event;
+use crate::fingerprint::{Fingerprint, LpDigest};
+use crate::model::{Ctx, LpId, LpMeta, Model, ModelStats, Time};
+use crate::progress::Progress;
+use crate::queue::QueueKind;
+use crate::stats::Report;
+
+/// Which executor runs the simulation.
+#[derive(Clone, Debug, Default, PartialEq)]
+#[non_exhaustive]
+pub enum Executor {
+    /// One thread, one pending-event set: the reference every other executor is tested against.
+    #[default]
+    Sequential,
+}
+
+impl Executor {
+    /// The name used on the command line (`--sync`).
+    pub fn name(&self) -> &'static str {
+        match self {
+            Executor::Sequential => "seq",
+        }
+    }
+
+    /// Worker threads used.
+    pub fn threads(&self) -> usize {
+        match self {
+            Executor::Sequential => 1,
+        }
+    }
+}
+
+/// The validated settings every executor gets.
+#[derive(Clone, Debug)]
+pub(crate) struct RunConfig {
+    pub lps: LpId,
+    pub end: Time,
+    pub seed: u64,
+    pub queue: QueueKind,
+    pub progress: Arc<Progress>,
+}
+
+/// One LP as executors keep it: the model's state, the engine's per-LP bookkeeping, and the
+/// digest of what it committed.
+#[derive(Debug)]
+pub(crate) struct LpSlot<S> {
+    pub state: S,
+    pub meta: LpMeta,
+    pub digest: LpDigest,
+}
+
+/// Runs `model.init` for every LP, in LP order, collecting their first events.
+///
+/// Returns the LPs and the initial events (in LP order, each LP's in send order).
+pub(crate) fn init_lps<M: Model>(
+    model: &M,
+    cfg: &RunConfig,
+    counters: &mut [i64],
+) -> Result<(Vec<LpSlot<M::State>>, Vec<Event<M::Event>>), SimError> {
+    let mut lps = Vec::with_capacity(cfg.lps as usize);
+    let mut events = Vec::new();
+    let mut error: Option<ModelError> = None;
+    let mut current = 0;
+    let result = catch_unwind(AssertUnwindSafe(|| {
+        for lp in 0..cfg.lps {
+            current = lp;
+            let mut meta = LpMeta::new(cfg.seed, lp);
+            let state = {
+                let mut ctx = Ctx::new(
+                    0.0,
+                    lp,
+                    cfg.lps,
+                    0.0,
+                    &mut meta,
+                    &mut events,
+                    counters,
+                    &mut error,
+                );
+                model.init(&mut ctx)
+            };
+            if let Some(e) = error.take() {
+                return Err(SimError::Model(e));
+            }
+            lps.push(LpSlot {
+                state,
+                meta,
+                digest: LpDigest::default(),
+            });
+        }
+        Ok(())
+    }));
+    match result {
+        Ok(Ok(())) => Ok((lps, events)),
+        Ok(Err(e)) => Err(e),
+        Err(payload) => Err(SimError::Panic {
+            lp: current,
+            time: 0.0,
+            message: panic_message(payload.as_ref()),
+        }),
+    }
+}
+
+/// Fills the report's fingerprint and model statistics from the final LPs (in LP order).
+pub(crate) fn finish_report<M: Model>(
+    model: &M,
+    lps: &[LpSlot<M::State>],
+    counters: &[i64],
+    report: &mut Report,
+) {
+    report.fingerprint = Fingerprint::from_digests(
+        lps.iter()
+            .enumerate()
+            .map(|(i, s)| (i as LpId, &s.digest)),
+    );
+    report.committed = lps.iter().map(|s| s.digest.count()).sum();
+    let mut stats = ModelStats::default();
+    for (name, value) in model.counter_names().iter().zip(counters) {
+        stats.set(name, *value as f64);
+    }
+    for (i, s) in lps.iter().enumerate() {
+        model.finish(i as LpId, &s.state, &mut stats);
+    }
+    report.model_stats = stats;
+}

@@ -1,0 +1,119 @@
+//! The sequential executor: one pending-event set, events in key order, each committed as soon
+//! as it runs. It defines the reference history that every parallel executor must reproduce.
+
+use std::panic::{catch_unwind, AssertUnwindSafe};
+use std::time::Instant;
+
+use super::{finish_report, init_lps, RunConfig};
+use crate::error::{panic_message, ModelError, SimError};
+use crate::event::Event;
+use crate::model::{CommitCtx, Ctx, Model};
+use crate::queue::{HeapQueue, LadderQueue, PendingSet, QueueKind};
+use crate::stats::Report;
+
+/// How many events run between two looks at the progress figures and the stop flag.
+const POLL_EVERY: u64 = 1 << 13;
+
+pub(crate) fn run<M: Model>(model: &M, cfg: &RunConfig) -> Result<Report, SimError> {
+    match cfg.queue {
+        QueueKind::Heap => run_with::<M, HeapQueue<Event<M::Event>>>(model, cfg),
+        QueueKind::Ladder => run_with::<M, LadderQueue<Event<M::Event>>>(model, cfg),
+    }
+}
+
+fn run_with<M: Model, Q: PendingSet<Event<M::Event>>>(
+    model: &M,
+    cfg: &RunConfig,
+) -> Result<Report, SimError> {
+    let init_start = Instant::now();
+    let mut counters = vec![0i64; model.counter_names().len()];
+    let (mut lps, initial) = init_lps(model, cfg, &mut counters)?;
+    let mut queue = Q::new();
+    for ev in initial {
+        queue.push(ev);
+    }
+    let mut report = Report::new("seq", 1, cfg.queue.name(), cfg.lps, cfg.end);
+    report.init_s = init_start.elapsed().as_secs_f64();
+
+    let start = Instant::now();
+    let lookahead = model.lookahead();
+    let end = cfg.end;
+    let n = cfg.lps;
+    let progress = &*cfg.progress;
+    let mut out: Vec<Event<M::Event>> = Vec::with_capacity(16);
+    let mut error: Option<ModelError> = None;
+    let mut processed = 0u64;
+    let mut reported = 0u64;
+    let mut last_time = 0.0;
+    let mut current = (0, 0.0);
+    let mut stopped = false;
+
+    let outcome = catch_unwind(AssertUnwindSafe(|| {
+        while let Some(ev) = queue.pop() {
+            let now = ev.key.time;
+            if now >= end {
+                queue.push(ev);
+                break;
+            }
+            let slot = &mut lps[ev.dst as usize];
+            current = (ev.dst, now);
+            {
+                let mut ctx = Ctx::new(
+                    now,
+                    ev.dst,
+                    n,
+                    lookahead,
+                    &mut slot.meta,
+                    &mut out,
+                    &mut counters,
+                    &mut error,
+                );
+                model.on_event(&mut slot.state, &ev.payload, &mut ctx);
+            }
+            if let Some(e) = error.take() {
+                return Err(SimError::Model(e));
+            }
+            model.commit(&ev.payload, &CommitCtx { me: ev.dst, now });
+            slot.digest.commit(&ev.key);
+            for e in out.drain(..) {
+                queue.push(e);
+            }
+            last_time = now;
+            processed += 1;
+            if processed % POLL_EVERY == 0 {
+                progress.add_events(processed - reported);
+                reported = processed;
+                progress.set_now(now);
+                if progress.stop_requested() {
+                    stopped = true;
+                    break;
+                }
+            }
+        }
+        Ok(())
+    }));
+    match outcome {
+        Ok(Ok(())) => {}
+        Ok(Err(e)) => return Err(e),
+        Err(payload) => {
+            return Err(SimError::Panic {
+                lp: current.0,
+                time: current.1,
+                message: panic_message(payload.as_ref()),
+            })
+        }
+    }
+    progress.add_events(processed - reported);
+    progress.set_now(last_time);
+    let wall = start.elapsed().as_secs_f64();
+
+    report.processed = processed;
+    report.complete = !stopped;
+    report.last_time = last_time;
+    finish_report(model, &lps, &counters, &mut report);
+    report.set_wall(wall);
+    report
+        .executor_stats
+        .insert("pending_at_end".into(), queue.len() as f64);
+    Ok(report)
+}

@@ -1,0 +1,287 @@
+//! The model API: the [`Model`] trait users implement and the [`Ctx`] handlers act through.
+
+use std::collections::BTreeMap;
+
+use crate::error::ModelError;
+use crate::event::{Event, EventKey};
+use crate::rng::LpRng;
+
+/// Simulated time. Always finite and non-negative inside the engine.
+pub type Time = f64;
+
+/// The index of a logical process, `0..lps`.
+pub type LpId = u32;
+
+/// A simulation model: the behaviour of its logical processes (LPs).
+///
+/// Every LP has its own [`State`](Model::State), built by [`init`](Model::init). Events carry an
+/// [`Event`](Model::Event) payload which is *moved* to the destination LP, never cloned or
+/// serialized. Handlers see the world only through [`Ctx`]: the current time, their own id, the
+/// LP's random stream and `send`. That is what lets every executor (sequential, conservative,
+/// optimistic) run the same model and commit the same history.
+///
+/// Only `init` and `on_event` are required; the rest have defaults that most models keep.
+pub trait Model: Send + Sync + 'static {
+    /// Per-LP state. `Clone` so that optimistic executors can save copies of it.
+    type State: Clone + Send + 'static;
+    /// The payload events carry.
+    type Event: Send + 'static;
+
+    /// Builds LP `ctx.me()`'s state at time 0 and schedules its first events with `ctx.send`.
+    fn init(&self, ctx: &mut Ctx<'_, Self>) -> Self::State;
+
+    /// Handles one event at `ctx.now()` on LP `ctx.me()`.
+    fn on_event(&self, state: &mut Self::State, event: &Self::Event, ctx: &mut Ctx<'_, Self>);
+
+    /// The smallest delay this model ever gives `send` after `init` (its lookahead). Conservative
+    /// executors depend on it; every executor rejects a send below it. Default: 0.
+    fn lookahead(&self) -> Time {
+        0.0
+    }
+
+    /// Undoes `on_event` (reverse computation, as in ROSS). `state` is the state after the event;
+    /// on return it must equal the state before. The engine itself restores the LP's random
+    /// stream and send counter, and discards what the event sent. A model that implements it
+    /// also returns `true` from [`has_reverse`](Model::has_reverse); otherwise optimistic
+    /// executors save state copies instead.
+    fn reverse(&self, state: &mut Self::State, event: &Self::Event, ctx: &ReverseCtx) {
+        let _ = (state, event, ctx);
+    }
+
+    /// Whether [`reverse`](Model::reverse) is implemented.
+    fn has_reverse(&self) -> bool {
+        false
+    }
+
+    /// Irreversible output for a committed event (printing, files, statistics that must not be
+    /// rolled back). Called exactly once per committed event, in time order per LP, after the
+    /// event is known never to be rolled back.
+    fn commit(&self, event: &Self::Event, ctx: &CommitCtx) {
+        let _ = (event, ctx);
+    }
+
+    /// Names of the model's counters (see [`Ctx::count`]); they appear in the report's
+    /// `model_stats`.
+    fn counter_names(&self) -> &'static [&'static str] {
+        &[]
+    }
+
+    /// Called once per LP, in LP order, at the end of the run, to add figures to the report.
+    fn finish(&self, lp: LpId, state: &Self::State, stats: &mut ModelStats) {
+        let _ = (lp, state, stats);
+    }
+}
+
+/// What [`Model::commit`] learns about the committed event.
+#[derive(Clone, Copy, Debug)]
+pub struct CommitCtx {
+    /// The LP that executed the event.
+    pub me: LpId,
+    /// The event's timestamp.
+    pub now: Time,
+}
+
+/// What [`Model::reverse`] learns about the event it undoes.
+#[derive(Clone, Copy, Debug)]
+pub struct ReverseCtx {
+    /// The LP that executed the event.
+    pub me: LpId,
+    /// The event's timestamp.
+    pub now: Time,
+}
+
+/// The per-LP bookkeeping that the engine owns and saves with the state: the random stream and
+/// the send counter. Rolling an LP back restores both.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct LpMeta {
+    /// The LP's random stream.
+    pub rng: LpRng,
+    /// The LP's send counter: the next event it sends gets this `seq`.
+    pub seq: u64,
+}
+
+impl LpMeta {
+    /// The meta of LP `lp` at the start of a run with seed `seed`.
+    pub fn new(seed: u64, lp: LpId) -> Self {
+        LpMeta {
+            rng: LpRng::for_lp(seed, lp),
+            seq: 0,
+        }
+    }
+}
+
+/// A handler's view of the simulation: time, identity, randomness, sending and counters.
+///
+/// Sends are checked: a send to an LP that does not exist, or with a negative, non-finite or
+/// below-lookahead delay, is recorded as a [`ModelError`] and ends the run with that error after
+/// the handler returns.
+pub struct Ctx<'a, M: Model + ?Sized> {
+    now: Time,
+    me: LpId,
+    lps: LpId,
+    min_delay: Time,
+    meta: &'a mut LpMeta,
+    out: &'a mut Vec<Event<M::Event>>,
+    counters: &'a mut [i64],
+    error: &'a mut Option<ModelError>,
+}
+
+impl<M: Model + ?Sized> std::fmt::Debug for Ctx<'_, M> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Ctx")
+            .field("now", &self.now)
+            .field("me", &self.me)
+            .finish_non_exhaustive()
+    }
+}
+
+impl<'a, M: Model + ?Sized> Ctx<'a, M> {
+    /// Builds a context. For executors: `min_delay` is the model's lookahead (0 during `init`);
+    /// sent events are appended to `out`; counter deltas are added to `counters`.
+    #[allow(clippy::too_many_arguments)]
+    #[inline(always)]
+    pub(crate) fn new(
+        now: Time,
+        me: LpId,
+        lps: LpId,
+        min_delay: Time,
+        meta: &'a mut LpMeta,
+        out: &'a mut Vec<Event<M::Event>>,
+        counters: &'a mut [i64],
+        error: &'a mut Option<ModelError>,
+    ) -> Self {
+        Ctx {
+            now,
+            me,
+            lps,
+            min_delay,
+            meta,
+            out,
+            counters,
+            error,
+        }
+    }
+
+    /// The current simulated time: the timestamp of the event being handled (0 in `init`).
+    #[inline(always)]
+    pub fn now(&self) -> Time {
+        self.now
+    }
+
+    /// The LP handling the event.
+    #[inline(always)]
+    pub fn me(&self) -> LpId {
+        self.me
+    }
+
+    /// The number of LPs in the simulation.
+    #[inline(always)]
+    pub fn lps(&self) -> LpId {
+        self.lps
+    }
+
+    /// This LP's random stream (restored on rollback).
+    #[inline(always)]
+    pub fn rng(&mut self) -> &mut LpRng {
+        &mut self.meta.rng
+    }
+
+    /// Sends `payload` to LP `dst`, to arrive at `now() + delay`.
+    #[inline(always)]
+    pub fn send(&mut self, dst: LpId, delay: Time, payload: M::Event) {
+        let time = self.now + delay + 0.0; // `+ 0.0` turns a -0.0 into +0.0
+        if dst >= self.lps || !(delay >= self.min_delay) || !time.is_finite() {
+            self.reject(dst, delay);
+            return;
+        }
+        let seq = self.meta.seq;
+        self.meta.seq = seq + 1;
+        self.out.push(Event {
+            key: EventKey {
+                time,
+                seq,
+                src: self.me,
+            },
+            dst,
+            payload,
+        });
+    }
+
+    /// Adds `delta` to the model counter `index` (see [`Model::counter_names`]). Counters are
+    /// integers so that their totals do not depend on the order in which workers add them.
+    #[inline(always)]
+    pub fn count(&mut self, index: usize, delta: i64) {
+        match self.counters.get_mut(index) {
+            Some(c) => *c += delta,
+            None => {
+                if self.error.is_none() {
+                    *self.error = Some(ModelError {
+                        lp: self.me,
+                        time: self.now,
+                        message: format!(
+                            "counter {index} does not exist (the model names {} counters)",
+                            self.counters.len()
+                        ),
+                    });
+                }
+            }
+        }
+    }
+
+    #[cold]
+    fn reject(&mut self, dst: LpId, delay: Time) {
+        if self.error.is_some() {
+            return;
+        }
+        let message = if dst >= self.lps {
+            format!(
+                "sent an event to LP {dst}, but the simulation has {} LPs (0..={})",
+                self.lps,
+                self.lps - 1
+            )
+        } else if !delay.is_finite() || delay < 0.0 {
+            format!("sent an event with delay {delay}; delays must be finite and >= 0")
+        } else if delay < self.min_delay {
+            format!(
+                "sent an event with delay {delay}, below the model's declared lookahead {}",
+                self.min_delay
+            )
+        } else {
+            format!("sent an event with delay {delay} that overflows the time axis")
+        };
+        *self.error = Some(ModelError {
+            lp: self.me,
+            time: self.now,
+            message,
+        });
+    }
+}
+
+/// Named figures a model adds to the report (see [`Model::finish`]).
+#[derive(Clone, Debug, Default, PartialEq, serde::Serialize)]
+#[serde(transparent)]
+pub struct ModelStats {
+    values: BTreeMap<String, f64>,
+}
+
+impl ModelStats {
+    /// Adds `value` to the figure `name` (created at 0).
+    pub fn add(&mut self, name: &str, value: f64) {
+        *self.values.entry(name.to_string()).or_insert(0.0) += value;
+    }
+
+    /// Sets the figure `name`.
+    pub fn set(&mut self, name: &str, value: f64) {
+        self.values.insert(name.to_string(), value);
+    }
+
+    /// The figure `name`, if any.
+    pub fn get(&self, name: &str) -> Option<f64> {
+        self.values.get(name).copied()
+    }
+
+    /// All figures, by name.
+    pub fn iter(&self) -> impl Iterator<Item = (&str, f64)> {
+        self.values.iter().map(|(k, v)| (k.as_str(), *v))
+    }
+}

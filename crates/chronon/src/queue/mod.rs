@@ -1,0 +1,70 @@
+//! Pending-event sets behind one trait.
+//!
+//! Both implementations order items by their full [`EventKey`](crate::event::EventKey), which is
+//! unique, so they pop exactly the same sequence — ties in time included — and give the same
+//! committed history. [`LadderQueue`] is the default: amortized O(1) and cache-friendly when
+//! millions of events are pending; [`HeapQueue`] (a binary heap) is the simple reference.
+//! See docs/architecture.md for why a ladder queue rather than a calendar queue.
+
+mod binary_heap;
+mod ladder;
+
+pub use binary_heap::HeapQueue;
+pub use ladder::LadderQueue;
+
+use crate::event::Keyed;
+
+/// A priority queue of pending events, smallest key first.
+pub trait PendingSet<T: Keyed>: Send {
+    /// An empty set.
+    fn new() -> Self
+    where
+        Self: Sized;
+    /// Adds an item.
+    fn push(&mut self, item: T);
+    /// Removes and returns the item with the smallest key.
+    fn pop(&mut self) -> Option<T>;
+    /// The item with the smallest key, without removing it.
+    fn peek(&mut self) -> Option<&T>;
+    /// The number of items.
+    fn len(&self) -> usize;
+    /// Whether the set is empty.
+    fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+}
+
+/// Which pending-event set an executor uses.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, serde::Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum QueueKind {
+    /// [`HeapQueue`].
+    Heap,
+    /// [`LadderQueue`] (the default).
+    #[default]
+    Ladder,
+}
+
+impl QueueKind {
+    /// The name used on the command line.
+    pub fn name(self) -> &'static str {
+        match self {
+            QueueKind::Heap => "heap",
+            QueueKind::Ladder => "ladder",
+        }
+    }
+}
+
+impl std::str::FromStr for QueueKind {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Self, String> {
+        match s {
+            "heap" => Ok(QueueKind::Heap),
+            "ladder" => Ok(QueueKind::Ladder),
+            _ => Err(format!("unknown queue '{s}' (allowed: heap, ladder)")),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,124 @@
+//! The [`Simulation`] builder: the one entry point that runs a model.
+
+use std::sync::Arc;
+
+use crate::error::SimError;
+use crate::executor::{self, Executor, RunConfig};
+use crate::model::{LpId, Model, Time};
+use crate::progress::Progress;
+use crate::queue::QueueKind;
+use crate::stats::Report;
+
+/// Configures and runs a simulation of one model.
+///
+/// ```
+/// # use chronon::{Ctx, Model, Simulation};
+/// # #[derive(Clone)] struct Quiet;
+/// # impl Model for Quiet {
+/// #     type State = ();
+/// #     type Event = ();
+/// #     fn init(&self, _: &mut Ctx<'_, Self>) {}
+/// #     fn on_event(&self, _: &mut (), _: &(), _: &mut Ctx<'_, Self>) {}
+/// # }
+/// let report = Simulation::new(Quiet).lps(4).end_time(10.0).seed(1).run()?;
+/// assert_eq!(report.committed, 0);
+/// # Ok::<(), chronon::SimError>(())
+/// ```
+#[derive(Debug)]
+pub struct Simulation<M: Model> {
+    model: M,
+    lps: LpId,
+    end: Time,
+    seed: u64,
+    queue: QueueKind,
+    executor: Executor,
+    progress: Option<Arc<Progress>>,
+}
+
+impl<M: Model> Simulation<M> {
+    /// A simulation of `model` with 1 LP, no end time (it runs until no event is pending),
+    /// seed 0, the default queue and the sequential executor.
+    pub fn new(model: M) -> Self {
+        Simulation {
+            model,
+            lps: 1,
+            end: Time::INFINITY,
+            seed: 0,
+            queue: QueueKind::default(),
+            executor: Executor::default(),
+            progress: None,
+        }
+    }
+
+    /// The number of LPs (at least 1).
+    pub fn lps(mut self, lps: LpId) -> Self {
+        self.lps = lps;
+        self
+    }
+
+    /// The end time: events at or after it never execute. Must be positive.
+    pub fn end_time(mut self, end: Time) -> Self {
+        self.end = end;
+        self
+    }
+
+    /// The seed every LP's random stream is derived from.
+    pub fn seed(mut self, seed: u64) -> Self {
+        self.seed = seed;
+        self
+    }
+
+    /// The pending-event set.
+    pub fn queue(mut self, queue: QueueKind) -> Self {
+        self.queue = queue;
+        self
+    }
+
+    /// The executor.
+    pub fn executor(mut self, executor: Executor) -> Self {
+        self.executor = executor;
+        self
+    }
+
+    /// Shares progress figures and a stop flag with an observer (see [`Progress`]).
+    pub fn progress(mut self, progress: Arc<Progress>) -> Self {
+        self.progress = Some(progress);
+        self
+    }
+
+    /// The model.
+    pub fn model(&self) -> &M {
+        &self.model
+    }
+
+    /// Checks the configuration, runs the simulation and returns its report.
+    pub fn run(self) -> Result<Report, SimError> {
+        if self.lps == 0 {
+            return Err(SimError::Config(
+                "the number of LPs is 0; it must be at least 1".into(),
+            ));
+        }
+        if !(self.end > 0.0) {
+            return Err(SimError::Config(format!(
+                "end time {} is not allowed; it must be > 0",
+                self.end
+            )));
+        }
+        let la = self.model.lookahead();
+        if !(la >= 0.0 && la.is_finite()) {
+            return Err(SimError::Config(format!(
+                "the model's lookahead {la} is not allowed; it must be finite and >= 0"
+            )));
+        }
+        let cfg = RunConfig {
+            lps: self.lps,
+            end: self.end,
+            seed: self.seed,
+            queue: self.queue,
+            progress: self.progress.unwrap_or_default(),
+        };
+        match self.executor {
+            Executor::Sequential => executor::sequential::run(&self.model, &cfg),
+        }
+    }
+}

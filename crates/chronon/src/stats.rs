@@ -1,0 +1,82 @@
+//! The run report.
+
+use std::collections::BTreeMap;
+
+use crate::fingerprint::Fingerprint;
+use crate::model::{ModelStats, Time};
+
+/// What a run did. The CLI adds the model name, the configuration and the peak memory, and
+/// writes it as JSON.
+#[derive(Clone, Debug, serde::Serialize)]
+#[non_exhaustive]
+pub struct Report {
+    /// The executor's name (`seq`, `window`, …).
+    pub sync: String,
+    /// Worker threads used.
+    pub threads: usize,
+    /// The pending-event set used (`heap` or `ladder`).
+    pub queue: String,
+    /// The number of LPs.
+    pub lps: u32,
+    /// The end time: events at or after it never execute.
+    pub end_time: Time,
+    /// Events committed (part of the final history).
+    pub committed: u64,
+    /// Events processed, rolled-back ones included.
+    pub processed: u64,
+    /// Events processed and then rolled back.
+    pub rolled_back: u64,
+    /// Seconds spent executing (initialization excluded).
+    pub wall_s: f64,
+    /// Seconds spent in `init` (building LPs and their first events).
+    pub init_s: f64,
+    /// Committed events per wall second.
+    pub events_per_s: f64,
+    /// The digest of the committed history (see [`Fingerprint`]).
+    pub fingerprint: Fingerprint,
+    /// False when the run was stopped early (by a stop request); the figures cover what was done.
+    pub complete: bool,
+    /// The timestamp of the last committed event.
+    pub last_time: Time,
+    /// The model's figures: its counters and what `Model::finish` added.
+    pub model_stats: ModelStats,
+    /// Executor-specific figures (rounds, rollbacks, GVT rounds, …).
+    pub executor_stats: BTreeMap<String, f64>,
+    /// Per-worker figures, one map per worker.
+    pub workers: Vec<BTreeMap<String, f64>>,
+}
+
+impl Report {
+    /// An empty report for the given executor, to be filled in.
+    pub(crate) fn new(sync: &str, threads: usize, queue: &str, lps: u32, end_time: Time) -> Self {
+        Report {
+            sync: sync.to_string(),
+            threads,
+            queue: queue.to_string(),
+            lps,
+            end_time,
+            committed: 0,
+            processed: 0,
+            rolled_back: 0,
+            wall_s: 0.0,
+            init_s: 0.0,
+            events_per_s: 0.0,
+            fingerprint: Fingerprint::default(),
+            complete: true,
+            last_time: 0.0,
+            model_stats: ModelStats::default(),
+            executor_stats: BTreeMap::new(),
+            workers: Vec::new(),
+        }
+    }
+
+    /// Sets `wall_s` and the derived `events_per_s`.
+    pub(crate) fn set_wall(&mut self, wall_s: f64) {
+        self.wall_s = wall_s;
+        self.events_per_s = if wall_s > 0.0 {
+            self.committed as f64 / wall_s
+        } else {
+            0.0
+        };
+    }
+}
