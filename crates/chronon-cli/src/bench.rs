@@ -12,22 +12,36 @@ pub(crate) struct BenchCmd {
 
 #[derive(Debug, Subcommand)]
 pub(crate) enum BenchWhich {
-    /// The sequential executor against the bare binary-heap PHOLD loop, in one run.
-    Seq(SeqBench),
+    /// PHOLD on the chosen executors against the bare binary-heap loop, side by side in one
+    /// process (ratios hold on a noisy machine).
+    Phold(PholdBench),
 }
 
 #[derive(Debug, Args)]
-pub(crate) struct SeqBench {
-    /// Configurations to run: std, big, huge (comma-separated).
+pub(crate) struct PholdBench {
+    /// Configurations: std (1024 LPs, end 1000), big (16384 LPs, end 100), huge (65536 LPs,
+    /// 100 start events, end 10), work (1024 LPs, end 20, --work-us 10).
     #[arg(long, value_delimiter = ',', default_value = "std,big,huge")]
-    configs: Vec<String>,
-    /// Repetitions of each measurement (the best is kept).
+    pub configs: Vec<String>,
+    /// Executors (`--sync` values), each run at every thread count that it accepts.
+    #[arg(long, value_delimiter = ',', default_value = "seq")]
+    pub sync: Vec<String>,
+    /// Thread counts.
+    #[arg(long, value_delimiter = ',', default_value = "1")]
+    pub threads: Vec<usize>,
+    /// Pending-event sets for the sequential executor.
+    #[arg(long, value_delimiter = ',', default_value = "heap,ladder")]
+    pub queues: Vec<String>,
+    /// Skip the bare heap loop (it takes minutes on `huge`).
+    #[arg(long)]
+    pub no_bare: bool,
+    /// Repetitions of each measurement (the fastest is kept).
     #[arg(long, default_value_t = 1)]
-    reps: u32,
+    pub reps: u32,
 }
 
 pub(crate) fn run(cmd: BenchCmd) -> Result<u8, Failure> {
     match cmd.which {
-        BenchWhich::Seq(b) => crate::bench_seq::run(b.configs, b.reps),
+        BenchWhich::Phold(b) => crate::bench_phold::run(b),
     }
 }

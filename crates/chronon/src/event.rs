@@ -51,34 +51,59 @@ impl PartialOrd for EventKey {
     }
 }
 
-/// A pending event: its key, its destination and its payload (moved, never cloned).
+/// A pending event: its key fields, its destination and its payload (moved, never cloned).
+///
+/// The key's fields are stored flat (not as an [`EventKey`]) so that the destination fills what
+/// would be padding: an event with an empty payload takes 24 bytes.
 #[derive(Debug)]
 pub struct Event<P> {
-    /// The ordering key.
-    pub key: EventKey,
+    /// Receive time (see [`EventKey::time`]).
+    pub time: Time,
+    /// The sender's send counter (see [`EventKey::seq`]).
+    pub seq: u64,
+    /// The sender (see [`EventKey::src`]).
+    pub src: LpId,
     /// The destination LP.
     pub dst: LpId,
     /// The model's payload.
     pub payload: P,
 }
 
+impl<P> Event<P> {
+    /// A new event.
+    #[inline(always)]
+    pub fn new(key: EventKey, dst: LpId, payload: P) -> Self {
+        Event {
+            time: key.time,
+            seq: key.seq,
+            src: key.src,
+            dst,
+            payload,
+        }
+    }
+}
+
 /// Anything a pending-event set can order: it exposes an [`EventKey`].
 pub trait Keyed {
     /// The key that orders this item.
-    fn key(&self) -> &EventKey;
+    fn key(&self) -> EventKey;
 }
 
 impl<P> Keyed for Event<P> {
     #[inline(always)]
-    fn key(&self) -> &EventKey {
-        &self.key
+    fn key(&self) -> EventKey {
+        EventKey {
+            time: self.time,
+            seq: self.seq,
+            src: self.src,
+        }
     }
 }
 
 impl Keyed for EventKey {
     #[inline(always)]
-    fn key(&self) -> &EventKey {
-        self
+    fn key(&self) -> EventKey {
+        *self
     }
 }
 

@@ -83,11 +83,14 @@
 #![warn(missing_docs, unsafe_op_in_unsafe_fn)]
 #![deny(unreachable_pub, missing_debug_implementations)]
 
+pub mod comm;
 mod error;
 pub mod event;
 pub mod executor;
 mod fingerprint;
+mod loom;
 mod model;
+pub mod partition;
 mod progress;
 pub mod queue;
 mod rng;

@@ -3,7 +3,7 @@
 use std::collections::BTreeMap;
 
 use crate::error::ModelError;
-use crate::event::{Event, EventKey};
+use crate::event::Event;
 use crate::rng::LpRng;
 
 /// Simulated time. Always finite and non-negative inside the engine.
@@ -197,11 +197,9 @@ impl<'a, M: Model + ?Sized> Ctx<'a, M> {
         let seq = self.meta.seq;
         self.meta.seq = seq + 1;
         self.out.push(Event {
-            key: EventKey {
-                time,
-                seq,
-                src: self.me,
-            },
+            time,
+            seq,
+            src: self.me,
             dst,
             payload,
         });

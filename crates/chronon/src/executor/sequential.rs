@@ -6,7 +6,7 @@ use std::time::Instant;
 
 use super::{finish_report, init_lps, RunConfig};
 use crate::error::{panic_message, ModelError, SimError};
-use crate::event::Event;
+use crate::event::{Event, Keyed};
 use crate::model::{CommitCtx, Ctx, Model};
 use crate::queue::{HeapQueue, LadderQueue, PendingSet, QueueKind};
 use crate::stats::Report;
@@ -50,7 +50,7 @@ fn run_with<M: Model, Q: PendingSet<Event<M::Event>>>(
 
     let outcome = catch_unwind(AssertUnwindSafe(|| {
         while let Some(ev) = queue.pop() {
-            let now = ev.key.time;
+            let now = ev.time;
             if now >= end {
                 queue.push(ev);
                 break;
@@ -74,7 +74,7 @@ fn run_with<M: Model, Q: PendingSet<Event<M::Event>>>(
                 return Err(SimError::Model(e));
             }
             model.commit(&ev.payload, &CommitCtx { me: ev.dst, now });
-            slot.digest.commit(&ev.key);
+            slot.digest.commit(&ev.key());
             for e in out.drain(..) {
                 queue.push(e);
             }

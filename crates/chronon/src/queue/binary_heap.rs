@@ -22,7 +22,7 @@ impl<T: Keyed> PartialOrd for MinFirst<T> {
 impl<T: Keyed> Ord for MinFirst<T> {
     #[inline(always)]
     fn cmp(&self, other: &Self) -> Ordering {
-        other.0.key().cmp(self.0.key())
+        other.0.key().cmp(&self.0.key())
     }
 }
 

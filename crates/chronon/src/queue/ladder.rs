@@ -89,7 +89,7 @@ impl<T> std::fmt::Debug for LadderQueue<T> {
 
 #[inline(always)]
 fn desc<T: Keyed>(a: &T, b: &T) -> Ordering {
-    b.key().cmp(a.key())
+    b.key().cmp(&a.key())
 }
 
 impl<T: Keyed> LadderQueue<T> {
@@ -244,9 +244,8 @@ impl<T: Keyed + Send> PendingSet<T> for LadderQueue<T> {
                 return;
             }
         }
-        let pos = self
-            .bottom
-            .partition_point(|x| x.key() > item.key());
+        let key = item.key();
+        let pos = self.bottom.partition_point(|x| x.key() > key);
         self.bottom.insert(pos, item);
         if self.bottom.len() > BOTTOM_SPILL {
             self.spill_bottom();
