@@ -201,6 +201,7 @@ impl<'a, M: Model + ?Sized> Ctx<'a, M> {
             seq,
             src: self.me,
             dst,
+            tag: 0,
             payload,
         });
     }

@@ -62,11 +62,25 @@ pub(crate) struct LpSlot<S> {
 /// Runs `model.init` for every LP, in LP order, collecting their first events.
 ///
 /// Returns the LPs and the initial events (in LP order, each LP's in send order).
+#[allow(dead_code, clippy::type_complexity)]
 pub(crate) fn init_lps<M: Model>(
     model: &M,
     cfg: &RunConfig,
     counters: &mut [i64],
 ) -> Result<(Vec<LpSlot<M::State>>, Vec<Event<M::Event>>), SimError> {
+    let mut events = Vec::new();
+    let lps = init_lps_with(model, cfg, counters, |e| events.push(e))?;
+    Ok((lps, events))
+}
+
+/// Runs `model.init` for every LP, in LP order, handing each initial event to `emit` as soon as
+/// its LP's `init` returns (so that no second copy of millions of initial events is kept).
+pub(crate) fn init_lps_with<M: Model>(
+    model: &M,
+    cfg: &RunConfig,
+    counters: &mut [i64],
+    mut emit: impl FnMut(Event<M::Event>),
+) -> Result<Vec<LpSlot<M::State>>, SimError> {
     let mut lps = Vec::with_capacity(cfg.lps as usize);
     let mut events = Vec::new();
     let mut error: Option<ModelError> = None;
@@ -91,6 +105,7 @@ pub(crate) fn init_lps<M: Model>(
             if let Some(e) = error.take() {
                 return Err(SimError::Model(e));
             }
+            events.drain(..).for_each(&mut emit);
             lps.push(LpSlot {
                 state,
                 meta,
@@ -100,7 +115,7 @@ pub(crate) fn init_lps<M: Model>(
         Ok(())
     }));
     match result {
-        Ok(Ok(())) => Ok((lps, events)),
+        Ok(Ok(())) => Ok(lps),
         Ok(Err(e)) => Err(e),
         Err(payload) => Err(SimError::Panic {
             lp: current,

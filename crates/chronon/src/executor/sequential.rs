@@ -4,7 +4,7 @@
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::time::Instant;
 
-use super::{finish_report, init_lps, RunConfig};
+use super::{finish_report, init_lps_with, RunConfig};
 use crate::error::{panic_message, ModelError, SimError};
 use crate::event::{Event, Keyed};
 use crate::model::{CommitCtx, Ctx, Model};
@@ -27,11 +27,8 @@ fn run_with<M: Model, Q: PendingSet<Event<M::Event>>>(
 ) -> Result<Report, SimError> {
     let init_start = Instant::now();
     let mut counters = vec![0i64; model.counter_names().len()];
-    let (mut lps, initial) = init_lps(model, cfg, &mut counters)?;
     let mut queue = Q::new();
-    for ev in initial {
-        queue.push(ev);
-    }
+    let mut lps = init_lps_with(model, cfg, &mut counters, |ev| queue.push(ev))?;
     let mut report = Report::new("seq", 1, cfg.queue.name(), cfg.lps, cfg.end);
     report.init_s = init_start.elapsed().as_secs_f64();
 

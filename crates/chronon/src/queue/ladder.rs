@@ -29,14 +29,17 @@ use crate::event::Keyed;
 const SORT_MAX: usize = 64;
 /// Events per bucket a new rung aims at.
 const EVENTS_PER_BUCKET: usize = 4;
+/// Events per page of the top (pages spare the top a reallocation that copies everything).
+const TOP_PAGE: usize = 1024;
 /// The most buckets in one rung.
-const MAX_BUCKETS: usize = 1 << 21;
+const MAX_BUCKETS: usize = 1 << 15;
 /// The most rungs; past it, buckets are sorted whatever their size.
 const MAX_RUNGS: usize = 8;
 /// A bottom larger than this (with distinct times) is turned into a rung.
 const BOTTOM_SPILL: usize = 512;
-/// Empty vectors kept for reuse as buckets.
-const SPARE_MAX: usize = 256;
+/// Empty vectors kept for reuse as buckets, and the largest capacity worth keeping.
+const SPARE_MAX: usize = 32;
+const SPARE_MAX_CAPACITY: usize = 4 * SORT_MAX;
 
 #[derive(Debug)]
 struct Rung<T> {
@@ -65,7 +68,9 @@ impl<T> Rung<T> {
 
 /// The default pending-event set: a ladder queue (see the module documentation).
 pub struct LadderQueue<T> {
-    top: Vec<T>,
+    /// Pages of at most `TOP_PAGE` events; only the last one is not full.
+    top: Vec<Vec<T>>,
+    top_len: usize,
     top_min: f64,
     top_max: f64,
     top_start: f64,
@@ -80,7 +85,7 @@ impl<T> std::fmt::Debug for LadderQueue<T> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("LadderQueue")
             .field("len", &self.len)
-            .field("top", &self.top.len())
+            .field("top", &self.top_len)
             .field("rungs", &self.rungs.len())
             .field("bottom", &self.bottom.len())
             .finish()
@@ -105,14 +110,15 @@ impl<T: Keyed> LadderQueue<T> {
 
     fn give_spare(&mut self, v: Vec<T>) {
         debug_assert!(v.is_empty());
-        if v.capacity() > 0 && self.spare.len() < SPARE_MAX {
+        if v.capacity() > 0 && v.capacity() <= SPARE_MAX_CAPACITY && self.spare.len() < SPARE_MAX {
             self.spare.push(v);
         }
     }
 
-    /// Spreads `items` (times within `[min, max]`, `min < max`) over a new finest rung.
-    fn push_rung(&mut self, mut items: Vec<T>, min: f64, max: f64) {
-        let nb = (items.len() / EVENTS_PER_BUCKET).clamp(2, MAX_BUCKETS);
+    /// Spreads `pages` (`len` events, times within `[min, max]`, `min < max`) over a new finest
+    /// rung. Each page is freed as soon as it is spread.
+    fn push_rung(&mut self, pages: Vec<Vec<T>>, len: usize, min: f64, max: f64) {
+        let nb = (len / EVENTS_PER_BUCKET).clamp(2, MAX_BUCKETS);
         let mut rung = Rung {
             start: min,
             inv_width: nb as f64 / (max - min),
@@ -122,7 +128,7 @@ impl<T: Keyed> LadderQueue<T> {
         // Counting pass so that every bucket is allocated once, at its exact size.
         rung.buckets.resize_with(nb, Vec::new);
         let mut counts = vec![0u32; nb];
-        for it in &items {
+        for it in pages.iter().flatten() {
             counts[rung.index(it.key().time)] += 1;
         }
         for (b, &c) in counts.iter().enumerate() {
@@ -130,11 +136,13 @@ impl<T: Keyed> LadderQueue<T> {
                 rung.buckets[b] = self.take_spare(c as usize);
             }
         }
-        for it in items.drain(..) {
-            let b = rung.index(it.key().time);
-            rung.buckets[b].push(it);
+        for mut page in pages {
+            for it in page.drain(..) {
+                let b = rung.index(it.key().time);
+                rung.buckets[b].push(it);
+            }
+            self.give_spare(page);
         }
-        self.give_spare(items);
         self.rungs.push(rung);
     }
 
@@ -168,25 +176,30 @@ impl<T: Keyed> LadderQueue<T> {
                 }
                 let (min, max) = time_range(&bucket);
                 if min < max {
-                    self.push_rung(bucket, min, max);
+                    let len = bucket.len();
+                    self.push_rung(vec![bucket], len, min, max);
                 } else {
                     self.set_bottom(bucket);
                     return;
                 }
             } else {
-                debug_assert!(!self.top.is_empty());
-                let fresh = self.take_spare(0);
-                let items = std::mem::replace(&mut self.top, fresh);
+                debug_assert!(self.top_len > 0);
+                let mut pages = std::mem::take(&mut self.top);
+                let len = std::mem::take(&mut self.top_len);
                 let (min, max) = (self.top_min, self.top_max);
                 // Everything at or below `max` now lives below the top.
                 self.top_start = max.next_up();
                 self.top_min = f64::INFINITY;
                 self.top_max = f64::NEG_INFINITY;
-                if items.len() <= SORT_MAX || !(min < max) {
-                    self.set_bottom(items);
+                if len <= SORT_MAX || !(min < max) {
+                    let mut all = pages.pop().unwrap_or_default();
+                    for mut p in pages {
+                        all.append(&mut p);
+                    }
+                    self.set_bottom(all);
                     return;
                 }
-                self.push_rung(items, min, max);
+                self.push_rung(pages, len, min, max);
             }
         }
     }
@@ -196,8 +209,9 @@ impl<T: Keyed> LadderQueue<T> {
         let (min, max) = time_range(&self.bottom);
         if min < max && self.rungs.len() < MAX_RUNGS {
             let items = std::mem::take(&mut self.bottom);
+            let len = items.len();
             // The new finest rung holds exactly the old bottom, so the tier order still holds.
-            self.push_rung(items, min, max);
+            self.push_rung(vec![items], len, min, max);
         }
     }
 }
@@ -217,6 +231,7 @@ impl<T: Keyed + Send> PendingSet<T> for LadderQueue<T> {
     fn new() -> Self {
         LadderQueue {
             top: Vec::new(),
+            top_len: 0,
             top_min: f64::INFINITY,
             top_max: f64::NEG_INFINITY,
             top_start: f64::NEG_INFINITY,
@@ -234,7 +249,15 @@ impl<T: Keyed + Send> PendingSet<T> for LadderQueue<T> {
         if t >= self.top_start {
             self.top_min = self.top_min.min(t);
             self.top_max = self.top_max.max(t);
-            self.top.push(item);
+            self.top_len += 1;
+            match self.top.last_mut() {
+                Some(page) if page.len() < TOP_PAGE => page.push(item),
+                _ => {
+                    let mut page = Vec::with_capacity(TOP_PAGE);
+                    page.push(item);
+                    self.top.push(page);
+                }
+            }
             return;
         }
         for r in self.rungs.iter_mut() {
