@@ -143,12 +143,37 @@ pub(crate) fn clap_exit(e: clap::Error) -> ExitCode {
                 ExitCode::SUCCESS
             }
         }
-        _ => {
+        kind => {
             let rendered = e.render().to_string();
             let line = one_line(&rendered);
             let line = line.strip_prefix("error: ").unwrap_or(line);
-            eprintln!("error: {line}");
+            let hint = match kind {
+                ErrorKind::InvalidSubcommand => format!(" (allowed: {})", subcommand_names()),
+                ErrorKind::UnknownArgument => " (see --help for the allowed flags)".to_string(),
+                _ => String::new(),
+            };
+            eprintln!("error: {line}{hint}");
             ExitCode::from(EXIT_BAD_INPUT)
         }
     }
+}
+
+/// The visible subcommands of `chronon`, `chronon run` and `chronon bench`, for error hints.
+fn subcommand_names() -> String {
+    use clap::CommandFactory;
+    let cli = Cli::command();
+    let mut names = Vec::new();
+    let visible = |c: &clap::Command| -> Vec<String> {
+        c.get_subcommands()
+            .filter(|s| !s.is_hide_set())
+            .map(|s| s.get_name().to_string())
+            .collect()
+    };
+    names.push(format!("commands {}", visible(&cli).join(", ")));
+    for sub in ["run", "bench"] {
+        if let Some(c) = cli.find_subcommand(sub) {
+            names.push(format!("{sub} {}", visible(c).join("|")));
+        }
+    }
+    names.join("; ")
 }

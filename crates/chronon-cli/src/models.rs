@@ -12,11 +12,15 @@ use crate::Failure;
 pub(crate) enum ModelCmd {
     /// PHOLD: the standard PDES benchmark (ROSS semantics).
     Phold(PholdCmd),
+    /// A model that breaks a rule on purpose (for testing error reporting).
+    #[command(hide = true)]
+    Faulty(FaultyCmd),
 }
 
 pub(crate) fn run(cmd: RunCmd) -> Result<u8, Failure> {
     match cmd.model {
         ModelCmd::Phold(c) => run_phold(c),
+        ModelCmd::Faulty(c) => run_faulty(c),
     }
 }
 
@@ -85,4 +89,34 @@ fn run_phold(cmd: PholdCmd) -> Result<u8, Failure> {
     let lps = model.lps;
     let config = serde_json::to_value(&model).expect("PHOLD parameters serialize");
     run_simulation("phold", model, lps, common, config)
+}
+
+#[derive(Debug, Args)]
+pub(crate) struct FaultyCmd {
+    /// bad-destination, negative-delay, nan-delay, below-lookahead or panic.
+    #[arg(long)]
+    fault: String,
+    /// Number of LPs.
+    #[arg(long, default_value_t = 8)]
+    lps: u32,
+    #[command(flatten)]
+    common: CommonArgs,
+}
+
+fn run_faulty(cmd: FaultyCmd) -> Result<u8, Failure> {
+    let file = ConfigFile::load(cmd.common.config.as_deref(), &[])?;
+    let common = cmd.common.over(file.get()?);
+    let fault = cmd.fault.parse().map_err(Failure::bad_input)?;
+    if cmd.lps < 2 {
+        return Err(Failure::bad_input(
+            "--lps must be at least 2 for the faulty model",
+        ));
+    }
+    let model = chronon_models::faulty::Faulty {
+        fault,
+        culprit: 1,
+        at: 3.0,
+    };
+    let config = serde_json::json!({ "fault": cmd.fault, "lps": cmd.lps });
+    run_simulation("faulty", model, cmd.lps, common, config)
 }

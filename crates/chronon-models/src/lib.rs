@@ -2,6 +2,7 @@
 #![warn(missing_docs)]
 #![deny(unreachable_pub, missing_debug_implementations)]
 
+pub mod faulty;
 pub mod phold;
 
 pub use phold::Phold;

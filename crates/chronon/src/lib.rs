@@ -107,3 +107,8 @@ pub use queue::QueueKind;
 pub use rng::LpRng;
 pub use sim::Simulation;
 pub use stats::Report;
+
+/// The README's example is compiled and run as a doctest, so it stays true.
+#[cfg(doctest)]
+#[doc = include_str!("../../../README.md")]
+struct ReadmeDoctests;
