@@ -130,22 +130,22 @@ fn spawn_progress_bar(
         let bar = indicatif::ProgressBar::new(1000);
         bar.set_style(
             indicatif::ProgressStyle::with_template(
-                "{elapsed_precise} [{bar:30}] {percent:>3}% {msg}",
+                "{elapsed_precise} [{bar:24}] {percent:>3}% {msg}",
             )
             .expect("a valid template")
             .progress_chars("=> "),
         );
-        let start = std::time::Instant::now();
+        let mut last = (std::time::Instant::now(), progress.events());
         // Ordering: see `run_simulation`.
         while !done.load(Ordering::Relaxed) {
+            std::thread::sleep(Duration::from_millis(250));
+            let (t, events) = (std::time::Instant::now(), progress.events());
+            // The rate over the last interval, so start-up does not skew it.
+            let rate = (events - last.1) as f64 / (t - last.0).as_secs_f64().max(1e-3);
+            last = (t, events);
             let now = progress.now();
-            let secs = start.elapsed().as_secs_f64().max(1e-9);
             bar.set_position(((now / end) * 1000.0).clamp(0.0, 1000.0) as u64);
-            bar.set_message(format!(
-                "t = {now:.3} / {end}  {:.2} M events/s",
-                progress.events() as f64 / secs / 1e6
-            ));
-            std::thread::sleep(Duration::from_millis(200));
+            bar.set_message(format!("t={now:.4} {:.2} M ev/s", rate / 1e6));
         }
         bar.finish_and_clear();
     })
