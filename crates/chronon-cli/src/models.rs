@@ -12,11 +12,17 @@ use crate::Failure;
 pub(crate) enum ModelCmd {
     /// PHOLD: the standard PDES benchmark (ROSS semantics).
     Phold(PholdCmd),
+    /// PHOLD on a 2-D mesh in three phases of growing event cost (seed 003, §3.2).
+    PholdPhases(PholdPhasesCmd),
+    /// SimpleSim: random messages, bounded queues, sized payloads (seed 000, §4.1).
+    Simplesim(SimplesimCmd),
 }
 
 pub(crate) fn run(cmd: RunCmd) -> Result<u8, Failure> {
     match cmd.model {
         ModelCmd::Phold(c) => run_phold(c),
+        ModelCmd::PholdPhases(c) => run_phold_phases(c),
+        ModelCmd::Simplesim(c) => run_simplesim(c),
     }
 }
 
@@ -85,4 +91,98 @@ fn run_phold(cmd: PholdCmd) -> Result<u8, Failure> {
     let lps = model.lps;
     let config = serde_json::to_value(&model).expect("PHOLD parameters serialize");
     run_simulation("phold", model, lps, common, config)
+}
+
+/// Declares a model's command: its flags (which are also its TOML keys, kebab-case), the
+/// merge flag > config file > default, validation, and the run. Every field of the model
+/// struct is listed, so a new model parameter that is not exposed does not compile.
+macro_rules! model_command {
+    (
+        name: $name:literal, cmd: $Cmd:ident, args: $Args:ident, run: $run:ident,
+        model: $Model:ty,
+        fields { $( $(#[doc = $doc:literal])* $field:ident : $ty:ty, )* }
+    ) => {
+        #[derive(Debug, Args)]
+        #[command(allow_negative_numbers = true)]
+        pub(crate) struct $Cmd {
+            #[command(flatten)]
+            model: $Args,
+            #[command(flatten)]
+            common: CommonArgs,
+        }
+
+        #[derive(Clone, Debug, Default, Args, Deserialize, Serialize)]
+        #[serde(rename_all = "kebab-case")]
+        pub(crate) struct $Args {
+            $( $(#[doc = $doc])* #[arg(long)] $field: Option<$ty>, )*
+        }
+
+        fn $run(cmd: $Cmd) -> Result<u8, Failure> {
+            let keys: Vec<String> = vec![$( stringify!($field).replace('_', "-") ),*];
+            let keys: Vec<&str> = keys.iter().map(String::as_str).collect();
+            let file = ConfigFile::load(cmd.common.config.as_deref(), &keys)?;
+            let common = cmd.common.over(file.get()?);
+            let f: $Args = file.get()?;
+            let a = cmd.model;
+            type M = $Model;
+            let d = M::default();
+            let model = M {
+                $( $field: a.$field.or(f.$field).unwrap_or(d.$field), )*
+            };
+            model.validate().map_err(Failure::bad_input)?;
+            let lps = model.lps();
+            let config = serde_json::to_value(&model).expect("model parameters serialize");
+            run_simulation($name, model, lps, common, config)
+        }
+    };
+}
+
+model_command! {
+    name: "phold-phases", cmd: PholdPhasesCmd, args: PholdPhasesArgs, run: run_phold_phases,
+    model: chronon_models::PholdPhases,
+    fields {
+        /// Mesh columns [default: 45].
+        width: u32,
+        /// Mesh rows [default: 45].
+        height: u32,
+        /// Wrap the mesh into a torus: true or false [default: false].
+        wrap: bool,
+        /// Jobs each object starts with [default: 5].
+        jobs_per_object: u32,
+        /// Minimum hop delay, the lookahead [default: 0.1].
+        lookahead: f64,
+        /// Mean hop delay, lookahead included [default: 1.0].
+        mean: f64,
+        /// Virtual duration of each phase; run with --end 3 x this [default: 10].
+        phase_length: f64,
+        /// Busy work per event in phase A, microseconds [default: 30].
+        work_a_us: f64,
+        /// Busy work per event in phase B, microseconds [default: 150].
+        work_b_us: f64,
+        /// Busy work per event in phase C, microseconds [default: 300].
+        work_c_us: f64,
+    }
+}
+
+model_command! {
+    name: "simplesim", cmd: SimplesimCmd, args: SimplesimArgs, run: run_simplesim,
+    model: chronon_models::SimpleSim,
+    fields {
+        /// Number of LPs [default: 8].
+        lps: u32,
+        /// Queue size below which an event sends a second message [default: 5000].
+        queue_bound: u32,
+        /// Constant added to every delay [default: 5].
+        lookahead: f64,
+        /// Smallest random part of a delay [default: 1].
+        delay_min: f64,
+        /// Largest random part of a delay [default: 5].
+        delay_max: f64,
+        /// Payload bytes per message, read by the receiver [default: 7000].
+        payload_bytes: usize,
+        /// Start events fall in [0, this) [default: 5].
+        start_window: f64,
+        /// Events before this time are left out of steady_events [default: 0].
+        warmup: f64,
+    }
 }

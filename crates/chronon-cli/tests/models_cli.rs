@@ -1,0 +1,84 @@
+//! The models' command lines, run through the real binary: bad input exits 2 with one line
+//! naming the parameter; the example configs run.
+
+use std::process::{Command, Output};
+
+fn chronon(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_chronon"))
+        .args(args)
+        .current_dir(concat!(env!("CARGO_MANIFEST_DIR"), "/../.."))
+        .output()
+        .expect("the binary runs")
+}
+
+/// Runs `args`, expects exit 2 and a one-line error that mentions every word of `names`.
+fn rejects(args: &[&str], names: &[&str]) {
+    let out = chronon(args);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{args:?}: {err}");
+    assert_eq!(err.trim().lines().count(), 1, "one line: {err}");
+    for n in names {
+        assert!(err.contains(n), "{args:?}: '{err}' does not name {n}");
+    }
+}
+
+/// Runs `args`, expects success, returns stdout.
+fn runs(args: &[&str]) -> String {
+    let out = chronon(args);
+    assert!(
+        out.status.success(),
+        "{args:?}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8_lossy(&out.stdout).into_owned()
+}
+
+#[test]
+fn phold_phases_cli() {
+    rejects(&["run", "phold-phases", "--width", "0"], &["width"]);
+    rejects(
+        &["run", "phold-phases", "--work-b-us", "-1"],
+        &["work-b-us", ">= 0"],
+    );
+    let out = runs(&[
+        "run",
+        "phold-phases",
+        "--config",
+        "examples/phold-phases.toml",
+        "--width",
+        "6",
+        "--height",
+        "6",
+        "--work-a-us",
+        "0",
+        "--work-b-us",
+        "0",
+        "--work-c-us",
+        "0",
+        "--end",
+        "6",
+        "--phase-length",
+        "2",
+    ]);
+    assert!(out.contains("36 LPs"), "{out}");
+}
+
+#[test]
+fn simplesim_cli() {
+    rejects(
+        &["run", "simplesim", "--delay-max", "0.5"],
+        &["delay-max", "delay-min"],
+    );
+    rejects(&["run", "simplesim", "--lps", "0"], &["lps", "at least 1"]);
+    let out = runs(&[
+        "run",
+        "simplesim",
+        "--config",
+        "examples/simplesim.toml",
+        "--end",
+        "50",
+        "--queue-bound",
+        "50",
+    ]);
+    assert!(out.contains("committed"), "{out}");
+}
