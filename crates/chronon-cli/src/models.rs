@@ -11,18 +11,18 @@ use crate::Failure;
 #[derive(Debug, Subcommand)]
 pub(crate) enum ModelCmd {
     /// PHOLD: the standard PDES benchmark (ROSS semantics).
-    Phold(PholdCmd),
+    Phold(Box<PholdCmd>),
     /// PHOLD on a 2-D mesh in three phases of growing event cost (seed 003, §3.2).
-    PholdPhases(PholdPhasesCmd),
+    PholdPhases(Box<PholdPhasesCmd>),
     /// SimpleSim: random messages, bounded queues, sized payloads (seed 000, §4.1).
-    Simplesim(SimplesimCmd),
+    Simplesim(Box<SimplesimCmd>),
 }
 
 pub(crate) fn run(cmd: RunCmd) -> Result<u8, Failure> {
     match cmd.model {
-        ModelCmd::Phold(c) => run_phold(c),
-        ModelCmd::PholdPhases(c) => run_phold_phases(c),
-        ModelCmd::Simplesim(c) => run_simplesim(c),
+        ModelCmd::Phold(c) => run_phold(*c),
+        ModelCmd::PholdPhases(c) => run_phold_phases(*c),
+        ModelCmd::Simplesim(c) => run_simplesim(*c),
     }
 }
 

@@ -1,7 +1,7 @@
 use chronon::QueueKind;
 use chronon_models::SimpleSim;
 
-use crate::{check_fingerprints, pending, rel, run, stat};
+use crate::{check_fingerprints, pending, run, stat};
 
 fn small() -> SimpleSim {
     SimpleSim {
