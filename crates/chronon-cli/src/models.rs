@@ -16,6 +16,8 @@ pub(crate) enum ModelCmd {
     PholdPhases(Box<PholdPhasesCmd>),
     /// SimpleSim: random messages, bounded queues, sized payloads (seed 000, §4.1).
     Simplesim(Box<SimplesimCmd>),
+    /// Production lines, assembly and testing stations (seed 002, §2.2).
+    Manufacturing(Box<ManufacturingCmd>),
 }
 
 pub(crate) fn run(cmd: RunCmd) -> Result<u8, Failure> {
@@ -23,6 +25,7 @@ pub(crate) fn run(cmd: RunCmd) -> Result<u8, Failure> {
         ModelCmd::Phold(c) => run_phold(*c),
         ModelCmd::PholdPhases(c) => run_phold_phases(*c),
         ModelCmd::Simplesim(c) => run_simplesim(*c),
+        ModelCmd::Manufacturing(c) => run_manufacturing(*c),
     }
 }
 
@@ -183,6 +186,37 @@ model_command! {
         /// Start events fall in [0, this) [default: 5].
         start_window: f64,
         /// Events before this time are left out of steady_events [default: 0].
+        warmup: f64,
+    }
+}
+
+model_command! {
+    name: "manufacturing", cmd: ManufacturingCmd, args: ManufacturingArgs,
+    run: run_manufacturing, model: chronon_models::Manufacturing,
+    fields {
+        /// Production lines [default: 4].
+        lines: u32,
+        /// Processing stations per line, each followed by a control station [default: 3].
+        stations_per_line: u32,
+        /// Assembly stations; 0 = parts leave after their line [default: 2].
+        assembly_stations: u32,
+        /// Testing stations [default: 3].
+        testing_stations: u32,
+        /// Mean time between part arrivals per line [default: 10].
+        interarrival: f64,
+        /// Mean processing time [default: 5].
+        processing_mean: f64,
+        /// Mean control time [default: 2].
+        control_mean: f64,
+        /// Mean assembly time [default: 8].
+        assembly_mean: f64,
+        /// Mean testing time [default: 15].
+        testing_mean: f64,
+        /// Probability that control sends a part back [default: 0.1].
+        rework: f64,
+        /// Transport time between stations, the lookahead [default: 0.5].
+        transfer: f64,
+        /// Statistics count parts arriving after this time [default: 0].
         warmup: f64,
     }
 }

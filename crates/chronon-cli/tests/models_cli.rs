@@ -82,3 +82,24 @@ fn simplesim_cli() {
     ]);
     assert!(out.contains("committed"), "{out}");
 }
+
+#[test]
+fn manufacturing_cli() {
+    rejects(
+        &["run", "manufacturing", "--rework", "2"],
+        &["rework", "[0, 1]"],
+    );
+    rejects(
+        &["run", "manufacturing", "--testing-stations", "0"],
+        &["testing-stations", "at least 1"],
+    );
+    let out = runs(&[
+        "run",
+        "manufacturing",
+        "--config",
+        "examples/manufacturing.toml",
+        "--end",
+        "500",
+    ]);
+    assert!(out.contains("committed"), "{out}");
+}

@@ -20,7 +20,6 @@ pub(crate) fn nonneg(name: &str, value: f64) -> Result<(), String> {
 }
 
 /// `value` must be a probability in [0, 1].
-#[allow(dead_code)]
 pub(crate) fn probability(name: &str, value: f64) -> Result<(), String> {
     if (0.0..=1.0).contains(&value) {
         Ok(())

@@ -9,10 +9,12 @@
 #![deny(unreachable_pub, missing_debug_implementations)]
 
 mod check;
+pub mod manufacturing;
 pub mod phold;
 pub mod phold_phases;
 pub mod simplesim;
 
+pub use manufacturing::Manufacturing;
 pub use phold::Phold;
 pub use phold_phases::PholdPhases;
 pub use simplesim::SimpleSim;
