@@ -18,6 +18,8 @@ pub(crate) enum ModelCmd {
     Simplesim(Box<SimplesimCmd>),
     /// Production lines, assembly and testing stations (seed 002, §2.2).
     Manufacturing(Box<ManufacturingCmd>),
+    /// Personal communication system: cells, channels, calls, handoffs (seed 003, §3.4).
+    Pcs(Box<PcsCmd>),
 }
 
 pub(crate) fn run(cmd: RunCmd) -> Result<u8, Failure> {
@@ -26,6 +28,7 @@ pub(crate) fn run(cmd: RunCmd) -> Result<u8, Failure> {
         ModelCmd::PholdPhases(c) => run_phold_phases(*c),
         ModelCmd::Simplesim(c) => run_simplesim(*c),
         ModelCmd::Manufacturing(c) => run_manufacturing(*c),
+        ModelCmd::Pcs(c) => run_pcs(*c),
     }
 }
 
@@ -217,6 +220,30 @@ model_command! {
         /// Transport time between stations, the lookahead [default: 0.5].
         transfer: f64,
         /// Statistics count parts arriving after this time [default: 0].
+        warmup: f64,
+    }
+}
+
+model_command! {
+    name: "pcs", cmd: PcsCmd, args: PcsArgs, run: run_pcs, model: chronon_models::Pcs,
+    fields {
+        /// Cells per row of the hexagonal grid [default: 32].
+        width: u32,
+        /// Rows of cells [default: 32].
+        height: u32,
+        /// Channels per cell [default: 1000].
+        channels: u32,
+        /// Mean minutes between new calls in a cell [default: 0.004].
+        call_interarrival: f64,
+        /// Mean call duration, minutes [default: 2].
+        call_duration: f64,
+        /// Mean residence time in a cell, minutes; 0 = no handoffs [default: 5].
+        residence: f64,
+        /// Handoff transfer time, the lookahead, minutes [default: 0.01].
+        handoff_delay: f64,
+        /// Fading recomputation passes over the active calls per event [default: 0].
+        fading_work: u32,
+        /// Statistics count calls after this time [default: 0].
         warmup: f64,
     }
 }

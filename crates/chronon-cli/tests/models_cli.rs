@@ -103,3 +103,28 @@ fn manufacturing_cli() {
     ]);
     assert!(out.contains("committed"), "{out}");
 }
+
+#[test]
+fn pcs_cli() {
+    rejects(
+        &["run", "pcs", "--channels", "0"],
+        &["channels", "at least 1"],
+    );
+    rejects(
+        &["run", "pcs", "--call-duration", "nan"],
+        &["call-duration", "> 0"],
+    );
+    let out = runs(&[
+        "run",
+        "pcs",
+        "--config",
+        "examples/pcs.toml",
+        "--width",
+        "4",
+        "--height",
+        "4",
+        "--end",
+        "2",
+    ]);
+    assert!(out.contains("16 LPs"), "{out}");
+}

@@ -10,11 +10,13 @@
 
 mod check;
 pub mod manufacturing;
+pub mod pcs;
 pub mod phold;
 pub mod phold_phases;
 pub mod simplesim;
 
 pub use manufacturing::Manufacturing;
+pub use pcs::Pcs;
 pub use phold::Phold;
 pub use phold_phases::PholdPhases;
 pub use simplesim::SimpleSim;

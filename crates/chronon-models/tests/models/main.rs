@@ -2,6 +2,7 @@
 //! write (queueing theory, renewal theory, conservation) and checks its fingerprints.
 
 mod manufacturing;
+mod pcs;
 mod phold_phases;
 mod simplesim;
 
