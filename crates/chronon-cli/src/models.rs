@@ -20,6 +20,8 @@ pub(crate) enum ModelCmd {
     Manufacturing(Box<ManufacturingCmd>),
     /// Personal communication system: cells, channels, calls, handoffs (seed 003, §3.4).
     Pcs(Box<PcsCmd>),
+    /// Partitioned key/value store with batched transactions (seed 003, §3.3).
+    Datastore(Box<DatastoreCmd>),
 }
 
 pub(crate) fn run(cmd: RunCmd) -> Result<u8, Failure> {
@@ -29,6 +31,7 @@ pub(crate) fn run(cmd: RunCmd) -> Result<u8, Failure> {
         ModelCmd::Simplesim(c) => run_simplesim(*c),
         ModelCmd::Manufacturing(c) => run_manufacturing(*c),
         ModelCmd::Pcs(c) => run_pcs(*c),
+        ModelCmd::Datastore(c) => run_datastore(*c),
     }
 }
 
@@ -244,6 +247,35 @@ model_command! {
         /// Fading recomputation passes over the active calls per event [default: 0].
         fading_work: u32,
         /// Statistics count calls after this time [default: 0].
+        warmup: f64,
+    }
+}
+
+model_command! {
+    name: "datastore", cmd: DatastoreCmd, args: DatastoreArgs, run: run_datastore,
+    model: chronon_models::DataStore,
+    fields {
+        /// Nodes, one LP each [default: 64].
+        nodes: u32,
+        /// Partitions per node [default: 8].
+        partitions_per_node: u32,
+        /// Keys per partition [default: 1000].
+        keys_per_partition: u32,
+        /// Transactions per batch [default: 10].
+        batching_factor: u32,
+        /// Accesses per transaction [default: 4].
+        ops_per_tx: u32,
+        /// Probability that an access goes to another node [default: 0.2].
+        remote: f64,
+        /// Mean time between batches at a node [default: 1].
+        batch_interarrival: f64,
+        /// Lease time of an access; 0 = no conflicts [default: 0.5].
+        hold: f64,
+        /// One-way network delay, the lookahead [default: 0.05].
+        net_delay: f64,
+        /// Busy work per transaction and per remote request, microseconds [default: 0].
+        work_us: f64,
+        /// Statistics count transactions decided after this time [default: 0].
         warmup: f64,
     }
 }

@@ -128,3 +128,26 @@ fn pcs_cli() {
     ]);
     assert!(out.contains("16 LPs"), "{out}");
 }
+
+#[test]
+fn datastore_cli() {
+    rejects(
+        &["run", "datastore", "--net-delay", "0"],
+        &["net-delay", "> 0"],
+    );
+    rejects(
+        &["run", "datastore", "--remote", "-0.5"],
+        &["remote", "[0, 1]"],
+    );
+    let out = runs(&[
+        "run",
+        "datastore",
+        "--config",
+        "examples/datastore.toml",
+        "--end",
+        "20",
+        "--work-us",
+        "0",
+    ]);
+    assert!(out.contains("64 LPs"), "{out}");
+}

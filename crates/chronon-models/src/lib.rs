@@ -9,12 +9,14 @@
 #![deny(unreachable_pub, missing_debug_implementations)]
 
 mod check;
+pub mod datastore;
 pub mod manufacturing;
 pub mod pcs;
 pub mod phold;
 pub mod phold_phases;
 pub mod simplesim;
 
+pub use datastore::DataStore;
 pub use manufacturing::Manufacturing;
 pub use pcs::Pcs;
 pub use phold::Phold;

@@ -1,6 +1,7 @@
 //! Model tests: one module per model. Each checks its model against something we did not
 //! write (queueing theory, renewal theory, conservation) and checks its fingerprints.
 
+mod datastore;
 mod manufacturing;
 mod pcs;
 mod phold_phases;
