@@ -22,6 +22,10 @@ pub(crate) enum ModelCmd {
     Pcs(Box<PcsCmd>),
     /// Partitioned key/value store with batched transactions (seed 003, §3.3).
     Datastore(Box<DatastoreCmd>),
+    /// Packet network: one star per partition, hubs in a clique, UDP on/off (seed 000, §4.2).
+    StarClique(Box<StarCliqueCmd>),
+    /// Packet network: a ring of campus networks (seed 001, §1.3).
+    Campus(Box<CampusCmd>),
 }
 
 pub(crate) fn run(cmd: RunCmd) -> Result<u8, Failure> {
@@ -32,6 +36,8 @@ pub(crate) fn run(cmd: RunCmd) -> Result<u8, Failure> {
         ModelCmd::Manufacturing(c) => run_manufacturing(*c),
         ModelCmd::Pcs(c) => run_pcs(*c),
         ModelCmd::Datastore(c) => run_datastore(*c),
+        ModelCmd::StarClique(c) => run_star_clique(*c),
+        ModelCmd::Campus(c) => run_campus(*c),
     }
 }
 
@@ -105,10 +111,22 @@ fn run_phold(cmd: PholdCmd) -> Result<u8, Failure> {
 /// Declares a model's command: its flags (which are also its TOML keys, kebab-case), the
 /// merge flag > config file > default, validation, and the run. Every field of the model
 /// struct is listed, so a new model parameter that is not exposed does not compile.
+/// Models whose parameters are not the runnable model name a `build` step from one to the other.
 macro_rules! model_command {
     (
         name: $name:literal, cmd: $Cmd:ident, args: $Args:ident, run: $run:ident,
         model: $Model:ty,
+        fields { $( $(#[doc = $doc:literal])* $field:ident : $ty:ty, )* }
+    ) => {
+        model_command! {
+            name: $name, cmd: $Cmd, args: $Args, run: $run, model: $Model,
+            build: |m: &$Model| -> Result<$Model, String> { Ok(m.clone()) },
+            fields { $( $(#[doc = $doc])* $field: $ty, )* }
+        }
+    };
+    (
+        name: $name:literal, cmd: $Cmd:ident, args: $Args:ident, run: $run:ident,
+        model: $Model:ty, build: $build:expr,
         fields { $( $(#[doc = $doc:literal])* $field:ident : $ty:ty, )* }
     ) => {
         #[derive(Debug, Args)]
@@ -139,9 +157,10 @@ macro_rules! model_command {
                 $( $field: a.$field.or(f.$field).unwrap_or(d.$field), )*
             };
             model.validate().map_err(Failure::bad_input)?;
-            let lps = model.lps();
             let config = serde_json::to_value(&model).expect("model parameters serialize");
-            run_simulation($name, model, lps, common, config)
+            let runnable = ($build)(&model).map_err(Failure::bad_input)?;
+            let lps = runnable.lps();
+            run_simulation($name, runnable, lps, common, config)
         }
     };
 }
@@ -277,5 +296,73 @@ model_command! {
         work_us: f64,
         /// Statistics count transactions decided after this time [default: 0].
         warmup: f64,
+    }
+}
+
+model_command! {
+    name: "star-clique", cmd: StarCliqueCmd, args: StarCliqueArgs, run: run_star_clique,
+    model: chronon_models::StarClique, build: chronon_models::StarClique::build,
+    fields {
+        /// Stars, one per partition; the network has stars^2 nodes [default: 8].
+        stars: u32,
+        /// Leaf-hub bandwidth, bits/s [default: 10e6].
+        leaf_bandwidth: f64,
+        /// Leaf-hub delay, seconds [default: 0.001].
+        leaf_delay: f64,
+        /// Hub-hub bandwidth, bits/s [default: 100e6].
+        hub_bandwidth: f64,
+        /// Hub-hub delay, seconds [default: 0.01].
+        hub_delay: f64,
+        /// Packets each link direction may queue [default: 100].
+        queue_packets: u32,
+        /// Bytes per UDP packet [default: 1024].
+        packet_bytes: u32,
+        /// Mean source rate as a fraction of the leaf bandwidth [default: 0.2].
+        load: f64,
+        /// Mean on period, seconds [default: 0.5].
+        on_mean: f64,
+        /// Mean off period, seconds; 0 = always on [default: 0.5].
+        off_mean: f64,
+        /// Sources start uniformly in [0, this) seconds [default: 0.5].
+        start_window: f64,
+    }
+}
+
+model_command! {
+    name: "campus", cmd: CampusCmd, args: CampusArgs, run: run_campus,
+    model: chronon_models::Campus, build: chronon_models::Campus::build,
+    fields {
+        /// Campuses on the ring [default: 4].
+        campuses: u32,
+        /// Servers per campus (Net1) [default: 4].
+        servers: u32,
+        /// LANs in each client subnetwork, Net2 and Net3 [default: 2].
+        lans_per_net: u32,
+        /// Clients per LAN [default: 42].
+        clients_per_lan: u32,
+        /// Access link bandwidth, bits/s [default: 100e6].
+        lan_bandwidth: f64,
+        /// Access link delay, seconds [default: 0.0005].
+        lan_delay: f64,
+        /// Campus backbone bandwidth, bits/s [default: 1e9].
+        backbone_bandwidth: f64,
+        /// Campus backbone delay, seconds [default: 0.001].
+        backbone_delay: f64,
+        /// Ring link bandwidth, bits/s [default: 1e9].
+        ring_bandwidth: f64,
+        /// Ring link delay, seconds [default: 0.01].
+        ring_delay: f64,
+        /// Packets each link direction may queue [default: 100].
+        queue_packets: u32,
+        /// Bytes per UDP packet [default: 512].
+        packet_bytes: u32,
+        /// Each client's mean rate as a fraction of its link [default: 0.01].
+        load: f64,
+        /// Mean on period, seconds [default: 0.5].
+        on_mean: f64,
+        /// Mean off period, seconds; 0 = always on [default: 0.5].
+        off_mean: f64,
+        /// Sources start uniformly in [0, this) seconds [default: 0.5].
+        start_window: f64,
     }
 }

@@ -151,3 +151,53 @@ fn datastore_cli() {
     ]);
     assert!(out.contains("64 LPs"), "{out}");
 }
+
+#[test]
+fn star_clique_cli() {
+    rejects(
+        &["run", "star-clique", "--stars", "1"],
+        &["stars", "at least 2"],
+    );
+    rejects(
+        &["run", "star-clique", "--load", "1.5"],
+        &["load", "(0, 1]"],
+    );
+    let out = runs(&[
+        "run",
+        "star-clique",
+        "--config",
+        "examples/star-clique.toml",
+        "--stars",
+        "3",
+        "--end",
+        "1",
+    ]);
+    assert!(out.contains("9 LPs"), "{out}");
+}
+
+#[test]
+fn campus_cli() {
+    rejects(
+        &["run", "campus", "--ring-delay", "0"],
+        &["ring-delay", "> 0"],
+    );
+    rejects(
+        &["run", "campus", "--campuses", "0"],
+        &["campuses", "at least 1"],
+    );
+    let out = runs(&[
+        "run",
+        "campus",
+        "--config",
+        "examples/campus.toml",
+        "--campuses",
+        "2",
+        "--lans-per-net",
+        "1",
+        "--clients-per-lan",
+        "4",
+        "--end",
+        "0.5",
+    ]);
+    assert!(out.contains("committed"), "{out}");
+}

@@ -11,6 +11,7 @@
 mod check;
 pub mod datastore;
 pub mod manufacturing;
+pub mod net;
 pub mod pcs;
 pub mod phold;
 pub mod phold_phases;
@@ -18,6 +19,8 @@ pub mod simplesim;
 
 pub use datastore::DataStore;
 pub use manufacturing::Manufacturing;
+pub use net::campus::Campus;
+pub use net::star_clique::StarClique;
 pub use pcs::Pcs;
 pub use phold::Phold;
 pub use phold_phases::PholdPhases;

@@ -3,6 +3,7 @@
 
 mod datastore;
 mod manufacturing;
+mod net;
 mod pcs;
 mod phold_phases;
 mod simplesim;
