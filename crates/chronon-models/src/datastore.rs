@@ -160,7 +160,7 @@ impl DataStore {
     }
 
     fn decide(&self, node: &mut Node, failed: bool, started: f64, now: f64) {
-        node.in_flight -= 1;
+        node.in_flight = node.in_flight.saturating_sub(1);
         node.decided += 1;
         if now >= self.warmup {
             if failed {
@@ -206,6 +206,8 @@ pub struct Node {
     /// Aborted after the warm-up.
     pub aborted: u64,
     latency_sum: f64,
+    /// Replies that matched no outstanding access (always 0 in a sequential run).
+    pub stray_replies: u64,
     /// Accesses served here.
     pub accesses: u64,
     /// Of those, failed on a lease.
@@ -331,16 +333,24 @@ impl Model for DataStore {
                 );
             }
             StoreEvent::Reply { batch, results } => {
+                // Sequentially a reply always finds its batch. An optimistic executor may run
+                // a reply whose cause is about to be cancelled; count it instead of failing,
+                // the rollback that follows undoes it.
                 let Some(mut pb) = node.pending.remove(batch) else {
-                    unreachable!("a reply for batch {batch}, which has nothing outstanding");
+                    node.stray_replies += 1;
+                    return;
                 };
                 for &(tx, ok) in results {
-                    let t = &mut pb.txs[tx as usize];
-                    t.failed |= !ok;
-                    t.waiting -= 1;
-                    if t.waiting == 0 {
-                        let failed = t.failed;
-                        self.decide(node, failed, pb.started, now);
+                    match pb.txs.get_mut(usize::from(tx)) {
+                        Some(t) if t.waiting > 0 => {
+                            t.failed |= !ok;
+                            t.waiting -= 1;
+                            if t.waiting == 0 {
+                                let failed = t.failed;
+                                self.decide(node, failed, pb.started, now);
+                            }
+                        }
+                        _ => node.stray_replies += 1,
                     }
                 }
                 if pb.txs.iter().any(|t| t.waiting > 0) {
@@ -369,6 +379,7 @@ impl Model for DataStore {
         stats.add("latency_sum", node.latency_sum);
         stats.add("accesses", node.accesses as f64);
         stats.add("access_conflicts", node.conflicts as f64);
+        stats.add("stray_replies", node.stray_replies as f64);
         let last = stats.get("last_event_time").unwrap_or(0.0).max(node.last);
         stats.set("last_event_time", last);
         if lp + 1 == self.lps() {

@@ -99,15 +99,23 @@ impl PholdPhases {
         ((t / self.phase_length) as usize).min(2)
     }
 
-    /// The mesh neighbours of object `lp` (2 to 4 of them; 4 on a torus).
+    /// The mesh neighbours of object `lp` (2 to 4 of them; 4 on a torus of side >= 3).
     pub fn neighbours(&self, lp: LpId) -> Vec<LpId> {
+        let (near, n) = self.near(lp);
+        near[..n].to_vec()
+    }
+
+    /// The neighbours without allocating: an array and how many of it are used.
+    fn near(&self, lp: LpId) -> ([LpId; 4], usize) {
         let (w, h) = (self.width, self.height);
         let (x, y) = (lp % w, lp / w);
-        let mut out = Vec::with_capacity(4);
+        let mut out = [0; 4];
+        let mut n = 0;
         let mut push = |nx: u32, ny: u32| {
-            let n = ny * w + nx;
-            if n != lp && !out.contains(&n) {
-                out.push(n);
+            let id = ny * w + nx;
+            if id != lp && !out[..n].contains(&id) {
+                out[n] = id;
+                n += 1;
             }
         };
         if x > 0 {
@@ -130,7 +138,7 @@ impl PholdPhases {
         } else if self.wrap {
             push(x, 0);
         }
-        out
+        (out, n)
     }
 
     fn delay(&self, rng: &mut LpRng) -> f64 {
@@ -171,11 +179,12 @@ impl Model for PholdPhases {
         let me = ctx.me();
         let phase = self.phase(ctx.now());
         obj.events[phase] += 1;
-        let near = self.neighbours(me);
+        let (near, n) = self.near(me);
+        let near = &near[..n];
         if hop.from != me && !near.contains(&hop.from) {
             obj.non_neighbour += 1;
         }
-        let dst = near[ctx.rng().below(near.len() as u64) as usize];
+        let dst = near[ctx.rng().below(n as u64) as usize];
         let d = self.delay(ctx.rng());
         ctx.send(dst, d, Hop { from: me });
         spin_for_us([self.work_a_us, self.work_b_us, self.work_c_us][phase]);
@@ -187,7 +196,8 @@ impl Model for PholdPhases {
 
     fn reverse(&self, obj: &mut MeshObject, hop: &Hop, ctx: &ReverseCtx) {
         obj.events[self.phase(ctx.now)] -= 1;
-        if hop.from != ctx.me && !self.neighbours(ctx.me).contains(&hop.from) {
+        let (near, n) = self.near(ctx.me);
+        if hop.from != ctx.me && !near[..n].contains(&hop.from) {
             obj.non_neighbour -= 1;
         }
     }

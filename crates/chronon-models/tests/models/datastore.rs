@@ -24,6 +24,7 @@ fn transactions_are_conserved() {
     );
     assert_eq!(stat(&r, "tx_decided") + pending, started);
     assert_eq!(stat(&r, "tx_in_flight"), pending);
+    assert_eq!(stat(&r, "stray_replies"), 0.0);
 }
 
 /// Leases that end at once never conflict: no aborts, and the throughput is the offered load
