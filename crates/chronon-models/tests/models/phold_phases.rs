@@ -38,6 +38,7 @@ fn events_per_phase_follow_renewal_theory() {
         .zip(expected)
     {
         let got = stat(&r, name);
+        eprintln!("phold-phases: {name} {got}, renewal theory {want}");
         assert!(
             rel(got, want) < 0.02,
             "{name}: {got} vs renewal theory {want}"

@@ -43,6 +43,7 @@ fn steady_rate_obeys_littles_law() {
     let (n0, n1) = (pending(&at_warmup), pending(&r));
     let rate = stat(&r, "steady_events") / (end - m.warmup);
     let in_flight = rate * m.mean_delay();
+    eprintln!("simplesim: rate x delay = {in_flight}, in flight {n0} at warm-up, {n1} at end");
     assert!(
         in_flight > 0.98 * n0 && in_flight < 1.02 * n1,
         "Little: rate {rate} x delay {} = {in_flight}, not within in-flight [{n0}, {n1}]",
