@@ -149,6 +149,19 @@ macro_rules! model_command {
             let keys: Vec<&str> = keys.iter().map(String::as_str).collect();
             let file = ConfigFile::load(cmd.common.config.as_deref(), &keys)?;
             let common = cmd.common.over(file.get()?);
+            // Check each model key's type first, so that an error names the key.
+            let table: toml::Table = file.get()?;
+            $(
+                let key = stringify!($field).replace('_', "-");
+                if let Some(v) = table.get(&key) {
+                    v.clone().try_into::<$ty>().map_err(|e| {
+                        Failure::bad_input(format!(
+                            "config key '{key}': {}",
+                            crate::one_line(e.message())
+                        ))
+                    })?;
+                }
+            )*
             let f: $Args = file.get()?;
             let a = cmd.model;
             type M = $Model;

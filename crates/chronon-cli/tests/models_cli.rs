@@ -201,3 +201,75 @@ fn campus_cli() {
     ]);
     assert!(out.contains("committed"), "{out}");
 }
+
+/// A scratch path unique to this test process.
+fn scratch(name: &str) -> std::path::PathBuf {
+    let dir = std::env::temp_dir().join(format!("chronon-models-cli-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).expect("a scratch directory");
+    dir.join(name)
+}
+
+#[test]
+fn reports_carry_model_stats() {
+    let out = scratch("mm1.json");
+    runs(&[
+        "run",
+        "manufacturing",
+        "--config",
+        "examples/manufacturing-mm1.toml",
+        "--lines",
+        "20",
+        "--end",
+        "600",
+        "--output",
+        out.to_str().unwrap(),
+    ]);
+    let report: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&out).unwrap()).unwrap();
+    let stats = &report["model_stats"];
+    let l = stats["processing_mean_in_station"].as_f64().unwrap();
+    assert!(l > 0.5 && l < 2.0, "mean in station {l}");
+    assert_eq!(report["model"], "manufacturing");
+    assert_eq!(report["config"]["lines"], 20);
+    assert_eq!(report["config"]["assembly_stations"], 0);
+}
+
+#[test]
+fn unknown_config_keys_are_named() {
+    let path = scratch("bad.toml");
+    std::fs::write(&path, "lines = 2\nline-count = 3\n").unwrap();
+    rejects(
+        &["run", "manufacturing", "--config", path.to_str().unwrap()],
+        &["line-count", "stations-per-line"],
+    );
+    std::fs::write(&path, "rework = \"lots\"\n").unwrap();
+    rejects(
+        &["run", "manufacturing", "--config", path.to_str().unwrap()],
+        &["rework"],
+    );
+}
+
+#[test]
+fn boolean_flags_take_a_value() {
+    let out = runs(&[
+        "run",
+        "phold-phases",
+        "--wrap",
+        "true",
+        "--width",
+        "3",
+        "--height",
+        "3",
+        "--end",
+        "3",
+        "--phase-length",
+        "1",
+        "--work-a-us",
+        "0",
+        "--work-b-us",
+        "0",
+        "--work-c-us",
+        "0",
+    ]);
+    assert!(out.contains("9 LPs"), "{out}");
+}
