@@ -105,6 +105,14 @@ impl Campus {
                 "the campuses have {total} nodes in all; at most 2^24 are allowed"
             ));
         }
+        let routers = u64::from(self.campuses) * (6 + 2 * u64::from(self.lans_per_net));
+        if routers > super::MAX_ROUTERS as u64 {
+            return Err(format!(
+                "campuses × (6 + 2 × lans-per-net) is {routers} routers and switches; at most {} \
+                 are allowed",
+                super::MAX_ROUTERS
+            ));
+        }
         positive("lan-bandwidth", self.lan_bandwidth)?;
         positive("lan-delay", self.lan_delay)?;
         positive("backbone-bandwidth", self.backbone_bandwidth)?;

@@ -35,6 +35,10 @@ use chronon::{Ctx, LpId, Model, ModelStats};
 /// A node's index (its LP).
 pub type NodeId = u32;
 
+/// The most nodes with more than one link (routers, hubs, switches) a network may have: the
+/// routing table holds one entry per pair of them.
+pub const MAX_ROUTERS: usize = 8192;
+
 /// A full-duplex point-to-point link's properties (the same in both directions).
 #[derive(Clone, Copy, Debug, PartialEq, serde::Serialize)]
 pub struct LinkSpec {
@@ -197,6 +201,15 @@ impl Network {
         }
         // next[d * core + u]: the interface at core node u towards core node d.
         let c = core.len();
+        if c > MAX_ROUTERS {
+            return Err(format!(
+                "the network has {c} nodes with more than one link; at most {MAX_ROUTERS} are \
+                 allowed (the routing table is their square)"
+            ));
+        }
+        if self.ifaces.iter().any(|f| f.len() >= usize::from(u16::MAX)) {
+            return Err("a node has 65535 or more links; at most 65534 are allowed".into());
+        }
         let mut next = vec![u16::MAX; c * c];
         for (di, &d) in core.iter().enumerate() {
             // Dijkstra from d over core nodes, on (delay, hops, node) — then each node's first
@@ -235,9 +248,6 @@ impl Network {
                     }
                 }
             }
-        }
-        if self.ifaces.iter().any(|f| f.len() >= usize::from(u16::MAX)) {
-            return Err("a node has 65535 or more links; at most 65534 are allowed".into());
         }
         let model = NetModel {
             ifaces: self.ifaces,

@@ -68,8 +68,11 @@ impl StarClique {
     pub fn validate(&self) -> Result<(), String> {
         use crate::check::*;
         at_least("stars", u64::from(self.stars), 2)?;
-        if self.stars > 4096 {
-            return Err(format!("stars is {}; it must be at most 4096", self.stars));
+        if self.stars > 256 {
+            return Err(format!(
+                "stars is {}; it must be at most 256 (the hubs form a clique)",
+                self.stars
+            ));
         }
         positive("leaf-bandwidth", self.leaf_bandwidth)?;
         positive("leaf-delay", self.leaf_delay)?;
