@@ -242,7 +242,7 @@ pub struct StationState {
     sojourn_sum: f64,
     /// All part arrivals (visits).
     arrivals: u64,
-    /// Control stations: parts sent back. Last control stations: parts dealt out so far.
+    /// Last control stations: parts dealt out to the assembly stations so far.
     routed: u64,
     /// Assembly: the join buffers, one per line, holding each waiting component's birth time.
     join: Vec<VecDeque<f64>>,
@@ -313,10 +313,10 @@ pub enum Flow {
         /// The oldest component's creation time.
         born: f64,
     },
-    /// A product (`parts` = the number of lines) or a part (`parts` = 1) leaving the system.
+    /// A tested product, or a part of a line without assembly, leaving the system.
     Leave {
-        /// Components leaving.
-        parts: u32,
+        /// A product (rather than a part).
+        product: bool,
         /// The oldest component's creation time.
         born: f64,
     },
@@ -363,12 +363,12 @@ impl Model for Manufacturing {
         };
         let w = self.warmup;
         match (*ev, role) {
-            (Flow::Leave { parts, born }, _) => {
+            (Flow::Leave { product, born }, _) => {
                 st.advance(now, w);
-                if parts == 1 {
-                    st.left_parts += 1;
-                } else {
+                if product {
                     st.products += 1;
+                } else {
+                    st.left_parts += 1;
                 }
                 st.cycle_sum += now - born;
             }
@@ -386,7 +386,14 @@ impl Model for Manufacturing {
                 } else if stage + 1 < self.stations_per_line {
                     ctx.send(me + 1, delay, Flow::Part { line, born });
                 } else if self.assembly_stations == 0 {
-                    ctx.send(me, delay, Flow::Leave { parts: 1, born });
+                    ctx.send(
+                        me,
+                        delay,
+                        Flow::Leave {
+                            product: false,
+                            born,
+                        },
+                    );
                 } else {
                     let a = (st.routed % u64::from(self.assembly_stations)) as u32;
                     st.routed += 1;
@@ -420,7 +427,7 @@ impl Model for Manufacturing {
                     me,
                     d - now + self.transfer,
                     Flow::Leave {
-                        parts: self.lines,
+                        product: true,
                         born,
                     },
                 );

@@ -98,6 +98,22 @@ fn rework_gives_geometric_visits() {
     );
 }
 
+/// One line, one assembly station: each product is one part, so parts out = products out.
+#[test]
+fn single_line_products_count_once() {
+    let m = Manufacturing {
+        lines: 1,
+        assembly_stations: 1,
+        testing_stations: 1,
+        ..Manufacturing::default()
+    };
+    let r = run(m.clone(), m.lps(), 5000.0, 4, QueueKind::Ladder);
+    let out = stat(&r, "products_out");
+    assert!(out > 100.0);
+    assert_eq!(stat(&r, "parts_out"), out);
+    assert_eq!(stat(&r, "join_buffered_parts"), 0.0);
+}
+
 #[test]
 fn fingerprints() {
     let m = Manufacturing::default();
