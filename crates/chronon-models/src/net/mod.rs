@@ -111,6 +111,8 @@ impl OnOff {
 #[derive(Clone, Copy, Debug)]
 struct Iface {
     peer: NodeId,
+    /// This link's interface index at `peer`.
+    back: u16,
     spec: LinkSpec,
 }
 
@@ -158,8 +160,22 @@ impl Network {
         if self.ifaces[a as usize].iter().any(|i| i.peer == b) {
             return Err(format!("link {a} - {b} already exists"));
         }
-        self.ifaces[a as usize].push(Iface { peer: b, spec });
-        self.ifaces[b as usize].push(Iface { peer: a, spec });
+        let (ia, ib) = (self.ifaces[a as usize].len(), self.ifaces[b as usize].len());
+        if ia.max(ib) >= usize::from(u16::MAX) {
+            return Err(format!(
+                "link {a} - {b}: a node may have at most 65534 links"
+            ));
+        }
+        self.ifaces[a as usize].push(Iface {
+            peer: b,
+            back: ib as u16,
+            spec,
+        });
+        self.ifaces[b as usize].push(Iface {
+            peer: a,
+            back: ia as u16,
+            spec,
+        });
         Ok(())
     }
 
@@ -206,9 +222,6 @@ impl Network {
                 "the network has {c} nodes with more than one link; at most {MAX_ROUTERS} are \
                  allowed (the routing table is their square)"
             ));
-        }
-        if self.ifaces.iter().any(|f| f.len() >= usize::from(u16::MAX)) {
-            return Err("a node has 65535 or more links; at most 65534 are allowed".into());
         }
         let mut next = vec![u16::MAX; c * c];
         for (di, &d) in core.iter().enumerate() {
@@ -406,6 +419,7 @@ impl NetModel {
                     bytes: app.packet_bytes,
                     created: st.next,
                     hops: 0,
+                    link: 0,
                 }),
             );
             st.scheduled += 1;
@@ -428,6 +442,8 @@ pub struct Packet {
     pub created: f64,
     /// Links crossed so far (0: still at its source, not yet sent).
     pub hops: u32,
+    /// The interface, at the node it arrives at, of the link it last crossed.
+    pub link: u16,
 }
 
 /// What nodes receive.
@@ -448,7 +464,10 @@ struct IfaceState {
     /// Transmission end times of the packets in the queue (the first is being transmitted).
     ends: VecDeque<f64>,
     busy_until: f64,
+    /// Packets transmitted on this interface.
     sent: u64,
+    /// Packets that arrived over this interface's link.
+    arrived: u64,
     dropped: u64,
 }
 
@@ -534,12 +553,14 @@ impl Model for NetModel {
         };
         if p.hops == 0 {
             st.sent += 1;
-        } else if p.dst == me {
-            st.received += 1;
-            st.bytes_received += u64::from(p.bytes);
-            st.latency_sum += now - p.created;
-            return;
         } else {
+            st.ifaces[usize::from(p.link)].arrived += 1;
+            if p.dst == me {
+                st.received += 1;
+                st.bytes_received += u64::from(p.bytes);
+                st.latency_sum += now - p.created;
+                return;
+            }
             st.forwarded += 1;
         }
         let Some(i) = self.route(me, p.dst) else {
@@ -562,6 +583,7 @@ impl Model for NetModel {
         q.ends.push_back(end);
         q.sent += 1;
         p.hops += 1;
+        p.link = iface.back;
         ctx.send(
             iface.peer,
             end - now + iface.spec.delay,
@@ -581,6 +603,15 @@ impl Model for NetModel {
         stats.add("packets_unroutable", st.unroutable as f64);
         stats.add("bytes_received", st.bytes_received as f64);
         stats.add("latency_sum", st.latency_sum);
+        // Packets put on a link minus packets that came off it, counted at each end.
+        stats.add(
+            "link_transmissions",
+            st.ifaces.iter().map(|q| q.sent).sum::<u64>() as f64,
+        );
+        stats.add(
+            "link_arrivals",
+            st.ifaces.iter().map(|q| q.arrived).sum::<u64>() as f64,
+        );
         let scheduled: u64 = st.apps.iter().map(|a| a.scheduled).sum();
         // Emissions scheduled but not yet run; sources still ticking.
         stats.add("emissions_pending", (scheduled - st.sent) as f64);
@@ -595,6 +626,8 @@ impl Model for NetModel {
                 let l = get(stats, "latency_sum") / rx;
                 stats.set("mean_latency", l);
             }
+            let on_links = get(stats, "link_transmissions") - get(stats, "link_arrivals");
+            stats.set("packets_in_flight", on_links);
             let sent = get(stats, "packets_sent");
             if sent > 0.0 {
                 let d = get(stats, "packets_dropped") / sent;
