@@ -24,6 +24,24 @@
 //! carries over an off period, so the long-run rate is exactly `rate × on / (on + off)`. Its packet emissions are generated one window ahead (at least the lookahead) as
 //! events the source node sends itself; a packet counts as sent when its emission event runs.
 //! A sink at every node counts what arrives for it.
+//!
+//! ```
+//! use chronon::Simulation;
+//! use chronon_models::net::{LinkSpec, Network, OnOff};
+//!
+//! // Two nodes, a 1 Mb/s link with 10 ms of delay, a 0.5 Mb/s stream of 1000-byte packets.
+//! let mut net = Network::new(2);
+//! let link = LinkSpec { bandwidth_bps: 1e6, delay: 0.01, queue_packets: 10 };
+//! net.link(0, 1, link)?;
+//! net.app(0, OnOff::cbr(1, 0.5e6, 1000, 0.0, f64::INFINITY))?;
+//! let model = net.build()?;
+//! let lps = model.lps();
+//! let report = Simulation::new(model).lps(lps).end_time(10.0).run().map_err(|e| e.to_string())?;
+//! // No queueing below capacity: 8 ms to transmit, 10 ms to propagate.
+//! let latency = report.model_stats.get("mean_latency").unwrap();
+//! assert!((latency - 0.018).abs() < 1e-9);
+//! # Ok::<(), String>(())
+//! ```
 
 pub mod campus;
 pub mod star_clique;

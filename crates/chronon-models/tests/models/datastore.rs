@@ -35,6 +35,7 @@ fn no_conflicts_means_no_aborts_and_full_throughput() {
         hold: 0.0,
         keys_per_partition: 1,
         partitions_per_node: 1,
+        ops_per_tx: 2,
         warmup: 10.0,
         ..DataStore::default()
     };

@@ -196,6 +196,18 @@ fn fingerprints() {
 }
 
 #[test]
+fn campus_fingerprints() {
+    let c = Campus {
+        campuses: 3,
+        lans_per_net: 1,
+        clients_per_lan: 3,
+        load: 0.001,
+        ..Campus::default()
+    };
+    check_fingerprints(|| c.build().unwrap(), c.lps(), 0.5);
+}
+
+#[test]
 fn bad_parameters_are_named() {
     let e = StarClique {
         stars: 1,
