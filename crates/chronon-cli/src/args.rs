@@ -87,7 +87,10 @@ pub(crate) struct ConfigFile {
 
 impl ConfigFile {
     /// Reads `path` (or nothing) and checks that every key is one of `common` or `model`.
-    pub(crate) fn load(path: Option<&Path>, model_keys: &[&str]) -> Result<ConfigFile, Failure> {
+    pub(crate) fn load(
+        path: Option<&Path>,
+        model_keys: &[&str],
+    ) -> Result<ConfigFile, Failure> {
         let Some(path) = path else {
             return Ok(ConfigFile::default());
         };
@@ -110,7 +113,10 @@ impl ConfigFile {
                 )));
             }
         }
-        Ok(ConfigFile { path: shown, table })
+        Ok(ConfigFile {
+            path: shown,
+            table,
+        })
     }
 
     /// The file's keys as `T` (keys `T` does not know are ignored: `load` checked them all).

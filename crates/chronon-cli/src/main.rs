@@ -85,8 +85,5 @@ fn main() -> ExitCode {
 
 /// The first line of a message, trimmed.
 pub(crate) fn one_line(s: &str) -> &str {
-    s.lines()
-        .find(|l| !l.trim().is_empty())
-        .unwrap_or("")
-        .trim()
+    s.lines().find(|l| !l.trim().is_empty()).unwrap_or("").trim()
 }

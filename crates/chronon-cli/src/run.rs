@@ -163,10 +163,7 @@ fn print_summary(name: &str, r: &Report) {
     );
     println!("committed    {}", r.committed);
     if r.rolled_back > 0 {
-        println!(
-            "processed    {} ({} rolled back)",
-            r.processed, r.rolled_back
-        );
+        println!("processed    {} ({} rolled back)", r.processed, r.rolled_back);
     }
     println!("wall         {:.3} s", r.wall_s);
     println!("events/s     {:.0}", r.events_per_s);
@@ -189,8 +186,9 @@ fn write_report(
     obj.insert("peak_rss_bytes".into(), sys::peak_rss_bytes().into());
     let text = serde_json::to_string_pretty(&v).expect("JSON values serialize");
     if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
-        std::fs::create_dir_all(dir)
-            .map_err(|e| Failure::runtime(format!("cannot create {}: {e}", dir.display())))?;
+        std::fs::create_dir_all(dir).map_err(|e| {
+            Failure::runtime(format!("cannot create {}: {e}", dir.display()))
+        })?;
     }
     std::fs::write(path, text + "\n")
         .map_err(|e| Failure::runtime(format!("cannot write {}: {e}", path.display())))

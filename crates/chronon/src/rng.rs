@@ -31,7 +31,9 @@ impl LpRng {
 
     /// A stream from a raw seed (for tools and tests that run outside the engine).
     pub fn from_seed(seed: u64) -> Self {
-        LpRng { state: mix64(seed) }
+        LpRng {
+            state: mix64(seed),
+        }
     }
 
     /// The next 64 random bits.

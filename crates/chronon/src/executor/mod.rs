@@ -117,8 +117,11 @@ pub(crate) fn finish_report<M: Model>(
     counters: &[i64],
     report: &mut Report,
 ) {
-    report.fingerprint =
-        Fingerprint::from_digests(lps.iter().enumerate().map(|(i, s)| (i as LpId, &s.digest)));
+    report.fingerprint = Fingerprint::from_digests(
+        lps.iter()
+            .enumerate()
+            .map(|(i, s)| (i as LpId, &s.digest)),
+    );
     report.committed = lps.iter().map(|s| s.digest.count()).sum();
     let mut stats = ModelStats::default();
     for (name, value) in model.counter_names().iter().zip(counters) {

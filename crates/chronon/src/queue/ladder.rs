@@ -244,7 +244,9 @@ impl<T: Keyed + Send> PendingSet<T> for LadderQueue<T> {
                 return;
             }
         }
-        let pos = self.bottom.partition_point(|x| x.key() > item.key());
+        let pos = self
+            .bottom
+            .partition_point(|x| x.key() > item.key());
         self.bottom.insert(pos, item);
         if self.bottom.len() > BOTTOM_SPILL {
             self.spill_bottom();

@@ -91,11 +91,7 @@ fn ladder_and_heap_agree_on_a_long_hold_run() {
         let b = heap.pop().unwrap();
         assert_eq!(a, b);
         // Zero increments create exact ties at the current time.
-        let inc = if rng.bernoulli(0.1) {
-            0.0
-        } else {
-            rng.exponential(1.0)
-        };
+        let inc = if rng.bernoulli(0.1) { 0.0 } else { rng.exponential(1.0) };
         let k = EventKey {
             time: a.time + inc,
             src: rng.below(50) as u32,
