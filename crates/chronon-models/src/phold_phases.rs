@@ -211,5 +211,6 @@ impl Model for PholdPhases {
         stats.add("phase_b_events", obj.events[1] as f64);
         stats.add("phase_c_events", obj.events[2] as f64);
         stats.add("non_neighbour_hops", obj.non_neighbour as f64);
+        stats.set("phase_length", self.phase_length);
     }
 }
