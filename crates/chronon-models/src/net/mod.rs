@@ -265,12 +265,8 @@ impl Network {
                     let cand = (delay + iface.spec.delay, hops + 1);
                     if cand < dist[v as usize] {
                         dist[v as usize] = cand;
-                        // v reaches d through node: find v's interface to node.
-                        let back = self.ifaces[v as usize]
-                            .iter()
-                            .position(|j| j.peer == node)
-                            .expect("links are symmetric");
-                        next[di * c + core_index[v as usize] as usize] = back as u16;
+                        // v reaches d through node, over this link's interface at v.
+                        next[di * c + core_index[v as usize] as usize] = iface.back;
                         heap.push(DijkstraItem {
                             delay: cand.0,
                             hops: cand.1,
