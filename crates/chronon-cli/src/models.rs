@@ -11,16 +11,37 @@ use crate::Failure;
 #[derive(Debug, Subcommand)]
 pub(crate) enum ModelCmd {
     /// PHOLD: the standard PDES benchmark (ROSS semantics).
-    Phold(PholdCmd),
+    Phold(Box<PholdCmd>),
+    /// PHOLD on a 2-D mesh in three phases of growing event cost (seed 003, §3.2).
+    PholdPhases(Box<PholdPhasesCmd>),
+    /// SimpleSim: random messages, bounded queues, sized payloads (seed 000, §4.1).
+    Simplesim(Box<SimplesimCmd>),
+    /// Production lines, assembly and testing stations (seed 002, §2.2).
+    Manufacturing(Box<ManufacturingCmd>),
+    /// Personal communication system: cells, channels, calls, handoffs (seed 003, §3.4).
+    Pcs(Box<PcsCmd>),
+    /// Partitioned key/value store with batched transactions (seed 003, §3.3).
+    Datastore(Box<DatastoreCmd>),
+    /// Packet network: one star per partition, hubs in a clique, UDP on/off (seed 000, §4.2).
+    StarClique(Box<StarCliqueCmd>),
+    /// Packet network: a ring of campus networks (seed 001, §1.3).
+    Campus(Box<CampusCmd>),
     /// A model that breaks a rule on purpose (for testing error reporting).
     #[command(hide = true)]
-    Faulty(FaultyCmd),
+    Faulty(Box<FaultyCmd>),
 }
 
 pub(crate) fn run(cmd: RunCmd) -> Result<u8, Failure> {
     match cmd.model {
-        ModelCmd::Phold(c) => run_phold(c),
-        ModelCmd::Faulty(c) => run_faulty(c),
+        ModelCmd::Phold(c) => run_phold(*c),
+        ModelCmd::PholdPhases(c) => run_phold_phases(*c),
+        ModelCmd::Simplesim(c) => run_simplesim(*c),
+        ModelCmd::Manufacturing(c) => run_manufacturing(*c),
+        ModelCmd::Pcs(c) => run_pcs(*c),
+        ModelCmd::Datastore(c) => run_datastore(*c),
+        ModelCmd::StarClique(c) => run_star_clique(*c),
+        ModelCmd::Campus(c) => run_campus(*c),
+        ModelCmd::Faulty(c) => run_faulty(*c),
     }
 }
 
@@ -89,6 +110,278 @@ fn run_phold(cmd: PholdCmd) -> Result<u8, Failure> {
     let lps = model.lps;
     let config = serde_json::to_value(&model).expect("PHOLD parameters serialize");
     run_simulation("phold", model, lps, common, config)
+}
+
+/// Declares a model's command: its flags (which are also its TOML keys, kebab-case), the
+/// merge flag > config file > default, validation, and the run. Every field of the model
+/// struct is listed, so a new model parameter that is not exposed does not compile.
+/// Models whose parameters are not the runnable model name a `build` step from one to the other.
+macro_rules! model_command {
+    (
+        name: $name:literal, cmd: $Cmd:ident, args: $Args:ident, run: $run:ident,
+        model: $Model:ty,
+        fields { $( $(#[doc = $doc:literal])* $field:ident : $ty:ty, )* }
+    ) => {
+        model_command! {
+            name: $name, cmd: $Cmd, args: $Args, run: $run, model: $Model,
+            build: |m: &$Model| -> Result<$Model, String> { Ok(m.clone()) },
+            fields { $( $(#[doc = $doc])* $field: $ty, )* }
+        }
+    };
+    (
+        name: $name:literal, cmd: $Cmd:ident, args: $Args:ident, run: $run:ident,
+        model: $Model:ty, build: $build:expr,
+        fields { $( $(#[doc = $doc:literal])* $field:ident : $ty:ty, )* }
+    ) => {
+        #[derive(Debug, Args)]
+        #[command(allow_negative_numbers = true)]
+        pub(crate) struct $Cmd {
+            #[command(flatten)]
+            model: $Args,
+            #[command(flatten)]
+            common: CommonArgs,
+        }
+
+        #[derive(Clone, Debug, Default, Args, Deserialize, Serialize)]
+        #[serde(rename_all = "kebab-case")]
+        pub(crate) struct $Args {
+            $( $(#[doc = $doc])* #[arg(long)] $field: Option<$ty>, )*
+        }
+
+        fn $run(cmd: $Cmd) -> Result<u8, Failure> {
+            let keys: Vec<String> = vec![$( stringify!($field).replace('_', "-") ),*];
+            let keys: Vec<&str> = keys.iter().map(String::as_str).collect();
+            let file = ConfigFile::load(cmd.common.config.as_deref(), &keys)?;
+            let common = cmd.common.over(file.get()?);
+            // Check each model key's type first, so that an error names the key.
+            let table: toml::Table = file.get()?;
+            $(
+                let key = stringify!($field).replace('_', "-");
+                if let Some(v) = table.get(&key) {
+                    v.clone().try_into::<$ty>().map_err(|e| {
+                        Failure::bad_input(format!(
+                            "config key '{key}': {}",
+                            crate::one_line(e.message())
+                        ))
+                    })?;
+                }
+            )*
+            let f: $Args = file.get()?;
+            let a = cmd.model;
+            type M = $Model;
+            let d = M::default();
+            let model = M {
+                $( $field: a.$field.or(f.$field).unwrap_or(d.$field), )*
+            };
+            model.validate().map_err(Failure::bad_input)?;
+            let config = serde_json::to_value(&model).expect("model parameters serialize");
+            let runnable = ($build)(&model).map_err(Failure::bad_input)?;
+            let lps = runnable.lps();
+            run_simulation($name, runnable, lps, common, config)
+        }
+    };
+}
+
+model_command! {
+    name: "phold-phases", cmd: PholdPhasesCmd, args: PholdPhasesArgs, run: run_phold_phases,
+    model: chronon_models::PholdPhases,
+    fields {
+        /// Mesh columns [default: 45].
+        width: u32,
+        /// Mesh rows [default: 45].
+        height: u32,
+        /// Wrap the mesh into a torus: true or false [default: false].
+        wrap: bool,
+        /// Jobs each object starts with [default: 5].
+        jobs_per_object: u32,
+        /// Minimum hop delay, the lookahead [default: 0.1].
+        lookahead: f64,
+        /// Mean hop delay, lookahead included [default: 1.0].
+        mean: f64,
+        /// Virtual duration of each phase; run with --end 3 x this [default: 10].
+        phase_length: f64,
+        /// Busy work per event in phase A, microseconds [default: 30].
+        work_a_us: f64,
+        /// Busy work per event in phase B, microseconds [default: 150].
+        work_b_us: f64,
+        /// Busy work per event in phase C, microseconds [default: 300].
+        work_c_us: f64,
+    }
+}
+
+model_command! {
+    name: "simplesim", cmd: SimplesimCmd, args: SimplesimArgs, run: run_simplesim,
+    model: chronon_models::SimpleSim,
+    fields {
+        /// Number of LPs [default: 8].
+        lps: u32,
+        /// Queue size below which an event sends a second message [default: 5000].
+        queue_bound: u32,
+        /// Constant added to every delay [default: 5].
+        lookahead: f64,
+        /// Smallest random part of a delay [default: 1].
+        delay_min: f64,
+        /// Largest random part of a delay [default: 5].
+        delay_max: f64,
+        /// Payload bytes per message, read by the receiver [default: 7000].
+        payload_bytes: usize,
+        /// Start events fall in [0, this) [default: 5].
+        start_window: f64,
+        /// Events before this time are left out of steady_events [default: 0].
+        warmup: f64,
+    }
+}
+
+model_command! {
+    name: "manufacturing", cmd: ManufacturingCmd, args: ManufacturingArgs,
+    run: run_manufacturing, model: chronon_models::Manufacturing,
+    fields {
+        /// Production lines [default: 4].
+        lines: u32,
+        /// Processing stations per line, each followed by a control station [default: 3].
+        stations_per_line: u32,
+        /// Assembly stations; 0 = parts leave after their line [default: 2].
+        assembly_stations: u32,
+        /// Testing stations [default: 3].
+        testing_stations: u32,
+        /// Mean time between part arrivals per line [default: 10].
+        interarrival: f64,
+        /// Mean processing time [default: 5].
+        processing_mean: f64,
+        /// Mean control time [default: 2].
+        control_mean: f64,
+        /// Mean assembly time [default: 8].
+        assembly_mean: f64,
+        /// Mean testing time [default: 15].
+        testing_mean: f64,
+        /// Probability that control sends a part back [default: 0.1].
+        rework: f64,
+        /// Transport time between stations, the lookahead [default: 0.5].
+        transfer: f64,
+        /// Statistics count parts arriving after this time [default: 0].
+        warmup: f64,
+    }
+}
+
+model_command! {
+    name: "pcs", cmd: PcsCmd, args: PcsArgs, run: run_pcs, model: chronon_models::Pcs,
+    fields {
+        /// Cells per row of the hexagonal grid [default: 32].
+        width: u32,
+        /// Rows of cells [default: 32].
+        height: u32,
+        /// Channels per cell [default: 1000].
+        channels: u32,
+        /// Mean minutes between new calls in a cell [default: 0.004].
+        call_interarrival: f64,
+        /// Mean call duration, minutes [default: 2].
+        call_duration: f64,
+        /// Mean residence time in a cell, minutes; 0 = no handoffs [default: 5].
+        residence: f64,
+        /// Handoff transfer time, the lookahead, minutes [default: 0.01].
+        handoff_delay: f64,
+        /// Fading recomputation passes over the active calls per event [default: 0].
+        fading_work: u32,
+        /// Statistics count calls after this time [default: 0].
+        warmup: f64,
+    }
+}
+
+model_command! {
+    name: "datastore", cmd: DatastoreCmd, args: DatastoreArgs, run: run_datastore,
+    model: chronon_models::DataStore,
+    fields {
+        /// Nodes, one LP each [default: 64].
+        nodes: u32,
+        /// Partitions per node [default: 8].
+        partitions_per_node: u32,
+        /// Keys per partition [default: 1000].
+        keys_per_partition: u32,
+        /// Transactions per batch [default: 10].
+        batching_factor: u32,
+        /// Accesses per transaction [default: 4].
+        ops_per_tx: u32,
+        /// Probability that an access goes to another node [default: 0.2].
+        remote: f64,
+        /// Mean time between batches at a node [default: 1].
+        batch_interarrival: f64,
+        /// Lease time of an access; 0 = no conflicts [default: 0.5].
+        hold: f64,
+        /// One-way network delay, the lookahead [default: 0.05].
+        net_delay: f64,
+        /// Busy work per transaction and per remote request, microseconds [default: 0].
+        work_us: f64,
+        /// Statistics count transactions decided after this time [default: 0].
+        warmup: f64,
+    }
+}
+
+model_command! {
+    name: "star-clique", cmd: StarCliqueCmd, args: StarCliqueArgs, run: run_star_clique,
+    model: chronon_models::StarClique, build: chronon_models::StarClique::build,
+    fields {
+        /// Stars, one per partition; the network has stars^2 nodes [default: 8].
+        stars: u32,
+        /// Leaf-hub bandwidth, bits/s [default: 10e6].
+        leaf_bandwidth: f64,
+        /// Leaf-hub delay, seconds [default: 0.001].
+        leaf_delay: f64,
+        /// Hub-hub bandwidth, bits/s [default: 100e6].
+        hub_bandwidth: f64,
+        /// Hub-hub delay, seconds [default: 0.01].
+        hub_delay: f64,
+        /// Packets each link direction may queue [default: 100].
+        queue_packets: u32,
+        /// Bytes per UDP packet [default: 1024].
+        packet_bytes: u32,
+        /// Mean source rate as a fraction of the leaf bandwidth [default: 0.2].
+        load: f64,
+        /// Mean on period, seconds [default: 0.5].
+        on_mean: f64,
+        /// Mean off period, seconds; 0 = always on [default: 0.5].
+        off_mean: f64,
+        /// Sources start uniformly in [0, this) seconds [default: 0.5].
+        start_window: f64,
+    }
+}
+
+model_command! {
+    name: "campus", cmd: CampusCmd, args: CampusArgs, run: run_campus,
+    model: chronon_models::Campus, build: chronon_models::Campus::build,
+    fields {
+        /// Campuses on the ring [default: 4].
+        campuses: u32,
+        /// Servers per campus (Net1) [default: 4].
+        servers: u32,
+        /// LANs in each client subnetwork, Net2 and Net3 [default: 2].
+        lans_per_net: u32,
+        /// Clients per LAN [default: 42].
+        clients_per_lan: u32,
+        /// Access link bandwidth, bits/s [default: 100e6].
+        lan_bandwidth: f64,
+        /// Access link delay, seconds [default: 0.0005].
+        lan_delay: f64,
+        /// Campus backbone bandwidth, bits/s [default: 1e9].
+        backbone_bandwidth: f64,
+        /// Campus backbone delay, seconds [default: 0.001].
+        backbone_delay: f64,
+        /// Ring link bandwidth, bits/s [default: 1e9].
+        ring_bandwidth: f64,
+        /// Ring link delay, seconds [default: 0.01].
+        ring_delay: f64,
+        /// Packets each link direction may queue [default: 100].
+        queue_packets: u32,
+        /// Bytes per UDP packet [default: 512].
+        packet_bytes: u32,
+        /// Each client's mean rate as a fraction of its link [default: 0.01].
+        load: f64,
+        /// Mean on period, seconds [default: 0.5].
+        on_mean: f64,
+        /// Mean off period, seconds; 0 = always on [default: 0.5].
+        off_mean: f64,
+        /// Sources start uniformly in [0, this) seconds [default: 0.5].
+        start_window: f64,
+    }
 }
 
 #[derive(Debug, Args)]

@@ -27,7 +27,8 @@ fn ops() -> impl Strategy<Value = Vec<Op>> {
 
 fn check<Q: PendingSet<EventKey>>(ops: &[Op]) -> Result<(), TestCaseError> {
     let mut q = Q::new();
-    let mut reference: Vec<EventKey> = Vec::new();
+    // Keys are unique, so an ordered set is a sorted reference.
+    let mut reference = std::collections::BTreeSet::new();
     for (i, op) in ops.iter().enumerate() {
         match *op {
             Op::Push(time) => {
@@ -37,19 +38,17 @@ fn check<Q: PendingSet<EventKey>>(ops: &[Op]) -> Result<(), TestCaseError> {
                     seq: i as u64,
                 };
                 q.push(k);
-                reference.push(k);
+                reference.insert(k);
             }
             Op::Pop => {
-                reference.sort_unstable_by(|a, b| b.cmp(a));
-                let want = reference.pop();
+                let want = reference.pop_first();
                 prop_assert_eq!(q.peek().copied(), want);
                 prop_assert_eq!(q.pop(), want);
             }
         }
         prop_assert_eq!(q.len(), reference.len());
     }
-    reference.sort_unstable_by(|a, b| b.cmp(a));
-    while let Some(want) = reference.pop() {
+    while let Some(want) = reference.pop_first() {
         prop_assert_eq!(q.pop(), Some(want));
     }
     prop_assert_eq!(q.pop(), None);

@@ -1,0 +1,652 @@
+//! A small packet network library: nodes, full-duplex point-to-point links with bandwidth,
+//! propagation delay and drop-tail queues, static shortest-path routing, UDP on/off sources and
+//! sinks. [`star_clique`] and [`campus`] build the seeds' topologies on it.
+//!
+//! Every node is one LP. A packet crossing a link is one event at the far node, so a link's
+//! propagation delay bounds every cross-LP send from below: the network's smallest link delay
+//! is the model's lookahead.
+//!
+//! **Interfaces without timers.** Each end of a link is an interface with a FIFO transmit queue
+//! that holds at most `queue_packets` packets waiting besides the one being transmitted (drop
+//! tail). When a packet reaches an interface at time `t`, the interface computes its transmit
+//! start `max(t, end of the previous transmission)` and end `start + 8 · bytes / bandwidth`
+//! (Lindley's recursion), keeps the end time to know its queue length later, and sends the
+//! packet to the far node to arrive at `end + delay`. No transmit-complete events are needed.
+//!
+//! **Routing.** Routes are computed once, when the network is built: Dijkstra on link delay
+//! (ties broken by hop count, then by node id) from every node that is not a leaf. A leaf (a
+//! node with one link) reaches everything through its only link, and is reached through the
+//! node at the other end of that link, so the routing table is only (non-leaf nodes)².
+//!
+//! **Sources.** An [`OnOff`] source alternates exponential on and off periods and sends
+//! fixed-size packets at a constant rate while on (off mean 0: always on, a constant-bit-rate
+//! source); the first packet goes at its start, and the on-time owed towards the next packet
+//! carries over an off period, so the long-run rate is exactly `rate × on / (on + off)`. Its packet emissions are generated one window ahead (at least the lookahead) as
+//! events the source node sends itself; a packet counts as sent when its emission event runs.
+//! A sink at every node counts what arrives for it.
+//!
+//! ```
+//! use chronon::Simulation;
+//! use chronon_models::net::{LinkSpec, Network, OnOff};
+//!
+//! // Two nodes, a 1 Mb/s link with 10 ms of delay, a 0.5 Mb/s stream of 1000-byte packets.
+//! let mut net = Network::new(2);
+//! let link = LinkSpec { bandwidth_bps: 1e6, delay: 0.01, queue_packets: 10 };
+//! net.link(0, 1, link)?;
+//! net.app(0, OnOff::cbr(1, 0.5e6, 1000, 0.0, f64::INFINITY))?;
+//! let model = net.build()?;
+//! let lps = model.lps();
+//! let report = Simulation::new(model).lps(lps).end_time(10.0).run().map_err(|e| e.to_string())?;
+//! // No queueing below capacity: 8 ms to transmit, 10 ms to propagate.
+//! let latency = report.model_stats.get("mean_latency").unwrap();
+//! assert!((latency - 0.018).abs() < 1e-9);
+//! # Ok::<(), String>(())
+//! ```
+
+pub mod campus;
+pub mod star_clique;
+
+use std::collections::{BinaryHeap, VecDeque};
+
+use chronon::{Ctx, LpId, Model, ModelStats};
+
+/// A node's index (its LP).
+pub type NodeId = u32;
+
+/// The most nodes with more than one link (routers, hubs, switches) a network may have: the
+/// routing table holds one entry per pair of them.
+pub const MAX_ROUTERS: usize = 8192;
+
+/// A full-duplex point-to-point link's properties (the same in both directions).
+#[derive(Clone, Copy, Debug, PartialEq, serde::Serialize)]
+pub struct LinkSpec {
+    /// Bits per second.
+    pub bandwidth_bps: f64,
+    /// Propagation delay in seconds.
+    pub delay: f64,
+    /// Packets that may wait in each direction's queue besides the one being transmitted.
+    pub queue_packets: u32,
+}
+
+impl LinkSpec {
+    /// Seconds to transmit `bytes` on this link.
+    pub fn transmit_time(&self, bytes: u32) -> f64 {
+        f64::from(bytes) * 8.0 / self.bandwidth_bps
+    }
+}
+
+/// A UDP on/off source: constant rate while on, silent while off.
+#[derive(Clone, Copy, Debug, PartialEq, serde::Serialize)]
+pub struct OnOff {
+    /// Where its packets go.
+    pub dst: NodeId,
+    /// Sending rate while on, bits per second.
+    pub rate_bps: f64,
+    /// Bytes per packet.
+    pub packet_bytes: u32,
+    /// Mean on period (seconds); exponential.
+    pub on_mean: f64,
+    /// Mean off period (seconds); exponential; 0: always on.
+    pub off_mean: f64,
+    /// The source starts at `start + U(0, start_jitter)`, in an on period.
+    pub start: f64,
+    /// See `start`.
+    pub start_jitter: f64,
+    /// No packet is emitted at or after this time.
+    pub stop: f64,
+}
+
+impl OnOff {
+    /// A constant-bit-rate source from `start` to `stop`.
+    pub fn cbr(dst: NodeId, rate_bps: f64, packet_bytes: u32, start: f64, stop: f64) -> Self {
+        OnOff {
+            dst,
+            rate_bps,
+            packet_bytes,
+            on_mean: 1.0,
+            off_mean: 0.0,
+            start,
+            start_jitter: 0.0,
+            stop,
+        }
+    }
+
+    /// Seconds between two packets while on.
+    pub fn interval(&self) -> f64 {
+        f64::from(self.packet_bytes) * 8.0 / self.rate_bps
+    }
+
+    /// The long-run mean rate in bits per second.
+    pub fn mean_rate_bps(&self) -> f64 {
+        if self.off_mean == 0.0 {
+            self.rate_bps
+        } else {
+            self.rate_bps * self.on_mean / (self.on_mean + self.off_mean)
+        }
+    }
+}
+
+#[derive(Clone, Copy, Debug)]
+struct Iface {
+    peer: NodeId,
+    /// This link's interface index at `peer`.
+    back: u16,
+    spec: LinkSpec,
+}
+
+/// A network under construction.
+#[derive(Clone, Debug, Default)]
+pub struct Network {
+    ifaces: Vec<Vec<Iface>>,
+    apps: Vec<Vec<OnOff>>,
+}
+
+impl Network {
+    /// A network of `nodes` unconnected nodes.
+    pub fn new(nodes: u32) -> Self {
+        Network {
+            ifaces: vec![Vec::new(); nodes as usize],
+            apps: vec![Vec::new(); nodes as usize],
+        }
+    }
+
+    /// The number of nodes.
+    pub fn nodes(&self) -> u32 {
+        self.ifaces.len() as u32
+    }
+
+    /// Joins `a` and `b` with a full-duplex link.
+    pub fn link(&mut self, a: NodeId, b: NodeId, spec: LinkSpec) -> Result<(), String> {
+        let n = self.nodes();
+        if a >= n || b >= n || a == b {
+            return Err(format!(
+                "link {a} - {b}: both ends must be distinct nodes below {n}"
+            ));
+        }
+        if !(spec.bandwidth_bps > 0.0 && spec.bandwidth_bps.is_finite()) {
+            return Err(format!(
+                "link {a} - {b}: bandwidth {} must be finite and > 0",
+                spec.bandwidth_bps
+            ));
+        }
+        if !(spec.delay > 0.0 && spec.delay.is_finite()) {
+            return Err(format!(
+                "link {a} - {b}: delay {} must be finite and > 0 (it is the lookahead)",
+                spec.delay
+            ));
+        }
+        if self.ifaces[a as usize].iter().any(|i| i.peer == b) {
+            return Err(format!("link {a} - {b} already exists"));
+        }
+        let (ia, ib) = (self.ifaces[a as usize].len(), self.ifaces[b as usize].len());
+        if ia.max(ib) >= usize::from(u16::MAX) {
+            return Err(format!(
+                "link {a} - {b}: a node may have at most 65534 links"
+            ));
+        }
+        self.ifaces[a as usize].push(Iface {
+            peer: b,
+            back: ib as u16,
+            spec,
+        });
+        self.ifaces[b as usize].push(Iface {
+            peer: a,
+            back: ia as u16,
+            spec,
+        });
+        Ok(())
+    }
+
+    /// Runs `app` on node `src`.
+    pub fn app(&mut self, src: NodeId, app: OnOff) -> Result<(), String> {
+        let n = self.nodes();
+        if src >= n || app.dst >= n || src == app.dst {
+            return Err(format!(
+                "source {src} -> {}: both must be distinct nodes below {n}",
+                app.dst
+            ));
+        }
+        if !(app.rate_bps > 0.0 && app.rate_bps.is_finite()) || app.packet_bytes == 0 {
+            return Err(format!(
+                "source {src}: rate {} and packet size {} must be > 0",
+                app.rate_bps, app.packet_bytes
+            ));
+        }
+        let ok = |x: f64| x >= 0.0 && x.is_finite();
+        let timing = [app.on_mean, app.off_mean, app.start, app.start_jitter];
+        if !(app.on_mean > 0.0 && timing.into_iter().all(ok) && app.stop >= 0.0) {
+            return Err(format!(
+                "source {src}: on mean must be > 0, off mean, start and jitter >= 0"
+            ));
+        }
+        self.apps[src as usize].push(app);
+        Ok(())
+    }
+
+    /// Computes the routes and returns the runnable model. Fails when a source cannot reach
+    /// its destination.
+    pub fn build(self) -> Result<NetModel, String> {
+        let n = self.ifaces.len();
+        let is_leaf = |u: usize| self.ifaces[u].len() == 1;
+        let core: Vec<NodeId> = (0..n as NodeId).filter(|&u| !is_leaf(u as usize)).collect();
+        let mut core_index = vec![u32::MAX; n];
+        for (i, &u) in core.iter().enumerate() {
+            core_index[u as usize] = i as u32;
+        }
+        // next[d * core + u]: the interface at core node u towards core node d.
+        let c = core.len();
+        if c > MAX_ROUTERS {
+            return Err(format!(
+                "the network has {c} nodes with more than one link; at most {MAX_ROUTERS} are \
+                 allowed (the routing table is their square)"
+            ));
+        }
+        let mut next = vec![u16::MAX; c * c];
+        for (di, &d) in core.iter().enumerate() {
+            // Dijkstra from d over core nodes, on (delay, hops, node) — then each node's first
+            // hop towards d is the interface to its predecessor in the tree.
+            let mut dist = vec![(f64::INFINITY, u32::MAX); n];
+            dist[d as usize] = (0.0, 0);
+            let mut heap = BinaryHeap::new();
+            heap.push(DijkstraItem {
+                delay: 0.0,
+                hops: 0,
+                node: d,
+            });
+            while let Some(DijkstraItem { delay, hops, node }) = heap.pop() {
+                if (delay, hops) > dist[node as usize] {
+                    continue;
+                }
+                for iface in &self.ifaces[node as usize] {
+                    let v = iface.peer;
+                    if is_leaf(v as usize) {
+                        continue;
+                    }
+                    let cand = (delay + iface.spec.delay, hops + 1);
+                    if cand < dist[v as usize] {
+                        dist[v as usize] = cand;
+                        // v reaches d through node, over this link's interface at v.
+                        next[di * c + core_index[v as usize] as usize] = iface.back;
+                        heap.push(DijkstraItem {
+                            delay: cand.0,
+                            hops: cand.1,
+                            node: v,
+                        });
+                    }
+                }
+            }
+        }
+        let model = NetModel {
+            ifaces: self.ifaces,
+            apps: self.apps,
+            core_index,
+            core: c,
+            next,
+            lookahead: 0.0,
+        };
+        let lookahead = model
+            .ifaces
+            .iter()
+            .flatten()
+            .map(|i| i.spec.delay)
+            .fold(f64::INFINITY, f64::min);
+        let model = NetModel {
+            lookahead: if lookahead.is_finite() {
+                lookahead
+            } else {
+                1.0
+            },
+            ..model
+        };
+        for (src, apps) in model.apps.iter().enumerate() {
+            for app in apps {
+                if model.path_len(src as NodeId, app.dst).is_none() {
+                    return Err(format!(
+                        "source {src} cannot reach its destination {}",
+                        app.dst
+                    ));
+                }
+            }
+        }
+        Ok(model)
+    }
+}
+
+#[derive(Debug, PartialEq)]
+struct DijkstraItem {
+    delay: f64,
+    hops: u32,
+    node: NodeId,
+}
+
+impl Eq for DijkstraItem {}
+
+impl Ord for DijkstraItem {
+    fn cmp(&self, other: &Self) -> std::cmp::Ordering {
+        // A min-heap on (delay, hops, node); delays are finite.
+        other
+            .delay
+            .total_cmp(&self.delay)
+            .then(other.hops.cmp(&self.hops))
+            .then(other.node.cmp(&self.node))
+    }
+}
+
+impl PartialOrd for DijkstraItem {
+    fn partial_cmp(&self, other: &Self) -> Option<std::cmp::Ordering> {
+        Some(self.cmp(other))
+    }
+}
+
+/// A built network: the model to run, one LP per node.
+#[derive(Clone, Debug)]
+pub struct NetModel {
+    ifaces: Vec<Vec<Iface>>,
+    apps: Vec<Vec<OnOff>>,
+    core_index: Vec<u32>,
+    core: usize,
+    next: Vec<u16>,
+    lookahead: f64,
+}
+
+impl NetModel {
+    /// The number of LPs: one per node.
+    pub fn lps(&self) -> u32 {
+        self.ifaces.len() as u32
+    }
+
+    /// The interface node `at` forwards a packet for `dst` on (`None`: no route).
+    pub fn route(&self, at: NodeId, dst: NodeId) -> Option<usize> {
+        let here = &self.ifaces[at as usize];
+        if here.len() == 1 {
+            return Some(0);
+        }
+        // A leaf destination is reached through its only neighbour.
+        let target = match self.ifaces[dst as usize].as_slice() {
+            [only] => {
+                if only.peer == at {
+                    return here.iter().position(|i| i.peer == dst);
+                }
+                only.peer
+            }
+            _ => dst,
+        };
+        let (u, d) = (
+            self.core_index[at as usize],
+            self.core_index[target as usize],
+        );
+        if u == u32::MAX || d == u32::MAX {
+            return None;
+        }
+        let i = self.next[d as usize * self.core + u as usize];
+        (i != u16::MAX).then_some(usize::from(i))
+    }
+
+    /// The number of hops from `src` to `dst` along the routes (`None`: unreachable).
+    pub fn path_len(&self, src: NodeId, dst: NodeId) -> Option<u32> {
+        let mut at = src;
+        let mut hops = 0;
+        while at != dst {
+            let i = self.route(at, dst)?;
+            at = self.ifaces[at as usize][i].peer;
+            hops += 1;
+            if hops > self.lps() {
+                return None;
+            }
+        }
+        Some(hops)
+    }
+
+    /// The neighbours of `node`, in interface order.
+    pub fn neighbours(&self, node: NodeId) -> Vec<NodeId> {
+        self.ifaces[node as usize].iter().map(|i| i.peer).collect()
+    }
+
+    fn window(&self, app: &OnOff) -> f64 {
+        self.lookahead.max(10.0 * app.interval())
+    }
+
+    /// Schedules app `k`'s emissions before `until`.
+    fn generate(&self, k: usize, st: &mut AppState, until: f64, ctx: &mut Ctx<'_, Self>) {
+        let app = &self.apps[ctx.me() as usize][k];
+        let me = ctx.me();
+        loop {
+            // The on-time still owed before the next packet carries over to the next on
+            // period, so a source sends exactly one packet per `interval` of on-time.
+            while st.next >= st.on_end {
+                let owed = st.next - st.on_end;
+                let off = ctx.rng().exponential(app.off_mean);
+                let on = ctx.rng().exponential(app.on_mean);
+                let on_start = st.on_end + off;
+                st.next = on_start + owed;
+                st.on_end = on_start + on;
+            }
+            if st.next >= until || st.next >= app.stop {
+                break;
+            }
+            ctx.send(
+                me,
+                st.next - ctx.now(),
+                NetEvent::Packet(Packet {
+                    src: me,
+                    dst: app.dst,
+                    bytes: app.packet_bytes,
+                    created: st.next,
+                    hops: 0,
+                    link: 0,
+                }),
+            );
+            st.scheduled += 1;
+            st.next += app.interval();
+        }
+        st.done = st.next >= app.stop;
+    }
+}
+
+/// A packet.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Packet {
+    /// Its source node.
+    pub src: NodeId,
+    /// Its destination node.
+    pub dst: NodeId,
+    /// Its size on the wire.
+    pub bytes: u32,
+    /// When its source emitted it.
+    pub created: f64,
+    /// Links crossed so far (0: still at its source, not yet sent).
+    pub hops: u32,
+    /// The interface, at the node it arrives at, of the link it last crossed.
+    pub link: u16,
+}
+
+/// What nodes receive.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub enum NetEvent {
+    /// Source `app` of this node generates its next window of packets.
+    Tick {
+        /// The source's index on this node.
+        app: u32,
+    },
+    /// A packet arriving (or, with `hops == 0`, being emitted by its source).
+    Packet(Packet),
+}
+
+/// One interface's transmit queue.
+#[derive(Clone, Debug, Default)]
+struct IfaceState {
+    /// Transmission end times of the packets in the queue (the first is being transmitted).
+    ends: VecDeque<f64>,
+    busy_until: f64,
+    /// Packets transmitted on this interface.
+    sent: u64,
+    /// Packets that arrived over this interface's link.
+    arrived: u64,
+    dropped: u64,
+}
+
+/// One source's generator state.
+#[derive(Clone, Copy, Debug, Default)]
+struct AppState {
+    next: f64,
+    on_end: f64,
+    scheduled: u64,
+    done: bool,
+}
+
+/// One node's state.
+#[derive(Clone, Debug, Default)]
+pub struct NodeState {
+    ifaces: Vec<IfaceState>,
+    apps: Vec<AppState>,
+    /// Packets its sources emitted.
+    pub sent: u64,
+    /// Packets delivered to it.
+    pub received: u64,
+    /// Bytes delivered to it.
+    pub bytes_received: u64,
+    /// Summed end-to-end latency of the delivered packets.
+    pub latency_sum: f64,
+    /// Packets it dropped (full queue).
+    pub dropped: u64,
+    /// Packets it forwarded (not its own).
+    pub forwarded: u64,
+    /// Packets that had no route (always 0 for a built network).
+    pub unroutable: u64,
+}
+
+impl Model for NetModel {
+    type State = NodeState;
+    type Event = NetEvent;
+
+    fn init(&self, ctx: &mut Ctx<'_, Self>) -> NodeState {
+        let me = ctx.me();
+        let mut st = NodeState {
+            ifaces: vec![IfaceState::default(); self.ifaces[me as usize].len()],
+            ..NodeState::default()
+        };
+        for (k, app) in self.apps[me as usize].iter().enumerate() {
+            let start = app.start + ctx.rng().uniform() * app.start_jitter;
+            let on_end = if app.off_mean == 0.0 {
+                f64::INFINITY
+            } else {
+                start + ctx.rng().exponential(app.on_mean)
+            };
+            let mut a = AppState {
+                next: start,
+                on_end,
+                ..AppState::default()
+            };
+            // Everything before start + 2 windows now; then a tick every window.
+            let w = self.window(app);
+            self.generate(k, &mut a, start + 2.0 * w, ctx);
+            if !a.done {
+                ctx.send(me, start + w, NetEvent::Tick { app: k as u32 });
+            }
+            st.apps.push(a);
+        }
+        st
+    }
+
+    fn on_event(&self, st: &mut NodeState, ev: &NetEvent, ctx: &mut Ctx<'_, Self>) {
+        let now = ctx.now();
+        let me = ctx.me();
+        let mut p = match *ev {
+            NetEvent::Tick { app } => {
+                let k = app as usize;
+                let w = self.window(&self.apps[me as usize][k]);
+                let mut a = st.apps[k];
+                self.generate(k, &mut a, now + 2.0 * w, ctx);
+                if !a.done {
+                    ctx.send(me, w, NetEvent::Tick { app });
+                }
+                st.apps[k] = a;
+                return;
+            }
+            NetEvent::Packet(p) => p,
+        };
+        if p.hops == 0 {
+            st.sent += 1;
+        } else {
+            st.ifaces[usize::from(p.link)].arrived += 1;
+            if p.dst == me {
+                st.received += 1;
+                st.bytes_received += u64::from(p.bytes);
+                st.latency_sum += now - p.created;
+                return;
+            }
+            st.forwarded += 1;
+        }
+        let Some(i) = self.route(me, p.dst) else {
+            st.unroutable += 1;
+            return;
+        };
+        let iface = &self.ifaces[me as usize][i];
+        let q = &mut st.ifaces[i];
+        while q.ends.front().is_some_and(|&e| e <= now) {
+            q.ends.pop_front();
+        }
+        if q.ends.len() > iface.spec.queue_packets as usize {
+            q.dropped += 1;
+            st.dropped += 1;
+            return;
+        }
+        let start = now.max(q.busy_until);
+        let end = start + iface.spec.transmit_time(p.bytes);
+        q.busy_until = end;
+        q.ends.push_back(end);
+        q.sent += 1;
+        p.hops += 1;
+        p.link = iface.back;
+        ctx.send(
+            iface.peer,
+            end - now + iface.spec.delay,
+            NetEvent::Packet(p),
+        );
+    }
+
+    fn lookahead(&self) -> f64 {
+        self.lookahead
+    }
+
+    fn finish(&self, lp: LpId, st: &NodeState, stats: &mut ModelStats) {
+        stats.add("packets_sent", st.sent as f64);
+        stats.add("packets_received", st.received as f64);
+        stats.add("packets_dropped", st.dropped as f64);
+        stats.add("packets_forwarded", st.forwarded as f64);
+        stats.add("packets_unroutable", st.unroutable as f64);
+        stats.add("bytes_received", st.bytes_received as f64);
+        stats.add("latency_sum", st.latency_sum);
+        // Packets put on a link minus packets that came off it, counted at each end.
+        stats.add(
+            "link_transmissions",
+            st.ifaces.iter().map(|q| q.sent).sum::<u64>() as f64,
+        );
+        stats.add(
+            "link_arrivals",
+            st.ifaces.iter().map(|q| q.arrived).sum::<u64>() as f64,
+        );
+        let scheduled: u64 = st.apps.iter().map(|a| a.scheduled).sum();
+        // Emissions scheduled but not yet run; sources still ticking.
+        stats.add("emissions_pending", (scheduled - st.sent) as f64);
+        stats.add(
+            "sources_active",
+            st.apps.iter().filter(|a| !a.done).count() as f64,
+        );
+        if lp + 1 == self.lps() {
+            let get = |s: &ModelStats, n: &str| s.get(n).unwrap_or(0.0);
+            let rx = get(stats, "packets_received");
+            if rx > 0.0 {
+                let l = get(stats, "latency_sum") / rx;
+                stats.set("mean_latency", l);
+            }
+            let on_links = get(stats, "link_transmissions") - get(stats, "link_arrivals");
+            stats.set("packets_in_flight", on_links);
+            let sent = get(stats, "packets_sent");
+            if sent > 0.0 {
+                let d = get(stats, "packets_dropped") / sent;
+                stats.set("drop_rate", d);
+            }
+        }
+    }
+}

@@ -1,0 +1,212 @@
+//! SimpleSim (seed 000, §4.1): random message passing with a bounded event list and a payload
+//! of configurable size.
+//!
+//! Each LP starts with one event at a uniform time in `[0, start_window)`. Handling an event, an
+//! LP reads the message's payload (it sums every byte and checks the sum the sender wrote), then
+//! sends one message to a uniformly random LP (itself included) and, while its *queue* holds
+//! fewer than `queue_bound` messages, a second one. Every message arrives `lookahead +
+//! U(delay_min, delay_max)` later and carries `payload_bytes` bytes and a unique id.
+//!
+//! **What "queue" means here.** In the seed each LP looks at the size of its own event list,
+//! which grows because of messages *other* LPs send to it; an LP of a parallel engine cannot see
+//! that list. We take the messages this LP has sent that have not yet arrived: the LP keeps
+//! their arrival times (a min-heap in its state) and drops those at or before `now` on every
+//! event. Because destinations are uniform, this sender-side count has the same mean as the
+//! receiver-side list the seed bounds, and it bounds the total number of pending events by about
+//! `lps × queue_bound` just as the seed's rule does.
+
+use std::cmp::Reverse;
+use std::collections::BinaryHeap;
+
+use chronon::{Ctx, LpId, Model, ModelStats};
+
+/// SimpleSim's parameters.
+#[derive(Clone, Debug, PartialEq, serde::Serialize)]
+pub struct SimpleSim {
+    /// Number of LPs.
+    pub lps: u32,
+    /// Queue size below which an event sends a second message.
+    pub queue_bound: u32,
+    /// Constant added to every message delay (and the model's lookahead with `delay_min`).
+    pub lookahead: f64,
+    /// Smallest random part of a message delay.
+    pub delay_min: f64,
+    /// Largest random part of a message delay.
+    pub delay_max: f64,
+    /// Bytes of payload every message carries.
+    pub payload_bytes: usize,
+    /// The start events fall uniformly in `[0, start_window)`.
+    pub start_window: f64,
+    /// Events before this time are left out of `steady_events`.
+    pub warmup: f64,
+}
+
+impl Default for SimpleSim {
+    /// The seed's configuration: 8 LPs, bound 5000, lookahead 5, 7000-byte messages.
+    fn default() -> Self {
+        SimpleSim {
+            lps: 8,
+            queue_bound: 5000,
+            lookahead: 5.0,
+            delay_min: 1.0,
+            delay_max: 5.0,
+            payload_bytes: 7000,
+            start_window: 5.0,
+            warmup: 0.0,
+        }
+    }
+}
+
+impl SimpleSim {
+    /// The number of LPs.
+    pub fn lps(&self) -> u32 {
+        self.lps
+    }
+
+    /// Checks the parameters; the error names the parameter and what is allowed.
+    pub fn validate(&self) -> Result<(), String> {
+        crate::check::at_least("lps", u64::from(self.lps), 1)?;
+        crate::check::nonneg("lookahead", self.lookahead)?;
+        crate::check::nonneg("delay-min", self.delay_min)?;
+        crate::check::nonneg("delay-max", self.delay_max)?;
+        if self.delay_max < self.delay_min {
+            return Err(format!(
+                "delay-max {} is below delay-min {}; it must be >= delay-min",
+                self.delay_max, self.delay_min
+            ));
+        }
+        if self.lookahead + self.delay_min <= 0.0 {
+            return Err("lookahead + delay-min is 0; it must be > 0 so time advances".into());
+        }
+        crate::check::positive("start-window", self.start_window)?;
+        crate::check::nonneg("warmup", self.warmup)?;
+        if self.payload_bytes > 1 << 30 {
+            return Err(format!(
+                "payload-bytes is {}; it must be at most 2^30",
+                self.payload_bytes
+            ));
+        }
+        Ok(())
+    }
+
+    /// The mean delay of a message.
+    pub fn mean_delay(&self) -> f64 {
+        self.lookahead + 0.5 * (self.delay_min + self.delay_max)
+    }
+
+    fn payload(&self, id: u64) -> (Vec<u8>, u64) {
+        let mut data = vec![0u8; self.payload_bytes];
+        let mut sum = 0u64;
+        for (i, b) in data.iter_mut().enumerate() {
+            *b = (id as u8).wrapping_add((i as u8).wrapping_mul(31));
+            sum += u64::from(*b);
+        }
+        (data, sum)
+    }
+}
+
+/// A SimpleSim message.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Message {
+    /// Unique id: sender in the high 32 bits, the sender's message number in the low ones.
+    pub id: u64,
+    /// The payload the receiver reads.
+    pub data: Vec<u8>,
+    /// The sum of the payload's bytes, written by the sender.
+    pub checksum: u64,
+}
+
+/// One SimpleSim LP.
+#[derive(Clone, Debug, Default)]
+pub struct SimpleLp {
+    /// Arrival times (as ordered bits) of messages sent and not yet arrived, at the last look.
+    outstanding: BinaryHeap<Reverse<u64>>,
+    /// Messages sent.
+    pub sent: u64,
+    /// Messages received (the start event not included).
+    pub received: u64,
+    /// Events handled at or after `warmup`.
+    pub steady_events: u64,
+    /// Payload bytes read.
+    pub bytes_read: u64,
+    /// Messages whose payload did not match its checksum (always 0).
+    pub bad_payloads: u64,
+}
+
+impl SimpleLp {
+    /// The number of messages this LP has sent that had not arrived at its last event.
+    pub fn queue_len(&self) -> usize {
+        self.outstanding.len()
+    }
+}
+
+impl Model for SimpleSim {
+    type State = SimpleLp;
+    type Event = Message;
+
+    fn init(&self, ctx: &mut Ctx<'_, Self>) -> SimpleLp {
+        let t = ctx.rng().uniform_range(0.0, self.start_window);
+        let me = ctx.me();
+        ctx.send(
+            me,
+            t,
+            Message {
+                id: u64::MAX,
+                data: Vec::new(),
+                checksum: 0,
+            },
+        );
+        SimpleLp::default()
+    }
+
+    fn on_event(&self, lp: &mut SimpleLp, msg: &Message, ctx: &mut Ctx<'_, Self>) {
+        let now = ctx.now();
+        if msg.id != u64::MAX {
+            lp.received += 1;
+            let sum: u64 = msg.data.iter().map(|&b| u64::from(b)).sum();
+            lp.bytes_read += msg.data.len() as u64;
+            if sum != msg.checksum {
+                lp.bad_payloads += 1;
+            }
+        }
+        if now >= self.warmup {
+            lp.steady_events += 1;
+        }
+        // Times are non-negative, so their bit patterns order like the times.
+        while lp
+            .outstanding
+            .peek()
+            .is_some_and(|t| f64::from_bits(t.0) <= now)
+        {
+            lp.outstanding.pop();
+        }
+        let copies = if lp.outstanding.len() + 1 < self.queue_bound as usize {
+            2
+        } else {
+            1
+        };
+        for _ in 0..copies {
+            let n = u64::from(ctx.lps());
+            let dst = ctx.rng().below(n) as LpId;
+            let delay = self.lookahead + ctx.rng().uniform_range(self.delay_min, self.delay_max);
+            let id = (u64::from(ctx.me()) << 32) | (lp.sent & 0xFFFF_FFFF);
+            let (data, checksum) = self.payload(id);
+            lp.sent += 1;
+            lp.outstanding.push(Reverse((now + delay).to_bits()));
+            ctx.send(dst, delay, Message { id, data, checksum });
+        }
+    }
+
+    fn lookahead(&self) -> f64 {
+        self.lookahead + self.delay_min
+    }
+
+    fn finish(&self, _lp: LpId, lp: &SimpleLp, stats: &mut ModelStats) {
+        stats.add("messages_sent", lp.sent as f64);
+        stats.add("messages_received", lp.received as f64);
+        stats.add("steady_events", lp.steady_events as f64);
+        stats.add("bytes_read", lp.bytes_read as f64);
+        stats.add("bad_payloads", lp.bad_payloads as f64);
+        stats.add("queue_len_at_end", lp.outstanding.len() as f64);
+    }
+}

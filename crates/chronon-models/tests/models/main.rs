@@ -1,0 +1,62 @@
+//! Model tests: one module per model. Each checks its model against something we did not
+//! write (queueing theory, renewal theory, conservation) and checks its fingerprints.
+
+mod datastore;
+mod manufacturing;
+mod net;
+mod pcs;
+mod phold_phases;
+mod simplesim;
+
+use chronon::{Model, QueueKind, Report, Simulation};
+
+/// Runs `model` sequentially with the given queue.
+pub(crate) fn run<M: Model>(model: M, lps: u32, end: f64, seed: u64, queue: QueueKind) -> Report {
+    Simulation::new(model)
+        .lps(lps)
+        .end_time(end)
+        .seed(seed)
+        .queue(queue)
+        .run()
+        .expect("the run succeeds")
+}
+
+/// Same seed → same fingerprint; other seed → other fingerprint; heap and ladder agree.
+pub(crate) fn check_fingerprints<M: Model>(make: impl Fn() -> M, lps: u32, end: f64) {
+    let a = run(make(), lps, end, 11, QueueKind::Ladder);
+    assert!(
+        a.committed > 100,
+        "too few events ({}) to compare",
+        a.committed
+    );
+    let b = run(make(), lps, end, 11, QueueKind::Ladder);
+    let c = run(make(), lps, end, 12, QueueKind::Ladder);
+    let h = run(make(), lps, end, 11, QueueKind::Heap);
+    assert_eq!(a.fingerprint, b.fingerprint, "same seed, same history");
+    assert_ne!(
+        a.fingerprint, c.fingerprint,
+        "another seed, another history"
+    );
+    assert_eq!(
+        a.fingerprint, h.fingerprint,
+        "heap and ladder commit the same history"
+    );
+    assert_eq!(a.model_stats, h.model_stats);
+}
+
+/// The named model statistic (panics when it is missing).
+pub(crate) fn stat(r: &Report, name: &str) -> f64 {
+    r.model_stats
+        .get(name)
+        .unwrap_or_else(|| panic!("model_stats has no '{name}'"))
+}
+
+/// Events still pending when the sequential executor stopped.
+pub(crate) fn pending(r: &Report) -> f64 {
+    r.executor_stats["pending_at_end"]
+}
+
+/// Relative difference of `measured` from `expected`.
+pub(crate) fn rel(measured: f64, expected: f64) -> f64 {
+    (measured - expected).abs() / expected.abs()
+}

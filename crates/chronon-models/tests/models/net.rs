@@ -1,0 +1,244 @@
+use chronon::QueueKind;
+use chronon_models::net::{LinkSpec, NetModel, Network, OnOff};
+use chronon_models::{Campus, StarClique};
+
+use crate::{check_fingerprints, pending, rel, run, stat};
+
+const LINK: LinkSpec = LinkSpec {
+    bandwidth_bps: 1e6,
+    delay: 0.01,
+    queue_packets: 10,
+};
+
+/// Two nodes, one link, one constant-bit-rate source from `start` to `stop`.
+fn two_nodes(rate_bps: f64, stop: f64) -> NetModel {
+    let mut net = Network::new(2);
+    net.link(0, 1, LINK).unwrap();
+    net.app(0, OnOff::cbr(1, rate_bps, 1000, 0.0, stop))
+        .unwrap();
+    net.build().unwrap()
+}
+
+/// Below capacity a packet never waits: its latency is transmission time (8000 bits at 1 Mb/s
+/// = 8 ms) plus propagation delay (10 ms), and the throughput is the offered rate.
+#[test]
+fn link_below_capacity_latency_and_throughput() {
+    let m = two_nodes(0.5e6, f64::INFINITY);
+    let end = 20.0;
+    let r = run(m, 2, end, 1, QueueKind::Ladder);
+    let latency = stat(&r, "mean_latency");
+    let expected = LINK.transmit_time(1000) + LINK.delay;
+    assert!((latency - 0.018).abs() < 1e-12 && (expected - 0.018).abs() < 1e-12);
+    assert!((latency - expected).abs() < 1e-9, "latency {latency}");
+    let throughput = stat(&r, "bytes_received") * 8.0 / end;
+    assert!(rel(throughput, 0.5e6) < 0.01, "throughput {throughput}");
+    assert_eq!(stat(&r, "packets_dropped"), 0.0);
+}
+
+/// Offered twice the bandwidth, the link delivers its bandwidth and drops half. A packet that
+/// gets in finds the queue full but for the slot a departure just freed: it waits for the
+/// residual transmission and `queue` more, so with arrivals every I its mean latency is
+/// (queue + 1) × 8 ms − I / 2 + 10 ms (the residual is uniform over the last I).
+#[test]
+fn link_above_capacity_saturates() {
+    let rate = 1.9e6;
+    let m = two_nodes(rate, f64::INFINITY);
+    let end = 50.0;
+    let r = run(m, 2, end, 1, QueueKind::Ladder);
+    let throughput = stat(&r, "bytes_received") * 8.0 / end;
+    assert!(rel(throughput, 1e6) < 0.01, "throughput {throughput}");
+    let drop_rate = stat(&r, "drop_rate");
+    assert!(
+        rel(drop_rate, 1.0 - 1e6 / rate) < 0.01,
+        "drop rate {drop_rate}"
+    );
+    let latency = stat(&r, "mean_latency");
+    let interval = 8000.0 / rate;
+    let full =
+        f64::from(LINK.queue_packets + 1) * LINK.transmit_time(1000) - interval / 2.0 + LINK.delay;
+    eprintln!("saturated link: latency {latency}, hand computation {full}");
+    assert!(rel(latency, full) < 0.01, "latency {latency} vs {full}");
+}
+
+/// Conservation: packets sent = received + dropped + in flight, where in flight is counted per
+/// link (put on at one end, taken off at the other) and must equal the engine's pending-event
+/// count less the model's own pending ticks and emissions. And each
+/// on/off source, starting in an on period, sends on average rate × E[on-time in [s, T]], with
+/// E[on-time in [0, t]] = duty·t + a/(a+b)²·(1 − e^{−(a+b)t}), a = 1/on, b = 1/off (a
+/// two-state Markov chain).
+#[test]
+fn star_clique_conserves_packets_and_offers_the_load() {
+    let m = StarClique {
+        stars: 8,
+        leaf_bandwidth: 1e6,
+        hub_bandwidth: 1e7,
+        ..StarClique::default()
+    };
+    let net = m.build().unwrap();
+    let end = 200.0;
+    let r = run(net, m.lps(), end, 3, QueueKind::Ladder);
+    let sent = stat(&r, "packets_sent");
+    let in_flight = stat(&r, "packets_in_flight");
+    assert!(sent > 100_000.0);
+    assert!(in_flight > 0.0);
+    assert_eq!(
+        sent,
+        stat(&r, "packets_received") + stat(&r, "packets_dropped") + in_flight
+    );
+    // The links' count of packets in flight is the engine's count of pending packet events.
+    assert_eq!(
+        in_flight,
+        pending(&r) - stat(&r, "sources_active") - stat(&r, "emissions_pending")
+    );
+    assert_eq!(stat(&r, "packets_unroutable"), 0.0);
+    let (a, b) = (1.0 / m.on_mean, 1.0 / m.off_mean);
+    let duty = b / (a + b);
+    let t = end - m.start_window / 2.0;
+    let on_time = duty * t + a / ((a + b) * (a + b)) * (1.0 - (-(a + b) * t).exp());
+    let per_source = m.load * m.leaf_bandwidth / duty * on_time / f64::from(m.packet_bytes * 8);
+    let sources = f64::from(m.stars * (m.stars - 1));
+    let measured = sent / sources;
+    eprintln!("star-clique: {measured} packets per source, on/off theory {per_source}");
+    assert!(
+        rel(measured, per_source) < 0.03,
+        "{measured} vs {per_source}"
+    );
+}
+
+/// When the sources stop and the network drains, nothing is in flight: sent = received +
+/// dropped exactly, and no event is left.
+#[test]
+fn drained_network_has_nothing_in_flight() {
+    let mut net = Network::new(5);
+    let slow = LinkSpec {
+        bandwidth_bps: 2e5,
+        ..LINK
+    };
+    // A star of 4 leaves around node 0, with a slow link to node 4 that drops.
+    for leaf in 1..5 {
+        net.link(0, leaf, if leaf == 4 { slow } else { LINK })
+            .unwrap();
+    }
+    for src in 1..4 {
+        let app = OnOff {
+            off_mean: 0.2,
+            on_mean: 0.2,
+            start_jitter: 0.1,
+            ..OnOff::cbr(4, 2e5, 500, 0.0, 30.0)
+        };
+        net.app(src, app).unwrap();
+    }
+    let m = net.build().unwrap();
+    let r = run(m, 5, 100.0, 9, QueueKind::Ladder);
+    assert_eq!(pending(&r), 0.0);
+    assert_eq!(stat(&r, "packets_in_flight"), 0.0);
+    let (sent, rx, dropped) = (
+        stat(&r, "packets_sent"),
+        stat(&r, "packets_received"),
+        stat(&r, "packets_dropped"),
+    );
+    assert!(dropped > 100.0 && rx > 1000.0, "rx {rx} dropped {dropped}");
+    assert_eq!(sent, rx + dropped);
+}
+
+#[test]
+fn routes_are_shortest() {
+    let m = StarClique::default();
+    let net = m.build().unwrap();
+    // leaf -> its hub -> other hub -> leaf
+    assert_eq!(net.path_len(m.hub(0) + 1, m.hub(1) + 1), Some(3));
+    assert_eq!(net.path_len(m.hub(0) + 1, m.hub(0) + 2), Some(2));
+    assert_eq!(net.path_len(m.hub(2), m.hub(5)), Some(1));
+    let c = Campus::default();
+    let net = c.build().unwrap();
+    let client = c.clients(0)[0];
+    // client, switch, N2, R2, B, B', R1', S', server
+    assert_eq!(net.path_len(client, c.server(1, 0)), Some(8));
+    // Two campuses away takes the ring either way: one more ring hop.
+    assert_eq!(net.path_len(client, c.server(2, 0)), Some(9));
+    assert_eq!(c.clients(0).len(), 2 * 2 * 42);
+}
+
+#[test]
+fn campus_ring_delivers_its_load() {
+    let c = Campus {
+        campuses: 3,
+        lans_per_net: 1,
+        clients_per_lan: 20,
+        load: 0.002,
+        ..Campus::default()
+    };
+    let net = c.build().unwrap();
+    let r = run(net, c.lps(), 3.0, 2, QueueKind::Ladder);
+    let sent = stat(&r, "packets_sent");
+    let in_flight = stat(&r, "packets_in_flight");
+    assert!(sent > 5_000.0, "sent {sent}");
+    assert_eq!(stat(&r, "packets_dropped"), 0.0);
+    assert_eq!(sent, stat(&r, "packets_received") + in_flight);
+    assert_eq!(
+        in_flight,
+        pending(&r) - stat(&r, "sources_active") - stat(&r, "emissions_pending")
+    );
+    // Lightly loaded, latency is propagation plus transmission along the 8 hops: client,
+    // switch, N2, R2, B, B', R1', S', server — 2 LAN links (0.5 ms, 100 Mb/s) and 6 links of
+    // 1 Gb/s (5 backbone at 1 ms, the ring at 10 ms).
+    let bits = f64::from(c.packet_bytes) * 8.0;
+    let hand = 2.0 * (c.lan_delay + bits / c.lan_bandwidth)
+        + 5.0 * (c.backbone_delay + bits / c.backbone_bandwidth)
+        + c.ring_delay
+        + bits / c.ring_bandwidth;
+    let latency = stat(&r, "mean_latency");
+    eprintln!("campus: mean latency {latency}, hand computation {hand}");
+    assert!(
+        latency >= hand - 1e-12 && rel(latency, hand) < 0.001,
+        "latency {latency}"
+    );
+}
+
+#[test]
+fn fingerprints() {
+    let m = StarClique {
+        stars: 4,
+        leaf_bandwidth: 1e6,
+        ..StarClique::default()
+    };
+    check_fingerprints(|| m.build().unwrap(), m.lps(), 3.0);
+}
+
+#[test]
+fn campus_fingerprints() {
+    let c = Campus {
+        campuses: 3,
+        lans_per_net: 1,
+        clients_per_lan: 3,
+        load: 0.001,
+        ..Campus::default()
+    };
+    check_fingerprints(|| c.build().unwrap(), c.lps(), 0.5);
+}
+
+#[test]
+fn bad_parameters_are_named() {
+    let e = StarClique {
+        stars: 1,
+        ..StarClique::default()
+    }
+    .validate()
+    .unwrap_err();
+    assert!(e.starts_with("stars"), "{e}");
+    let e = Campus {
+        ring_delay: 0.0,
+        ..Campus::default()
+    }
+    .validate()
+    .unwrap_err();
+    assert!(e.starts_with("ring-delay"), "{e}");
+    let mut net = Network::new(2);
+    assert!(net.link(0, 0, LINK).is_err());
+    assert!(net.link(0, 1, LinkSpec { delay: 0.0, ..LINK }).is_err());
+    let mut net = Network::new(3);
+    net.link(0, 1, LINK).unwrap();
+    net.app(0, OnOff::cbr(2, 1e6, 100, 0.0, 1.0)).unwrap();
+    let e = net.build().unwrap_err();
+    assert!(e.contains("cannot reach"), "{e}");
+}
