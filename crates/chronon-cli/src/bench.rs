@@ -13,8 +13,11 @@ pub(crate) struct BenchCmd {
 #[derive(Debug, Subcommand)]
 pub(crate) enum BenchWhich {
     /// PHOLD on the chosen executors against the bare binary-heap loop, side by side in one
-    /// process (ratios hold on a noisy machine).
+    /// run (ratios hold on a noisy machine).
     Phold(PholdBench),
+    /// One run of the bare heap PHOLD loop (used by `bench phold`).
+    #[command(hide = true)]
+    BareLoop(crate::bench_phold::BareArgs),
 }
 
 #[derive(Debug, Args)]
@@ -43,5 +46,6 @@ pub(crate) struct PholdBench {
 pub(crate) fn run(cmd: BenchCmd) -> Result<u8, Failure> {
     match cmd.which {
         BenchWhich::Phold(b) => crate::bench_phold::run(b),
+        BenchWhich::BareLoop(a) => crate::bench_phold::bare(a),
     }
 }
