@@ -1,0 +1,1 @@
+//! Time Warp against the sequential executor.
