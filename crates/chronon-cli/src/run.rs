@@ -146,9 +146,11 @@ pub(crate) fn run_simulation_checked<M: Model>(
     let check = match (common.check_reverse == Some(true), check_reverse) {
         (false, _) => None,
         (true, Some(f)) => Some(f),
-        (true, None) => return Err(Failure::bad_input(format!(
+        (true, None) => {
+            return Err(Failure::bad_input(format!(
             "--check-reverse needs a model whose state can be compared; {name} does not support it"
-        ))),
+        )))
+        }
     };
     let gvt_csv = common.gvt_csv.clone().or_else(|| {
         let out = common.output.as_deref()?;

@@ -414,41 +414,40 @@ fn run_with<M: Model, Q: PendingSet<TwEvent<M::Event>>>(
         progress: &cfg.progress,
     };
     let ncounters = counters.len();
-    let results: Vec<WorkerResult<M>> =
-        std::thread::scope(|s| {
-            let handles: Vec<_> = per_worker
-                .into_iter()
-                .zip(queues)
-                .enumerate()
-                .map(|(w, (lps, queue))| {
-                    let sh = &sh;
-                    s.spawn(move || {
-                        let mut worker = Worker::new(w, sh, lps, queue, ncounters);
-                        let outcome = catch_unwind(AssertUnwindSafe(|| worker.run_loop()));
-                        let complete = match outcome {
-                            Ok(Ok(complete)) => complete,
-                            Ok(Err(e)) => {
-                                sh.fail(e);
-                                false
-                            }
-                            Err(payload) => {
-                                sh.fail(SimError::Panic {
-                                    lp: worker.current.0,
-                                    time: worker.current.1,
-                                    message: panic_message(payload.as_ref()),
-                                });
-                                false
-                            }
-                        };
-                        (worker.lps, worker.counters, worker.stats, complete)
-                    })
+    let results: Vec<WorkerResult<M>> = std::thread::scope(|s| {
+        let handles: Vec<_> = per_worker
+            .into_iter()
+            .zip(queues)
+            .enumerate()
+            .map(|(w, (lps, queue))| {
+                let sh = &sh;
+                s.spawn(move || {
+                    let mut worker = Worker::new(w, sh, lps, queue, ncounters);
+                    let outcome = catch_unwind(AssertUnwindSafe(|| worker.run_loop()));
+                    let complete = match outcome {
+                        Ok(Ok(complete)) => complete,
+                        Ok(Err(e)) => {
+                            sh.fail(e);
+                            false
+                        }
+                        Err(payload) => {
+                            sh.fail(SimError::Panic {
+                                lp: worker.current.0,
+                                time: worker.current.1,
+                                message: panic_message(payload.as_ref()),
+                            });
+                            false
+                        }
+                    };
+                    (worker.lps, worker.counters, worker.stats, complete)
                 })
-                .collect();
-            handles
-                .into_iter()
-                .map(|h| h.join().expect("worker panics are caught"))
-                .collect()
-        });
+            })
+            .collect();
+        handles
+            .into_iter()
+            .map(|h| h.join().expect("worker panics are caught"))
+            .collect()
+    });
     if let Some(e) = sh.error.lock().ok().and_then(|mut e| e.take()) {
         return Err(e);
     }
@@ -1020,15 +1019,10 @@ impl<'s, 'a, M: Model, Q: PendingSet<TwEvent<M::Event>>> Worker<'s, 'a, M, Q> {
         self.stats.peak_bytes = self.stats.peak_bytes.max(bytes);
         // Ordering: a self-contained figure (see `Shared::total_bytes`).
         sh.bytes[self.w].store(bytes, Ordering::Relaxed);
-        if sh.max_memory != u64::MAX {
-            let total = sh.total_bytes();
-            // Ordering: a monotone statistic.
-            sh.peak.fetch_max(total, Ordering::Relaxed);
-            self.throttled = total as f64 > sh.max_memory as f64 * 0.8;
-        } else if self.w == 0 || sh.bytes.len() == 1 {
-            // Ordering: see above.
-            sh.peak.fetch_max(sh.total_bytes(), Ordering::Relaxed);
-        }
+        let total = sh.total_bytes();
+        // Ordering: a monotone statistic.
+        sh.peak.fetch_max(total, Ordering::Relaxed);
+        self.throttled = sh.max_memory != u64::MAX && total as f64 > sh.max_memory as f64 * 0.8;
     }
 
     /// Commits every processed event older than the new GVT `g` (commit hooks, digests,
