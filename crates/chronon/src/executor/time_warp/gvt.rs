@@ -161,4 +161,64 @@ mod loom_tests {
             }
         });
     }
+
+    /// The transient-message race: worker 0 turns its only pending event (time 5) into a
+    /// message to worker 1 while worker 1 may be starting a round, draining and reporting. With
+    /// the worker rules (R1: drain after seeing the round, before reporting; R2: after a push,
+    /// a worker that has not reported in the active round lowers its `send_min`), no published
+    /// GVT ever passes the message, which nobody processes here.
+    #[test]
+    fn a_message_in_flight_during_a_round_holds_gvt_back() {
+        use crate::comm::Mailbox;
+        use crate::event::EventKey;
+        loom::model(|| {
+            let g = Arc::new(GvtRegisters::new(2));
+            let m = Arc::new(Mailbox::<EventKey>::new());
+            let (g0, m0) = (g.clone(), m.clone());
+            let sender = thread::spawn(move || {
+                let mut pending = 5.0f64; // its one event
+                let mut send_min = f64::INFINITY;
+                let mut reported = 0;
+                for step in 0..2 {
+                    if let Some(r) = g0.active_round() {
+                        if r > reported {
+                            if let Some(gvt) = g0.report(0, r, pending.min(send_min)) {
+                                assert!(gvt <= 5.0);
+                            }
+                            reported = r;
+                            send_min = f64::INFINITY;
+                        }
+                    }
+                    if step == 0 {
+                        // Process the event: it becomes a message at time 5.
+                        pending = f64::INFINITY;
+                        m0.push(EventKey {
+                            time: 5.0,
+                            src: 0,
+                            seq: 0,
+                        });
+                        if g0.active_round().is_some_and(|r| r > reported) {
+                            send_min = send_min.min(5.0);
+                        }
+                    }
+                }
+            });
+            let mut pending = f64::INFINITY;
+            let mut reported = 0;
+            for _ in 0..2 {
+                g.try_start();
+                if let Some(r) = g.active_round() {
+                    if r > reported {
+                        m.take(|e| pending = pending.min(e.time));
+                        if let Some(gvt) = g.report(1, r, pending) {
+                            assert!(gvt <= 5.0, "GVT {gvt} passed a message in flight");
+                        }
+                        reported = r;
+                    }
+                }
+            }
+            sender.join().unwrap();
+            assert!(g.gvt() <= 5.0);
+        });
+    }
 }
