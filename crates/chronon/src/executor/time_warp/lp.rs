@@ -163,6 +163,10 @@ pub(crate) struct TwLp<S, P> {
     pub(crate) checkpoints: VecDeque<Checkpoint<S>>,
     /// Listed in the worker's set of LPs with uncommitted events.
     pub(crate) dirty: bool,
+    /// Key of the last processed event (of `done.back()`; zero when `done` is empty).
+    pub(crate) last_key: EventKey,
+    /// Whether that event's order stack is its key alone.
+    pub(crate) last_plain: bool,
 }
 
 impl<S, P> TwLp<S, P> {

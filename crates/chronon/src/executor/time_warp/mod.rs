@@ -13,6 +13,7 @@ mod lp;
 mod tests;
 
 use std::collections::{HashSet, VecDeque};
+use std::hash::{BuildHasherDefault, Hasher};
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Mutex;
@@ -25,7 +26,7 @@ use self::lp::{Anti, Checkpoint, Done, Msg, Sent, TwEvent, TwLp};
 use super::{finish_report, init_lps, LpSlot, RunConfig};
 use crate::comm::Mailbox;
 use crate::error::{panic_message, ModelError, SimError};
-use crate::event::{Event, Keyed};
+use crate::event::{Event, EventKey, Keyed};
 use crate::model::{CommitCtx, Ctx, LpId, Model, ReverseCtx, Time};
 use crate::partition::Mapping;
 use crate::queue::{HeapQueue, LadderQueue, PendingSet, QueueKind};
@@ -75,6 +76,10 @@ pub struct TimeWarpOptions {
     pub mapping: Mapping,
     /// Events a worker processes between two GVT rounds it starts.
     pub gvt_every: u32,
+    /// The most processed, uncommitted events a worker keeps: past it, it runs only events at
+    /// or before GVT until fossil collection catches up (`None`: 4 × `gvt_every`). Bounds how
+    /// far one worker races ahead while another is descheduled.
+    pub max_uncommitted: Option<u64>,
     /// Run every event forward, then backward, and compare the states (set by
     /// [`Simulation::check_reverse`](crate::Simulation::check_reverse)).
     pub(crate) check_reverse: bool,
@@ -88,7 +93,8 @@ impl Default for TimeWarpOptions {
             max_memory: None,
             window: None,
             mapping: Mapping::Block,
-            gvt_every: 4096,
+            gvt_every: 1024,
+            max_uncommitted: None,
             check_reverse: false,
         }
     }
@@ -124,6 +130,11 @@ impl TimeWarpOptions {
         self.mapping = m;
         self
     }
+    /// Sets [`max_uncommitted`](Self::max_uncommitted).
+    pub fn max_uncommitted(mut self, n: Option<u64>) -> Self {
+        self.max_uncommitted = n;
+        self
+    }
     /// Sets [`gvt_every`](Self::gvt_every).
     pub fn gvt_every(mut self, n: u32) -> Self {
         self.gvt_every = n;
@@ -157,6 +168,24 @@ impl TimeWarpOptions {
     }
 }
 
+/// Hashes event ids (unique `u64`s, no adversary) with one multiplication.
+#[derive(Debug, Default)]
+struct IdHasher(u64);
+
+impl Hasher for IdHasher {
+    fn finish(&self) -> u64 {
+        self.0
+    }
+    fn write(&mut self, bytes: &[u8]) {
+        for &b in bytes {
+            self.0 = (self.0 ^ u64::from(b)).wrapping_mul(0x100_0000_01B3);
+        }
+    }
+    fn write_u64(&mut self, id: u64) {
+        self.0 = id.wrapping_mul(0x9E37_79B9_7F4A_7C15);
+    }
+}
+
 /// Compares two states (for `--check-reverse`).
 pub(crate) type StateEq<S> = fn(&S, &S) -> bool;
 
@@ -186,6 +215,7 @@ struct Shared<'a, M: Model> {
     window: Time,
     max_memory: u64,
     gvt_every: u64,
+    max_uncommitted: u64,
     check_eq: Option<StateEq<M::State>>,
     owner: Vec<u32>,
     local: Vec<u32>,
@@ -255,7 +285,7 @@ struct Worker<'s, 'a, M: Model, Q> {
     sh: &'s Shared<'a, M>,
     lps: Vec<TwLp<M::State, M::Event>>,
     queue: Q,
-    cancelled: HashSet<u64>,
+    cancelled: HashSet<u64, BuildHasherDefault<IdHasher>>,
     outbox: Vec<Vec<Msg<M::Event>>>,
     out_dirty: Vec<usize>,
     local_antis: Vec<Anti>,
@@ -373,6 +403,12 @@ fn run_with<M: Model, Q: PendingSet<TwEvent<M::Event>>>(
             counts: VecDeque::new(),
             checkpoints,
             dirty: false,
+            last_key: EventKey {
+                time: 0.0,
+                seq: 0,
+                src: 0,
+            },
+            last_plain: true,
         });
     }
     let mut queues: Vec<Q> = (0..threads).map(|_| Q::new()).collect();
@@ -399,6 +435,10 @@ fn run_with<M: Model, Q: PendingSet<TwEvent<M::Event>>>(
         window: opts.window.unwrap_or(Time::INFINITY),
         max_memory: opts.max_memory.unwrap_or(u64::MAX),
         gvt_every: u64::from(opts.gvt_every),
+        max_uncommitted: opts
+            .max_uncommitted
+            .unwrap_or(4 * u64::from(opts.gvt_every))
+            .max(1),
         check_eq: if opts.check_reverse { check_eq } else { None },
         owner,
         local,
@@ -545,7 +585,7 @@ impl<'s, 'a, M: Model, Q: PendingSet<TwEvent<M::Event>>> Worker<'s, 'a, M, Q> {
             sh,
             lps,
             queue,
-            cancelled: HashSet::new(),
+            cancelled: HashSet::default(),
             outbox: (0..workers).map(|_| Vec::new()).collect(),
             out_dirty: Vec::new(),
             local_antis: Vec::new(),
@@ -607,6 +647,7 @@ impl<'s, 'a, M: Model, Q: PendingSet<TwEvent<M::Event>>> Worker<'s, 'a, M, Q> {
                     self.process(ev)?;
                     since_gvt += 1;
                     if since_gvt >= sh.gvt_every || self.throttled {
+                        // (A throttled worker asks for GVT after every event.)
                         since_gvt = 0;
                         sh.gvt.try_start();
                     }
@@ -752,6 +793,19 @@ impl<'s, 'a, M: Model, Q: PendingSet<TwEvent<M::Event>>> Worker<'s, 'a, M, Q> {
                 self.queue.push(d.ev);
             }
         }
+        match lp.done.back() {
+            Some(d) => {
+                lp.last_key = d.ev.ev.key();
+                lp.last_plain = d.ev.stack.is_none();
+            }
+            None => {
+                // Only committed events (or none) precede: nothing new sorts before them.
+                lp.last_key.time = 0.0;
+                lp.last_key.src = 0;
+                lp.last_key.seq = 0;
+                lp.last_plain = true;
+            }
+        }
         if sh.saving == Saving::Copy {
             while lp.checkpoints.back().is_some_and(|c| c.at > at) {
                 lp.checkpoints.pop_back();
@@ -805,7 +859,9 @@ impl<'s, 'a, M: Model, Q: PendingSet<TwEvent<M::Event>>> Worker<'s, 'a, M, Q> {
             if t >= self.sh.end {
                 return None;
             }
-            let limit = if self.throttled {
+            let st = &self.stats;
+            let uncommitted = st.processed - st.committed - st.rolled_back;
+            let limit = if self.throttled || uncommitted >= self.sh.max_uncommitted {
                 self.gvt
             } else {
                 self.gvt + self.sh.window
@@ -824,11 +880,16 @@ impl<'s, 'a, M: Model, Q: PendingSet<TwEvent<M::Event>>> Worker<'s, 'a, M, Q> {
         let li = sh.local[ev.ev.dst as usize] as usize;
         {
             let lp = &self.lps[li];
-            if lp
-                .done
-                .back()
-                .is_some_and(|last| ev.order(&last.ev) == std::cmp::Ordering::Less)
-            {
+            // The LP keeps its last key by its state, so the common check does not touch the
+            // history (a cache miss per event otherwise).
+            let straggler = if lp.last_plain && ev.stack.is_none() {
+                ev.ev.key() < lp.last_key
+            } else {
+                lp.done
+                    .back()
+                    .is_some_and(|last| ev.order(&last.ev) == std::cmp::Ordering::Less)
+            };
+            if straggler {
                 let j = lp
                     .done
                     .partition_point(|d| d.ev.order(&ev) != std::cmp::Ordering::Greater);
@@ -933,6 +994,8 @@ impl<'s, 'a, M: Model, Q: PendingSet<TwEvent<M::Event>>> Worker<'s, 'a, M, Q> {
                 self.outbox[o].push(Msg::Event(tw));
             }
         }
+        lp.last_key = ev.ev.key();
+        lp.last_plain = ev.stack.is_none();
         lp.done.push_back(Done {
             ev,
             meta,
