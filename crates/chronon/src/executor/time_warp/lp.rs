@@ -116,8 +116,10 @@ impl<P> Keyed for Msg<P> {
 }
 
 /// A processed event: the event itself, the LP's bookkeeping before it, how many sends and
-/// counter deltas it left in the LP's logs, and a model error it raised (reported only if the
-/// event commits: a speculative error may be rolled back).
+/// counter deltas it made (the first of each inline, the rest in the LP's `sent` and `counts`
+/// logs: most events send at most one event and count at most once, so one record is all
+/// they touch), and a model error it raised (reported only if the event commits: a
+/// speculative error may be rolled back).
 #[derive(Debug)]
 pub(crate) struct Done<P> {
     pub(crate) ev: TwEvent<P>,
@@ -125,6 +127,10 @@ pub(crate) struct Done<P> {
     pub(crate) sent: u32,
     pub(crate) counts: u32,
     pub(crate) error: Option<Box<ModelError>>,
+    /// The first send (meaningful when `sent >= 1`).
+    pub(crate) first_sent: Sent,
+    /// The first counter delta (meaningful when `counts >= 1`).
+    pub(crate) first_count: (u32, i64),
 }
 
 /// One send of a processed event, kept to cancel it on rollback.
@@ -150,23 +156,24 @@ pub(crate) struct Checkpoint<S> {
 /// committed records after the newest checkpoint at or before `committed` (copy state saving
 /// coasts forward over them).
 #[derive(Debug)]
+#[repr(C)] // hot fields first: an event touches the first ~150 bytes (with a small state)
 pub(crate) struct TwLp<S, P> {
     pub(crate) id: LpId,
-    pub(crate) state: S,
+    /// Listed in the worker's set of LPs with uncommitted events.
+    pub(crate) dirty: bool,
+    /// Whether the last processed event's order stack is its key alone.
+    pub(crate) last_plain: bool,
+    /// Key of the last processed event (of `done.back()`; zero when `done` is empty).
+    pub(crate) last_key: EventKey,
     pub(crate) meta: LpMeta,
-    pub(crate) digest: LpDigest,
     pub(crate) done: VecDeque<Done<P>>,
     pub(crate) base: u64,
     pub(crate) committed: u64,
+    pub(crate) digest: LpDigest,
+    pub(crate) state: S,
     pub(crate) sent: VecDeque<Sent>,
     pub(crate) counts: VecDeque<(u32, i64)>,
     pub(crate) checkpoints: VecDeque<Checkpoint<S>>,
-    /// Listed in the worker's set of LPs with uncommitted events.
-    pub(crate) dirty: bool,
-    /// Key of the last processed event (of `done.back()`; zero when `done` is empty).
-    pub(crate) last_key: EventKey,
-    /// Whether that event's order stack is its key alone.
-    pub(crate) last_plain: bool,
 }
 
 impl<S, P> TwLp<S, P> {

@@ -217,8 +217,12 @@ struct Shared<'a, M: Model> {
     gvt_every: u64,
     max_uncommitted: u64,
     check_eq: Option<StateEq<M::State>>,
+    /// LP -> (worker, index among the worker's LPs); empty for block mapping, which is
+    /// computed (no table lookups, a cache miss each with millions of LPs).
     owner: Vec<u32>,
     local: Vec<u32>,
+    /// Block mapping: the first LP of every worker (and `lps` at the end).
+    block_first: Vec<u64>,
     boxes: Vec<Mailbox<Msg<M::Event>>>,
     gvt: GvtRegisters,
     abort: AtomicBool,
@@ -239,6 +243,28 @@ impl<M: Model> Shared<'_, M> {
             }
         }
         self.abort.store(true, Ordering::SeqCst);
+    }
+
+    /// The worker that owns LP `lp`.
+    #[inline(always)]
+    fn owner_of(&self, lp: LpId) -> usize {
+        if self.block_first.is_empty() {
+            self.owner[lp as usize] as usize
+        } else {
+            // Block mapping puts LP i on worker floor(i * W / n).
+            let w = self.block_first.len() - 1;
+            (u64::from(lp) * w as u64 / u64::from(self.n)) as usize
+        }
+    }
+
+    /// LP `lp`'s index among its worker's LPs.
+    #[inline(always)]
+    fn local_of(&self, lp: LpId) -> usize {
+        if self.block_first.is_empty() {
+            self.local[lp as usize] as usize
+        } else {
+            (u64::from(lp) - self.block_first[self.owner_of(lp)]) as usize
+        }
     }
 
     fn total_bytes(&self) -> u64 {
@@ -375,6 +401,7 @@ fn run_with<M: Model, Q: PendingSet<TwEvent<M::Event>>>(
         sizes[o as usize] += 1;
     }
 
+    let block = opts.mapping == Mapping::Block;
     let init_start = Instant::now();
     let mut counters = vec![0i64; model.counter_names().len()];
     let (slots, initial) = init_lps(model, cfg, &mut counters)?;
@@ -440,8 +467,15 @@ fn run_with<M: Model, Q: PendingSet<TwEvent<M::Event>>>(
             .unwrap_or(4 * u64::from(opts.gvt_every))
             .max(1),
         check_eq: if opts.check_reverse { check_eq } else { None },
-        owner,
-        local,
+        block_first: if block {
+            (0..=threads)
+                .map(|w| (w as u64 * u64::from(cfg.lps)).div_ceil(threads as u64))
+                .collect()
+        } else {
+            Vec::new()
+        },
+        owner: if block { Vec::new() } else { owner },
+        local: if block { Vec::new() } else { local },
         boxes: (0..threads).map(|_| Mailbox::new()).collect(),
         gvt: GvtRegisters::new(threads),
         abort: AtomicBool::new(false),
@@ -721,7 +755,7 @@ impl<'s, 'a, M: Model, Q: PendingSet<TwEvent<M::Event>>> Worker<'s, 'a, M, Q> {
     /// An anti-message for LP `a.dst`: rolls back past its event if processed (secondary
     /// rollback), otherwise remembers it so that the event is dropped where it is met.
     fn annihilate(&mut self, a: Anti) -> Result<(), SimError> {
-        let li = self.sh.local[a.dst as usize] as usize;
+        let li = self.sh.local_of(a.dst);
         let lp = &self.lps[li];
         let mut found = None;
         for (i, d) in lp.done.iter().enumerate().rev() {
@@ -755,14 +789,18 @@ impl<'s, 'a, M: Model, Q: PendingSet<TwEvent<M::Event>>> Worker<'s, 'a, M, Q> {
         let me = lp.id;
         while lp.next_index() > at {
             let d = lp.done.pop_back().expect("a record above `at`");
-            for _ in 0..d.sent {
-                let s = lp.sent.pop_back().expect("a send record");
+            for k in 0..d.sent {
+                let s = if k == 0 {
+                    d.first_sent
+                } else {
+                    lp.sent.pop_back().expect("a send record")
+                };
                 let anti = Anti {
                     dst: s.dst,
                     key: s.key,
                     id: s.id,
                 };
-                let o = sh.owner[s.dst as usize] as usize;
+                let o = sh.owner_of(s.dst);
                 if o == self.w {
                     self.local_antis.push(anti);
                 } else {
@@ -773,12 +811,12 @@ impl<'s, 'a, M: Model, Q: PendingSet<TwEvent<M::Event>>> Worker<'s, 'a, M, Q> {
                 }
                 self.stats.antis += 1;
             }
-            for _ in 0..d.counts {
+            for _ in 1..d.counts {
                 lp.counts.pop_back();
             }
             self.census.done -= 1;
-            self.census.sent -= u64::from(d.sent);
-            self.census.counts -= u64::from(d.counts);
+            self.census.sent -= u64::from(d.sent.saturating_sub(1));
+            self.census.counts -= u64::from(d.counts.saturating_sub(1));
             if sh.saving == Saving::Reverse {
                 self.current = (me, d.ev.ev.time);
                 let rctx = ReverseCtx {
@@ -877,7 +915,7 @@ impl<'s, 'a, M: Model, Q: PendingSet<TwEvent<M::Event>>> Worker<'s, 'a, M, Q> {
     /// rollback), saves state as configured, and records what it did.
     fn process(&mut self, ev: TwEvent<M::Event>) -> Result<(), SimError> {
         let sh = self.sh;
-        let li = sh.local[ev.ev.dst as usize] as usize;
+        let li = sh.local_of(ev.ev.dst);
         {
             let lp = &self.lps[li];
             // The LP keeps its last key by its state, so the common check does not touch the
@@ -960,13 +998,23 @@ impl<'s, 'a, M: Model, Q: PendingSet<TwEvent<M::Event>>> Worker<'s, 'a, M, Q> {
         }
         let error = self.err.take().map(Box::new);
         let mut counts = 0u32;
+        let mut first_count = (0u32, 0i64);
         for (i, c) in self.scratch.iter_mut().enumerate() {
             if *c != 0 {
-                lp.counts.push_back((i as u32, *c));
+                if counts == 0 {
+                    first_count = (i as u32, *c);
+                } else {
+                    lp.counts.push_back((i as u32, *c));
+                }
                 *c = 0;
                 counts += 1;
             }
         }
+        let mut first_sent = Sent {
+            dst: 0,
+            key: ev.ev.key(),
+            id: 0,
+        };
         let mut sent = 0u32;
         if error.is_some() {
             // A failed handler's sends never leave; the error is reported if the event commits.
@@ -982,9 +1030,13 @@ impl<'s, 'a, M: Model, Q: PendingSet<TwEvent<M::Event>>> Worker<'s, 'a, M, Q> {
                 ev: e,
                 id,
             };
-            lp.sent.push_back(Sent { dst, key, id });
+            if sent == 0 {
+                first_sent = Sent { dst, key, id };
+            } else {
+                lp.sent.push_back(Sent { dst, key, id });
+            }
             sent += 1;
-            let o = sh.owner[dst as usize] as usize;
+            let o = sh.owner_of(dst);
             if o == self.w {
                 self.queue.push(tw);
             } else {
@@ -1002,14 +1054,16 @@ impl<'s, 'a, M: Model, Q: PendingSet<TwEvent<M::Event>>> Worker<'s, 'a, M, Q> {
             sent,
             counts,
             error,
+            first_sent,
+            first_count,
         });
         if !lp.dirty {
             lp.dirty = true;
             self.dirty.push(li as u32);
         }
         self.census.done += 1;
-        self.census.sent += u64::from(sent);
-        self.census.counts += u64::from(counts);
+        self.census.sent += u64::from(sent.saturating_sub(1));
+        self.census.counts += u64::from(counts.saturating_sub(1));
         self.stats.processed += 1;
         self.flush();
         Ok(())
@@ -1103,7 +1157,7 @@ impl<'s, 'a, M: Model, Q: PendingSet<TwEvent<M::Event>>> Worker<'s, 'a, M, Q> {
                 .done
                 .iter()
                 .take((lp.committed - lp.base) as usize)
-                .map(|d| d.counts as usize)
+                .map(|d| d.counts.saturating_sub(1) as usize)
                 .sum();
             while lp.committed < lp.next_index() {
                 let d = &lp.done[(lp.committed - lp.base) as usize];
@@ -1117,7 +1171,11 @@ impl<'s, 'a, M: Model, Q: PendingSet<TwEvent<M::Event>>> Worker<'s, 'a, M, Q> {
                 self.current = (me, now);
                 sh.model.commit(&d.ev.ev.payload, &CommitCtx { me, now });
                 lp.digest.commit(&d.ev.ev.key());
-                for _ in 0..d.counts {
+                if d.counts > 0 {
+                    let (idx, delta) = d.first_count;
+                    self.counters[idx as usize] += delta;
+                }
+                for _ in 1..d.counts {
                     let (idx, delta) = lp.counts[coff];
                     self.counters[idx as usize] += delta;
                     coff += 1;
@@ -1141,15 +1199,15 @@ impl<'s, 'a, M: Model, Q: PendingSet<TwEvent<M::Event>>> Worker<'s, 'a, M, Q> {
                     .done
                     .pop_front()
                     .expect("a record below the commit point");
-                for _ in 0..d.sent {
+                for _ in 1..d.sent {
                     lp.sent.pop_front();
                 }
-                for _ in 0..d.counts {
+                for _ in 1..d.counts {
                     lp.counts.pop_front();
                 }
                 self.census.done -= 1;
-                self.census.sent -= u64::from(d.sent);
-                self.census.counts -= u64::from(d.counts);
+                self.census.sent -= u64::from(d.sent.saturating_sub(1));
+                self.census.counts -= u64::from(d.counts.saturating_sub(1));
                 lp.base += 1;
             }
             if lp.committed == lp.next_index() {
