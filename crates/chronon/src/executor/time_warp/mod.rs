@@ -251,9 +251,18 @@ impl<M: Model> Shared<'_, M> {
         if self.block_first.is_empty() {
             self.owner[lp as usize] as usize
         } else {
-            // Block mapping puts LP i on worker floor(i * W / n).
+            // Block mapping puts LP i on worker floor(i * W / n), that is, on the last worker
+            // whose first LP is <= i. A few comparisons beat a 64-bit division.
             let w = self.block_first.len() - 1;
-            (u64::from(lp) * w as u64 / u64::from(self.n)) as usize
+            if w <= 8 {
+                let lp = u64::from(lp);
+                self.block_first[1..w]
+                    .iter()
+                    .take_while(|&&f| f <= lp)
+                    .count()
+            } else {
+                (u64::from(lp) * w as u64 / u64::from(self.n)) as usize
+            }
         }
     }
 
