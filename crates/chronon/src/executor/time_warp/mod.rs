@@ -695,7 +695,8 @@ impl<'s, 'a, M: Model, Q: PendingSet<TwEvent<M::Event>>> Worker<'s, 'a, M, Q> {
                         sh.gvt.try_start();
                     }
                     let p = self.stats.processed;
-                    if p % MEMORY_EVERY == 0 {
+                    // Without a bound the figures are only for the report: GVT reports update them.
+                    if p % MEMORY_EVERY == 0 && sh.max_memory != u64::MAX {
                         self.update_memory();
                     }
                     if p - reported_progress >= POLL_EVERY {
@@ -727,16 +728,19 @@ impl<'s, 'a, M: Model, Q: PendingSet<TwEvent<M::Event>>> Worker<'s, 'a, M, Q> {
     /// Takes the mailbox (the bottom-half queue) into the pending set, applies anti-messages,
     /// and sends what that caused.
     fn drain(&mut self) -> Result<(), SimError> {
-        let mb = &self.sh.boxes[self.w];
+        let sh = self.sh;
+        let mb = &sh.boxes[self.w];
         if !mb.is_empty() {
-            let mut msgs = Vec::new();
-            mb.take(|m| msgs.push(m));
-            for m in msgs {
-                match m {
-                    Msg::Event(e) => self.accept(e),
-                    Msg::Anti(a) => self.annihilate(a)?,
+            let mut result = Ok(());
+            mb.take(|m| match m {
+                Msg::Event(e) => self.accept(e),
+                Msg::Anti(a) => {
+                    if let Err(e) = self.annihilate(a) {
+                        result = Err(e);
+                    }
                 }
-            }
+            });
+            result?;
         }
         self.settle()?;
         self.flush();
@@ -1146,8 +1150,11 @@ impl<'s, 'a, M: Model, Q: PendingSet<TwEvent<M::Event>>> Worker<'s, 'a, M, Q> {
         // Ordering: a self-contained figure (see `Shared::total_bytes`).
         sh.bytes[self.w].store(bytes, Ordering::Relaxed);
         let total = sh.total_bytes();
-        // Ordering: a monotone statistic.
-        sh.peak.fetch_max(total, Ordering::Relaxed);
+        // Ordering: a monotone statistic. Read first: writing the shared line only when the
+        // peak grows keeps it from bouncing between cores.
+        if total > sh.peak.load(Ordering::Relaxed) {
+            sh.peak.fetch_max(total, Ordering::Relaxed);
+        }
         self.throttled = sh.max_memory != u64::MAX && total as f64 > sh.max_memory as f64 * 0.8;
     }
 
