@@ -133,11 +133,13 @@ pub(crate) struct Done<P> {
     pub(crate) first_count: (u32, i64),
 }
 
-/// One send of a processed event, kept to cancel it on rollback.
+/// One send of a processed event, kept to cancel it on rollback. The rest of its key is
+/// known: the sender is the LP, and the `k`-th send of an event carried the send counter
+/// `meta.seq + k` of the event's record.
 #[derive(Clone, Copy, Debug)]
 pub(crate) struct Sent {
     pub(crate) dst: LpId,
-    pub(crate) key: EventKey,
+    pub(crate) time: f64,
     pub(crate) id: u64,
 }
 

@@ -802,7 +802,9 @@ impl<'s, 'a, M: Model, Q: PendingSet<TwEvent<M::Event>>> Worker<'s, 'a, M, Q> {
         let me = lp.id;
         while lp.next_index() > at {
             let d = lp.done.pop_back().expect("a record above `at`");
-            for k in 0..d.sent {
+            // The log holds sends 1.. of the record, last on top; send k carried the send
+            // counter `meta.seq + k`.
+            for k in (0..d.sent).rev() {
                 let s = if k == 0 {
                     d.first_sent
                 } else {
@@ -810,7 +812,11 @@ impl<'s, 'a, M: Model, Q: PendingSet<TwEvent<M::Event>>> Worker<'s, 'a, M, Q> {
                 };
                 let anti = Anti {
                     dst: s.dst,
-                    key: s.key,
+                    key: EventKey {
+                        time: s.time,
+                        seq: d.meta.seq + u64::from(k),
+                        src: me,
+                    },
                     id: s.id,
                 };
                 let o = sh.owner_of(s.dst);
@@ -1025,7 +1031,7 @@ impl<'s, 'a, M: Model, Q: PendingSet<TwEvent<M::Event>>> Worker<'s, 'a, M, Q> {
         }
         let mut first_sent = Sent {
             dst: 0,
-            key: ev.ev.key(),
+            time: 0.0,
             id: 0,
         };
         let mut sent = 0u32;
@@ -1043,10 +1049,23 @@ impl<'s, 'a, M: Model, Q: PendingSet<TwEvent<M::Event>>> Worker<'s, 'a, M, Q> {
                 ev: e,
                 id,
             };
+            debug_assert_eq!(
+                key.seq,
+                meta.seq + u64::from(sent),
+                "sends are numbered from meta.seq"
+            );
             if sent == 0 {
-                first_sent = Sent { dst, key, id };
+                first_sent = Sent {
+                    dst,
+                    time: key.time,
+                    id,
+                };
             } else {
-                lp.sent.push_back(Sent { dst, key, id });
+                lp.sent.push_back(Sent {
+                    dst,
+                    time: key.time,
+                    id,
+                });
             }
             sent += 1;
             let o = sh.owner_of(dst);
