@@ -355,7 +355,7 @@ fn memory_bound_holds_while_one_slow_lp_holds_gvt_back() {
         slow_lp0_us: 300,
         ..Scramble::new()
     };
-    let (lps, end) = (64, 60.0);
+    let (lps, end) = (64, 100.0);
     let seq = sequential_sized(&m, 3, lps, end);
     let bound = 64 * 1024;
     // No cap on uncommitted events: only the memory bound may hold the fast worker back.
@@ -366,7 +366,7 @@ fn memory_bound_holds_while_one_slow_lp_holds_gvt_back() {
     assert_same(&seq, &wild, "unbounded");
     let wild_peak = wild.executor_stats["peak_tracked_bytes"];
     assert!(
-        wild_peak > 2.0 * bound as f64,
+        wild_peak > bound as f64,
         "the unbounded run speculates: {wild_peak}"
     );
     let tw = run(TimeWarpOptions::new().max_memory(Some(bound))).expect("run within the bound");
