@@ -481,3 +481,29 @@ impl Model for NoReverse {
         ctx.send(1 - ctx.me(), 0.25, ());
     }
 }
+
+#[test]
+fn a_stop_request_ends_every_worker_with_an_incomplete_report() {
+    let progress = Arc::new(chronon::Progress::new());
+    let p = progress.clone();
+    let stopper = std::thread::spawn(move || {
+        std::thread::sleep(std::time::Duration::from_millis(30));
+        p.request_stop();
+    });
+    let m = Scramble {
+        slow_lp0_us: 200,
+        ..Scramble::new()
+    };
+    let r = Simulation::new(m)
+        .lps(LPS)
+        .end_time(1e9)
+        .seed(1)
+        .executor(Executor::TimeWarp { threads: 3 })
+        .progress(progress)
+        .run()
+        .expect("a stopped run still reports");
+    stopper.join().unwrap();
+    assert!(!r.complete);
+    assert!(r.committed <= r.processed);
+    assert!(r.last_time < 1e9);
+}
