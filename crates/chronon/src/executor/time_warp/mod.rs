@@ -304,6 +304,8 @@ struct Stats {
     checkpoints: u64,
     reports: u64,
     peak_bytes: u64,
+    /// Copy state saving: the checkpoint interval in use at the end.
+    checkpoint_interval: u64,
 }
 
 /// Counts behind the memory estimate.
@@ -522,6 +524,7 @@ fn run_with<M: Model, Q: PendingSet<TwEvent<M::Event>>>(
                             false
                         }
                     };
+                    worker.stats.checkpoint_interval = u64::from(worker.k);
                     (worker.lps, worker.counters, worker.stats, complete)
                 })
             })
@@ -598,6 +601,9 @@ fn run_with<M: Model, Q: PendingSet<TwEvent<M::Event>>>(
             m.insert("coasted_events".into(), s.coasted as f64);
             m.insert("checkpoints".into(), s.checkpoints as f64);
             m.insert("gvt_reports".into(), s.reports as f64);
+            if saving == Saving::Copy {
+                m.insert("checkpoint_interval".into(), s.checkpoint_interval as f64);
+            }
             m.insert("peak_tracked_bytes".into(), s.peak_bytes as f64);
             m.insert(
                 "efficiency".into(),
