@@ -9,8 +9,6 @@
 
 mod gvt;
 mod lp;
-#[cfg(test)]
-mod tests;
 
 use std::collections::{HashSet, VecDeque};
 use std::hash::{BuildHasherDefault, Hasher};

@@ -1,1 +1,0 @@
-//! Time Warp against the sequential executor.
