@@ -45,7 +45,7 @@ pub(crate) struct CommonArgs {
     /// Pending-event set: heap or ladder.
     #[arg(long)]
     pub queue: Option<String>,
-    /// Synchronization: seq.
+    /// Synchronization: seq or timewarp.
     #[arg(long)]
     pub sync: Option<String>,
     /// Worker threads.
@@ -54,6 +54,25 @@ pub(crate) struct CommonArgs {
     /// Write the JSON report here (a directory gets report.json inside).
     #[arg(long)]
     pub output: Option<PathBuf>,
+    /// Time Warp state saving: copy, reverse or auto [default: auto].
+    #[arg(long)]
+    pub state_saving: Option<String>,
+    /// Time Warp copy state saving: save the state every K events [default: automatic].
+    #[arg(long)]
+    pub checkpoint: Option<u32>,
+    /// Time Warp memory bound in bytes (suffixes K, M, G: powers of 1024) for saved states and
+    /// event records; speculation is throttled to stay under it.
+    #[arg(long)]
+    pub max_memory: Option<String>,
+    /// Time Warp optimism window: no event later than GVT + T runs.
+    #[arg(long)]
+    pub window: Option<f64>,
+    /// Time Warp: run every event forward, then in reverse, and check the state is restored.
+    #[arg(long, num_args = 0..=1, default_missing_value = "true")]
+    pub check_reverse: Option<bool>,
+    /// Time Warp: write GVT over wall time as CSV here (with --output DIR/, DIR/gvt.csv).
+    #[arg(long)]
+    pub gvt_csv: Option<PathBuf>,
     /// Read keys from this TOML file (flags override it).
     #[arg(long)]
     #[serde(skip)]
@@ -61,7 +80,20 @@ pub(crate) struct CommonArgs {
 }
 
 /// The TOML keys of [`CommonArgs`].
-pub(crate) const COMMON_KEYS: &[&str] = &["end", "seed", "queue", "sync", "threads", "output"];
+pub(crate) const COMMON_KEYS: &[&str] = &[
+    "end",
+    "seed",
+    "queue",
+    "sync",
+    "threads",
+    "output",
+    "state-saving",
+    "checkpoint",
+    "max-memory",
+    "window",
+    "check-reverse",
+    "gvt-csv",
+];
 
 impl CommonArgs {
     /// This flag set over `file`'s.
@@ -73,6 +105,12 @@ impl CommonArgs {
             sync: self.sync.or(file.sync),
             threads: self.threads.or(file.threads),
             output: self.output.or(file.output),
+            state_saving: self.state_saving.or(file.state_saving),
+            checkpoint: self.checkpoint.or(file.checkpoint),
+            max_memory: self.max_memory.or(file.max_memory),
+            window: self.window.or(file.window),
+            check_reverse: self.check_reverse.or(file.check_reverse),
+            gvt_csv: self.gvt_csv.or(file.gvt_csv),
             config: self.config,
         }
     }

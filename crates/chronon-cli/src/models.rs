@@ -5,7 +5,7 @@ use clap::{Args, Subcommand};
 use serde::{Deserialize, Serialize};
 
 use crate::args::{CommonArgs, ConfigFile, RunCmd};
-use crate::run::run_simulation;
+use crate::run::run_simulation_checked;
 use crate::Failure;
 
 #[derive(Debug, Subcommand)]
@@ -109,7 +109,14 @@ fn run_phold(cmd: PholdCmd) -> Result<u8, Failure> {
     model.validate().map_err(Failure::bad_input)?;
     let lps = model.lps;
     let config = serde_json::to_value(&model).expect("PHOLD parameters serialize");
-    run_simulation("phold", model, lps, common, config)
+    run_simulation_checked(
+        "phold",
+        model,
+        lps,
+        common,
+        config,
+        Some(chronon::Simulation::check_reverse),
+    )
 }
 
 /// Declares a model's command: its flags (which are also its TOML keys, kebab-case), the

@@ -99,7 +99,7 @@ mod stats;
 
 pub use error::{ModelError, SimError};
 pub use event::{Event, EventKey};
-pub use executor::Executor;
+pub use executor::{Executor, StateSaving, TimeWarpOptions};
 pub use fingerprint::{Fingerprint, LpDigest};
 pub use model::{CommitCtx, Ctx, LpId, LpMeta, Model, ModelStats, ReverseCtx, Time};
 pub use progress::Progress;

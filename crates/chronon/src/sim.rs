@@ -3,7 +3,8 @@
 use std::sync::Arc;
 
 use crate::error::SimError;
-use crate::executor::{self, Executor, RunConfig};
+use crate::executor::time_warp::StateEq;
+use crate::executor::{self, Executor, RunConfig, TimeWarpOptions};
 use crate::model::{LpId, Model, Time};
 use crate::progress::Progress;
 use crate::queue::QueueKind;
@@ -33,6 +34,8 @@ pub struct Simulation<M: Model> {
     queue: QueueKind,
     executor: Executor,
     progress: Option<Arc<Progress>>,
+    time_warp: TimeWarpOptions,
+    state_eq: Option<StateEq<M::State>>,
 }
 
 impl<M: Model> Simulation<M> {
@@ -47,6 +50,8 @@ impl<M: Model> Simulation<M> {
             queue: QueueKind::default(),
             executor: Executor::default(),
             progress: None,
+            time_warp: TimeWarpOptions::default(),
+            state_eq: None,
         }
     }
 
@@ -86,6 +91,26 @@ impl<M: Model> Simulation<M> {
         self
     }
 
+    /// Settings of the Time Warp executor (used with [`Executor::TimeWarp`]).
+    pub fn time_warp(mut self, options: TimeWarpOptions) -> Self {
+        let check = self.time_warp.check_reverse;
+        self.time_warp = options;
+        self.time_warp.check_reverse = check;
+        self
+    }
+
+    /// Runs every event forward, then through [`Model::reverse`], and fails with a
+    /// [`SimError::Model`] naming the LP and time when the state differs from the one before
+    /// the event. Needs a state that can be compared and Time Warp with reverse computation.
+    pub fn check_reverse(mut self) -> Self
+    where
+        M::State: PartialEq,
+    {
+        self.time_warp.check_reverse = true;
+        self.state_eq = Some(<M::State as PartialEq>::eq);
+        self
+    }
+
     /// The model.
     pub fn model(&self) -> &M {
         &self.model
@@ -117,8 +142,16 @@ impl<M: Model> Simulation<M> {
             queue: self.queue,
             progress: self.progress.unwrap_or_default(),
         };
+        if self.time_warp.check_reverse && !matches!(self.executor, Executor::TimeWarp { .. }) {
+            return Err(SimError::Config(
+                "checking reverse handlers needs the Time Warp executor (--sync timewarp)".into(),
+            ));
+        }
         match self.executor {
             Executor::Sequential => executor::sequential::run(&self.model, &cfg),
+            Executor::TimeWarp { threads } => {
+                executor::time_warp::run(&self.model, &cfg, threads, &self.time_warp, self.state_eq)
+            }
         }
     }
 }

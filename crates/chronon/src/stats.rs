@@ -44,6 +44,9 @@ pub struct Report {
     pub executor_stats: BTreeMap<String, f64>,
     /// Per-worker figures, one map per worker.
     pub workers: Vec<BTreeMap<String, f64>>,
+    /// GVT over wall time as (wall seconds, GVT) pairs (optimistic executors; empty otherwise).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub gvt_series: Vec<(f64, Time)>,
 }
 
 impl Report {
@@ -67,6 +70,7 @@ impl Report {
             model_stats: ModelStats::default(),
             executor_stats: BTreeMap::new(),
             workers: Vec::new(),
+            gvt_series: Vec::new(),
         }
     }
 

@@ -3,6 +3,9 @@
 //! history as [`sequential`].
 
 pub(crate) mod sequential;
+pub mod time_warp;
+
+pub use time_warp::{StateSaving, TimeWarpOptions};
 
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::sync::Arc;
@@ -22,6 +25,12 @@ pub enum Executor {
     /// One thread, one pending-event set: the reference every other executor is tested against.
     #[default]
     Sequential,
+    /// Time Warp (optimistic) on `threads` workers; its settings are
+    /// [`TimeWarpOptions`], given with [`Simulation::time_warp`](crate::Simulation::time_warp).
+    TimeWarp {
+        /// Worker threads.
+        threads: usize,
+    },
 }
 
 impl Executor {
@@ -29,6 +38,7 @@ impl Executor {
     pub fn name(&self) -> &'static str {
         match self {
             Executor::Sequential => "seq",
+            Executor::TimeWarp { .. } => "timewarp",
         }
     }
 
@@ -36,6 +46,7 @@ impl Executor {
     pub fn threads(&self) -> usize {
         match self {
             Executor::Sequential => 1,
+            Executor::TimeWarp { threads } => *threads,
         }
     }
 }

@@ -1,0 +1,224 @@
+//! The GVT registers: an asynchronous shared-memory GVT in the style of Fujimoto and Hybinette
+//! ("Computing Global Virtual Time in Shared-Memory Multiprocessors", ACM TOMACS 7(4), 1997),
+//! adapted to mailboxes. No worker ever waits for another: a round is started by one CAS, each
+//! worker reports its local minimum once when it next passes the top of its loop, and the last
+//! reporter publishes the minimum of the reports. The protocol, the worker-side rules (drain
+//! before reporting, `send_min` for messages pushed during a round) and the proof sketch are in
+//! `README.md` beside this file.
+
+use crate::loom::atomic::{AtomicU64, Ordering::SeqCst};
+
+/// Bits of the `remaining` field of `state`.
+const REMAINING: u64 = (1 << 32) - 1;
+
+/// The shared GVT registers of one run.
+#[derive(Debug)]
+pub(crate) struct GvtRegisters {
+    /// `round << 32 | remaining`: rounds started so far, and workers yet to report in the
+    /// current round (0 when none is in progress).
+    state: AtomicU64,
+    /// The last round whose GVT is published (a new round starts only after it).
+    published: AtomicU64,
+    /// Bits of the GVT (a non-negative `f64`, so bit order is numeric order).
+    gvt: AtomicU64,
+    /// Each worker's report in the current round (bits of an `f64`).
+    reports: Box<[AtomicU64]>,
+}
+
+impl GvtRegisters {
+    /// Registers for `workers` workers (at least 1), GVT 0, no round started.
+    pub(crate) fn new(workers: usize) -> Self {
+        GvtRegisters {
+            state: AtomicU64::new(0),
+            published: AtomicU64::new(0),
+            gvt: AtomicU64::new(0f64.to_bits()),
+            reports: (0..workers.max(1))
+                .map(|_| AtomicU64::new(f64::INFINITY.to_bits()))
+                .collect(),
+        }
+    }
+
+    /// The GVT published last.
+    #[inline]
+    pub(crate) fn gvt(&self) -> f64 {
+        f64::from_bits(self.gvt.load(SeqCst))
+    }
+
+    /// The round in progress, if any: workers that have not reported in it must.
+    #[inline]
+    pub(crate) fn active_round(&self) -> Option<u64> {
+        let s = self.state.load(SeqCst);
+        (s & REMAINING != 0).then_some(s >> 32)
+    }
+
+    /// Rounds whose GVT is published.
+    pub(crate) fn rounds(&self) -> u64 {
+        self.published.load(SeqCst)
+    }
+
+    /// Starts a round unless one is in progress or the last one is not published yet. Returns
+    /// whether this call started it.
+    pub(crate) fn try_start(&self) -> bool {
+        let s = self.state.load(SeqCst);
+        if s & REMAINING != 0 || self.published.load(SeqCst) != s >> 32 {
+            return false;
+        }
+        let next = ((s >> 32) + 1) << 32 | self.reports.len() as u64;
+        self.state.compare_exchange(s, next, SeqCst, SeqCst).is_ok()
+    }
+
+    /// Worker `w` reports `local_min` in `round` (the value `active_round` returned). The last
+    /// reporter of the round computes and publishes the GVT and gets it back.
+    pub(crate) fn report(&self, w: usize, round: u64, local_min: f64) -> Option<f64> {
+        self.reports[w].store(local_min.to_bits(), SeqCst);
+        let old = self.state.fetch_sub(1, SeqCst);
+        debug_assert_eq!(
+            old >> 32,
+            round,
+            "a report for a round that is not in progress"
+        );
+        if old & REMAINING != 1 {
+            return None;
+        }
+        // Every worker stored its report before its decrement, so all are visible here; no new
+        // round can start (and overwrite a report) before `published` moves on below.
+        let min = self
+            .reports
+            .iter()
+            .map(|r| f64::from_bits(r.load(SeqCst)))
+            .fold(f64::INFINITY, f64::min);
+        // The GVT never decreases (the proof says the minimum cannot; `fetch_max` keeps a
+        // mistake from turning into an uncommit).
+        let prev = f64::from_bits(self.gvt.fetch_max(min.to_bits(), SeqCst));
+        self.published.store(round, SeqCst);
+        Some(prev.max(min))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_round_needs_every_report_and_publishes_the_minimum() {
+        let g = GvtRegisters::new(3);
+        assert_eq!(g.active_round(), None);
+        assert!(g.try_start());
+        assert!(!g.try_start(), "one round at a time");
+        assert_eq!(g.active_round(), Some(1));
+        assert_eq!(g.report(0, 1, 5.0), None);
+        assert_eq!(g.report(2, 1, 3.0), None);
+        assert_eq!(g.gvt(), 0.0);
+        assert_eq!(g.report(1, 1, 4.0), Some(3.0));
+        assert_eq!(g.gvt(), 3.0);
+        assert_eq!(g.rounds(), 1);
+        assert_eq!(g.active_round(), None);
+        assert!(g.try_start());
+        assert_eq!(g.active_round(), Some(2));
+    }
+}
+
+#[cfg(all(test, chronon_loom))]
+mod loom_tests {
+    use super::*;
+    use crate::loom::{thread, Arc};
+
+    /// Two workers, each starting a round and reporting whatever round it sees: rounds never
+    /// overlap, every published GVT is the minimum of one round's reports, and it never
+    /// decreases.
+    #[test]
+    fn rounds_publish_the_minimum_of_their_own_reports() {
+        loom::model(|| {
+            let g = Arc::new(GvtRegisters::new(2));
+            let hs: Vec<_> = (0..2)
+                .map(|w| {
+                    let g = g.clone();
+                    thread::spawn(move || {
+                        let mut seen = 0.0;
+                        let mut last_round = 0;
+                        for step in 0..2u64 {
+                            g.try_start();
+                            if let Some(r) = g.active_round() {
+                                if r > last_round {
+                                    last_round = r;
+                                    // Reports grow with the round: round r's reports are
+                                    // 10 r + w, so its minimum is 10 r.
+                                    let v = (10 * r + w) as f64;
+                                    if let Some(gvt) = g.report(w as usize, r, v) {
+                                        assert_eq!(gvt, (10 * r) as f64);
+                                    }
+                                }
+                            }
+                            let now = g.gvt();
+                            assert!(now >= seen, "GVT went back at step {step}");
+                            seen = now;
+                        }
+                    })
+                })
+                .collect();
+            for h in hs {
+                h.join().unwrap();
+            }
+        });
+    }
+
+    /// The transient-message race: worker 0 turns its only pending event (time 5) into a
+    /// message to worker 1 while worker 1 may be starting a round, draining and reporting. With
+    /// the worker rules (R1: drain after seeing the round, before reporting; R2: after a push,
+    /// a worker that has not reported in the active round lowers its `send_min`), no published
+    /// GVT ever passes the message, which nobody processes here.
+    #[test]
+    fn a_message_in_flight_during_a_round_holds_gvt_back() {
+        use crate::comm::Mailbox;
+        use crate::event::EventKey;
+        loom::model(|| {
+            let g = Arc::new(GvtRegisters::new(2));
+            let m = Arc::new(Mailbox::<EventKey>::new());
+            let (g0, m0) = (g.clone(), m.clone());
+            let sender = thread::spawn(move || {
+                let mut pending = 5.0f64; // its one event
+                let mut send_min = f64::INFINITY;
+                let mut reported = 0;
+                for step in 0..2 {
+                    if let Some(r) = g0.active_round() {
+                        if r > reported {
+                            if let Some(gvt) = g0.report(0, r, pending.min(send_min)) {
+                                assert!(gvt <= 5.0);
+                            }
+                            reported = r;
+                            send_min = f64::INFINITY;
+                        }
+                    }
+                    if step == 0 {
+                        // Process the event: it becomes a message at time 5.
+                        pending = f64::INFINITY;
+                        m0.push(EventKey {
+                            time: 5.0,
+                            src: 0,
+                            seq: 0,
+                        });
+                        if g0.active_round().is_some_and(|r| r > reported) {
+                            send_min = send_min.min(5.0);
+                        }
+                    }
+                }
+            });
+            let mut pending = f64::INFINITY;
+            let mut reported = 0;
+            for _ in 0..2 {
+                g.try_start();
+                if let Some(r) = g.active_round() {
+                    if r > reported {
+                        m.take(|e| pending = pending.min(e.time));
+                        if let Some(gvt) = g.report(1, r, pending) {
+                            assert!(gvt <= 5.0, "GVT {gvt} passed a message in flight");
+                        }
+                        reported = r;
+                    }
+                }
+            }
+            sender.join().unwrap();
+            assert!(g.gvt() <= 5.0);
+        });
+    }
+}

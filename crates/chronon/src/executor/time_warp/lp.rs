@@ -1,0 +1,223 @@
+//! What Time Warp keeps per event and per LP: the event wrapper with its tie-order stack, the
+//! messages between workers, the processed-event records, and the LP's history.
+
+use std::cmp::Ordering;
+use std::collections::VecDeque;
+
+use crate::error::ModelError;
+use crate::event::{Event, EventKey, Keyed};
+use crate::fingerprint::LpDigest;
+use crate::model::{LpId, LpMeta};
+
+/// An event as Time Warp moves it: the engine's event, a run-unique id (what an anti-message
+/// names), and the *order stack* that places it in the sequential executor's order.
+///
+/// The sequential executor pops a priority queue by key, so an event sent with zero delay and a
+/// smaller key than its sender's event runs right after it, not before. Its position is the
+/// stack `V(e)`: `V(e) = [key(e)]` when `key(e)` exceeds the head of its parent's stack,
+/// otherwise the parent's stack cut at the first entry `<= key(e)`, with `key(e)` appended. The
+/// sequential pop order is the lexicographic order of these stacks (see README.md); `stack` is
+/// `None` for the common one-entry case.
+#[derive(Debug)]
+pub(crate) struct TwEvent<P> {
+    pub(crate) ev: Event<P>,
+    pub(crate) id: u64,
+    /// A thin pointer (8 bytes), where `Box<[EventKey]>` would take 16 in every event.
+    #[allow(clippy::box_collection)]
+    pub(crate) stack: Option<Box<Vec<EventKey>>>,
+}
+
+impl<P> TwEvent<P> {
+    /// The head of the order stack (its time is the event's time).
+    #[inline(always)]
+    pub(crate) fn head(&self) -> EventKey {
+        match &self.stack {
+            None => self.ev.key(),
+            Some(s) => s[0],
+        }
+    }
+
+    /// The sequential executor's order between two events.
+    #[inline]
+    pub(crate) fn order(&self, other: &Self) -> Ordering {
+        match (&self.stack, &other.stack) {
+            (None, None) => self.ev.key().cmp(&other.ev.key()),
+            _ => {
+                let (ka, kb) = (self.ev.key(), other.ev.key());
+                let a: &[EventKey] = self
+                    .stack
+                    .as_deref()
+                    .map_or(std::slice::from_ref(&ka), |v| v);
+                let b: &[EventKey] = other
+                    .stack
+                    .as_deref()
+                    .map_or(std::slice::from_ref(&kb), |v| v);
+                a.cmp(b)
+            }
+        }
+    }
+
+    /// The order stack of an event with key `child` sent while this event runs.
+    #[inline]
+    #[allow(clippy::box_collection)]
+    pub(crate) fn child_stack(&self, child: EventKey) -> Option<Box<Vec<EventKey>>> {
+        let head = self.head();
+        if child > head {
+            return None;
+        }
+        let key = self.ev.key();
+        let parent: &[EventKey] = self
+            .stack
+            .as_deref()
+            .map_or(std::slice::from_ref(&key), |v| v);
+        let cut = parent
+            .iter()
+            .position(|k| *k <= child)
+            .unwrap_or(parent.len());
+        let mut s = Vec::with_capacity(cut + 1);
+        s.extend_from_slice(&parent[..cut]);
+        s.push(child);
+        Some(Box::new(s))
+    }
+}
+
+impl<P> Keyed for TwEvent<P> {
+    /// Pending sets order by the stack head: the lowest timestamp first (LTF), and close to the
+    /// sequential order; the exact order per LP is enforced by rollback.
+    #[inline(always)]
+    fn key(&self) -> EventKey {
+        self.head()
+    }
+}
+
+/// The cancellation of the event `id` (key `key`) sent to LP `dst`.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct Anti {
+    pub(crate) dst: LpId,
+    pub(crate) key: EventKey,
+    pub(crate) id: u64,
+}
+
+/// What workers send each other through their mailboxes (the bottom-half queues).
+#[derive(Debug)]
+pub(crate) enum Msg<P> {
+    Event(TwEvent<P>),
+    Anti(Anti),
+}
+
+impl<P> Keyed for Msg<P> {
+    #[inline(always)]
+    fn key(&self) -> EventKey {
+        match self {
+            Msg::Event(e) => e.head(),
+            Msg::Anti(a) => a.key,
+        }
+    }
+}
+
+/// A processed event: the event itself, the LP's bookkeeping before it, how many sends and
+/// counter deltas it made (the first of each inline, the rest in the LP's `sent` and `counts`
+/// logs: most events send at most one event and count at most once, so one record is all
+/// they touch), and a model error it raised (reported only if the event commits: a
+/// speculative error may be rolled back).
+#[derive(Debug)]
+pub(crate) struct Done<P> {
+    pub(crate) ev: TwEvent<P>,
+    pub(crate) meta: LpMeta,
+    pub(crate) sent: u32,
+    pub(crate) counts: u32,
+    pub(crate) error: Option<Box<ModelError>>,
+    /// The first send (meaningful when `sent >= 1`).
+    pub(crate) first_sent: Sent,
+    /// The first counter delta (meaningful when `counts >= 1`).
+    pub(crate) first_count: (u32, i64),
+}
+
+/// One send of a processed event, kept to cancel it on rollback. The rest of its key is
+/// known: the sender is the LP, and the `k`-th send of an event carried the send counter
+/// `meta.seq + k` of the event's record.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct Sent {
+    pub(crate) dst: LpId,
+    pub(crate) time: f64,
+    pub(crate) id: u64,
+}
+
+/// A saved copy of the state before processed event number `at` (copy state saving).
+#[derive(Debug)]
+pub(crate) struct Checkpoint<S> {
+    pub(crate) at: u64,
+    pub(crate) state: S,
+    pub(crate) meta: LpMeta,
+}
+
+/// One LP under Time Warp.
+///
+/// Processed events are numbered from 0 in processing order; `done[i]` is number `base + i`.
+/// Numbers below `committed` are committed (their commit hooks ran); `done` still holds
+/// committed records after the newest checkpoint at or before `committed` (copy state saving
+/// coasts forward over them).
+#[derive(Debug)]
+#[repr(C)] // hot fields first: an event touches the first ~150 bytes (with a small state)
+pub(crate) struct TwLp<S, P> {
+    pub(crate) id: LpId,
+    /// Listed in the worker's set of LPs with uncommitted events.
+    pub(crate) dirty: bool,
+    /// Whether the last processed event's order stack is its key alone.
+    pub(crate) last_plain: bool,
+    /// Key of the last processed event (of `done.back()`; zero when `done` is empty).
+    pub(crate) last_key: EventKey,
+    pub(crate) meta: LpMeta,
+    pub(crate) done: VecDeque<Done<P>>,
+    pub(crate) base: u64,
+    pub(crate) committed: u64,
+    pub(crate) digest: LpDigest,
+    pub(crate) state: S,
+    pub(crate) sent: VecDeque<Sent>,
+    pub(crate) counts: VecDeque<(u32, i64)>,
+    pub(crate) checkpoints: VecDeque<Checkpoint<S>>,
+}
+
+impl<S, P> TwLp<S, P> {
+    /// Number of the next event this LP processes.
+    #[inline(always)]
+    pub(crate) fn next_index(&self) -> u64 {
+        self.base + self.done.len() as u64
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn ev(time: f64, src: u32, seq: u64, stack: Option<Vec<EventKey>>) -> TwEvent<()> {
+        TwEvent {
+            ev: Event::new(EventKey { time, src, seq }, 0, ()),
+            id: 0,
+            stack: stack.map(Box::new),
+        }
+    }
+
+    fn k(time: f64, src: u32) -> EventKey {
+        EventKey { time, src, seq: 0 }
+    }
+
+    #[test]
+    fn zero_delay_children_follow_their_parent() {
+        // Parent (1, src 7) sends (1, src 4) and (1, src 5) with zero delay; then (1, src 4)
+        // sends (1, src 3) and (1, src 4.8 ~ src 6 below 7).
+        let a = ev(1.0, 7, 0, None);
+        let b2 = ev(1.0, 4, 0, a.child_stack(k(1.0, 4)).map(|b| *b));
+        let b1 = ev(1.0, 5, 0, a.child_stack(k(1.0, 5)).map(|b| *b));
+        let c = ev(1.0, 3, 0, b2.child_stack(k(1.0, 3)).map(|b| *b));
+        let kk = ev(1.0, 6, 0, b2.child_stack(k(1.0, 6)).map(|b| *b));
+        let later = ev(2.0, 0, 0, a.child_stack(k(2.0, 0)).map(|b| *b));
+        assert!(later.stack.is_none());
+        let order = [&a, &b2, &c, &b1, &kk, &later];
+        for w in order.windows(2) {
+            assert_eq!(w[0].order(w[1]), Ordering::Less);
+        }
+        assert_eq!(kk.stack.as_deref(), Some(&vec![k(1.0, 7), k(1.0, 6)]));
+        assert_eq!(c.head(), k(1.0, 7));
+    }
+}

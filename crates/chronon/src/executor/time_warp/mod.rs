@@ -1,0 +1,1284 @@
+//! Time Warp on threads (Jefferson 1985), organised as in seed 003 §2.1–2.2: each worker owns a
+//! set of LPs and dispatches the lowest-timestamp event among them (LTF); workers exchange
+//! events and anti-messages through per-worker mailboxes (the bottom-half queues, whose `min`
+//! register is BH_min); an LP that receives an event in its past, or an anti-message for an
+//! event it processed, rolls back (copy state saving with coasting forward, or reverse
+//! computation) and cancels what it sent with anti-messages (aggressive cancellation). An
+//! asynchronous GVT (`gvt.rs`) lets workers commit and free what is older than GVT, run the
+//! commit hooks, and update the fingerprint in commit order. Protocols and proofs: README.md.
+
+mod gvt;
+mod lp;
+
+use std::collections::{HashSet, VecDeque};
+use std::hash::{BuildHasherDefault, Hasher};
+use std::panic::{catch_unwind, AssertUnwindSafe};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::Mutex;
+use std::time::{Duration, Instant};
+
+use crossbeam_utils::Backoff;
+
+use self::gvt::GvtRegisters;
+use self::lp::{Anti, Checkpoint, Done, Msg, Sent, TwEvent, TwLp};
+use super::{finish_report, init_lps, LpSlot, RunConfig};
+use crate::comm::Mailbox;
+use crate::error::{panic_message, ModelError, SimError};
+use crate::event::{Event, EventKey, Keyed};
+use crate::model::{CommitCtx, Ctx, LpId, Model, ReverseCtx, Time};
+use crate::partition::Mapping;
+use crate::queue::{HeapQueue, LadderQueue, PendingSet, QueueKind};
+use crate::stats::Report;
+
+/// How Time Warp restores an LP's state on rollback.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum StateSaving {
+    /// Save a copy of the state every k events and coast forward from it.
+    Copy,
+    /// Undo events with the model's reverse handler ([`Model::reverse`]).
+    Reverse,
+    /// Reverse computation when the model has a reverse handler, copies otherwise.
+    #[default]
+    Auto,
+}
+
+impl std::str::FromStr for StateSaving {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Self, String> {
+        match s {
+            "copy" => Ok(StateSaving::Copy),
+            "reverse" => Ok(StateSaving::Reverse),
+            "auto" => Ok(StateSaving::Auto),
+            _ => Err(format!(
+                "unknown state saving '{s}' (allowed: copy, reverse, auto)"
+            )),
+        }
+    }
+}
+
+/// Settings of the Time Warp executor (see docs/timewarp.md).
+#[derive(Clone, Debug, PartialEq)]
+#[non_exhaustive]
+pub struct TimeWarpOptions {
+    /// How states are saved.
+    pub state_saving: StateSaving,
+    /// Copy state saving: save every `k` events (`None`: chosen from measured costs).
+    pub checkpoint: Option<u32>,
+    /// Bound on the bytes of saved states and event records; speculation is throttled to stay
+    /// under it, and the run fails with [`SimError::Resource`] when it cannot.
+    pub max_memory: Option<u64>,
+    /// Optimism window: no event later than GVT + window runs.
+    pub window: Option<Time>,
+    /// LP to worker mapping.
+    pub mapping: Mapping,
+    /// Events a worker processes between two GVT rounds it starts.
+    pub gvt_every: u32,
+    /// The most processed, uncommitted events a worker keeps: past it, it runs only events at
+    /// or before GVT until fossil collection catches up (`None`: 4 × `gvt_every`). Bounds how
+    /// far one worker races ahead while another is descheduled.
+    pub max_uncommitted: Option<u64>,
+    /// Run every event forward, then backward, and compare the states (set by
+    /// [`Simulation::check_reverse`](crate::Simulation::check_reverse)).
+    pub(crate) check_reverse: bool,
+}
+
+impl Default for TimeWarpOptions {
+    fn default() -> Self {
+        TimeWarpOptions {
+            state_saving: StateSaving::Auto,
+            checkpoint: None,
+            max_memory: None,
+            window: None,
+            mapping: Mapping::Block,
+            gvt_every: 1024,
+            max_uncommitted: None,
+            check_reverse: false,
+        }
+    }
+}
+
+impl TimeWarpOptions {
+    /// The default settings.
+    pub fn new() -> Self {
+        Self::default()
+    }
+    /// Sets [`state_saving`](Self::state_saving).
+    pub fn state_saving(mut self, s: StateSaving) -> Self {
+        self.state_saving = s;
+        self
+    }
+    /// Sets [`checkpoint`](Self::checkpoint).
+    pub fn checkpoint(mut self, k: Option<u32>) -> Self {
+        self.checkpoint = k;
+        self
+    }
+    /// Sets [`max_memory`](Self::max_memory).
+    pub fn max_memory(mut self, bytes: Option<u64>) -> Self {
+        self.max_memory = bytes;
+        self
+    }
+    /// Sets [`window`](Self::window).
+    pub fn window(mut self, w: Option<Time>) -> Self {
+        self.window = w;
+        self
+    }
+    /// Sets [`mapping`](Self::mapping).
+    pub fn mapping(mut self, m: Mapping) -> Self {
+        self.mapping = m;
+        self
+    }
+    /// Sets [`max_uncommitted`](Self::max_uncommitted).
+    pub fn max_uncommitted(mut self, n: Option<u64>) -> Self {
+        self.max_uncommitted = n;
+        self
+    }
+    /// Sets [`gvt_every`](Self::gvt_every).
+    pub fn gvt_every(mut self, n: u32) -> Self {
+        self.gvt_every = n;
+        self
+    }
+
+    fn validate(&self) -> Result<(), SimError> {
+        if self.checkpoint == Some(0) {
+            return Err(SimError::Config(
+                "checkpoint interval is 0; it must be at least 1 event".into(),
+            ));
+        }
+        if self.max_memory == Some(0) {
+            return Err(SimError::Config(
+                "max memory is 0 bytes; it must be at least 1".into(),
+            ));
+        }
+        if let Some(w) = self.window {
+            if w.is_nan() || w < 0.0 {
+                return Err(SimError::Config(format!(
+                    "optimism window {w} is not allowed; it must be >= 0"
+                )));
+            }
+        }
+        if self.gvt_every == 0 {
+            return Err(SimError::Config(
+                "GVT interval is 0 events; it must be at least 1".into(),
+            ));
+        }
+        Ok(())
+    }
+}
+
+/// Hashes event ids (unique `u64`s, no adversary) with one multiplication.
+#[derive(Debug, Default)]
+struct IdHasher(u64);
+
+impl Hasher for IdHasher {
+    fn finish(&self) -> u64 {
+        self.0
+    }
+    fn write(&mut self, bytes: &[u8]) {
+        for &b in bytes {
+            self.0 = (self.0 ^ u64::from(b)).wrapping_mul(0x100_0000_01B3);
+        }
+    }
+    fn write_u64(&mut self, id: u64) {
+        self.0 = id.wrapping_mul(0x9E37_79B9_7F4A_7C15);
+    }
+}
+
+/// Compares two states (for `--check-reverse`).
+pub(crate) type StateEq<S> = fn(&S, &S) -> bool;
+
+/// Copy state saving's largest automatic checkpoint interval.
+const AUTO_K_MAX: u32 = 32;
+/// How many events run between two looks at the progress figures and the stop flag.
+const POLL_EVERY: u64 = 1 << 13;
+/// How many events run between two updates of the memory figures.
+const MEMORY_EVERY: u64 = 16;
+/// GVT rounds in a row above the memory bound (while throttled) before the run gives up.
+const OVER_ROUNDS_MAX: u64 = 8;
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Saving {
+    Copy,
+    Reverse,
+}
+
+/// What every worker shares.
+struct Shared<'a, M: Model> {
+    model: &'a M,
+    n: LpId,
+    end: Time,
+    lookahead: Time,
+    saving: Saving,
+    fixed_k: Option<u32>,
+    window: Time,
+    max_memory: u64,
+    gvt_every: u64,
+    max_uncommitted: u64,
+    check_eq: Option<StateEq<M::State>>,
+    /// LP -> (worker, index among the worker's LPs); empty for block mapping, which is
+    /// computed (no table lookups, a cache miss each with millions of LPs).
+    owner: Vec<u32>,
+    local: Vec<u32>,
+    /// Block mapping: the first LP of every worker (and `lps` at the end).
+    block_first: Vec<u64>,
+    boxes: Vec<Mailbox<Msg<M::Event>>>,
+    gvt: GvtRegisters,
+    abort: AtomicBool,
+    error: Mutex<Option<SimError>>,
+    bytes: Vec<AtomicU64>,
+    peak: AtomicU64,
+    over_rounds: AtomicU64,
+    series: Mutex<Vec<(f64, f64)>>,
+    start: Instant,
+    progress: &'a crate::progress::Progress,
+}
+
+impl<M: Model> Shared<'_, M> {
+    fn fail(&self, e: SimError) {
+        if let Ok(mut slot) = self.error.lock() {
+            if slot.is_none() {
+                *slot = Some(e);
+            }
+        }
+        self.abort.store(true, Ordering::SeqCst);
+    }
+
+    /// The worker that owns LP `lp`.
+    #[inline(always)]
+    fn owner_of(&self, lp: LpId) -> usize {
+        if self.block_first.is_empty() {
+            self.owner[lp as usize] as usize
+        } else {
+            // Block mapping puts LP i on worker floor(i * W / n), that is, on the last worker
+            // whose first LP is <= i. A few comparisons beat a 64-bit division.
+            let w = self.block_first.len() - 1;
+            if w <= 8 {
+                let lp = u64::from(lp);
+                self.block_first[1..w]
+                    .iter()
+                    .take_while(|&&f| f <= lp)
+                    .count()
+            } else {
+                (u64::from(lp) * w as u64 / u64::from(self.n)) as usize
+            }
+        }
+    }
+
+    /// LP `lp`'s index among its worker's LPs.
+    #[inline(always)]
+    fn local_of(&self, lp: LpId) -> usize {
+        if self.block_first.is_empty() {
+            self.local[lp as usize] as usize
+        } else {
+            (u64::from(lp) - self.block_first[self.owner_of(lp)]) as usize
+        }
+    }
+
+    fn total_bytes(&self) -> u64 {
+        // Ordering: each figure is a self-contained estimate; a stale one only delays throttling.
+        self.bytes.iter().map(|b| b.load(Ordering::Relaxed)).sum()
+    }
+}
+
+/// What a worker hands back: its LPs, committed counter totals, figures, and whether it saw
+/// the run complete.
+type WorkerResult<M> = (
+    Vec<TwLp<<M as Model>::State, <M as Model>::Event>>,
+    Vec<i64>,
+    Stats,
+    bool,
+);
+
+/// Per-worker counters, reported in `workers`.
+#[derive(Clone, Copy, Debug, Default)]
+struct Stats {
+    processed: u64,
+    committed: u64,
+    rolled_back: u64,
+    primary: u64,
+    secondary: u64,
+    antis: u64,
+    coasted: u64,
+    checkpoints: u64,
+    reports: u64,
+    peak_bytes: u64,
+    /// Copy state saving: the checkpoint interval in use at the end.
+    checkpoint_interval: u64,
+}
+
+/// Counts behind the memory estimate.
+#[derive(Clone, Copy, Debug, Default)]
+struct Census {
+    done: u64,
+    sent: u64,
+    counts: u64,
+    checkpoints: u64,
+}
+
+struct Worker<'s, 'a, M: Model, Q> {
+    w: usize,
+    sh: &'s Shared<'a, M>,
+    lps: Vec<TwLp<M::State, M::Event>>,
+    queue: Q,
+    cancelled: HashSet<u64, BuildHasherDefault<IdHasher>>,
+    outbox: Vec<Vec<Msg<M::Event>>>,
+    out_dirty: Vec<usize>,
+    local_antis: Vec<Anti>,
+    dirty: Vec<u32>,
+    next_id: u64,
+    send_min: f64,
+    reported: u64,
+    gvt: f64,
+    counters: Vec<i64>,
+    scratch: Vec<i64>,
+    coast_scratch: Vec<i64>,
+    out: Vec<Event<M::Event>>,
+    coast_out: Vec<Event<M::Event>>,
+    err: Option<ModelError>,
+    current: (LpId, Time),
+    k: u32,
+    census: Census,
+    stats: Stats,
+    throttled: bool,
+    // Measurements for the automatic checkpoint interval (nanoseconds, sampled).
+    save_ns: f64,
+    event_ns: f64,
+    rollbacks_at_tune: u64,
+    processed_at_tune: u64,
+}
+
+/// Runs `model` under Time Warp on `threads` workers.
+pub(crate) fn run<M: Model>(
+    model: &M,
+    cfg: &RunConfig,
+    threads: usize,
+    opts: &TimeWarpOptions,
+    check_eq: Option<StateEq<M::State>>,
+) -> Result<Report, SimError> {
+    match cfg.queue {
+        QueueKind::Heap => {
+            run_with::<M, HeapQueue<TwEvent<M::Event>>>(model, cfg, threads, opts, check_eq)
+        }
+        QueueKind::Ladder => {
+            run_with::<M, LadderQueue<TwEvent<M::Event>>>(model, cfg, threads, opts, check_eq)
+        }
+    }
+}
+
+fn run_with<M: Model, Q: PendingSet<TwEvent<M::Event>>>(
+    model: &M,
+    cfg: &RunConfig,
+    threads: usize,
+    opts: &TimeWarpOptions,
+    check_eq: Option<StateEq<M::State>>,
+) -> Result<Report, SimError> {
+    opts.validate()?;
+    if threads == 0 {
+        return Err(SimError::Config(
+            "Time Warp needs at least 1 thread; got 0".into(),
+        ));
+    }
+    if threads >= 1 << 15 {
+        return Err(SimError::Config(format!(
+            "Time Warp runs at most 32767 threads; got {threads}"
+        )));
+    }
+    let saving = match opts.state_saving {
+        StateSaving::Copy => Saving::Copy,
+        StateSaving::Reverse if !model.has_reverse() => {
+            return Err(SimError::Config(
+                "reverse state saving needs a model with a reverse handler (has_reverse() is false); use copy or auto".into(),
+            ))
+        }
+        StateSaving::Reverse => Saving::Reverse,
+        StateSaving::Auto if model.has_reverse() => Saving::Reverse,
+        StateSaving::Auto => Saving::Copy,
+    };
+    if opts.check_reverse && (saving != Saving::Reverse || check_eq.is_none()) {
+        return Err(SimError::Config(
+            "checking reverse handlers needs reverse state saving (a model with has_reverse() true) and comparable states".into(),
+        ));
+    }
+    let owner = opts
+        .mapping
+        .owners(cfg.lps, threads)
+        .map_err(SimError::Config)?;
+    let mut local = vec![0u32; cfg.lps as usize];
+    let mut sizes = vec![0u32; threads];
+    for (i, &o) in owner.iter().enumerate() {
+        local[i] = sizes[o as usize];
+        sizes[o as usize] += 1;
+    }
+
+    let block = opts.mapping == Mapping::Block;
+    let init_start = Instant::now();
+    let mut counters = vec![0i64; model.counter_names().len()];
+    let (slots, initial) = init_lps(model, cfg, &mut counters)?;
+    let mut per_worker: Vec<Vec<TwLp<M::State, M::Event>>> = sizes
+        .iter()
+        .map(|&s| Vec::with_capacity(s as usize))
+        .collect();
+    for (i, slot) in slots.into_iter().enumerate() {
+        let checkpoints = match saving {
+            Saving::Copy => VecDeque::from([Checkpoint {
+                at: 0,
+                state: slot.state.clone(),
+                meta: slot.meta,
+            }]),
+            Saving::Reverse => VecDeque::new(),
+        };
+        per_worker[owner[i] as usize].push(TwLp {
+            id: i as LpId,
+            state: slot.state,
+            meta: slot.meta,
+            digest: slot.digest,
+            done: VecDeque::new(),
+            base: 0,
+            committed: 0,
+            sent: VecDeque::new(),
+            counts: VecDeque::new(),
+            checkpoints,
+            dirty: false,
+            last_key: EventKey {
+                time: 0.0,
+                seq: 0,
+                src: 0,
+            },
+            last_plain: true,
+        });
+    }
+    let mut queues: Vec<Q> = (0..threads).map(|_| Q::new()).collect();
+    // Initial events get ids from an id space no worker uses (worker number `threads`).
+    let init_ids = (threads as u64) << 48;
+    for (i, ev) in initial.into_iter().enumerate() {
+        let o = owner[ev.dst as usize] as usize;
+        queues[o].push(TwEvent {
+            ev,
+            id: init_ids + i as u64,
+            stack: None,
+        });
+    }
+    let mut report = Report::new("timewarp", threads, cfg.queue.name(), cfg.lps, cfg.end);
+    report.init_s = init_start.elapsed().as_secs_f64();
+
+    let sh = Shared {
+        model,
+        n: cfg.lps,
+        end: cfg.end,
+        lookahead: model.lookahead(),
+        saving,
+        fixed_k: opts.checkpoint,
+        window: opts.window.unwrap_or(Time::INFINITY),
+        max_memory: opts.max_memory.unwrap_or(u64::MAX),
+        gvt_every: u64::from(opts.gvt_every),
+        max_uncommitted: opts
+            .max_uncommitted
+            .unwrap_or(4 * u64::from(opts.gvt_every))
+            .max(1),
+        check_eq: if opts.check_reverse { check_eq } else { None },
+        block_first: if block {
+            (0..=threads)
+                .map(|w| (w as u64 * u64::from(cfg.lps)).div_ceil(threads as u64))
+                .collect()
+        } else {
+            Vec::new()
+        },
+        owner: if block { Vec::new() } else { owner },
+        local: if block { Vec::new() } else { local },
+        boxes: (0..threads).map(|_| Mailbox::new()).collect(),
+        gvt: GvtRegisters::new(threads),
+        abort: AtomicBool::new(false),
+        error: Mutex::new(None),
+        bytes: (0..threads).map(|_| AtomicU64::new(0)).collect(),
+        peak: AtomicU64::new(0),
+        over_rounds: AtomicU64::new(0),
+        series: Mutex::new(Vec::new()),
+        start: Instant::now(),
+        progress: &cfg.progress,
+    };
+    let ncounters = counters.len();
+    let results: Vec<WorkerResult<M>> = std::thread::scope(|s| {
+        let handles: Vec<_> = per_worker
+            .into_iter()
+            .zip(queues)
+            .enumerate()
+            .map(|(w, (lps, queue))| {
+                let sh = &sh;
+                s.spawn(move || {
+                    let mut worker = Worker::new(w, sh, lps, queue, ncounters);
+                    let outcome = catch_unwind(AssertUnwindSafe(|| worker.run_loop()));
+                    let complete = match outcome {
+                        Ok(Ok(complete)) => complete,
+                        Ok(Err(e)) => {
+                            sh.fail(e);
+                            false
+                        }
+                        Err(payload) => {
+                            sh.fail(SimError::Panic {
+                                lp: worker.current.0,
+                                time: worker.current.1,
+                                message: panic_message(payload.as_ref()),
+                            });
+                            false
+                        }
+                    };
+                    worker.stats.checkpoint_interval = u64::from(worker.k);
+                    (worker.lps, worker.counters, worker.stats, complete)
+                })
+            })
+            .collect();
+        handles
+            .into_iter()
+            .map(|h| h.join().expect("worker panics are caught"))
+            .collect()
+    });
+    if let Some(e) = sh.error.lock().ok().and_then(|mut e| e.take()) {
+        return Err(e);
+    }
+    let wall = sh.start.elapsed().as_secs_f64();
+
+    // Reassemble the LPs in LP order for the report.
+    let mut complete = true;
+    let mut all: Vec<Option<LpSlot<M::State>>> = (0..cfg.lps).map(|_| None).collect();
+    let mut stats = Vec::new();
+    for (lps, c, st, done) in results {
+        complete &= done;
+        for (a, b) in counters.iter_mut().zip(&c) {
+            *a += b;
+        }
+        for lp in lps {
+            all[lp.id as usize] = Some(LpSlot {
+                state: lp.state,
+                meta: lp.meta,
+                digest: lp.digest,
+            });
+        }
+        stats.push(st);
+    }
+    let lps: Vec<LpSlot<M::State>> = all
+        .into_iter()
+        .map(|s| s.expect("every LP returns"))
+        .collect();
+    finish_report(model, &lps, &counters, &mut report);
+    let sum = |f: fn(&Stats) -> u64| stats.iter().map(f).sum::<u64>();
+    report.processed = sum(|s| s.processed);
+    report.rolled_back = sum(|s| s.rolled_back);
+    report.complete = complete;
+    report.last_time = sh.gvt.gvt().min(cfg.end);
+    report.set_wall(wall);
+    let es = &mut report.executor_stats;
+    let processed = report.processed.max(1) as f64;
+    es.insert("efficiency".into(), report.committed as f64 / processed);
+    es.insert("primary_rollbacks".into(), sum(|s| s.primary) as f64);
+    es.insert("secondary_rollbacks".into(), sum(|s| s.secondary) as f64);
+    es.insert("anti_messages".into(), sum(|s| s.antis) as f64);
+    es.insert("coasted_events".into(), sum(|s| s.coasted) as f64);
+    es.insert("checkpoints".into(), sum(|s| s.checkpoints) as f64);
+    es.insert("gvt_rounds".into(), sh.gvt.rounds() as f64);
+    es.insert(
+        "peak_tracked_bytes".into(),
+        sh.peak.load(Ordering::SeqCst) as f64,
+    );
+    es.insert(
+        "reverse_computation".into(),
+        f64::from(u8::from(saving == Saving::Reverse)),
+    );
+    if let Some(m) = opts.max_memory {
+        es.insert("max_memory".into(), m as f64);
+    }
+    report.workers = stats
+        .iter()
+        .map(|s| {
+            let mut m = std::collections::BTreeMap::new();
+            m.insert("processed".into(), s.processed as f64);
+            m.insert("committed".into(), s.committed as f64);
+            m.insert("rolled_back".into(), s.rolled_back as f64);
+            m.insert("primary_rollbacks".into(), s.primary as f64);
+            m.insert("secondary_rollbacks".into(), s.secondary as f64);
+            m.insert("anti_messages".into(), s.antis as f64);
+            m.insert("coasted_events".into(), s.coasted as f64);
+            m.insert("checkpoints".into(), s.checkpoints as f64);
+            m.insert("gvt_reports".into(), s.reports as f64);
+            if saving == Saving::Copy {
+                m.insert("checkpoint_interval".into(), s.checkpoint_interval as f64);
+            }
+            m.insert("peak_tracked_bytes".into(), s.peak_bytes as f64);
+            m.insert(
+                "efficiency".into(),
+                s.committed as f64 / s.processed.max(1) as f64,
+            );
+            m
+        })
+        .collect();
+    report.gvt_series = sh.series.into_inner().unwrap_or_default();
+    Ok(report)
+}
+
+impl<'s, 'a, M: Model, Q: PendingSet<TwEvent<M::Event>>> Worker<'s, 'a, M, Q> {
+    fn new(
+        w: usize,
+        sh: &'s Shared<'a, M>,
+        lps: Vec<TwLp<M::State, M::Event>>,
+        queue: Q,
+        ncounters: usize,
+    ) -> Self {
+        let workers = sh.boxes.len();
+        let census = Census {
+            checkpoints: lps.iter().map(|l| l.checkpoints.len() as u64).sum(),
+            ..Census::default()
+        };
+        Worker {
+            w,
+            sh,
+            lps,
+            queue,
+            cancelled: HashSet::default(),
+            outbox: (0..workers).map(|_| Vec::new()).collect(),
+            out_dirty: Vec::new(),
+            local_antis: Vec::new(),
+            dirty: Vec::new(),
+            next_id: (w as u64) << 48,
+            send_min: f64::INFINITY,
+            reported: 0,
+            gvt: 0.0,
+            counters: vec![0; ncounters],
+            scratch: vec![0; ncounters],
+            coast_scratch: vec![0; ncounters],
+            out: Vec::with_capacity(16),
+            coast_out: Vec::with_capacity(16),
+            err: None,
+            current: (0, 0.0),
+            k: sh.fixed_k.unwrap_or(8),
+            census,
+            stats: Stats::default(),
+            throttled: false,
+            save_ns: 0.0,
+            event_ns: 0.0,
+            rollbacks_at_tune: 0,
+            processed_at_tune: 0,
+        }
+    }
+
+    /// The worker's loop. Returns whether the run completed (GVT reached the end time) rather
+    /// than stopping on request; errors abort every worker.
+    fn run_loop(&mut self) -> Result<bool, SimError> {
+        let sh = self.sh;
+        let backoff = Backoff::new();
+        let mut since_gvt = 0u64;
+        let mut reported_progress = 0u64;
+        loop {
+            if sh.abort.load(Ordering::SeqCst) {
+                return Ok(false);
+            }
+            self.drain()?;
+            if let Some(r) = sh.gvt.active_round() {
+                if r > self.reported {
+                    // Drain after seeing the round (README, rule R1), then report.
+                    self.drain()?;
+                    self.report_gvt(r);
+                }
+            }
+            let g = sh.gvt.gvt();
+            if g > self.gvt {
+                self.fossil(g)?;
+                sh.progress.set_now(g.min(sh.end));
+            }
+            if self.gvt >= sh.end {
+                sh.progress
+                    .add_events(self.stats.processed - reported_progress);
+                return Ok(true);
+            }
+            match self.next_event() {
+                Some(ev) => {
+                    backoff.reset();
+                    self.process(ev)?;
+                    since_gvt += 1;
+                    if since_gvt >= sh.gvt_every || self.throttled {
+                        // (A throttled worker asks for GVT after every event.)
+                        since_gvt = 0;
+                        sh.gvt.try_start();
+                    }
+                    let p = self.stats.processed;
+                    // Without a bound the figures are only for the report: GVT reports update them.
+                    if p % MEMORY_EVERY == 0 && sh.max_memory != u64::MAX {
+                        self.update_memory();
+                    }
+                    if p - reported_progress >= POLL_EVERY {
+                        sh.progress.add_events(p - reported_progress);
+                        reported_progress = p;
+                        if sh.progress.stop_requested() {
+                            return Ok(false);
+                        }
+                    }
+                }
+                None => {
+                    if sh.progress.stop_requested() {
+                        sh.progress
+                            .add_events(self.stats.processed - reported_progress);
+                        return Ok(false);
+                    }
+                    self.update_memory();
+                    sh.gvt.try_start();
+                    if backoff.is_completed() {
+                        std::thread::sleep(Duration::from_micros(50));
+                    } else {
+                        backoff.snooze();
+                    }
+                }
+            }
+        }
+    }
+
+    /// Takes the mailbox (the bottom-half queue) into the pending set, applies anti-messages,
+    /// and sends what that caused.
+    fn drain(&mut self) -> Result<(), SimError> {
+        let sh = self.sh;
+        let mb = &sh.boxes[self.w];
+        if !mb.is_empty() {
+            let mut result = Ok(());
+            mb.take(|m| match m {
+                Msg::Event(e) => self.accept(e),
+                Msg::Anti(a) => {
+                    if let Err(e) = self.annihilate(a) {
+                        result = Err(e);
+                    }
+                }
+            });
+            result?;
+        }
+        self.settle()?;
+        self.flush();
+        Ok(())
+    }
+
+    /// A positive event for one of this worker's LPs: annihilated if its anti-message came
+    /// first, otherwise pending.
+    #[inline]
+    fn accept(&mut self, e: TwEvent<M::Event>) {
+        if !self.cancelled.is_empty() && self.cancelled.remove(&e.id) {
+            return;
+        }
+        self.queue.push(e);
+    }
+
+    /// Applies the local anti-messages that rollbacks produced (they may roll back more).
+    fn settle(&mut self) -> Result<(), SimError> {
+        while let Some(a) = self.local_antis.pop() {
+            self.annihilate(a)?;
+        }
+        Ok(())
+    }
+
+    /// An anti-message for LP `a.dst`: rolls back past its event if processed (secondary
+    /// rollback), otherwise remembers it so that the event is dropped where it is met.
+    fn annihilate(&mut self, a: Anti) -> Result<(), SimError> {
+        let li = self.sh.local_of(a.dst);
+        let lp = &self.lps[li];
+        let mut found = None;
+        for (i, d) in lp.done.iter().enumerate().rev() {
+            if d.ev.ev.time < a.key.time {
+                break;
+            }
+            if d.ev.id == a.id {
+                found = Some(i);
+                break;
+            }
+        }
+        match found {
+            Some(i) => {
+                let at = lp.base + i as u64;
+                debug_assert!(at >= lp.committed, "an anti-message for a committed event");
+                self.stats.secondary += 1;
+                self.rollback(li, at, Some(a.id))
+            }
+            None => {
+                self.cancelled.insert(a.id);
+                Ok(())
+            }
+        }
+    }
+
+    /// Undoes LP `li`'s events numbered `at` and later: sends anti-messages for what they sent,
+    /// restores state and bookkeeping, and puts the events back (except `annihilate`).
+    fn rollback(&mut self, li: usize, at: u64, annihilate: Option<u64>) -> Result<(), SimError> {
+        let sh = self.sh;
+        let lp = &mut self.lps[li];
+        let me = lp.id;
+        while lp.next_index() > at {
+            let d = lp.done.pop_back().expect("a record above `at`");
+            // The log holds sends 1.. of the record, last on top; send k carried the send
+            // counter `meta.seq + k`.
+            for k in (0..d.sent).rev() {
+                let s = if k == 0 {
+                    d.first_sent
+                } else {
+                    lp.sent.pop_back().expect("a send record")
+                };
+                let anti = Anti {
+                    dst: s.dst,
+                    key: EventKey {
+                        time: s.time,
+                        seq: d.meta.seq + u64::from(k),
+                        src: me,
+                    },
+                    id: s.id,
+                };
+                let o = sh.owner_of(s.dst);
+                if o == self.w {
+                    self.local_antis.push(anti);
+                } else {
+                    if self.outbox[o].is_empty() {
+                        self.out_dirty.push(o);
+                    }
+                    self.outbox[o].push(Msg::Anti(anti));
+                }
+                self.stats.antis += 1;
+            }
+            for _ in 1..d.counts {
+                lp.counts.pop_back();
+            }
+            self.census.done -= 1;
+            self.census.sent -= u64::from(d.sent.saturating_sub(1));
+            self.census.counts -= u64::from(d.counts.saturating_sub(1));
+            if sh.saving == Saving::Reverse {
+                self.current = (me, d.ev.ev.time);
+                let rctx = ReverseCtx {
+                    me,
+                    now: d.ev.ev.time,
+                };
+                sh.model.reverse(&mut lp.state, &d.ev.ev.payload, &rctx);
+            }
+            lp.meta = d.meta;
+            self.stats.rolled_back += 1;
+            if Some(d.ev.id) != annihilate {
+                self.queue.push(d.ev);
+            }
+        }
+        match lp.done.back() {
+            Some(d) => {
+                lp.last_key = d.ev.ev.key();
+                lp.last_plain = d.ev.stack.is_none();
+            }
+            None => {
+                // Only committed events (or none) precede: nothing new sorts before them.
+                lp.last_key.time = 0.0;
+                lp.last_key.src = 0;
+                lp.last_key.seq = 0;
+                lp.last_plain = true;
+            }
+        }
+        if sh.saving == Saving::Copy {
+            while lp.checkpoints.back().is_some_and(|c| c.at > at) {
+                lp.checkpoints.pop_back();
+                self.census.checkpoints -= 1;
+            }
+            let c = lp
+                .checkpoints
+                .back()
+                .expect("a checkpoint at or below the commit point");
+            lp.state = c.state.clone();
+            lp.meta = c.meta;
+            for idx in c.at..at {
+                let d = &lp.done[(idx - lp.base) as usize];
+                let now = d.ev.ev.time;
+                self.current = (me, now);
+                {
+                    let mut ctx = Ctx::new(
+                        now,
+                        me,
+                        sh.n,
+                        sh.lookahead,
+                        &mut lp.meta,
+                        &mut self.coast_out,
+                        &mut self.coast_scratch,
+                        &mut self.err,
+                    );
+                    sh.model.on_event(&mut lp.state, &d.ev.ev.payload, &mut ctx);
+                }
+                // What a coasted event sends and counts was recorded when it first ran.
+                self.coast_out.clear();
+                self.coast_scratch.iter_mut().for_each(|c| *c = 0);
+                self.err = None;
+                self.stats.coasted += 1;
+            }
+        }
+        Ok(())
+    }
+
+    /// The next event to run, if one may run now (before the end time, inside the optimism
+    /// window, not throttled).
+    fn next_event(&mut self) -> Option<TwEvent<M::Event>> {
+        loop {
+            let head = self.queue.peek()?;
+            if !self.cancelled.is_empty() && self.cancelled.contains(&head.id) {
+                let id = head.id;
+                self.cancelled.remove(&id);
+                self.queue.pop();
+                continue;
+            }
+            let t = head.ev.time;
+            if t >= self.sh.end {
+                return None;
+            }
+            let st = &self.stats;
+            let uncommitted = st.processed - st.committed - st.rolled_back;
+            let limit = if self.throttled || uncommitted >= self.sh.max_uncommitted {
+                self.gvt
+            } else {
+                self.gvt + self.sh.window
+            };
+            if t > limit {
+                return None;
+            }
+            return self.queue.pop();
+        }
+    }
+
+    /// Runs one event: rolls its LP back first if the event is in the LP's past (primary
+    /// rollback), saves state as configured, and records what it did.
+    fn process(&mut self, ev: TwEvent<M::Event>) -> Result<(), SimError> {
+        let sh = self.sh;
+        let li = sh.local_of(ev.ev.dst);
+        {
+            let lp = &self.lps[li];
+            // The LP keeps its last key by its state, so the common check does not touch the
+            // history (a cache miss per event otherwise).
+            let straggler = if lp.last_plain && ev.stack.is_none() {
+                ev.ev.key() < lp.last_key
+            } else {
+                lp.done
+                    .back()
+                    .is_some_and(|last| ev.order(&last.ev) == std::cmp::Ordering::Less)
+            };
+            if straggler {
+                let j = lp
+                    .done
+                    .partition_point(|d| d.ev.order(&ev) != std::cmp::Ordering::Greater);
+                let at = lp.base + j as u64;
+                self.stats.primary += 1;
+                self.rollback(li, at, None)?;
+                self.settle()?;
+                if !self.cancelled.is_empty() && self.cancelled.remove(&ev.id) {
+                    // The rollback's anti-messages cancelled this very event.
+                    self.flush();
+                    return Ok(());
+                }
+            }
+        }
+        let now = ev.ev.time;
+        let me = ev.ev.dst;
+        let lp = &mut self.lps[li];
+        if sh.saving == Saving::Copy {
+            let last = lp.checkpoints.back().map_or(0, |c| c.at);
+            if lp.next_index() - last >= u64::from(self.k) {
+                let sample = self.stats.checkpoints % 128 == 0;
+                let t0 = sample.then(Instant::now);
+                lp.checkpoints.push_back(Checkpoint {
+                    at: lp.next_index(),
+                    state: lp.state.clone(),
+                    meta: lp.meta,
+                });
+                if let Some(t0) = t0 {
+                    self.save_ns = t0.elapsed().as_nanos() as f64;
+                }
+                self.stats.checkpoints += 1;
+                self.census.checkpoints += 1;
+            }
+        }
+        let meta = lp.meta;
+        self.current = (me, now);
+        let before = sh.check_eq.map(|_| lp.state.clone());
+        let sample =
+            sh.fixed_k.is_none() && sh.saving == Saving::Copy && self.stats.processed % 128 == 0;
+        let t0 = sample.then(Instant::now);
+        {
+            let mut ctx = Ctx::new(
+                now,
+                me,
+                sh.n,
+                sh.lookahead,
+                &mut lp.meta,
+                &mut self.out,
+                &mut self.scratch,
+                &mut self.err,
+            );
+            sh.model.on_event(&mut lp.state, &ev.ev.payload, &mut ctx);
+        }
+        if let Some(t0) = t0 {
+            self.event_ns = t0.elapsed().as_nanos() as f64;
+        }
+        if let (Some(eq), Some(before)) = (sh.check_eq, before) {
+            let mut undone = lp.state.clone();
+            let rctx = ReverseCtx { me, now };
+            sh.model.reverse(&mut undone, &ev.ev.payload, &rctx);
+            if !eq(&undone, &before) {
+                return Err(SimError::Model(ModelError {
+                    lp: me,
+                    time: now,
+                    message: "the reverse handler did not restore the state the event started from (checked by --check-reverse)".into(),
+                }));
+            }
+        }
+        let error = self.err.take().map(Box::new);
+        let mut counts = 0u32;
+        let mut first_count = (0u32, 0i64);
+        for (i, c) in self.scratch.iter_mut().enumerate() {
+            if *c != 0 {
+                if counts == 0 {
+                    first_count = (i as u32, *c);
+                } else {
+                    lp.counts.push_back((i as u32, *c));
+                }
+                *c = 0;
+                counts += 1;
+            }
+        }
+        let mut first_sent = Sent {
+            dst: 0,
+            time: 0.0,
+            id: 0,
+        };
+        let mut sent = 0u32;
+        if error.is_some() {
+            // A failed handler's sends never leave; the error is reported if the event commits.
+            self.out.clear();
+        }
+        for e in self.out.drain(..) {
+            let id = self.next_id;
+            self.next_id += 1;
+            let key = e.key();
+            let dst = e.dst;
+            let tw = TwEvent {
+                stack: ev.child_stack(key),
+                ev: e,
+                id,
+            };
+            debug_assert_eq!(
+                key.seq,
+                meta.seq + u64::from(sent),
+                "sends are numbered from meta.seq"
+            );
+            if sent == 0 {
+                first_sent = Sent {
+                    dst,
+                    time: key.time,
+                    id,
+                };
+            } else {
+                lp.sent.push_back(Sent {
+                    dst,
+                    time: key.time,
+                    id,
+                });
+            }
+            sent += 1;
+            let o = sh.owner_of(dst);
+            if o == self.w {
+                self.queue.push(tw);
+            } else {
+                if self.outbox[o].is_empty() {
+                    self.out_dirty.push(o);
+                }
+                self.outbox[o].push(Msg::Event(tw));
+            }
+        }
+        lp.last_key = ev.ev.key();
+        lp.last_plain = ev.stack.is_none();
+        lp.done.push_back(Done {
+            ev,
+            meta,
+            sent,
+            counts,
+            error,
+            first_sent,
+            first_count,
+        });
+        if !lp.dirty {
+            lp.dirty = true;
+            self.dirty.push(li as u32);
+        }
+        self.census.done += 1;
+        self.census.sent += u64::from(sent.saturating_sub(1));
+        self.census.counts += u64::from(counts.saturating_sub(1));
+        self.stats.processed += 1;
+        self.flush();
+        Ok(())
+    }
+
+    /// Pushes the outboxes into the other workers' mailboxes. A push made while a GVT round is
+    /// in progress and before this worker reported in it lowers `send_min` (README, rule R2).
+    fn flush(&mut self) {
+        if self.out_dirty.is_empty() {
+            return;
+        }
+        let mut min = f64::INFINITY;
+        for o in self.out_dirty.drain(..) {
+            let batch = std::mem::take(&mut self.outbox[o]);
+            for m in &batch {
+                min = min.min(m.key().time);
+            }
+            self.sh.boxes[o].push_batch(batch);
+        }
+        if let Some(r) = self.sh.gvt.active_round() {
+            if r > self.reported {
+                self.send_min = self.send_min.min(min);
+            }
+        }
+    }
+
+    /// Reports this worker's local minimum in GVT round `r` (the mailbox was just drained).
+    fn report_gvt(&mut self, r: u64) {
+        let sh = self.sh;
+        let pending = self.queue.peek().map_or(f64::INFINITY, |e| e.ev.time);
+        let local_min = pending.min(self.send_min);
+        self.update_memory();
+        self.stats.reports += 1;
+        if let Some(g) = sh.gvt.report(self.w, r, local_min) {
+            // The last reporter keeps the round's figures.
+            let wall = sh.start.elapsed().as_secs_f64();
+            if let Ok(mut s) = sh.series.lock() {
+                if s.last().is_none_or(|&(t, _)| wall - t >= 1e-3) || g >= sh.end {
+                    s.push((wall, g.min(sh.end)));
+                }
+            }
+            if sh.total_bytes() > sh.max_memory {
+                // Ordering: a counter only this (serialized) step of a round touches.
+                let over = sh.over_rounds.fetch_add(1, Ordering::Relaxed) + 1;
+                if over >= OVER_ROUNDS_MAX && g < sh.end {
+                    sh.fail(SimError::Resource(format!(
+                        "Time Warp needs {} bytes of saved states and event records even with speculation throttled to GVT {g}, above --max-memory {}; raise the bound",
+                        sh.total_bytes(),
+                        sh.max_memory
+                    )));
+                }
+            } else {
+                // Ordering: see above.
+                sh.over_rounds.store(0, Ordering::Relaxed);
+            }
+        }
+        self.reported = r;
+        self.send_min = f64::INFINITY;
+    }
+
+    /// Publishes this worker's memory estimate and decides whether to throttle.
+    fn update_memory(&mut self) {
+        let sh = self.sh;
+        let c = self.census;
+        let bytes = self.queue.len() as u64 * std::mem::size_of::<TwEvent<M::Event>>() as u64
+            + c.done * std::mem::size_of::<Done<M::Event>>() as u64
+            + c.sent * std::mem::size_of::<Sent>() as u64
+            + c.counts * std::mem::size_of::<(u32, i64)>() as u64
+            + c.checkpoints * std::mem::size_of::<Checkpoint<M::State>>() as u64;
+        self.stats.peak_bytes = self.stats.peak_bytes.max(bytes);
+        // Ordering: a self-contained figure (see `Shared::total_bytes`).
+        sh.bytes[self.w].store(bytes, Ordering::Relaxed);
+        let total = sh.total_bytes();
+        // Ordering: a monotone statistic. Read first: writing the shared line only when the
+        // peak grows keeps it from bouncing between cores.
+        if total > sh.peak.load(Ordering::Relaxed) {
+            sh.peak.fetch_max(total, Ordering::Relaxed);
+        }
+        self.throttled = sh.max_memory != u64::MAX && total as f64 > sh.max_memory as f64 * 0.8;
+    }
+
+    /// Commits every processed event older than the new GVT `g` (commit hooks, digests,
+    /// counters, deferred model errors) and frees what no rollback can need any more.
+    fn fossil(&mut self, g: f64) -> Result<(), SimError> {
+        let sh = self.sh;
+        self.gvt = g;
+        let mut i = 0;
+        while i < self.dirty.len() {
+            let li = self.dirty[i] as usize;
+            let lp = &mut self.lps[li];
+            let me = lp.id;
+            // Counter deltas of the first uncommitted record start at this offset.
+            let mut coff: usize = lp
+                .done
+                .iter()
+                .take((lp.committed - lp.base) as usize)
+                .map(|d| d.counts.saturating_sub(1) as usize)
+                .sum();
+            while lp.committed < lp.next_index() {
+                let d = &lp.done[(lp.committed - lp.base) as usize];
+                let now = d.ev.ev.time;
+                if now >= g {
+                    break;
+                }
+                if let Some(e) = &d.error {
+                    return Err(SimError::Model((**e).clone()));
+                }
+                self.current = (me, now);
+                sh.model.commit(&d.ev.ev.payload, &CommitCtx { me, now });
+                lp.digest.commit(&d.ev.ev.key());
+                if d.counts > 0 {
+                    let (idx, delta) = d.first_count;
+                    self.counters[idx as usize] += delta;
+                }
+                for _ in 1..d.counts {
+                    let (idx, delta) = lp.counts[coff];
+                    self.counters[idx as usize] += delta;
+                    coff += 1;
+                }
+                lp.committed += 1;
+                self.stats.committed += 1;
+            }
+            // Free what lies before the last restart point at or below the commit point.
+            let keep_from = match sh.saving {
+                Saving::Reverse => lp.committed,
+                Saving::Copy => {
+                    while lp.checkpoints.len() > 1 && lp.checkpoints[1].at <= lp.committed {
+                        lp.checkpoints.pop_front();
+                        self.census.checkpoints -= 1;
+                    }
+                    lp.checkpoints[0].at
+                }
+            };
+            while lp.base < keep_from {
+                let d = lp
+                    .done
+                    .pop_front()
+                    .expect("a record below the commit point");
+                for _ in 1..d.sent {
+                    lp.sent.pop_front();
+                }
+                for _ in 1..d.counts {
+                    lp.counts.pop_front();
+                }
+                self.census.done -= 1;
+                self.census.sent -= u64::from(d.sent.saturating_sub(1));
+                self.census.counts -= u64::from(d.counts.saturating_sub(1));
+                lp.base += 1;
+            }
+            if lp.committed == lp.next_index() {
+                lp.dirty = false;
+                self.dirty.swap_remove(i);
+            } else {
+                i += 1;
+            }
+        }
+        self.tune_checkpoints();
+        Ok(())
+    }
+
+    /// Automatic checkpoint interval: minimizes `save / k + rollbacks * (k - 1) / 2 * event`
+    /// per processed event, i.e. `k = sqrt(2 save / (rollback rate * event))`.
+    fn tune_checkpoints(&mut self) {
+        if self.sh.fixed_k.is_some() || self.sh.saving != Saving::Copy {
+            return;
+        }
+        let processed = self.stats.processed - self.processed_at_tune;
+        if processed < 1024 {
+            return;
+        }
+        let rollbacks = self.stats.primary + self.stats.secondary - self.rollbacks_at_tune;
+        self.processed_at_tune = self.stats.processed;
+        self.rollbacks_at_tune = self.stats.primary + self.stats.secondary;
+        let rate = rollbacks as f64 / processed as f64;
+        let k = if rate <= 0.0 || self.event_ns <= 0.0 {
+            f64::from(AUTO_K_MAX)
+        } else {
+            (2.0 * self.save_ns.max(1.0) / (rate * self.event_ns)).sqrt()
+        };
+        self.k = (k.round() as u32).clamp(1, AUTO_K_MAX);
+    }
+}

@@ -1,0 +1,509 @@
+//! Time Warp against the sequential executor on a randomized model whose state depends on the
+//! order of its events: random fan-out, random delays with many exact ties and zero delays.
+//! A wrong rollback, a lost or duplicated event or a wrong tie order changes the fingerprint or
+//! the final states (compared through `Model::finish`).
+
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::Arc;
+
+use chronon::{
+    CommitCtx, Ctx, Executor, LpId, Model, ModelStats, Report, ReverseCtx, SimError, Simulation,
+    StateSaving, TimeWarpOptions,
+};
+
+const MUL: u64 = 0x2545_F491_4F6C_DD1D; // odd, so the state update can be undone
+
+/// The multiplicative inverse of an odd number modulo 2^64 (Newton's iteration).
+fn inverse(a: u64) -> u64 {
+    let mut x = a;
+    for _ in 0..6 {
+        x = x.wrapping_mul(2u64.wrapping_sub(a.wrapping_mul(x)));
+    }
+    x
+}
+
+/// Commit-hook bookkeeping shared with the test.
+#[derive(Debug, Default)]
+struct Hooks {
+    commits: AtomicU64,
+    /// Bits of each LP's last committed time.
+    last: Vec<AtomicU64>,
+    out_of_order: AtomicBool,
+}
+
+#[derive(Clone, Debug)]
+struct Scramble {
+    /// Probability of a zero delay.
+    zero: f64,
+    /// Delays are multiples of this (many exact ties).
+    grid: f64,
+    /// Makes `reverse` wrong now and then.
+    broken_reverse: bool,
+    /// Wall-time spin per event on LP 0, in microseconds (a slow LP).
+    slow_lp0_us: u64,
+    /// LP that panics at or after this time.
+    panic_at: Option<(LpId, f64)>,
+    /// LP whose events in [t, t + 0.5) send to a nonexistent LP.
+    bad_send_at: Option<(LpId, f64)>,
+    hooks: Option<Arc<Hooks>>,
+}
+
+impl Scramble {
+    fn new() -> Self {
+        Scramble {
+            zero: 0.2,
+            grid: 0.5,
+            broken_reverse: false,
+            slow_lp0_us: 0,
+            panic_at: None,
+            bad_send_at: None,
+            hooks: None,
+        }
+    }
+}
+
+#[derive(Clone, Debug, PartialEq)]
+struct Cell {
+    hash: u64,
+    count: u64,
+}
+
+#[derive(Debug)]
+struct Token {
+    value: u64,
+}
+
+impl Model for Scramble {
+    type State = Cell;
+    type Event = Token;
+
+    fn init(&self, ctx: &mut Ctx<'_, Self>) -> Cell {
+        for i in 0..2 {
+            let d = (1 + ctx.rng().below(4)) as f64 * self.grid;
+            ctx.send(ctx.me(), d, Token { value: i });
+        }
+        Cell {
+            hash: u64::from(ctx.me()),
+            count: 0,
+        }
+    }
+
+    fn on_event(&self, cell: &mut Cell, tok: &Token, ctx: &mut Ctx<'_, Self>) {
+        if let Some((lp, t)) = self.panic_at {
+            if ctx.me() == lp && ctx.now() >= t {
+                panic!("scramble exploded");
+            }
+        }
+        if self.slow_lp0_us > 0 && ctx.me() == 0 {
+            let start = std::time::Instant::now();
+            while start.elapsed().as_micros() < u128::from(self.slow_lp0_us) {
+                std::hint::spin_loop();
+            }
+        }
+        cell.hash = cell
+            .hash
+            .wrapping_mul(MUL)
+            .wrapping_add(tok.value ^ ctx.now().to_bits());
+        cell.count += 1;
+        // Fan-out 0, 1 or 2 (mean 1) so the population stays about constant.
+        let fan = match ctx.rng().below(4) {
+            0 => 0,
+            3 => 2,
+            _ => 1,
+        };
+        for _ in 0..fan {
+            let dst = if ctx.rng().uniform() < 0.5 {
+                ctx.me()
+            } else {
+                let n = u64::from(ctx.lps());
+                ctx.rng().below(n) as LpId
+            };
+            let delay = if ctx.rng().uniform() < self.zero {
+                0.0
+            } else {
+                (1 + ctx.rng().below(4)) as f64 * self.grid
+            };
+            ctx.send(dst, delay, Token { value: cell.hash });
+            ctx.count(0, 1);
+        }
+        if let Some((lp, t)) = self.bad_send_at {
+            if ctx.me() == lp && ctx.now() >= t && ctx.now() < t + 0.5 {
+                ctx.send(ctx.lps() + 7, 1.0, Token { value: 0 });
+            }
+        }
+    }
+
+    fn reverse(&self, cell: &mut Cell, tok: &Token, ctx: &ReverseCtx) {
+        cell.count -= 1;
+        if self.broken_reverse && cell.count % 5 == 3 {
+            return;
+        }
+        cell.hash = cell
+            .hash
+            .wrapping_sub(tok.value ^ ctx.now.to_bits())
+            .wrapping_mul(inverse(MUL));
+    }
+
+    fn has_reverse(&self) -> bool {
+        true
+    }
+
+    fn commit(&self, _tok: &Token, ctx: &CommitCtx) {
+        if let Some(h) = &self.hooks {
+            h.commits.fetch_add(1, Ordering::SeqCst);
+            let prev = h.last[ctx.me as usize].swap(ctx.now.to_bits(), Ordering::SeqCst);
+            if f64::from_bits(prev) > ctx.now {
+                h.out_of_order.store(true, Ordering::SeqCst);
+            }
+        }
+    }
+
+    fn counter_names(&self) -> &'static [&'static str] {
+        &["sends"]
+    }
+
+    fn finish(&self, lp: LpId, cell: &Cell, stats: &mut ModelStats) {
+        // Fold every LP's final state into one figure (exact in f64: < 2^53 per term).
+        stats.add("state_digest", ((cell.hash >> 20) ^ u64::from(lp)) as f64);
+        stats.add("events", cell.count as f64);
+    }
+}
+
+const LPS: LpId = 24;
+const END: f64 = 25.0;
+
+fn sequential(m: &Scramble, seed: u64) -> Report {
+    sequential_sized(m, seed, LPS, END)
+}
+
+fn sequential_sized(m: &Scramble, seed: u64, lps: LpId, end: f64) -> Report {
+    Simulation::new(m.clone())
+        .lps(lps)
+        .end_time(end)
+        .seed(seed)
+        .run()
+        .expect("sequential run")
+}
+
+fn time_warp(
+    m: &Scramble,
+    seed: u64,
+    threads: usize,
+    opts: TimeWarpOptions,
+) -> Result<Report, SimError> {
+    time_warp_sized(m, seed, threads, opts, LPS, END)
+}
+
+fn time_warp_sized(
+    m: &Scramble,
+    seed: u64,
+    threads: usize,
+    opts: TimeWarpOptions,
+    lps: LpId,
+    end: f64,
+) -> Result<Report, SimError> {
+    Simulation::new(m.clone())
+        .lps(lps)
+        .end_time(end)
+        .seed(seed)
+        .executor(Executor::TimeWarp { threads })
+        // Frequent GVT rounds, so that fossil collection runs often in these short runs.
+        .time_warp(if opts.gvt_every == TimeWarpOptions::new().gvt_every {
+            opts.gvt_every(64)
+        } else {
+            opts
+        })
+        .run()
+}
+
+fn assert_same(seq: &Report, tw: &Report, what: &str) {
+    assert_eq!(tw.fingerprint, seq.fingerprint, "{what}: fingerprint");
+    assert_eq!(tw.committed, seq.committed, "{what}: committed");
+    assert_eq!(
+        tw.model_stats, seq.model_stats,
+        "{what}: final states and counters"
+    );
+    assert!(tw.complete, "{what}: complete");
+    if tw.threads > 1 {
+        assert!(tw.executor_stats["gvt_rounds"] > 1.0, "{what}: GVT rounds");
+    }
+    assert_eq!(
+        tw.processed,
+        tw.committed + tw.rolled_back,
+        "{what}: every processed event is committed or rolled back"
+    );
+}
+
+#[test]
+fn random_model_matches_sequential_for_every_saving_and_thread_count() {
+    let m = Scramble::new();
+    for seed in [1, 2, 3] {
+        let seq = sequential(&m, seed);
+        assert!(seq.committed > 500, "the model must do something");
+        for threads in 1..=4 {
+            for (name, opts) in [
+                (
+                    "reverse",
+                    TimeWarpOptions::new().state_saving(StateSaving::Reverse),
+                ),
+                (
+                    "copy k=1",
+                    TimeWarpOptions::new()
+                        .state_saving(StateSaving::Copy)
+                        .checkpoint(Some(1)),
+                ),
+                (
+                    "copy k=3",
+                    TimeWarpOptions::new()
+                        .state_saving(StateSaving::Copy)
+                        .checkpoint(Some(3)),
+                ),
+                (
+                    "copy auto",
+                    TimeWarpOptions::new().state_saving(StateSaving::Copy),
+                ),
+            ] {
+                let tw = time_warp(&m, seed, threads, opts).expect("time warp run");
+                assert_same(
+                    &seq,
+                    &tw,
+                    &format!("seed {seed}, {threads} threads, {name}"),
+                );
+            }
+        }
+    }
+}
+
+#[test]
+fn round_robin_mapping_and_zero_delay_chains_match_sequential() {
+    // Mostly zero delays: long same-time chains, where the sequential order is not key order.
+    let m = Scramble {
+        zero: 0.45,
+        ..Scramble::new()
+    };
+    for seed in [4, 5] {
+        let seq = sequential(&m, seed);
+        for threads in [2, 3] {
+            let opts = TimeWarpOptions::new().mapping(chronon::partition::Mapping::RoundRobin);
+            let tw = time_warp(&m, seed, threads, opts).expect("time warp run");
+            assert_same(&seq, &tw, &format!("seed {seed}, {threads} threads"));
+        }
+    }
+}
+
+#[test]
+fn commit_hooks_run_once_per_committed_event_in_time_order() {
+    for threads in [1, 3] {
+        let hooks = Arc::new(Hooks {
+            last: (0..LPS).map(|_| AtomicU64::new(0)).collect(),
+            ..Hooks::default()
+        });
+        let m = Scramble {
+            hooks: Some(hooks.clone()),
+            ..Scramble::new()
+        };
+        let tw = time_warp(&m, 9, threads, TimeWarpOptions::new()).expect("run");
+        assert_eq!(hooks.commits.load(Ordering::SeqCst), tw.committed);
+        assert!(!hooks.out_of_order.load(Ordering::SeqCst));
+        assert!(tw.committed > 0);
+    }
+}
+
+#[test]
+fn check_reverse_catches_a_broken_reverse_handler() {
+    let good = Simulation::new(Scramble::new())
+        .lps(LPS)
+        .end_time(END)
+        .seed(1)
+        .executor(Executor::TimeWarp { threads: 2 })
+        .check_reverse()
+        .run()
+        .expect("a correct reverse handler passes");
+    assert!(good.committed > 0);
+    let broken = Scramble {
+        broken_reverse: true,
+        ..Scramble::new()
+    };
+    let err = Simulation::new(broken)
+        .lps(LPS)
+        .end_time(END)
+        .seed(1)
+        .executor(Executor::TimeWarp { threads: 2 })
+        .check_reverse()
+        .run()
+        .expect_err("a broken reverse handler is caught");
+    match &err {
+        SimError::Model(e) => {
+            assert!(e.lp < LPS && e.time > 0.0);
+            assert!(e.message.contains("reverse handler"), "{e}");
+        }
+        other => panic!("expected a model error, got {other}"),
+    }
+    // Checking needs Time Warp.
+    let err = Simulation::new(Scramble::new())
+        .lps(LPS)
+        .end_time(END)
+        .check_reverse()
+        .run()
+        .expect_err("the sequential executor cannot check");
+    assert!(err.is_config());
+}
+
+#[test]
+fn memory_bound_holds_while_one_slow_lp_holds_gvt_back() {
+    let m = Scramble {
+        slow_lp0_us: 300,
+        ..Scramble::new()
+    };
+    let (lps, end) = (64, 100.0);
+    let seq = sequential_sized(&m, 3, lps, end);
+    let bound = 64 * 1024;
+    // No cap on uncommitted events: only the memory bound may hold the fast worker back.
+    let run = |opts: TimeWarpOptions| {
+        time_warp_sized(&m, 3, 2, opts.max_uncommitted(Some(u64::MAX)), lps, end)
+    };
+    let wild = run(TimeWarpOptions::new()).expect("unbounded run");
+    assert_same(&seq, &wild, "unbounded");
+    let wild_peak = wild.executor_stats["peak_tracked_bytes"];
+    assert!(
+        wild_peak > bound as f64,
+        "the unbounded run speculates: {wild_peak}"
+    );
+    let tw = run(TimeWarpOptions::new().max_memory(Some(bound))).expect("run within the bound");
+    assert_same(&seq, &tw, "bounded");
+    let peak = tw.executor_stats["peak_tracked_bytes"];
+    assert!(
+        peak > 0.0 && peak <= bound as f64,
+        "peak {peak} above {bound}"
+    );
+    // A bound below what the pending events alone need fails cleanly.
+    let err = run(TimeWarpOptions::new().max_memory(Some(256))).expect_err("too small a bound");
+    assert!(
+        matches!(&err, SimError::Resource(msg) if msg.contains("--max-memory")),
+        "{err}"
+    );
+}
+
+#[test]
+fn optimism_window_keeps_the_history() {
+    let m = Scramble::new();
+    let seq = sequential(&m, 6);
+    for w in [0.0, 1.0] {
+        let tw = time_warp(&m, 6, 3, TimeWarpOptions::new().window(Some(w))).expect("run");
+        assert_same(&seq, &tw, &format!("window {w}"));
+    }
+}
+
+#[test]
+fn a_panic_stops_every_worker_and_names_the_lp_and_time() {
+    let m = Scramble {
+        panic_at: Some((5, 7.0)),
+        ..Scramble::new()
+    };
+    for threads in [1, 4] {
+        let err = time_warp(&m, 1, threads, TimeWarpOptions::new()).expect_err("panics");
+        match err {
+            SimError::Panic { lp, time, message } => {
+                assert_eq!(lp, 5);
+                assert!(time >= 7.0);
+                assert!(message.contains("scramble exploded"));
+            }
+            other => panic!("expected a panic error, got {other}"),
+        }
+    }
+}
+
+#[test]
+fn a_bad_send_is_reported_as_the_sequential_executor_reports_it() {
+    let m = Scramble {
+        bad_send_at: Some((2, 6.0)),
+        ..Scramble::new()
+    };
+    let seq = Simulation::new(m.clone())
+        .lps(LPS)
+        .end_time(END)
+        .seed(2)
+        .run()
+        .expect_err("bad send");
+    for threads in [1, 3] {
+        let tw = time_warp(&m, 2, threads, TimeWarpOptions::new()).expect_err("bad send");
+        assert_eq!(tw, seq, "{threads} threads");
+    }
+}
+
+#[test]
+fn bad_settings_are_config_errors() {
+    let m = Scramble::new();
+    for opts in [
+        TimeWarpOptions::new().checkpoint(Some(0)),
+        TimeWarpOptions::new().max_memory(Some(0)),
+        TimeWarpOptions::new().window(Some(-1.0)),
+        TimeWarpOptions::new().gvt_every(0),
+    ] {
+        let err = time_warp(&m, 1, 2, opts).expect_err("rejected");
+        assert!(err.is_config(), "{err}");
+    }
+    let err = Simulation::new(NoReverse)
+        .lps(2)
+        .end_time(1.0)
+        .executor(Executor::TimeWarp { threads: 1 })
+        .time_warp(TimeWarpOptions::new().state_saving(StateSaving::Reverse))
+        .run()
+        .expect_err("no reverse handler");
+    assert!(
+        err.is_config() && err.to_string().contains("reverse"),
+        "{err}"
+    );
+    // The same model runs with automatic state saving (copies).
+    Simulation::new(NoReverse)
+        .lps(2)
+        .end_time(1.0)
+        .executor(Executor::TimeWarp { threads: 2 })
+        .run()
+        .expect("copy state saving");
+}
+
+/// A model without a reverse handler and without `PartialEq` on its state.
+#[derive(Debug)]
+struct NoReverse;
+
+#[derive(Clone)]
+struct Opaque;
+
+impl Model for NoReverse {
+    type State = Opaque;
+    type Event = ();
+    fn init(&self, ctx: &mut Ctx<'_, Self>) -> Opaque {
+        ctx.send(ctx.me(), 0.25, ());
+        Opaque
+    }
+    fn on_event(&self, _: &mut Opaque, _: &(), ctx: &mut Ctx<'_, Self>) {
+        ctx.send(1 - ctx.me(), 0.25, ());
+    }
+}
+
+#[test]
+fn a_stop_request_ends_every_worker_with_an_incomplete_report() {
+    let progress = Arc::new(chronon::Progress::new());
+    let p = progress.clone();
+    let stopper = std::thread::spawn(move || {
+        std::thread::sleep(std::time::Duration::from_millis(30));
+        p.request_stop();
+    });
+    let m = Scramble {
+        slow_lp0_us: 200,
+        ..Scramble::new()
+    };
+    let r = Simulation::new(m)
+        .lps(LPS)
+        .end_time(1e9)
+        .seed(1)
+        .executor(Executor::TimeWarp { threads: 3 })
+        .progress(progress)
+        .run()
+        .expect("a stopped run still reports");
+    stopper.join().unwrap();
+    assert!(!r.complete);
+    assert!(r.committed <= r.processed);
+    assert!(r.last_time < 1e9);
+}
