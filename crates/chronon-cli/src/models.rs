@@ -5,7 +5,7 @@ use clap::{Args, Subcommand};
 use serde::{Deserialize, Serialize};
 
 use crate::args::{CommonArgs, ConfigFile, RunCmd};
-use crate::run::run_simulation_checked;
+use crate::run::{run_simulation, run_simulation_checked};
 use crate::Failure;
 
 #[derive(Debug, Subcommand)]
