@@ -8,7 +8,7 @@ mod pcs;
 mod phold_phases;
 mod simplesim;
 
-use chronon::{Model, QueueKind, Report, Simulation};
+use chronon::{Executor, Model, QueueKind, Report, Simulation};
 
 /// Runs `model` sequentially with the given queue.
 pub(crate) fn run<M: Model>(model: M, lps: u32, end: f64, seed: u64, queue: QueueKind) -> Report {
@@ -42,6 +42,29 @@ pub(crate) fn check_fingerprints<M: Model>(make: impl Fn() -> M, lps: u32, end: 
         "heap and ladder commit the same history"
     );
     assert_eq!(a.model_stats, h.model_stats);
+    for exec in parallel_executors() {
+        let p = Simulation::new(make())
+            .lps(lps)
+            .end_time(end)
+            .seed(11)
+            .executor(exec.clone())
+            .run()
+            .unwrap_or_else(|e| panic!("{exec:?}: {e}"));
+        assert_eq!(
+            p.fingerprint, a.fingerprint,
+            "{exec:?} commits the sequential history"
+        );
+        assert_eq!(p.committed, a.committed, "{exec:?}");
+        assert_eq!(p.model_stats, a.model_stats, "{exec:?}");
+    }
+}
+
+/// Every parallel executor, at thread counts that exercise cross-worker traffic.
+pub(crate) fn parallel_executors() -> Vec<Executor> {
+    vec![
+        Executor::TimeWarp { threads: 2 },
+        Executor::TimeWarp { threads: 3 },
+    ]
 }
 
 /// The named model statistic (panics when it is missing).
