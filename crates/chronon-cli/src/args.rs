@@ -19,6 +19,7 @@ pub(crate) struct Cli {
 }
 
 #[derive(Debug, Subcommand)]
+#[allow(clippy::large_enum_variant)] // parsed once per process
 pub(crate) enum Command {
     /// Run a model and print a summary (and write a JSON report with --output).
     Run(RunCmd),
@@ -45,12 +46,21 @@ pub(crate) struct CommonArgs {
     /// Pending-event set: heap or ladder.
     #[arg(long)]
     pub queue: Option<String>,
-    /// Synchronization: seq.
+    /// Synchronization: seq, window, null-message or lockstep.
     #[arg(long)]
     pub sync: Option<String>,
     /// Worker threads.
     #[arg(long)]
     pub threads: Option<usize>,
+    /// Barrier of the conservative executors: std, semaphore, spin or tree [default: tree].
+    #[arg(long)]
+    pub barrier: Option<String>,
+    /// Fan-in of the tree barrier [default: 4].
+    #[arg(long)]
+    pub fan_in: Option<usize>,
+    /// LP-to-worker mapping: block or round-robin [default: block].
+    #[arg(long)]
+    pub mapping: Option<String>,
     /// Write the JSON report here (a directory gets report.json inside).
     #[arg(long)]
     pub output: Option<PathBuf>,
@@ -61,7 +71,9 @@ pub(crate) struct CommonArgs {
 }
 
 /// The TOML keys of [`CommonArgs`].
-pub(crate) const COMMON_KEYS: &[&str] = &["end", "seed", "queue", "sync", "threads", "output"];
+pub(crate) const COMMON_KEYS: &[&str] = &[
+    "end", "seed", "queue", "sync", "threads", "output", "barrier", "fan-in", "mapping",
+];
 
 impl CommonArgs {
     /// This flag set over `file`'s.
@@ -72,6 +84,9 @@ impl CommonArgs {
             queue: self.queue.or(file.queue),
             sync: self.sync.or(file.sync),
             threads: self.threads.or(file.threads),
+            barrier: self.barrier.or(file.barrier),
+            fan_in: self.fan_in.or(file.fan_in),
+            mapping: self.mapping.or(file.mapping),
             output: self.output.or(file.output),
             config: self.config,
         }

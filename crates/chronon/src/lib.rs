@@ -83,11 +83,13 @@
 #![warn(missing_docs, unsafe_op_in_unsafe_fn)]
 #![deny(unreachable_pub, missing_debug_implementations)]
 
+pub mod barrier;
 pub mod comm;
 mod error;
 pub mod event;
 pub mod executor;
 mod fingerprint;
+pub mod gsu;
 mod loom;
 mod model;
 pub mod partition;
@@ -99,9 +101,9 @@ mod stats;
 
 pub use error::{ModelError, SimError};
 pub use event::{Event, EventKey};
-pub use executor::Executor;
+pub use executor::{ConservativeConfig, Executor};
 pub use fingerprint::{Fingerprint, LpDigest};
-pub use model::{CommitCtx, Ctx, LpId, LpMeta, Model, ModelStats, ReverseCtx, Time};
+pub use model::{CommitCtx, Ctx, GlobalCtx, LpId, LpMeta, Model, ModelStats, ReverseCtx, Time};
 pub use progress::Progress;
 pub use queue::QueueKind;
 pub use rng::LpRng;

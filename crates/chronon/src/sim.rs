@@ -3,6 +3,7 @@
 use std::sync::Arc;
 
 use crate::error::SimError;
+use crate::executor::conservative::Protocol;
 use crate::executor::{self, Executor, RunConfig};
 use crate::model::{LpId, Model, Time};
 use crate::progress::Progress;
@@ -119,6 +120,15 @@ impl<M: Model> Simulation<M> {
         };
         match self.executor {
             Executor::Sequential => executor::sequential::run(&self.model, &cfg),
+            Executor::Window(c) => {
+                executor::conservative::run(&self.model, &cfg, Protocol::Window, &c)
+            }
+            Executor::NullMessage(c) => {
+                executor::conservative::run(&self.model, &cfg, Protocol::NullMessage, &c)
+            }
+            Executor::Lockstep(c) => {
+                executor::conservative::run(&self.model, &cfg, Protocol::Lockstep, &c)
+            }
         }
     }
 }
