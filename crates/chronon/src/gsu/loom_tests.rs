@@ -4,6 +4,8 @@
 use loom::sync::Arc;
 use loom::thread;
 
+const PREEMPTIONS: usize = 2;
+
 use super::{Gsu, Published, Snapshot};
 use crate::comm::Mailbox;
 use crate::event::EventKey;
@@ -31,7 +33,7 @@ fn key(time: f64) -> EventKey {
 
 #[test]
 fn a_message_being_sent_is_never_missed() {
-    loom::model(|| {
+    bounded(|| {
         let gsu = Arc::new(Gsu::new(2));
         let mail = Arc::new([Mailbox::new(), Mailbox::new()]);
         // Worker 0 is executing an event at 0.5 that sends one at 1.0 to worker 1.
@@ -50,7 +52,7 @@ fn a_message_being_sent_is_never_missed() {
 
 #[test]
 fn a_message_being_received_is_never_missed() {
-    loom::model(|| {
+    bounded(|| {
         let gsu = Arc::new(Gsu::new(2));
         let mail = Arc::new([Mailbox::new(), Mailbox::new()]);
         gsu.send(1, &mail[1], vec![key(1.0)]);
@@ -67,4 +69,13 @@ fn a_message_being_received_is_never_missed() {
         gsu.snapshot(|w| mail[w].min_time(), &mut s);
         assert_eq!(s.in_transit(), 0);
     });
+}
+
+/// Loom with a preemption bound (the spin loops make the full state space explode; bounded
+/// preemption still covers every interleaving with a few context switches).
+fn bounded(f: impl Fn() + Sync + Send + 'static) {
+    let mut b = loom::model::Builder::new();
+    b.preemption_bound = Some(PREEMPTIONS);
+    b.max_branches = 100_000;
+    b.check(f);
 }
