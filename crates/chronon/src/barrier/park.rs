@@ -1,4 +1,4 @@
-//! Waiting without livelock: spin with exponential backoff, then yield, then park with a
+//! Waiting without livelock: spin with exponential backoff, then yield (up to 200 µs), then park with a
 //! timeout; the thread that makes the condition true wakes the parked ones.
 //!
 //! Lost-wakeup freedom: a waiter stores `parked = true` and then re-reads the condition; the
@@ -11,6 +11,10 @@ use std::sync::OnceLock;
 use crossbeam_utils::CachePadded;
 
 use crate::loom::atomic::{AtomicBool, Ordering::SeqCst};
+
+/// How long a waiter yields before it parks.
+#[cfg(not(chronon_loom))]
+const YIELD_FOR: std::time::Duration = std::time::Duration::from_micros(200);
 
 #[derive(Debug, Default)]
 struct Slot {
@@ -40,6 +44,17 @@ impl Sleepers {
                 return;
             }
             backoff.snooze();
+        }
+        // Then yield for a while (a round's imbalance is typically tens of microseconds, and a
+        // park/unpark costs about as much), then park.
+        let start = std::time::Instant::now();
+        while start.elapsed() < YIELD_FOR {
+            for _ in 0..16 {
+                if ready() {
+                    return;
+                }
+                std::thread::yield_now();
+            }
         }
         let slot = &self.slots[me];
         let _ = slot.thread.get_or_init(std::thread::current);
