@@ -172,7 +172,12 @@ pub(super) fn run<M: Model, Q: PendingSet<Event<M::Event>>>(
                 ..Published::IDLE
             },
         );
-        // 2. Execute below InClock.
+        // 2. Null messages before executing: nothing this worker will ever send is earlier than
+        //    min(earliest pending, InClock) + lookahead, and announcing it now lets the
+        //    neighbours run while this worker executes (no leapfrogging).
+        let head_t = w.head().map_or(f64::INFINITY, |k| k.time);
+        raise(w, &outs, &mut sent, head_t.min(in_clock));
+        // 3. Execute below InClock.
         let cap = sh.cap(next_global);
         w.stats.sync_s += t0.elapsed().as_secs_f64();
         let done = match w.run_below(in_clock, cap, None) {
@@ -191,23 +196,16 @@ pub(super) fn run<M: Model, Q: PendingSet<Event<M::Event>>>(
                 sh.sleepers.wake(x);
             }
         }
-        // 3. Null messages: raise every output channel that moved.
+        // 4. Null messages again, from the new earliest event (after the sends: a raised channel
+        //    comes with every event sent below it).
         let head = w.head();
         let head_t = head.map_or(f64::INFINITY, |k| k.time);
         let lb = head_t.min(in_clock);
-        for (i, &(x, la)) in outs.iter().enumerate() {
-            let b = lb + la;
-            if b > sent[i] {
-                sent[i] = b;
-                sh.chan[me * nw + x].store(b.to_bits(), SeqCst);
-                w.stats.null_messages += 1;
-                sh.sleepers.wake(x);
-            }
-        }
+        raise(w, &outs, &mut sent, lb);
         if me == 0 {
             sh.cfg.progress.set_now(lb.min(end));
         }
-        // 4. A global event due, the end, or wait for input.
+        // 5. A global event due, the end, or wait for input.
         if next_global < end && head_t > next_global && in_clock > next_global {
             next_global = rendezvous(w, head);
             w.stats.sync_s += t1.elapsed().as_secs_f64();
@@ -226,6 +224,26 @@ pub(super) fn run<M: Model, Q: PendingSet<Event<M::Event>>>(
         w.stats.sync_s += t1.elapsed().as_secs_f64();
     }
     outcome
+}
+
+/// Raises every output channel whose bound `lb + lookahead` moved up (one null message each).
+fn raise<M: Model, Q: PendingSet<Event<M::Event>>>(
+    w: &mut Worker<'_, '_, M, Q>,
+    outs: &[(usize, Time)],
+    sent: &mut [f64],
+    lb: Time,
+) {
+    let sh = w.sh;
+    let nw = sh.workers;
+    for (i, &(x, la)) in outs.iter().enumerate() {
+        let b = lb + la;
+        if b > sent[i] {
+            sent[i] = b;
+            sh.chan[w.me * nw + x].store(b.to_bits(), SeqCst);
+            w.stats.null_messages += 1;
+            sh.sleepers.wake(x);
+        }
+    }
 }
 
 /// Every worker arrives with nothing left before the next global event; the last to arrive
