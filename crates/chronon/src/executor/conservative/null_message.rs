@@ -139,6 +139,7 @@ pub(super) fn run<M: Model, Q: PendingSet<Event<M::Event>>>(
         .map(|x| (x, sh.link_la[me * nw + x]))
         .collect();
     let mut sent: Vec<f64> = vec![0.0; outs.len()];
+    let min_la = outs.iter().map(|o| o.1).fold(f64::INFINITY, f64::min);
     let mut outcome = Outcome::default();
     let mut next_global = f64::from_bits(sh.global_next.load(SeqCst));
     let read_in = || {
@@ -180,7 +181,10 @@ pub(super) fn run<M: Model, Q: PendingSet<Event<M::Event>>>(
         // 3. Execute below InClock.
         let cap = sh.cap(next_global);
         w.stats.sync_s += t0.elapsed().as_secs_f64();
-        let done = match w.run_below(in_clock, cap, None) {
+        // At most one lookahead per slice, then announce again: a neighbour that is one slice
+        // ahead never waits for a whole long step of ours (no anti-phase leapfrogging).
+        let below = in_clock.min(head_t + min_la);
+        let done = match w.run_below(below, cap, None) {
             Ok(n) => n,
             Err(e) => {
                 sh.record_error(e);
