@@ -218,6 +218,13 @@ pub(super) fn run<M: Model, Q: PendingSet<Event<M::Event>>>(
         if head_t >= end && in_clock >= end {
             break;
         }
+        if head_t >= end && next_global >= end && quiescent(w, head) {
+            // Nothing is left anywhere before the end (GSU snapshot: no pending event, no
+            // message in transit): close every output channel and stop, instead of letting
+            // null messages creep up to the end (or forever, without an end time).
+            raise(w, &outs, &mut sent, f64::INFINITY);
+            break;
+        }
         if done == 0 {
             let tw = Instant::now();
             sh.sleepers.wait_until(me, || {
@@ -228,6 +235,25 @@ pub(super) fn run<M: Model, Q: PendingSet<Event<M::Event>>>(
         w.stats.sync_s += t1.elapsed().as_secs_f64();
     }
     outcome
+}
+
+/// Whether a GSU snapshot shows no event before the end anywhere, in transit included (this
+/// worker first publishes its own earliest event, `head`).
+fn quiescent<M: Model, Q: PendingSet<Event<M::Event>>>(
+    w: &mut Worker<'_, '_, M, Q>,
+    head: Option<crate::event::EventKey>,
+) -> bool {
+    let sh = w.sh;
+    sh.gsu.publish(
+        w.me,
+        &Published {
+            moe: head.unwrap_or(Published::IDLE.moe),
+            ..Published::IDLE
+        },
+    );
+    let mut snap = Snapshot::default();
+    sh.gsu.snapshot(|i| sh.mail[i].min_time(), &mut snap);
+    snap.lbts() >= sh.cfg.end
 }
 
 /// Raises every output channel whose bound `lb + lookahead` moved up (one null message each).
