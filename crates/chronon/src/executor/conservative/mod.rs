@@ -488,13 +488,11 @@ fn run_with<M: Model, Q: PendingSet<Event<M::Event>>>(
     report
         .executor_stats
         .insert("pending_at_end".into(), pending as f64);
-    report.executor_stats.insert(
-        "barrier".into(),
-        match cc.barrier {
-            crate::barrier::BarrierKind::Tree { fan_in } => fan_in as f64,
-            _ => 0.0,
-        },
-    );
+    if let crate::barrier::BarrierKind::Tree { fan_in } = cc.barrier {
+        report
+            .executor_stats
+            .insert("tree_fan_in".into(), fan_in as f64);
+    }
     let rounds = results.iter().map(|r| r.stats.rounds).max().unwrap_or(0);
     if protocol != Protocol::NullMessage {
         report.executor_stats.insert("rounds".into(), rounds as f64);
