@@ -19,6 +19,7 @@ pub(crate) struct Cli {
 }
 
 #[derive(Debug, Subcommand)]
+#[allow(clippy::large_enum_variant)] // parsed once per process
 pub(crate) enum Command {
     /// Run a model and print a summary (and write a JSON report with --output).
     Run(RunCmd),
@@ -45,12 +46,21 @@ pub(crate) struct CommonArgs {
     /// Pending-event set: heap or ladder.
     #[arg(long)]
     pub queue: Option<String>,
-    /// Synchronization: seq or timewarp.
+    /// Synchronization: seq, window, null-message, lockstep or timewarp.
     #[arg(long)]
     pub sync: Option<String>,
     /// Worker threads.
     #[arg(long)]
     pub threads: Option<usize>,
+    /// Barrier of the conservative executors: std, semaphore, spin or tree [default: tree].
+    #[arg(long)]
+    pub barrier: Option<String>,
+    /// Fan-in of the tree barrier [default: 4].
+    #[arg(long)]
+    pub fan_in: Option<usize>,
+    /// LP-to-worker mapping: block or round-robin [default: block].
+    #[arg(long)]
+    pub mapping: Option<String>,
     /// Write the JSON report here (a directory gets report.json inside).
     #[arg(long)]
     pub output: Option<PathBuf>,
@@ -93,6 +103,9 @@ pub(crate) const COMMON_KEYS: &[&str] = &[
     "window",
     "check-reverse",
     "gvt-csv",
+    "barrier",
+    "fan-in",
+    "mapping",
 ];
 
 impl CommonArgs {
@@ -104,6 +117,9 @@ impl CommonArgs {
             queue: self.queue.or(file.queue),
             sync: self.sync.or(file.sync),
             threads: self.threads.or(file.threads),
+            barrier: self.barrier.or(file.barrier),
+            fan_in: self.fan_in.or(file.fan_in),
+            mapping: self.mapping.or(file.mapping),
             output: self.output.or(file.output),
             state_saving: self.state_saving.or(file.state_saving),
             checkpoint: self.checkpoint.or(file.checkpoint),

@@ -18,6 +18,24 @@ pub(crate) enum BenchWhich {
     /// One run of the bare heap PHOLD loop (used by `bench phold`).
     #[command(hide = true)]
     BareLoop(crate::bench_phold::BareArgs),
+    /// The average cost of one barrier wait (seed 001 Tables 1 and 2).
+    Barriers(BarrierBench),
+}
+
+#[derive(Debug, Args)]
+pub(crate) struct BarrierBench {
+    /// Thread counts (rows).
+    #[arg(long, value_delimiter = ',', default_value = "1,2,3,4")]
+    pub threads: Vec<usize>,
+    /// Fan-ins of the tree barrier (Table 1's columns).
+    #[arg(long, value_delimiter = ',', default_value = "1,2,3,4,5")]
+    pub m: Vec<usize>,
+    /// The tree's fan-in in Table 2.
+    #[arg(long, default_value_t = 4)]
+    pub fan_in: usize,
+    /// Waits per thread per measurement.
+    #[arg(long, default_value_t = 100_000)]
+    pub waits: u64,
 }
 
 #[derive(Debug, Args)]
@@ -47,5 +65,6 @@ pub(crate) fn run(cmd: BenchCmd) -> Result<u8, Failure> {
     match cmd.which {
         BenchWhich::Phold(b) => crate::bench_phold::run(b),
         BenchWhich::BareLoop(a) => crate::bench_phold::bare(a),
+        BenchWhich::Barriers(b) => crate::bench_barriers::run(b),
     }
 }

@@ -212,6 +212,7 @@ pub(crate) fn bare(a: BareArgs) -> Result<u8, Failure> {
         mean: a.mean,
         work_us: a.work_us,
         state_bytes: 0,
+        ..Phold::default()
     };
     p.validate().map_err(Failure::bad_input)?;
     let r = bare_heap_loop(&p, a.end, a.seed);

@@ -2,6 +2,7 @@
 
 mod args;
 mod bench;
+mod bench_barriers;
 mod bench_phold;
 mod models;
 mod run;

@@ -79,6 +79,9 @@ pub(crate) struct PholdArgs {
     /// Bytes of state per LP [default: 0].
     #[arg(long)]
     state_bytes: Option<usize>,
+    /// Communication graph: mesh (any LP) or mesh2d (neighbours on a 2-D torus) [default: mesh].
+    #[arg(long)]
+    topology: Option<String>,
 }
 
 const PHOLD_KEYS: &[&str] = &[
@@ -89,6 +92,7 @@ const PHOLD_KEYS: &[&str] = &[
     "mean",
     "work-us",
     "state-bytes",
+    "topology",
 ];
 
 fn run_phold(cmd: PholdCmd) -> Result<u8, Failure> {
@@ -105,6 +109,10 @@ fn run_phold(cmd: PholdCmd) -> Result<u8, Failure> {
         mean: a.mean.or(f.mean).unwrap_or(d.mean),
         work_us: a.work_us.or(f.work_us).unwrap_or(d.work_us),
         state_bytes: a.state_bytes.or(f.state_bytes).unwrap_or(d.state_bytes),
+        topology: match a.topology.or(f.topology) {
+            None => d.topology,
+            Some(t) => t.parse().map_err(Failure::bad_input)?,
+        },
     };
     model.validate().map_err(Failure::bad_input)?;
     let lps = model.lps;

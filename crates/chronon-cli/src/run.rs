@@ -7,8 +7,11 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
+use chronon::barrier::BarrierKind;
+use chronon::partition::Mapping;
 use chronon::{
-    Executor, LpId, Model, Progress, QueueKind, Report, Simulation, StateSaving, TimeWarpOptions,
+    ConservativeConfig, Executor, LpId, Model, Progress, QueueKind, Report, Simulation,
+    StateSaving, TimeWarpOptions,
 };
 
 use crate::args::CommonArgs;
@@ -19,6 +22,16 @@ const DEFAULT_END: f64 = 1000.0;
 
 /// Maps `--sync` and `--threads` onto an executor.
 pub(crate) fn executor(sync: Option<&str>, threads: Option<usize>) -> Result<Executor, Failure> {
+    executor_with(sync, threads, &CommonArgs::default())
+}
+
+/// Maps `--sync`, `--threads` and the conservative executors' flags (`--barrier`, `--fan-in`,
+/// `--mapping`) onto an executor.
+pub(crate) fn executor_with(
+    sync: Option<&str>,
+    threads: Option<usize>,
+    common: &CommonArgs,
+) -> Result<Executor, Failure> {
     let threads = threads.unwrap_or(1);
     if threads == 0 {
         return Err(Failure::bad_input("--threads is 0; it must be at least 1"));
@@ -32,9 +45,12 @@ pub(crate) fn executor(sync: Option<&str>, threads: Option<usize>) -> Result<Exe
             }
             Ok(Executor::Sequential)
         }
+        "window" => Ok(Executor::Window(conservative(threads, common)?)),
+        "null-message" => Ok(Executor::NullMessage(conservative(threads, common)?)),
+        "lockstep" => Ok(Executor::Lockstep(conservative(threads, common)?)),
         "timewarp" => Ok(Executor::TimeWarp { threads }),
         other => Err(Failure::bad_input(format!(
-            "unknown --sync '{other}' (allowed: seq, timewarp)"
+            "unknown --sync '{other}' (allowed: seq, window, null-message, lockstep, timewarp)"
         ))),
     }
 }
@@ -109,6 +125,25 @@ fn time_warp_options(common: &CommonArgs, executor: &Executor) -> Result<TimeWar
         .window(common.window))
 }
 
+/// The conservative executors' settings from `--barrier`, `--fan-in` and `--mapping`.
+fn conservative(threads: usize, common: &CommonArgs) -> Result<ConservativeConfig, Failure> {
+    let fan_in = common.fan_in.unwrap_or(4);
+    let barrier = BarrierKind::parse(common.barrier.as_deref().unwrap_or("tree"), fan_in)
+        .map_err(Failure::bad_input)?;
+    let mapping = match common.mapping.as_deref().unwrap_or("block") {
+        "block" => Mapping::Block,
+        "round-robin" => Mapping::RoundRobin,
+        other => {
+            return Err(Failure::bad_input(format!(
+                "unknown --mapping '{other}' (allowed: block, round-robin)"
+            )))
+        }
+    };
+    Ok(ConservativeConfig::new(threads)
+        .barrier(barrier)
+        .mapping(mapping))
+}
+
 /// Validates the common settings, runs `model`, prints the summary and writes the report.
 #[allow(dead_code)] // for models whose states cannot be compared (none yet besides PHOLD)
 pub(crate) fn run_simulation<M: Model>(
@@ -141,7 +176,7 @@ pub(crate) fn run_simulation_checked<M: Model>(
         None => QueueKind::default(),
         Some(q) => q.parse().map_err(Failure::bad_input)?,
     };
-    let executor = executor(common.sync.as_deref(), common.threads)?;
+    let executor = executor_with(common.sync.as_deref(), common.threads, &common)?;
     let tw = time_warp_options(&common, &executor)?;
     let check = match (common.check_reverse == Some(true), check_reverse) {
         (false, _) => None,

@@ -29,6 +29,57 @@ pub struct Phold {
     pub work_us: f64,
     /// Bytes of state per LP.
     pub state_bytes: usize,
+    /// Which LPs a remote event may go to.
+    pub topology: PholdTopology,
+}
+
+/// PHOLD's communication graph.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, serde::Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum PholdTopology {
+    /// Every LP may send to every LP (the classic PHOLD).
+    #[default]
+    Mesh,
+    /// LPs on a 2-D torus (`rows x cols`, the most square factorization of `lps`); a remote
+    /// event goes to one of the (up to 4) neighbours, chosen uniformly.
+    Mesh2d,
+}
+
+impl std::str::FromStr for PholdTopology {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Self, String> {
+        match s {
+            "mesh" => Ok(PholdTopology::Mesh),
+            "mesh2d" => Ok(PholdTopology::Mesh2d),
+            _ => Err(format!("unknown topology '{s}' (allowed: mesh, mesh2d)")),
+        }
+    }
+}
+
+/// The torus' column count for `lps` LPs: the largest divisor not above the square root.
+fn torus_cols(lps: u32) -> u32 {
+    let mut c = (f64::from(lps).sqrt() as u32).max(1);
+    while lps % c != 0 {
+        c -= 1;
+    }
+    c
+}
+
+/// LP `me`'s neighbours on the torus (sorted, without itself or duplicates).
+pub fn torus_neighbours(lps: u32, me: LpId) -> Vec<LpId> {
+    let cols = torus_cols(lps);
+    let rows = lps / cols;
+    let (r, c) = (me / cols, me % cols);
+    let mut v = vec![
+        ((r + rows - 1) % rows) * cols + c,
+        ((r + 1) % rows) * cols + c,
+        r * cols + (c + cols - 1) % cols,
+        r * cols + (c + 1) % cols,
+    ];
+    v.sort_unstable();
+    v.dedup();
+    v.retain(|&x| x != me);
+    v
 }
 
 impl Default for Phold {
@@ -42,6 +93,7 @@ impl Default for Phold {
             mean: 1.0,
             work_us: 0.0,
             state_bytes: 0,
+            topology: PholdTopology::Mesh,
         }
     }
 }
@@ -92,7 +144,17 @@ impl Phold {
     #[inline(always)]
     fn destination(&self, me: LpId, rng: &mut LpRng) -> LpId {
         if rng.uniform() < self.remote {
-            rng.below(u64::from(self.lps)) as LpId
+            match self.topology {
+                PholdTopology::Mesh => rng.below(u64::from(self.lps)) as LpId,
+                PholdTopology::Mesh2d => {
+                    let n = torus_neighbours(self.lps, me);
+                    if n.is_empty() {
+                        me
+                    } else {
+                        n[rng.below(n.len() as u64) as usize]
+                    }
+                }
+            }
         } else {
             me
         }
@@ -158,6 +220,18 @@ impl Model for Phold {
 
     fn lookahead(&self) -> f64 {
         self.lookahead
+    }
+
+    fn topology(&self, lp: LpId) -> Option<Vec<(LpId, f64)>> {
+        match self.topology {
+            PholdTopology::Mesh => None,
+            PholdTopology::Mesh2d => Some(
+                torus_neighbours(self.lps, lp)
+                    .into_iter()
+                    .map(|d| (d, self.lookahead))
+                    .collect(),
+            ),
+        }
     }
 
     fn reverse(&self, lp: &mut PholdLp, _job: &Job, ctx: &ReverseCtx) {

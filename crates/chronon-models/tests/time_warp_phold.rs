@@ -13,6 +13,7 @@ fn phold(remote: f64, lookahead: f64) -> Phold {
         mean: 1.0,
         work_us: 0.0,
         state_bytes: 8,
+        ..Phold::default()
     }
 }
 

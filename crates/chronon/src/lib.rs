@@ -70,24 +70,88 @@
 //! # Ok::<(), chronon::SimError>(())
 //! ```
 //!
+//! ## Running in parallel, global events
+//!
+//! The conservative executors ([`Executor::Window`], [`Executor::Lockstep`],
+//! [`Executor::NullMessage`]) run the LPs on several threads and commit the very same history.
+//! They rely on the model's lookahead — globally ([`Model::lookahead`]) or per link
+//! ([`Model::topology`]). *Global events* belong to no LP ([`Model::global_events`],
+//! [`Model::on_global`]): they see every LP's state at a point where every LP event up to their
+//! time has run and no later one has, on every executor.
+//!
+//! ```
+//! use chronon::{ConservativeConfig, Ctx, Executor, GlobalCtx, LpId, Model, Simulation};
+//!
+//! struct Counters;
+//! impl Model for Counters {
+//!     type State = u64;
+//!     type Event = ();
+//!     fn init(&self, ctx: &mut Ctx<'_, Self>) -> u64 {
+//!         ctx.send(ctx.me(), 1.0, ());
+//!         0
+//!     }
+//!     fn on_event(&self, n: &mut u64, _: &(), ctx: &mut Ctx<'_, Self>) {
+//!         *n += 1;
+//!         let next = (ctx.me() + 1) % ctx.lps();
+//!         let delay = 1.0 + ctx.rng().below(3) as f64; // ties on purpose
+//!         ctx.send(next, delay, ());
+//!     }
+//!     fn lookahead(&self) -> f64 {
+//!         1.0
+//!     }
+//!     // Each LP only talks to the next one.
+//!     fn topology(&self, lp: LpId) -> Option<Vec<(LpId, f64)>> {
+//!         Some(vec![((lp + 1) % 8, 1.0)])
+//!     }
+//!     // A census every 10 time units.
+//!     fn global_events(&self) -> Vec<f64> {
+//!         vec![10.0]
+//!     }
+//!     fn on_global(&self, ctx: &mut GlobalCtx<'_, Self>) {
+//!         let total: u64 = (0..ctx.lps()).map(|lp| *ctx.state(lp)).sum();
+//!         ctx.stats().add("census", total as f64);
+//!         ctx.schedule(10.0);
+//!     }
+//! }
+//!
+//! let run = |executor| {
+//!     Simulation::new(Counters).lps(8).end_time(100.0).seed(3).executor(executor).run()
+//! };
+//! let seq = run(Executor::Sequential)?;
+//! for exec in [
+//!     Executor::Window(ConservativeConfig::new(2)),
+//!     Executor::Lockstep(ConservativeConfig::new(3)),
+//!     Executor::NullMessage(ConservativeConfig::new(4)),
+//! ] {
+//!     let par = run(exec)?;
+//!     assert_eq!(par.fingerprint, seq.fingerprint);
+//!     assert_eq!(par.model_stats, seq.model_stats); // the census included
+//! }
+//! # Ok::<(), chronon::SimError>(())
+//! ```
+//!
 //! ## Rules a model keeps
 //!
 //! - All randomness comes from [`Ctx::rng`]: one stream per LP, derived from the run's seed and
 //!   the LP id, saved and restored by the engine.
 //! - Events are ordered by (time, sender, sender's send counter), so ties are broken the same way
 //!   by every executor.
-//! - A send goes to an existing LP with a finite delay of at least [`Model::lookahead`]; anything
-//!   else ends the run with a [`SimError::Model`] naming the LP and the time.
+//! - A send goes to an existing LP with a finite delay of at least [`Model::lookahead`] (and,
+//!   where [`Model::topology`] declares links, along a declared link with at least its
+//!   lookahead); anything else ends the run with a [`SimError::Model`] naming the LP and the
+//!   time.
 //! - Output that must happen once (printing, files) belongs in [`Model::commit`], which runs
 //!   exactly once per committed event, even under optimistic execution.
 #![warn(missing_docs, unsafe_op_in_unsafe_fn)]
 #![deny(unreachable_pub, missing_debug_implementations)]
 
+pub mod barrier;
 pub mod comm;
 mod error;
 pub mod event;
 pub mod executor;
 mod fingerprint;
+pub mod gsu;
 mod loom;
 mod model;
 pub mod partition;
@@ -99,9 +163,9 @@ mod stats;
 
 pub use error::{ModelError, SimError};
 pub use event::{Event, EventKey};
-pub use executor::{Executor, StateSaving, TimeWarpOptions};
+pub use executor::{ConservativeConfig, Executor, StateSaving, TimeWarpOptions};
 pub use fingerprint::{Fingerprint, LpDigest};
-pub use model::{CommitCtx, Ctx, LpId, LpMeta, Model, ModelStats, ReverseCtx, Time};
+pub use model::{CommitCtx, Ctx, GlobalCtx, LpId, LpMeta, Model, ModelStats, ReverseCtx, Time};
 pub use progress::Progress;
 pub use queue::QueueKind;
 pub use rng::LpRng;

@@ -70,6 +70,91 @@ pub trait Model: Send + Sync + 'static {
     fn finish(&self, lp: LpId, state: &Self::State, stats: &mut ModelStats) {
         let _ = (lp, state, stats);
     }
+
+    /// The links of LP `lp`: every *other* LP it may send to, each with that link's lookahead
+    /// (the smallest delay it ever gives a send along it). `None` (the default) means "every LP,
+    /// with [`lookahead`](Model::lookahead)". Sends to itself are always allowed (with at least
+    /// `lookahead()`). Conservative executors use the links to compute safe times; every
+    /// executor rejects a send along an undeclared link or below its lookahead with a
+    /// [`SimError::Model`](crate::SimError::Model). The null-message executor rejects, before
+    /// running, a cycle of zero-lookahead links between its workers.
+    fn topology(&self, lp: LpId) -> Option<Vec<(LpId, Time)>> {
+        let _ = lp;
+        None
+    }
+
+    /// The times of the first *global events*: events that belong to no LP (periodic
+    /// statistics, say). Each runs in [`on_global`](Model::on_global) after every LP event at or
+    /// before its time and before any later one, on every executor alike. A global event only
+    /// runs while some LP event is still pending after it, and never at or after the end time.
+    fn global_events(&self) -> Vec<Time> {
+        Vec::new()
+    }
+
+    /// Handles a global event: may read every LP's state, write the model's statistics and
+    /// schedule further global events (see [`GlobalCtx`]). Default: nothing.
+    fn on_global(&self, ctx: &mut GlobalCtx<'_, Self>) {
+        let _ = ctx;
+    }
+}
+
+/// Read access to every LP's state, for global events.
+pub(crate) trait LpStates<S> {
+    /// The state of LP `lp`.
+    fn state(&self, lp: LpId) -> &S;
+}
+
+/// What a global event handler ([`Model::on_global`]) sees: the time, every LP's state (read
+/// only), the model's statistics (written into the report's `model_stats`) and a way to
+/// schedule the next global event.
+pub struct GlobalCtx<'a, M: Model + ?Sized> {
+    pub(crate) now: Time,
+    pub(crate) lps: LpId,
+    pub(crate) states: &'a dyn LpStates<M::State>,
+    pub(crate) stats: &'a mut ModelStats,
+    pub(crate) scheduled: &'a mut Vec<Time>,
+}
+
+impl<M: Model + ?Sized> std::fmt::Debug for GlobalCtx<'_, M> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("GlobalCtx")
+            .field("now", &self.now)
+            .finish_non_exhaustive()
+    }
+}
+
+impl<M: Model + ?Sized> GlobalCtx<'_, M> {
+    /// The time of this global event.
+    pub fn now(&self) -> Time {
+        self.now
+    }
+
+    /// The number of LPs.
+    pub fn lps(&self) -> LpId {
+        self.lps
+    }
+
+    /// LP `lp`'s state after every LP event at or before [`now`](GlobalCtx::now). Panics if
+    /// `lp` does not exist.
+    pub fn state(&self, lp: LpId) -> &M::State {
+        assert!(
+            lp < self.lps,
+            "global event read LP {lp}, but there are {} LPs",
+            self.lps
+        );
+        self.states.state(lp)
+    }
+
+    /// The model's statistics; what is added here appears in the report's `model_stats`.
+    pub fn stats(&mut self) -> &mut ModelStats {
+        self.stats
+    }
+
+    /// Schedules another global event `delay` after this one. The delay must be finite and
+    /// > 0; anything else ends the run with a [`SimError::Model`](crate::SimError::Model).
+    pub fn schedule(&mut self, delay: Time) {
+        self.scheduled.push(delay);
+    }
 }
 
 /// What [`Model::commit`] learns about the committed event.

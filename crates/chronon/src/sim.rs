@@ -3,6 +3,7 @@
 use std::sync::Arc;
 
 use crate::error::SimError;
+use crate::executor::conservative::Protocol;
 use crate::executor::time_warp::StateEq;
 use crate::executor::{self, Executor, RunConfig, TimeWarpOptions};
 use crate::model::{LpId, Model, Time};
@@ -151,6 +152,15 @@ impl<M: Model> Simulation<M> {
             Executor::Sequential => executor::sequential::run(&self.model, &cfg),
             Executor::TimeWarp { threads } => {
                 executor::time_warp::run(&self.model, &cfg, threads, &self.time_warp, self.state_eq)
+            }
+            Executor::Window(c) => {
+                executor::conservative::run(&self.model, &cfg, Protocol::Window, &c)
+            }
+            Executor::NullMessage(c) => {
+                executor::conservative::run(&self.model, &cfg, Protocol::NullMessage, &c)
+            }
+            Executor::Lockstep(c) => {
+                executor::conservative::run(&self.model, &cfg, Protocol::Lockstep, &c)
             }
         }
     }

@@ -61,7 +61,11 @@ pub(crate) fn check_fingerprints<M: Model>(make: impl Fn() -> M, lps: u32, end: 
 
 /// Every parallel executor, at thread counts that exercise cross-worker traffic.
 pub(crate) fn parallel_executors() -> Vec<Executor> {
+    use chronon::ConservativeConfig;
     vec![
+        Executor::Window(ConservativeConfig::new(2)),
+        Executor::Lockstep(ConservativeConfig::new(3)),
+        Executor::NullMessage(ConservativeConfig::new(2)),
         Executor::TimeWarp { threads: 2 },
         Executor::TimeWarp { threads: 3 },
     ]

@@ -2,10 +2,15 @@
 //! LP bookkeeping, initialization and report assembly here, and all of them commit the same
 //! history as [`sequential`].
 
+pub(crate) mod conservative;
+pub(crate) mod global;
+pub(crate) mod links;
 pub(crate) mod sequential;
 pub mod time_warp;
 
 pub use time_warp::{StateSaving, TimeWarpOptions};
+
+pub use conservative::ConservativeConfig;
 
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::sync::Arc;
@@ -13,7 +18,7 @@ use std::sync::Arc;
 use crate::error::{panic_message, ModelError, SimError};
 use crate::event::Event;
 use crate::fingerprint::{Fingerprint, LpDigest};
-use crate::model::{Ctx, LpId, LpMeta, Model, ModelStats, Time};
+use crate::model::{Ctx, LpId, LpMeta, LpStates, Model, ModelStats, Time};
 use crate::progress::Progress;
 use crate::queue::QueueKind;
 use crate::stats::Report;
@@ -31,6 +36,12 @@ pub enum Executor {
         /// Worker threads.
         threads: usize,
     },
+    /// Conservative, barrier rounds with a global LBTS (seed 001 §2.2.2, YAWNS).
+    Window(ConservativeConfig),
+    /// Conservative, Chandy-Misra-Bryant null messages between workers (seed 001 §2.2.1).
+    NullMessage(ConservativeConfig),
+    /// Conservative, lock-steps with SafeTime = max(InClock, GST) (seed 002 Fig. 1).
+    Lockstep(ConservativeConfig),
 }
 
 impl Executor {
@@ -39,6 +50,9 @@ impl Executor {
         match self {
             Executor::Sequential => "seq",
             Executor::TimeWarp { .. } => "timewarp",
+            Executor::Window(_) => "window",
+            Executor::NullMessage(_) => "null-message",
+            Executor::Lockstep(_) => "lockstep",
         }
     }
 
@@ -47,6 +61,7 @@ impl Executor {
         match self {
             Executor::Sequential => 1,
             Executor::TimeWarp { threads } => *threads,
+            Executor::Window(c) | Executor::NullMessage(c) | Executor::Lockstep(c) => c.threads,
         }
     }
 }
@@ -154,4 +169,10 @@ pub(crate) fn finish_report<M: Model>(
         model.finish(i as LpId, &s.state, &mut stats);
     }
     report.model_stats = stats;
+}
+
+impl<S> LpStates<S> for Vec<LpSlot<S>> {
+    fn state(&self, lp: LpId) -> &S {
+        &self[lp as usize].state
+    }
 }

@@ -4,6 +4,8 @@
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::time::Instant;
 
+use super::global::GlobalQueue;
+use super::links::Links;
 use super::{finish_report, init_lps_with, RunConfig};
 use crate::error::{panic_message, ModelError, SimError};
 use crate::event::{Event, Keyed};
@@ -29,6 +31,8 @@ fn run_with<M: Model, Q: PendingSet<Event<M::Event>>>(
     let mut counters = vec![0i64; model.counter_names().len()];
     let mut queue = Q::new();
     let mut lps = init_lps_with(model, cfg, &mut counters, |ev| queue.push(ev))?;
+    let links = Links::new(model, cfg.lps)?;
+    let mut globals = GlobalQueue::new(model)?;
     let mut report = Report::new("seq", 1, cfg.queue.name(), cfg.lps, cfg.end);
     report.init_s = init_start.elapsed().as_secs_f64();
 
@@ -48,6 +52,10 @@ fn run_with<M: Model, Q: PendingSet<Event<M::Event>>>(
     let outcome = catch_unwind(AssertUnwindSafe(|| {
         while let Some(ev) = queue.pop() {
             let now = ev.time;
+            if !globals.is_empty() && globals.next_time(end) < now {
+                // Global events before this LP event run first (every LP is quiescent here).
+                globals.run_before(model, n, &lps, now, end)?;
+            }
             if now >= end {
                 queue.push(ev);
                 break;
@@ -69,6 +77,9 @@ fn run_with<M: Model, Q: PendingSet<Event<M::Event>>>(
             }
             if let Some(e) = error.take() {
                 return Err(SimError::Model(e));
+            }
+            if links.declared {
+                links.check(ev.dst, now, &out)?;
             }
             model.commit(&ev.payload, &CommitCtx { me: ev.dst, now });
             slot.digest.commit(&ev.key());
@@ -108,6 +119,7 @@ fn run_with<M: Model, Q: PendingSet<Event<M::Event>>>(
     report.complete = !stopped;
     report.last_time = last_time;
     finish_report(model, &lps, &counters, &mut report);
+    globals.add_to(&mut report);
     report.set_wall(wall);
     report
         .executor_stats

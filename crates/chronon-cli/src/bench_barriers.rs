@@ -1,0 +1,134 @@
+//! `chronon bench barriers`: the average cost of one barrier wait, in the layout of seed 001
+//! Tables 1 (tree barrier, per fan-in) and 2 (the four barriers).
+
+use std::sync::Arc;
+use std::time::Instant;
+
+use chronon::barrier::{Barrier, BarrierKind};
+
+use crate::bench::BarrierBench;
+use crate::Failure;
+
+/// Reads the time-stamp counter (x86_64), or `None` elsewhere.
+fn tsc() -> Option<u64> {
+    #[cfg(target_arch = "x86_64")]
+    {
+        // Safety: `rdtsc` has no preconditions on x86_64 (it only reads a counter).
+        #[allow(unused_unsafe)]
+        let t = unsafe { core::arch::x86_64::_rdtsc() };
+        Some(t)
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    {
+        None
+    }
+}
+
+/// Average (ns, TSC ticks) per wait over `waits` waits of `threads` threads.
+fn measure(kind: BarrierKind, threads: usize, waits: u64) -> (f64, Option<f64>) {
+    let b: Arc<dyn Barrier> = Arc::from(kind.build(threads));
+    let handles: Vec<_> = (0..threads)
+        .map(|me| {
+            let b = b.clone();
+            std::thread::spawn(move || {
+                b.wait(me); // start together
+                let (t0, c0) = (Instant::now(), tsc());
+                for _ in 0..waits {
+                    b.wait(me);
+                }
+                let ns = t0.elapsed().as_nanos() as f64 / waits as f64;
+                let cycles = tsc()
+                    .zip(c0)
+                    .map(|(c1, c0)| (c1 - c0) as f64 / waits as f64);
+                (ns, cycles)
+            })
+        })
+        .collect();
+    let all: Vec<(f64, Option<f64>)> = handles
+        .into_iter()
+        .map(|h| h.join().expect("a benchmark thread panicked"))
+        .collect();
+    let n = all.len() as f64;
+    let ns = all.iter().map(|x| x.0).sum::<f64>() / n;
+    let cycles = all
+        .iter()
+        .map(|x| x.1)
+        .collect::<Option<Vec<f64>>>()
+        .map(|v| v.iter().sum::<f64>() / n);
+    (ns, cycles)
+}
+
+fn cell((ns, cycles): (f64, Option<f64>)) -> String {
+    match cycles {
+        Some(c) => format!("{ns:.0} ({c:.0})"),
+        None => format!("{ns:.0}"),
+    }
+}
+
+fn label(t: usize) -> String {
+    format!("{t} thread{}", if t == 1 { "" } else { "s" })
+}
+
+pub(crate) fn run(b: BarrierBench) -> Result<u8, Failure> {
+    if b.threads.contains(&0) {
+        return Err(Failure::bad_input(
+            "--threads has a 0; every count must be at least 1",
+        ));
+    }
+    if b.m.contains(&0) {
+        return Err(Failure::bad_input(
+            "--m has a 0; every fan-in must be at least 1",
+        ));
+    }
+    if b.waits == 0 {
+        return Err(Failure::bad_input("--waits is 0; it must be at least 1"));
+    }
+    let unit = if tsc().is_some() {
+        "ns (TSC ticks from rdtsc: the constant-rate time-stamp counter, not core clock cycles)"
+    } else {
+        "ns (no cycle counter on this architecture)"
+    };
+    println!(
+        "Average barrier wait() cost over {} waits per thread, in {unit}; {} cores available",
+        b.waits,
+        std::thread::available_parallelism().map_or(0, |n| n.get())
+    );
+    println!();
+    println!("Table 1: tree barrier, by fan-in m");
+    print!("{:<12}", "m value");
+    for m in &b.m {
+        print!("{m:>16}");
+    }
+    println!();
+    for &t in &b.threads {
+        print!("{:<12}", label(t));
+        for &m in &b.m {
+            print!(
+                "{:>16}",
+                cell(measure(BarrierKind::Tree { fan_in: m }, t, b.waits))
+            );
+        }
+        println!();
+    }
+    println!();
+    println!("Table 2: the four barriers (tree with m = {})", b.fan_in);
+    let kinds = [
+        ("std", BarrierKind::Std),
+        ("semaphore", BarrierKind::Semaphore),
+        ("spin", BarrierKind::Spin),
+        ("tree", BarrierKind::Tree { fan_in: b.fan_in }),
+    ];
+    print!("{:<12}", "");
+    for (name, _) in &kinds {
+        print!("{name:>16}");
+    }
+    println!();
+    for &t in &b.threads {
+        print!("{:<12}", label(t));
+        for (_, k) in &kinds {
+            print!("{:>16}", cell(measure(*k, t, b.waits)));
+        }
+        println!();
+    }
+    Ok(0)
+}

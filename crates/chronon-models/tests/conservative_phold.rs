@@ -1,0 +1,184 @@
+//! PHOLD under every conservative executor at 1 to 4 threads commits the sequential history.
+
+use chronon::barrier::BarrierKind;
+use chronon::partition::Mapping;
+use chronon::{ConservativeConfig, Executor, Simulation};
+use chronon_models::phold::{Phold, PholdTopology};
+
+fn run(p: &Phold, end: f64, seed: u64, exec: Executor) -> chronon::Report {
+    Simulation::new(p.clone())
+        .lps(p.lps)
+        .end_time(end)
+        .seed(seed)
+        .executor(exec)
+        .run()
+        .unwrap_or_else(|e| panic!("{e}"))
+}
+
+fn check(p: &Phold, end: f64, seed: u64, protocols: &[&str]) {
+    let seq = run(p, end, seed, Executor::Sequential);
+    assert!(seq.committed > 100);
+    for threads in 1..=4 {
+        for &name in protocols {
+            let c = ConservativeConfig::new(threads).mapping(if seed % 2 == 0 {
+                Mapping::Block
+            } else {
+                Mapping::RoundRobin
+            });
+            let exec = match name {
+                "window" => Executor::Window(c),
+                "lockstep" => Executor::Lockstep(c),
+                _ => Executor::NullMessage(c),
+            };
+            let r = run(p, end, seed, exec);
+            let what = format!("{name} x{threads}, seed {seed}, {p:?}");
+            assert_eq!(r.fingerprint, seq.fingerprint, "{what}");
+            assert_eq!(r.model_stats, seq.model_stats, "{what}");
+            assert_eq!(r.workers.len(), threads, "{what}");
+            let events: f64 = r.workers.iter().map(|w| w["events"]).sum();
+            assert_eq!(events as u64, seq.committed, "{what}");
+        }
+    }
+}
+
+#[test]
+fn positive_lookahead_every_protocol() {
+    for (seed, remote) in [(1, 0.1), (2, 0.5), (3, 1.0)] {
+        let p = Phold {
+            lps: 24,
+            start_events: 3,
+            remote,
+            lookahead: 0.2,
+            ..Phold::default()
+        };
+        check(&p, 12.0, seed, &["window", "lockstep", "null-message"]);
+    }
+}
+
+#[test]
+fn zero_lookahead_window_and_lockstep() {
+    for (seed, remote) in [(4, 0.25), (5, 0.9)] {
+        let p = Phold {
+            lps: 12,
+            start_events: 2,
+            remote,
+            lookahead: 0.0,
+            ..Phold::default()
+        };
+        check(&p, 8.0, seed, &["window", "lockstep"]);
+    }
+}
+
+#[test]
+fn mesh2d_topology_every_protocol() {
+    let p = Phold {
+        lps: 36,
+        start_events: 2,
+        remote: 0.5,
+        lookahead: 0.3,
+        topology: PholdTopology::Mesh2d,
+        ..Phold::default()
+    };
+    check(&p, 10.0, 6, &["window", "lockstep", "null-message"]);
+    // Under null messages the graph is sparse: fewer channels than a full mesh would have.
+    let r = run(
+        &p,
+        10.0,
+        6,
+        Executor::NullMessage(ConservativeConfig::new(4)),
+    );
+    assert!(r.executor_stats["null_messages"] > 0.0);
+}
+
+#[test]
+fn four_threads_with_every_barrier_finish_and_agree() {
+    // The machines running these tests have 2 cores: 4 spinning workers must not livelock.
+    let p = Phold {
+        lps: 32,
+        start_events: 2,
+        remote: 0.3,
+        lookahead: 0.25,
+        ..Phold::default()
+    };
+    let seq = run(&p, 10.0, 9, Executor::Sequential);
+    for b in [
+        BarrierKind::Std,
+        BarrierKind::Semaphore,
+        BarrierKind::Spin,
+        BarrierKind::Tree { fan_in: 1 },
+        BarrierKind::Tree { fan_in: 4 },
+    ] {
+        for exec in [
+            Executor::Window(ConservativeConfig::new(4).barrier(b)),
+            Executor::Lockstep(ConservativeConfig::new(4).barrier(b)),
+            Executor::NullMessage(ConservativeConfig::new(4).barrier(b)),
+        ] {
+            assert_eq!(run(&p, 10.0, 9, exec).fingerprint, seq.fingerprint, "{b:?}");
+        }
+    }
+}
+
+#[test]
+fn a_panicking_handler_stops_every_worker_with_lp_and_time() {
+    #[derive(Clone)]
+    struct Bomb(Phold);
+    impl chronon::Model for Bomb {
+        type State = <Phold as chronon::Model>::State;
+        type Event = <Phold as chronon::Model>::Event;
+        fn init(&self, ctx: &mut chronon::Ctx<'_, Self>) -> Self::State {
+            // Same events as PHOLD's init, through this model's context.
+            for _ in 0..self.0.start_events {
+                let d = self.0.lookahead + ctx.rng().exponential(self.0.mean - self.0.lookahead);
+                ctx.send(ctx.me(), d, chronon_models::phold::Job);
+            }
+            Self::State::default()
+        }
+        fn on_event(
+            &self,
+            s: &mut Self::State,
+            _e: &Self::Event,
+            ctx: &mut chronon::Ctx<'_, Self>,
+        ) {
+            if ctx.me() == 5 && ctx.now() > 3.0 {
+                panic!("boom");
+            }
+            s.events += 1;
+            let d = self.0.lookahead + ctx.rng().exponential(1.0);
+            let n = u64::from(ctx.lps());
+            let dst = ctx.rng().below(n) as u32;
+            ctx.send(dst, d, chronon_models::phold::Job);
+        }
+        fn lookahead(&self) -> f64 {
+            self.0.lookahead
+        }
+    }
+    let p = Phold {
+        lps: 16,
+        start_events: 2,
+        lookahead: 0.5,
+        ..Phold::default()
+    };
+    for threads in [2, 4] {
+        for exec in [
+            Executor::Window(ConservativeConfig::new(threads)),
+            Executor::Lockstep(ConservativeConfig::new(threads)),
+            Executor::NullMessage(ConservativeConfig::new(threads)),
+        ] {
+            let e = Simulation::new(Bomb(p.clone()))
+                .lps(16)
+                .end_time(50.0)
+                .seed(1)
+                .executor(exec)
+                .run()
+                .unwrap_err();
+            match e {
+                chronon::SimError::Panic { lp, time, message } => {
+                    assert_eq!(lp, 5);
+                    assert!(time > 3.0);
+                    assert!(message.contains("boom"));
+                }
+                other => panic!("expected a panic error, got {other}"),
+            }
+        }
+    }
+}

@@ -1,0 +1,324 @@
+//! Chandy-Misra-Bryant null messages (seed 001 §2.2.1) between workers.
+//!
+//! Each worker is a partition; for every pair of workers joined by at least one LP link, the
+//! channel register `chan[v -> w]` holds the time below which nothing will ever come from `v`
+//! to `w` (the null message; raising it is sending one). A worker loops without barriers:
+//! read its input channels (InClock = their minimum), receive its mailbox, execute its events
+//! with time below InClock, flush its batches, then publish on every output channel its lower
+//! bound on future events, `min(earliest pending, InClock)`, plus the link's lookahead — only
+//! when that raises the channel, so null messages are batched per round of the loop. Sends
+//! are pushed before the channel is raised and channels are read before the mailbox is taken,
+//! so a raised channel always comes with every event sent below it.
+//!
+//! Every link between workers needs a positive lookahead: with zero lookahead a cycle
+//! deadlocks (seed 001 §2.2.1) and equal-time cascades across workers would need key-level
+//! channel clocks, so such links are rejected before the run starts, naming the cycle (or the
+//! link). Global events run at a rendezvous: every worker has executed everything up to the
+//! event and can receive nothing more before it.
+
+use std::sync::atomic::Ordering::SeqCst;
+use std::time::Instant;
+
+use super::{Outcome, Worker};
+use crate::barrier::Barrier;
+use crate::error::SimError;
+use crate::event::{Event, Keyed};
+use crate::executor::links::Links;
+use crate::gsu::{Published, Snapshot};
+use crate::model::{LpId, Model, Time};
+use crate::queue::PendingSet;
+
+/// Rejects zero-lookahead links between workers, naming a cycle of them if there is one.
+pub(super) fn check_links(
+    links: &Links,
+    owner: &[u32],
+    link_la: &[Time],
+    w: usize,
+) -> Result<(), SimError> {
+    let zero = |v: usize, x: usize| v != x && link_la[v * w + x] == 0.0;
+    if !(0..w).any(|v| (0..w).any(|x| zero(v, x))) {
+        return Ok(());
+    }
+    // An example LP link for each zero-lookahead worker pair.
+    let example = |v: usize, x: usize| -> (LpId, LpId) {
+        for (a, &o) in owner.iter().enumerate() {
+            if o as usize != v {
+                continue;
+            }
+            match links.of(a as LpId) {
+                None => {
+                    if links.lookahead == 0.0 {
+                        if let Some(b) = owner.iter().position(|&p| p as usize == x) {
+                            return (a as LpId, b as LpId);
+                        }
+                    }
+                }
+                Some(ls) => {
+                    for &(b, la) in ls {
+                        if la == 0.0 && owner[b as usize] as usize == x {
+                            return (a as LpId, b);
+                        }
+                    }
+                }
+            }
+        }
+        (0, 0)
+    };
+    // Look for a cycle among zero-lookahead worker links (depth-first search).
+    let mut state = vec![0u8; w];
+    let mut stack: Vec<usize> = Vec::new();
+    fn dfs(
+        v: usize,
+        w: usize,
+        zero: &dyn Fn(usize, usize) -> bool,
+        state: &mut [u8],
+        stack: &mut Vec<usize>,
+    ) -> Option<Vec<usize>> {
+        state[v] = 1;
+        stack.push(v);
+        for x in 0..w {
+            if !zero(v, x) {
+                continue;
+            }
+            if state[x] == 1 {
+                let i = stack.iter().position(|&s| s == x).unwrap_or(0);
+                let mut c = stack[i..].to_vec();
+                c.push(x);
+                return Some(c);
+            }
+            if state[x] == 0 {
+                if let Some(c) = dfs(x, w, zero, state, stack) {
+                    return Some(c);
+                }
+            }
+        }
+        stack.pop();
+        state[v] = 2;
+        None
+    }
+    for v in 0..w {
+        if state[v] == 0 {
+            if let Some(cycle) = dfs(v, w, &zero, &mut state, &mut stack) {
+                let hops: Vec<String> = cycle
+                    .windows(2)
+                    .map(|p| {
+                        let (a, b) = example(p[0], p[1]);
+                        format!("LP {a} -> LP {b} (worker {} -> {})", p[0], p[1])
+                    })
+                    .collect();
+                return Err(SimError::Config(format!(
+                    "--sync null-message cannot run a cycle of zero-lookahead links: {}; give these links a positive lookahead, or use --sync window or lockstep",
+                    hops.join(", ")
+                )));
+            }
+        }
+    }
+    let (v, x) = (0..w)
+        .flat_map(|v| (0..w).map(move |x| (v, x)))
+        .find(|&(v, x)| zero(v, x))
+        .expect("a zero link exists");
+    let (a, b) = example(v, x);
+    Err(SimError::Config(format!(
+        "--sync null-message needs a positive lookahead on links between workers; LP {a} -> LP {b} (worker {v} -> {x}) has lookahead 0 (use --sync window or lockstep, or map both LPs to one worker)"
+    )))
+}
+
+pub(super) fn run<M: Model, Q: PendingSet<Event<M::Event>>>(
+    w: &mut Worker<'_, '_, M, Q>,
+    _barrier: &dyn Barrier,
+) -> Outcome {
+    let sh = w.sh;
+    let me = w.me;
+    let nw = sh.workers;
+    let end = sh.cfg.end;
+    let ins: Vec<usize> = (0..nw)
+        .filter(|&v| v != me && sh.link_la[v * nw + me].is_finite())
+        .collect();
+    let outs: Vec<(usize, Time)> = (0..nw)
+        .filter(|&x| x != me && sh.link_la[me * nw + x].is_finite())
+        .map(|x| (x, sh.link_la[me * nw + x]))
+        .collect();
+    let mut sent: Vec<f64> = vec![0.0; outs.len()];
+    let min_la = outs.iter().map(|o| o.1).fold(f64::INFINITY, f64::min);
+    let mut outcome = Outcome::default();
+    let mut next_global = f64::from_bits(sh.global_next.load(SeqCst));
+    let read_in = || {
+        ins.iter()
+            .map(|&v| f64::from_bits(sh.chan[v * nw + me].load(SeqCst)))
+            .fold(f64::INFINITY, f64::min)
+    };
+    let mut loops = 0u64;
+    loop {
+        let t0 = Instant::now();
+        if sh.abort.load(SeqCst) {
+            outcome.stopped = sh.error.lock().map(|e| e.is_none()).unwrap_or(false);
+            break;
+        }
+        if me == 0 && loops % 64 == 0 && sh.cfg.progress.stop_requested() {
+            sh.abort.store(true, SeqCst);
+            sh.sleepers.wake_all();
+            outcome.stopped = true;
+            break;
+        }
+        loops += 1;
+        // 1. Input channels first, then the mailbox (see the module docs).
+        let in_clock = read_in();
+        sh.gsu.receive(
+            me,
+            &sh.mail[me],
+            &mut w.queue,
+            |q, e| q.push(e),
+            |q| Published {
+                moe: q.peek().map_or(Published::IDLE.moe, |e| e.key()),
+                ..Published::IDLE
+            },
+        );
+        // 2. Null messages before executing: nothing this worker will ever send is earlier than
+        //    min(earliest pending, InClock) + lookahead, and announcing it now lets the
+        //    neighbours run while this worker executes (no leapfrogging).
+        let head_t = w.head().map_or(f64::INFINITY, |k| k.time);
+        raise(w, &outs, &mut sent, head_t.min(in_clock));
+        // 3. Execute below InClock.
+        let cap = sh.cap(next_global);
+        w.stats.sync_s += t0.elapsed().as_secs_f64();
+        // At most one lookahead per slice, then announce again: a neighbour that is one slice
+        // ahead never waits for a whole long step of ours (no anti-phase leapfrogging).
+        let below = in_clock.min(head_t + min_la);
+        let done = match w.run_below(below, cap, None) {
+            Ok(n) => n,
+            Err(e) => {
+                sh.record_error(e);
+                sh.abort.store(true, SeqCst);
+                sh.sleepers.wake_all();
+                break;
+            }
+        };
+        let t1 = Instant::now();
+        w.flush();
+        if done > 0 {
+            for &(x, _) in &outs {
+                sh.sleepers.wake(x);
+            }
+        }
+        // 4. Null messages again, from the new earliest event (after the sends: a raised channel
+        //    comes with every event sent below it).
+        let head = w.head();
+        let head_t = head.map_or(f64::INFINITY, |k| k.time);
+        let lb = head_t.min(in_clock);
+        raise(w, &outs, &mut sent, lb);
+        if me == 0 {
+            sh.cfg.progress.set_now(lb.min(end));
+        }
+        // 5. A global event due, the end, or wait for input.
+        if next_global < end && head_t > next_global && in_clock > next_global {
+            next_global = rendezvous(w, head);
+            w.stats.sync_s += t1.elapsed().as_secs_f64();
+            continue;
+        }
+        if head_t >= end && in_clock >= end {
+            break;
+        }
+        if head_t >= end && next_global >= end && quiescent(w, head) {
+            // Nothing is left anywhere before the end (GSU snapshot: no pending event, no
+            // message in transit): close every output channel and stop, instead of letting
+            // null messages creep up to the end (or forever, without an end time).
+            raise(w, &outs, &mut sent, f64::INFINITY);
+            break;
+        }
+        if done == 0 {
+            let tw = Instant::now();
+            sh.sleepers.wait_until(me, || {
+                sh.abort.load(SeqCst) || !sh.mail[me].is_empty() || read_in() > in_clock
+            });
+            w.stats.wait_s += tw.elapsed().as_secs_f64();
+        }
+        w.stats.sync_s += t1.elapsed().as_secs_f64();
+    }
+    outcome
+}
+
+/// Whether a GSU snapshot shows no event before the end anywhere, in transit included (this
+/// worker first publishes its own earliest event, `head`).
+fn quiescent<M: Model, Q: PendingSet<Event<M::Event>>>(
+    w: &mut Worker<'_, '_, M, Q>,
+    head: Option<crate::event::EventKey>,
+) -> bool {
+    let sh = w.sh;
+    sh.gsu.publish(
+        w.me,
+        &Published {
+            moe: head.unwrap_or(Published::IDLE.moe),
+            ..Published::IDLE
+        },
+    );
+    let mut snap = Snapshot::default();
+    sh.gsu.snapshot(|i| sh.mail[i].min_time(), &mut snap);
+    snap.lbts() >= sh.cfg.end
+}
+
+/// Raises every output channel whose bound `lb + lookahead` moved up (one null message each).
+fn raise<M: Model, Q: PendingSet<Event<M::Event>>>(
+    w: &mut Worker<'_, '_, M, Q>,
+    outs: &[(usize, Time)],
+    sent: &mut [f64],
+    lb: Time,
+) {
+    let sh = w.sh;
+    let nw = sh.workers;
+    for (i, &(x, la)) in outs.iter().enumerate() {
+        let b = lb + la;
+        if b > sent[i] {
+            sent[i] = b;
+            sh.chan[w.me * nw + x].store(b.to_bits(), SeqCst);
+            w.stats.null_messages += 1;
+            sh.sleepers.wake(x);
+        }
+    }
+}
+
+/// Every worker arrives with nothing left before the next global event; the last to arrive
+/// runs the global events due (before the earliest pending LP event, messages in transit
+/// included) and releases the others. Returns the next global event's time.
+fn rendezvous<M: Model, Q: PendingSet<Event<M::Event>>>(
+    w: &mut Worker<'_, '_, M, Q>,
+    head: Option<crate::event::EventKey>,
+) -> Time {
+    let sh = w.sh;
+    let me = w.me;
+    let generation = sh.generation.load(SeqCst);
+    sh.gsu.publish(
+        me,
+        &Published {
+            moe: head.unwrap_or(Published::IDLE.moe),
+            ..Published::IDLE
+        },
+    );
+    if sh.arrived.fetch_add(1, SeqCst) + 1 == sh.workers {
+        let mut snap = Snapshot::default();
+        sh.gsu.snapshot(|i| sh.mail[i].min_time(), &mut snap);
+        let t_min = snap.lbts();
+        let next = if t_min.is_finite() {
+            match sh.run_globals(t_min) {
+                Ok(n) => n,
+                Err(e) => {
+                    sh.record_error(e);
+                    sh.abort.store(true, SeqCst);
+                    f64::INFINITY
+                }
+            }
+        } else {
+            f64::INFINITY
+        };
+        sh.global_next.store(next.to_bits(), SeqCst);
+        sh.arrived.store(0, SeqCst);
+        sh.generation.store(generation + 1, SeqCst);
+        sh.sleepers.wake_all();
+    } else {
+        let tw = Instant::now();
+        sh.sleepers.wait_until(me, || {
+            sh.abort.load(SeqCst) || sh.generation.load(SeqCst) != generation
+        });
+        w.stats.wait_s += tw.elapsed().as_secs_f64();
+    }
+    f64::from_bits(sh.global_next.load(SeqCst))
+}

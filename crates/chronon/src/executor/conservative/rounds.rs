@@ -1,0 +1,145 @@
+//! The round driver shared by the window and lock-step protocols.
+//!
+//! One round, on every worker:
+//! 1. **receive**: take the mailbox (GSU `receive`), publish MOE (the earliest key), the
+//!    protocol's bound, flags (error, stop) and — worker 0 — the next global event's time;
+//! 2. **barrier**; then every worker reads the same GSU snapshot (no worker receives or
+//!    publishes before the next barrier; sends only add events later than every bound);
+//! 3. if the snapshot carries a flag, everyone leaves; if a global event is due before the
+//!    earliest LP event, worker 0 runs it while the others wait at a second barrier (the safe
+//!    place of seed 001 §2.2.3);
+//! 4. **execute** every event below the worker's bound (and the globally smallest one);
+//! 5. **flush** the outgoing batches, **barrier**.
+
+use std::sync::atomic::Ordering;
+use std::time::Instant;
+
+use super::lockstep::Closure;
+use super::{window, Outcome, Protocol, Worker};
+use crate::barrier::Barrier;
+use crate::event::Event;
+use crate::gsu::{Published, Snapshot};
+use crate::model::Model;
+use crate::queue::PendingSet;
+
+const FLAG_ERROR: u64 = 1;
+const FLAG_STOP: u64 = 2;
+
+pub(super) fn run<M: Model, Q: PendingSet<Event<M::Event>>>(
+    w: &mut Worker<'_, '_, M, Q>,
+    barrier: &dyn Barrier,
+    protocol: Protocol,
+) -> Outcome {
+    let sh = w.sh;
+    let me = w.me;
+    let end = sh.cfg.end;
+    let la = sh.worker_la[me];
+    let mut snap = Snapshot::default();
+    let mut closure = Closure::default();
+    let mut failed = false;
+    let mut outcome = Outcome::default();
+    let mut bound_sum = 0.0;
+    loop {
+        let t0 = Instant::now();
+        let stop = me == 0 && sh.cfg.progress.stop_requested();
+        let flags = if failed { FLAG_ERROR } else { 0 } | if stop { FLAG_STOP } else { 0 };
+        // Ordering: written before the barrier that ends the last safe point, read after it.
+        let next_global = f64::from_bits(sh.global_next.load(Ordering::Relaxed));
+        sh.gsu.receive(
+            me,
+            &sh.mail[me],
+            &mut w.queue,
+            |q, e| q.push(e),
+            |q| {
+                let moe = q.peek().map_or(Published::IDLE.moe, |e| {
+                    use crate::event::Keyed;
+                    e.key()
+                });
+                Published {
+                    moe,
+                    bound: moe.time + la,
+                    flags,
+                    aux: next_global,
+                }
+            },
+        );
+        let tw = Instant::now();
+        barrier.wait(me);
+        w.stats.wait_s += tw.elapsed().as_secs_f64();
+        sh.gsu.snapshot(|i| sh.mail[i].min_time(), &mut snap);
+        let flags = snap.flags();
+        if flags & FLAG_ERROR != 0 {
+            break;
+        }
+        if flags & FLAG_STOP != 0 {
+            outcome.stopped = true;
+            break;
+        }
+        let min_key = snap.min_moe();
+        let t_min = snap.lbts();
+        let mut g = snap.workers[0].published.aux;
+        if g < t_min && g < end && t_min.is_finite() {
+            // The safe place: every LP event before `t_min` has run, none after it has.
+            if me == 0 {
+                let next = match sh.run_globals(t_min) {
+                    Ok(next) => next,
+                    Err(e) => {
+                        sh.record_error(e);
+                        failed = true;
+                        f64::NEG_INFINITY
+                    }
+                };
+                // Ordering: the barrier below publishes it.
+                sh.global_next.store(next.to_bits(), Ordering::Relaxed);
+            }
+            let tw = Instant::now();
+            barrier.wait(me);
+            w.stats.wait_s += tw.elapsed().as_secs_f64();
+            // Ordering: written before the barrier above.
+            g = f64::from_bits(sh.global_next.load(Ordering::Relaxed));
+        }
+        if t_min >= end || t_min.is_nan() {
+            break;
+        }
+        let below = match protocol {
+            Protocol::Window => window::lbts(&snap, &sh.worker_la),
+            // A worker with a zero-lookahead link to another worker runs only the event at
+            // GST (lockstep.rs: equal-time cascades across workers).
+            _ if sh.worker_la[me] == 0.0 => t_min.min(closure.in_clock(&snap, &sh.link_la, me)),
+            _ => closure.in_clock(&snap, &sh.link_la, me),
+        };
+        bound_sum += (below.min(end) - t_min).max(0.0);
+        let cap = if g == f64::NEG_INFINITY {
+            // A global event failed: run nothing more; the next round reports it.
+            crate::event::EventKey {
+                time: 0.0,
+                seq: 0,
+                src: 0,
+            }
+        } else {
+            sh.cap(g)
+        };
+        w.stats.sync_s += t0.elapsed().as_secs_f64();
+        if let Err(e) = w.run_below(below, cap, Some(min_key)) {
+            sh.record_error(e);
+            failed = true;
+        }
+        let t1 = Instant::now();
+        w.flush();
+        w.stats.rounds += 1;
+        if me == 0 {
+            sh.cfg.progress.set_now(t_min);
+            w.report_progress();
+        }
+        let tw = Instant::now();
+        barrier.wait(me);
+        w.stats.wait_s += tw.elapsed().as_secs_f64();
+        w.stats.sync_s += t1.elapsed().as_secs_f64();
+    }
+    if w.stats.rounds > 0 {
+        outcome
+            .extra
+            .push(("mean_window", bound_sum / w.stats.rounds as f64));
+    }
+    outcome
+}

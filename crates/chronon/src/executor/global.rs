@@ -1,0 +1,136 @@
+//! Global events (seed 001 §2.2.3): events outside any LP, kept in their own small queue and run
+//! at a safe point where every LP event before them has run and no later one has.
+//!
+//! Their keys use [`ENGINE_SENDER`] as sender and a counter of their own, so a global event at
+//! time `g` orders after every LP event at `g` (zero-delay cascades included) and before any
+//! LP event after `g`. A global event runs only while an LP event is pending after it and never
+//! at or after the end time, so a periodic statistic cannot keep an otherwise finished run alive.
+
+use std::cmp::Reverse;
+use std::collections::BinaryHeap;
+use std::panic::{catch_unwind, AssertUnwindSafe};
+
+use crate::error::{panic_message, ModelError, SimError};
+use crate::event::{EventKey, ENGINE_SENDER};
+use crate::model::{GlobalCtx, LpId, LpStates, Model, ModelStats, Time};
+
+/// The pending global events and the statistics their handlers wrote.
+#[derive(Debug, Default)]
+pub(crate) struct GlobalQueue {
+    heap: BinaryHeap<Reverse<(u64, u64)>>,
+    seq: u64,
+    pub stats: ModelStats,
+    /// Global events run.
+    pub ran: u64,
+}
+
+impl GlobalQueue {
+    /// The model's first global events; an invalid time is a configuration error.
+    pub(crate) fn new<M: Model>(model: &M) -> Result<Self, SimError> {
+        let mut q = GlobalQueue::default();
+        for t in model.global_events() {
+            if !(t >= 0.0 && t.is_finite()) {
+                return Err(SimError::Config(format!(
+                    "the model's global event time {t} is not allowed; it must be finite and >= 0"
+                )));
+            }
+            q.push(t + 0.0);
+        }
+        Ok(q)
+    }
+
+    fn push(&mut self, t: Time) {
+        self.heap.push(Reverse((t.to_bits(), self.seq)));
+        self.seq += 1;
+    }
+
+    /// Adds what the global handlers wrote to the report's model statistics, and the count.
+    pub(crate) fn add_to(&self, report: &mut crate::stats::Report) {
+        for (k, v) in self.stats.iter() {
+            report.model_stats.add(k, v);
+        }
+        if self.ran > 0 {
+            report
+                .executor_stats
+                .insert("global_events".into(), self.ran as f64);
+        }
+    }
+
+    /// Whether there are no global events left.
+    #[inline]
+    pub(crate) fn is_empty(&self) -> bool {
+        self.heap.is_empty()
+    }
+
+    /// The key of the next global event.
+    #[inline]
+    pub(crate) fn next_key(&self) -> Option<EventKey> {
+        self.heap.peek().map(|Reverse((bits, seq))| EventKey {
+            time: f64::from_bits(*bits),
+            seq: *seq,
+            src: ENGINE_SENDER,
+        })
+    }
+
+    /// The time of the next global event that may still run in a run ending at `end`
+    /// (`+inf` when none).
+    #[inline]
+    pub(crate) fn next_time(&self, end: Time) -> Time {
+        match self.next_key() {
+            Some(k) if k.time < end => k.time,
+            _ => Time::INFINITY,
+        }
+    }
+
+    /// Runs, in key order, every global event with time `< before` and `< end` (`before` is the
+    /// time of the earliest pending LP event). Every LP must be quiescent.
+    pub(crate) fn run_before<M: Model>(
+        &mut self,
+        model: &M,
+        lps: LpId,
+        states: &dyn LpStates<M::State>,
+        before: Time,
+        end: Time,
+    ) -> Result<(), SimError> {
+        let mut scheduled = Vec::new();
+        while let Some(k) = self.next_key() {
+            if !(k.time < before && k.time < end) {
+                break;
+            }
+            self.heap.pop();
+            self.ran += 1;
+            let now = k.time;
+            let outcome = catch_unwind(AssertUnwindSafe(|| {
+                let mut ctx = GlobalCtx::<M> {
+                    now,
+                    lps,
+                    states,
+                    stats: &mut self.stats,
+                    scheduled: &mut scheduled,
+                };
+                model.on_global(&mut ctx);
+            }));
+            if let Err(payload) = outcome {
+                return Err(SimError::Panic {
+                    lp: ENGINE_SENDER,
+                    time: now,
+                    message: format!("in a global event: {}", panic_message(payload.as_ref())),
+                });
+            }
+            for d in scheduled.drain(..) {
+                let t = now + d + 0.0;
+                if !(d > 0.0 && t.is_finite()) {
+                    return Err(SimError::Model(ModelError {
+                        lp: ENGINE_SENDER,
+                        time: now,
+                        message: format!(
+                            "a global event scheduled another with delay {d}; it must be finite and > 0"
+                        ),
+                    }));
+                }
+                self.push(t);
+            }
+        }
+        Ok(())
+    }
+}

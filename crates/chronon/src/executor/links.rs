@@ -1,0 +1,110 @@
+//! The model's declared topology ([`Model::topology`]): per-LP links with their lookahead, the
+//! check that every send keeps to them, and the lookahead figures the conservative executors
+//! derive from them.
+
+use crate::error::{ModelError, SimError};
+use crate::event::Event;
+use crate::model::{LpId, Model, Time};
+
+/// One LP's links: (destination, lookahead), sorted by destination.
+type LinkList = Box<[(LpId, Time)]>;
+
+/// Every LP's declared links (`None`: full mesh with the model's lookahead).
+#[derive(Debug)]
+pub(crate) struct Links {
+    /// Per LP: its links sorted by destination, or `None` for the full mesh.
+    per_lp: Vec<Option<LinkList>>,
+    /// The model's global lookahead.
+    pub lookahead: Time,
+    /// Whether any LP declared links.
+    pub declared: bool,
+}
+
+impl Links {
+    /// Reads and validates the model's topology for `lps` LPs.
+    pub(crate) fn new<M: Model>(model: &M, lps: LpId) -> Result<Self, SimError> {
+        let lookahead = model.lookahead();
+        let mut per_lp = Vec::with_capacity(lps as usize);
+        let mut declared = false;
+        for lp in 0..lps {
+            match model.topology(lp) {
+                None => per_lp.push(None),
+                Some(mut v) => {
+                    declared = true;
+                    v.retain(|&(d, _)| d != lp);
+                    v.sort_by(|a, b| a.0.cmp(&b.0).then(a.1.total_cmp(&b.1)));
+                    v.dedup_by_key(|x| x.0);
+                    for &(d, la) in &v {
+                        if d >= lps {
+                            return Err(SimError::Config(format!(
+                                "the model's topology links LP {lp} to LP {d}, but there are {lps} LPs (0..={})",
+                                lps - 1
+                            )));
+                        }
+                        if !(la >= 0.0 && la.is_finite()) {
+                            return Err(SimError::Config(format!(
+                                "the model's topology gives link LP {lp} -> LP {d} lookahead {la}; it must be finite and >= 0"
+                            )));
+                        }
+                    }
+                    per_lp.push(Some(v.into_boxed_slice()));
+                }
+            }
+        }
+        Ok(Links {
+            per_lp,
+            lookahead,
+            declared,
+        })
+    }
+
+    /// LP `lp`'s links, or `None` for the full mesh.
+    pub(crate) fn of(&self, lp: LpId) -> Option<&[(LpId, Time)]> {
+        self.per_lp[lp as usize].as_deref()
+    }
+
+    /// Checks what LP `src`'s handler at `now` sent against its declared links.
+    #[inline]
+    pub(crate) fn check<P>(
+        &self,
+        src: LpId,
+        now: Time,
+        out: &[Event<P>],
+    ) -> Result<(), ModelError> {
+        let Some(links) = self.of(src) else {
+            return Ok(());
+        };
+        for e in out {
+            if e.dst == src {
+                continue;
+            }
+            match links.binary_search_by_key(&e.dst, |l| l.0) {
+                Err(_) => {
+                    return Err(ModelError {
+                        lp: src,
+                        time: now,
+                        message: format!(
+                            "sent an event to LP {}, which is not among its declared links (Model::topology)",
+                            e.dst
+                        ),
+                    })
+                }
+                Ok(i) => {
+                    let la = links[i].1;
+                    if e.time < now + la {
+                        return Err(ModelError {
+                            lp: src,
+                            time: now,
+                            message: format!(
+                                "sent an event to LP {} with delay {}, below that link's declared lookahead {la}",
+                                e.dst,
+                                e.time - now
+                            ),
+                        });
+                    }
+                }
+            }
+        }
+        Ok(())
+    }
+}

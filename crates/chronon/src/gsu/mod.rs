@@ -1,0 +1,262 @@
+//! The software Global Synchronization Unit (seed 000 §3.1).
+//!
+//! Per worker, three registers: **MOE** (the key of the worker's minimum outstanding event, with
+//! a bound derived from it, such as that time plus the worker's lookahead), **MOM** (the
+//! minimum timestamp of the messages in transit to the worker: its mailbox's min register) and
+//! **TMC** (the count of messages in transit to it). Registers change only through the three
+//! operations [`Gsu::send`], [`Gsu::receive`] and [`Gsu::publish`], and [`Gsu::snapshot`] reads
+//! a consistent cut of them, so the minimum over MOE and MOM is a true lower bound on every
+//! unprocessed event, in flight or not, even while workers run. Protocol, invariants and proof:
+//! `README.md` beside this file. Every register is cache-line padded.
+
+use crossbeam_utils::CachePadded;
+
+use crate::comm::Mailbox;
+use crate::event::{EventKey, Keyed};
+use crate::loom::atomic::{AtomicI64, AtomicU64, Ordering::SeqCst};
+
+/// What a worker publishes about itself (its MOE register and what rides with it).
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Published {
+    /// The key of the worker's earliest unprocessed event (time `+inf` when none).
+    pub moe: EventKey,
+    /// A time derived from it by the protocol (e.g. `moe.time` + the worker's lookahead).
+    pub bound: f64,
+    /// Protocol flags (errors, stop requests, …), OR-ed over workers by a snapshot.
+    pub flags: u64,
+    /// A protocol-specific extra value (e.g. the next global event's time).
+    pub aux: f64,
+}
+
+impl Published {
+    /// Nothing outstanding.
+    pub const IDLE: Published = Published {
+        moe: EventKey {
+            time: f64::INFINITY,
+            seq: u64::MAX,
+            src: u32::MAX,
+        },
+        bound: f64::INFINITY,
+        flags: 0,
+        aux: f64::INFINITY,
+    };
+}
+
+#[derive(Debug)]
+struct Regs {
+    /// Even: stable; odd: a receive or publish is in progress (a per-worker seqlock).
+    epoch: AtomicU64,
+    moe_time: AtomicU64,
+    moe_seq: AtomicU64,
+    moe_src: AtomicU64,
+    bound: AtomicU64,
+    flags: AtomicU64,
+    aux: AtomicU64,
+    /// Messages sent to this worker and not yet received.
+    tmc: AtomicI64,
+}
+
+impl Regs {
+    fn new() -> Self {
+        let p = Published::IDLE;
+        Regs {
+            epoch: AtomicU64::new(0),
+            moe_time: AtomicU64::new(p.moe.time.to_bits()),
+            moe_seq: AtomicU64::new(p.moe.seq),
+            moe_src: AtomicU64::new(u64::from(p.moe.src)),
+            bound: AtomicU64::new(p.bound.to_bits()),
+            flags: AtomicU64::new(0),
+            aux: AtomicU64::new(p.aux.to_bits()),
+            tmc: AtomicI64::new(0),
+        }
+    }
+
+    fn store(&self, p: &Published) {
+        self.moe_time.store(p.moe.time.to_bits(), SeqCst);
+        self.moe_seq.store(p.moe.seq, SeqCst);
+        self.moe_src.store(u64::from(p.moe.src), SeqCst);
+        self.bound.store(p.bound.to_bits(), SeqCst);
+        self.flags.store(p.flags, SeqCst);
+        self.aux.store(p.aux.to_bits(), SeqCst);
+    }
+
+    fn load(&self) -> Published {
+        Published {
+            moe: EventKey {
+                time: f64::from_bits(self.moe_time.load(SeqCst)),
+                seq: self.moe_seq.load(SeqCst),
+                src: self.moe_src.load(SeqCst) as u32,
+            },
+            bound: f64::from_bits(self.bound.load(SeqCst)),
+            flags: self.flags.load(SeqCst),
+            aux: f64::from_bits(self.aux.load(SeqCst)),
+        }
+    }
+}
+
+/// One worker's registers as a snapshot saw them.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct WorkerView {
+    /// Its MOE register and what rides with it.
+    pub published: Published,
+    /// Its MOM register: a lower bound on the times of the messages in transit to it.
+    pub mom: f64,
+    /// Its TMC register.
+    pub tmc: i64,
+}
+
+/// A consistent cut of every worker's registers.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct Snapshot {
+    /// Per worker.
+    pub workers: Vec<WorkerView>,
+}
+
+impl Snapshot {
+    /// The lower bound on every unprocessed event's time: min over workers of MOE and MOM.
+    pub fn lbts(&self) -> f64 {
+        self.workers
+            .iter()
+            .map(|w| w.published.moe.time.min(w.mom))
+            .fold(f64::INFINITY, f64::min)
+    }
+
+    /// The smallest MOE key.
+    pub fn min_moe(&self) -> EventKey {
+        self.workers
+            .iter()
+            .map(|w| w.published.moe)
+            .min()
+            .unwrap_or(Published::IDLE.moe)
+    }
+
+    /// The minimum over workers of `bound` and of `MOM + extra[w]`.
+    pub fn min_bound(&self, extra: &[f64]) -> f64 {
+        self.workers
+            .iter()
+            .zip(extra)
+            .map(|(w, x)| w.published.bound.min(w.mom + x))
+            .fold(f64::INFINITY, f64::min)
+    }
+
+    /// All workers' flags OR-ed.
+    pub fn flags(&self) -> u64 {
+        self.workers.iter().fold(0, |a, w| a | w.published.flags)
+    }
+
+    /// Messages in transit, over all workers.
+    pub fn in_transit(&self) -> i64 {
+        self.workers.iter().map(|w| w.tmc).sum()
+    }
+}
+
+/// The register files of `W` workers (see the module documentation).
+#[derive(Debug)]
+pub struct Gsu {
+    regs: Box<[CachePadded<Regs>]>,
+}
+
+impl Gsu {
+    /// Registers for `workers` workers, all idle.
+    pub fn new(workers: usize) -> Self {
+        Gsu {
+            regs: (0..workers)
+                .map(|_| CachePadded::new(Regs::new()))
+                .collect(),
+        }
+    }
+
+    /// The number of workers.
+    pub fn workers(&self) -> usize {
+        self.regs.len()
+    }
+
+    /// Sends `batch` to worker `dst` through its mailbox: TMC up first, then the push (which
+    /// lowers MOM). The sender must not raise its own MOE above these events' times before
+    /// this returns.
+    pub fn send<T: Keyed>(&self, dst: usize, mailbox: &Mailbox<T>, batch: Vec<T>) {
+        if batch.is_empty() {
+            return;
+        }
+        self.regs[dst].tmc.fetch_add(batch.len() as i64, SeqCst);
+        mailbox.push_batch(batch);
+    }
+
+    /// Worker `me` receives everything in its mailbox: each event goes to `f`, then the
+    /// worker's new registers (`after`, which must cover what was received) are published,
+    /// and TMC goes down, all inside one odd epoch so that no snapshot can see the messages
+    /// gone from MOM but not yet in MOE. Returns the number received.
+    pub fn receive<T, S>(
+        &self,
+        me: usize,
+        mailbox: &Mailbox<T>,
+        state: &mut S,
+        mut f: impl FnMut(&mut S, T),
+        after: impl FnOnce(&mut S) -> Published,
+    ) -> usize {
+        let r = &self.regs[me];
+        r.epoch.fetch_add(1, SeqCst);
+        let n = mailbox.take(|e| f(state, e));
+        r.store(&after(state));
+        r.tmc.fetch_sub(n as i64, SeqCst);
+        r.epoch.fetch_add(1, SeqCst);
+        n
+    }
+
+    /// Worker `me` publishes its registers (inside an odd epoch, like `receive`).
+    pub fn publish(&self, me: usize, p: &Published) {
+        let r = &self.regs[me];
+        r.epoch.fetch_add(1, SeqCst);
+        r.store(p);
+        r.epoch.fetch_add(1, SeqCst);
+    }
+
+    /// Worker `w`'s last published registers (no consistency with other workers implied).
+    pub fn published(&self, w: usize) -> Published {
+        self.regs[w].load()
+    }
+
+    /// A consistent cut of every worker's registers (double collect: epochs, every MOE, every
+    /// MOM and TMC, epochs again; retried until no epoch was odd or moved). `mom(w)` reads
+    /// worker `w`'s mailbox register ([`Mailbox::min_time`]).
+    pub fn snapshot(&self, mom: impl Fn(usize) -> f64, out: &mut Snapshot) {
+        let w = self.regs.len();
+        let mut epochs = vec![0u64; w];
+        loop {
+            let mut stable = true;
+            for (e, r) in epochs.iter_mut().zip(self.regs.iter()) {
+                *e = r.epoch.load(SeqCst);
+                stable &= *e % 2 == 0;
+            }
+            out.workers.clear();
+            // Every MOE before every MOM: a sender pushes (lowering MOM) before it raises its
+            // MOE, so a raised MOE read here implies the push is visible to the MOM reads below.
+            for r in self.regs.iter() {
+                out.workers.push(WorkerView {
+                    published: r.load(),
+                    mom: f64::INFINITY,
+                    tmc: 0,
+                });
+            }
+            for (i, (v, r)) in out.workers.iter_mut().zip(self.regs.iter()).enumerate() {
+                v.mom = mom(i);
+                v.tmc = r.tmc.load(SeqCst);
+            }
+            for (e, r) in epochs.iter().zip(self.regs.iter()) {
+                stable &= r.epoch.load(SeqCst) == *e;
+            }
+            if stable {
+                return;
+            }
+            #[cfg(chronon_loom)]
+            crate::loom::thread::yield_now();
+            #[cfg(not(chronon_loom))]
+            std::hint::spin_loop();
+        }
+    }
+}
+
+#[cfg(all(test, chronon_loom))]
+mod loom_tests;
+#[cfg(all(test, not(chronon_loom)))]
+mod tests;

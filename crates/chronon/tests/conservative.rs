@@ -1,0 +1,423 @@
+//! Differential tests: every conservative executor, at 1 to 4 threads, commits the same history
+//! as the sequential executor on random models (random topology, lookaheads, fan-out, equal
+//! timestamps, zero delays, global events); models that break their declared links get a
+//! clear error.
+
+use chronon::barrier::BarrierKind;
+use chronon::partition::Mapping;
+use chronon::{
+    ConservativeConfig, Ctx, Executor, GlobalCtx, LpId, Model, ModelStats, SimError, Simulation,
+};
+
+/// A random model. Every LP has a few out-links, each with a lookahead from `las`; an event
+/// sends 0..=max_fanout events along random links (or to itself) with delay = link lookahead +
+/// a small multiple of `quantum` (so timestamps collide). Global events every `period` read
+/// all states.
+#[derive(Clone, Debug)]
+struct Random {
+    lps: u32,
+    seed: u64,
+    las: Vec<f64>,
+    degree: u32,
+    max_fanout: u32,
+    quantum: f64,
+    period: f64,
+    /// Links with zero lookahead only go from lower to higher LP ids (no zero cycle).
+    acyclic_zero: bool,
+    /// Break the declared links at this time (send to an undeclared LP).
+    cheat_at: Option<f64>,
+    log: Option<SharedLog>,
+}
+
+/// (LP, time, value) of every global event, shared with the test.
+type SharedLog = std::sync::Arc<std::sync::Mutex<Vec<(u32, f64, u64)>>>;
+
+fn mix(mut x: u64) -> u64 {
+    x = (x ^ (x >> 30)).wrapping_mul(0xbf58476d1ce4e5b9);
+    x = (x ^ (x >> 27)).wrapping_mul(0x94d049bb133111eb);
+    x ^ (x >> 31)
+}
+
+impl Random {
+    fn links(&self, lp: u32) -> Vec<(LpId, f64)> {
+        let mut v = Vec::new();
+        for k in 0..self.degree {
+            let h = mix(self.seed ^ (u64::from(lp) << 20) ^ u64::from(k));
+            let d = (h % u64::from(self.lps)) as u32;
+            if d == lp {
+                continue;
+            }
+            let mut la = self.las[(h >> 32) as usize % self.las.len()];
+            if la == 0.0 && self.acyclic_zero && d < lp {
+                la = self
+                    .las
+                    .iter()
+                    .copied()
+                    .fold(f64::INFINITY, f64::min)
+                    .max(0.5);
+            }
+            if !v.iter().any(|&(x, _)| x == d) {
+                v.push((d, la));
+            }
+        }
+        v
+    }
+}
+
+#[derive(Clone, Debug, Default)]
+struct St {
+    seen: u64,
+    hash: u64,
+}
+
+impl Model for Random {
+    type State = St;
+    type Event = u64;
+
+    fn init(&self, ctx: &mut Ctx<'_, Self>) -> St {
+        let n = 2 + ctx.rng().below(3);
+        for i in 0..n {
+            let d = self.quantum * ctx.rng().below(4) as f64;
+            ctx.send(ctx.me(), d, i);
+        }
+        St::default()
+    }
+
+    fn on_event(&self, st: &mut St, ev: &u64, ctx: &mut Ctx<'_, Self>) {
+        st.seen += 1;
+        st.hash = mix(st.hash ^ *ev ^ ctx.now().to_bits());
+        let me = ctx.me();
+        if let Some(t) = self.cheat_at {
+            if ctx.now() >= t {
+                let links = self.links(me);
+                let bad = (0..self.lps).find(|d| *d != me && !links.iter().any(|l| l.0 == *d));
+                if let Some(d) = bad {
+                    ctx.send(d, 1.0, 0);
+                    return;
+                }
+            }
+        }
+        let links = self.links(me);
+        // Fan-out 0, 1 or 2 (mean 1) keeps the population stable on average.
+        let fanout = if self.max_fanout > 1 {
+            [0, 1, 1, 2][ctx.rng().below(4) as usize]
+        } else {
+            1
+        };
+        for _ in 0..fanout {
+            let pick = ctx.rng().below(links.len() as u64 + 1) as usize;
+            let extra = self.quantum * ctx.rng().below(3) as f64;
+            let payload = st.hash;
+            if pick == links.len() {
+                ctx.send(me, self.quantum + extra, payload);
+            } else {
+                let (d, la) = links[pick];
+                ctx.send(d, la + extra, payload);
+            }
+        }
+    }
+
+    fn commit(&self, ev: &u64, ctx: &chronon::CommitCtx) {
+        if let Some(l) = &self.log {
+            l.lock().unwrap().push((ctx.me, ctx.now, *ev));
+        }
+    }
+
+    fn topology(&self, lp: LpId) -> Option<Vec<(LpId, f64)>> {
+        Some(self.links(lp))
+    }
+
+    fn global_events(&self) -> Vec<f64> {
+        if self.period > 0.0 {
+            vec![self.period * 0.5]
+        } else {
+            Vec::new()
+        }
+    }
+
+    fn on_global(&self, ctx: &mut GlobalCtx<'_, Self>) {
+        let mut total = 0u64;
+        let mut h = ctx.now().to_bits();
+        for lp in 0..ctx.lps() {
+            let s = ctx.state(lp);
+            total += s.seen;
+            h = mix(h ^ s.hash);
+        }
+        let now = ctx.now();
+        ctx.stats().add("global_seen_sum", total as f64);
+        ctx.stats()
+            .set("global_state_hash_lo", (h & 0xffff_ffff) as f64);
+        ctx.stats().add("global_calls", 1.0);
+        let _ = now;
+        ctx.schedule(self.period);
+    }
+
+    fn finish(&self, _lp: LpId, st: &St, stats: &mut ModelStats) {
+        stats.add("seen", st.seen as f64);
+    }
+}
+
+fn executors(threads: usize) -> Vec<Executor> {
+    let c = ConservativeConfig::new(threads);
+    vec![
+        Executor::Window(c.clone()),
+        Executor::Lockstep(c.clone().mapping(Mapping::RoundRobin)),
+        Executor::NullMessage(c),
+    ]
+}
+
+fn run(m: &Random, exec: Executor, end: f64) -> Result<chronon::Report, SimError> {
+    Simulation::new(m.clone())
+        .lps(m.lps)
+        .end_time(end)
+        .seed(m.seed)
+        .executor(exec)
+        .run()
+}
+
+#[test]
+fn random_models_match_the_sequential_history() {
+    for seed in 0..16u64 {
+        let m = Random {
+            lps: 5 + (seed as u32 * 7) % 13,
+            seed,
+            las: if seed % 2 == 0 {
+                vec![0.0, 0.25, 1.0]
+            } else {
+                vec![0.5, 1.0, 2.0]
+            },
+            degree: 1 + (seed as u32 % 4),
+            max_fanout: 1 + (seed as u32 % 3),
+            quantum: 0.25,
+            period: if seed % 3 == 0 { 0.0 } else { 1.5 },
+            acyclic_zero: true,
+            cheat_at: None,
+            log: None,
+        };
+        let end = 20.0;
+        let seq = run(&m, Executor::Sequential, end).unwrap();
+        assert!(
+            seq.committed > 50,
+            "seed {seed}: a trivial run ({})",
+            seq.committed
+        );
+        // Null messages need positive lookahead between workers: the same model with every
+        // zero lookahead raised (its own sequential reference).
+        let m_nm = Random {
+            las: m
+                .las
+                .iter()
+                .map(|&l| if l == 0.0 { 0.25 } else { l })
+                .collect(),
+            ..m.clone()
+        };
+        let seq_nm = run(&m_nm, Executor::Sequential, end).unwrap();
+        for threads in 1..=4 {
+            for exec in executors(threads) {
+                let name = format!("seed {seed}, {} x{threads}", exec.name());
+                let (model, reference) = if matches!(exec, Executor::NullMessage(_)) {
+                    (&m_nm, &seq_nm)
+                } else {
+                    (&m, &seq)
+                };
+                let r = run(model, exec, end).unwrap_or_else(|e| panic!("{name}: {e}"));
+                assert_eq!(r.fingerprint, reference.fingerprint, "{name}");
+                assert_eq!(r.committed, reference.committed, "{name}");
+                assert_eq!(r.model_stats, reference.model_stats, "{name}");
+            }
+        }
+    }
+}
+
+#[test]
+fn every_barrier_gives_the_same_history() {
+    let m = Random {
+        lps: 12,
+        seed: 3,
+        las: vec![0.0, 0.5],
+        degree: 3,
+        max_fanout: 2,
+        quantum: 0.5,
+        period: 2.0,
+        acyclic_zero: false,
+        cheat_at: None,
+        log: None,
+    };
+    let seq = run(&m, Executor::Sequential, 20.0).unwrap();
+    for b in [
+        BarrierKind::Std,
+        BarrierKind::Semaphore,
+        BarrierKind::Spin,
+        BarrierKind::Tree { fan_in: 2 },
+    ] {
+        for exec in [
+            Executor::Window(ConservativeConfig::new(3).barrier(b)),
+            Executor::Lockstep(ConservativeConfig::new(3).barrier(b)),
+        ] {
+            let r = run(&m, exec, 20.0).unwrap();
+            assert_eq!(r.fingerprint, seq.fingerprint, "{b:?}");
+            assert_eq!(r.model_stats, seq.model_stats, "{b:?}");
+        }
+    }
+}
+
+#[test]
+fn zero_lookahead_cycles_are_rejected_by_null_messages_only() {
+    // Full mesh with lookahead 0 between two workers: a zero-lookahead cycle.
+    let m = Random {
+        lps: 6,
+        seed: 1,
+        las: vec![0.0],
+        degree: 6,
+        max_fanout: 1,
+        quantum: 0.5,
+        period: 0.0,
+        acyclic_zero: false,
+        cheat_at: None,
+        log: None,
+    };
+    let e = run(&m, Executor::NullMessage(ConservativeConfig::new(2)), 10.0).unwrap_err();
+    assert!(e.is_config(), "{e}");
+    let msg = e.to_string();
+    assert!(msg.contains("cycle") && msg.contains("LP "), "{msg}");
+    assert_eq!(msg.lines().count(), 1);
+    // One worker has no links between workers: fine. Window and lock-step run it too.
+    let seq = run(&m, Executor::Sequential, 10.0).unwrap();
+    for exec in [
+        Executor::NullMessage(ConservativeConfig::new(1)),
+        Executor::Window(ConservativeConfig::new(2)),
+        Executor::Lockstep(ConservativeConfig::new(2)),
+    ] {
+        assert_eq!(run(&m, exec, 10.0).unwrap().fingerprint, seq.fingerprint);
+    }
+}
+
+#[test]
+fn breaking_the_declared_links_is_a_model_error_everywhere() {
+    let m = Random {
+        lps: 8,
+        seed: 5,
+        las: vec![0.5, 1.0],
+        degree: 2,
+        max_fanout: 1,
+        quantum: 0.25,
+        period: 0.0,
+        acyclic_zero: true,
+        cheat_at: Some(4.0),
+        log: None,
+    };
+    let seq = run(&m, Executor::Sequential, 20.0).unwrap_err();
+    assert!(matches!(seq, SimError::Model(_)), "{seq}");
+    assert!(seq.to_string().contains("declared links"), "{seq}");
+    for threads in [1, 2, 4] {
+        for exec in executors(threads) {
+            let e = run(&m, exec, 20.0).unwrap_err();
+            assert!(matches!(e, SimError::Model(_)), "{e}");
+            assert!(e.to_string().contains("declared links"), "{e}");
+        }
+    }
+}
+
+#[test]
+fn zero_threads_is_a_config_error() {
+    let m = Random {
+        lps: 4,
+        seed: 0,
+        las: vec![1.0],
+        degree: 1,
+        max_fanout: 1,
+        quantum: 0.5,
+        period: 0.0,
+        acyclic_zero: true,
+        cheat_at: None,
+        log: None,
+    };
+    for exec in executors(0) {
+        let e = run(&m, exec, 5.0).unwrap_err();
+        assert!(e.is_config() && e.to_string().contains("at least 1"), "{e}");
+    }
+}
+
+#[test]
+fn a_stop_request_ends_every_protocol_cleanly() {
+    let m = Random {
+        lps: 10,
+        seed: 2,
+        las: vec![0.5],
+        degree: 2,
+        max_fanout: 1,
+        quantum: 0.25,
+        period: 1.0,
+        acyclic_zero: true,
+        cheat_at: None,
+        log: None,
+    };
+    for threads in [1, 2, 4] {
+        for exec in executors(threads) {
+            let progress = std::sync::Arc::new(chronon::Progress::new());
+            progress.request_stop();
+            let r = Simulation::new(m.clone())
+                .lps(m.lps)
+                .end_time(1e9)
+                .seed(1)
+                .executor(exec)
+                .progress(progress)
+                .run()
+                .unwrap();
+            assert!(!r.complete);
+        }
+    }
+}
+
+/// Tokens that hop along a ring, each for a limited number of hops.
+#[derive(Clone)]
+struct Hops;
+
+impl Model for Hops {
+    type State = u64;
+    type Event = u32;
+    fn init(&self, ctx: &mut Ctx<'_, Self>) -> u64 {
+        ctx.send(ctx.me(), 0.5, 20 + ctx.me());
+        0
+    }
+    fn on_event(&self, n: &mut u64, ttl: &u32, ctx: &mut Ctx<'_, Self>) {
+        *n += 1;
+        if *ttl > 0 {
+            let next = (ctx.me() + 1) % ctx.lps();
+            let d = 0.5 + 0.5 * ctx.rng().below(2) as f64;
+            ctx.send(next, d, ttl - 1);
+        }
+    }
+    fn lookahead(&self) -> f64 {
+        0.5
+    }
+    fn global_events(&self) -> Vec<f64> {
+        vec![1.0]
+    }
+    fn on_global(&self, ctx: &mut GlobalCtx<'_, Self>) {
+        let total: u64 = (0..ctx.lps()).map(|lp| *ctx.state(lp)).sum();
+        ctx.stats().add("census", total as f64);
+        ctx.schedule(1.0);
+    }
+}
+
+#[test]
+fn a_run_without_end_time_stops_when_no_event_is_left() {
+    // No end time: the run ends when the last token stops, and global events stop with it.
+    let seq = Simulation::new(Hops).lps(6).seed(4).run().unwrap();
+    assert!(seq.complete);
+    assert_eq!(seq.committed, (0..6).map(|i| 21 + i).sum::<u64>());
+    assert!(seq.model_stats.get("census").unwrap() > 0.0);
+    for threads in [1, 2, 3] {
+        for exec in executors(threads) {
+            let r = Simulation::new(Hops)
+                .lps(6)
+                .seed(4)
+                .executor(exec)
+                .run()
+                .unwrap();
+            assert_eq!(r.fingerprint, seq.fingerprint);
+            assert_eq!(r.model_stats, seq.model_stats);
+        }
+    }
+}
