@@ -36,7 +36,20 @@ pub(crate) fn executor_with(
     if threads == 0 {
         return Err(Failure::bad_input("--threads is 0; it must be at least 1"));
     }
-    match sync.unwrap_or("seq") {
+    let sync = sync.unwrap_or("seq");
+    if matches!(sync, "seq" | "timewarp") {
+        let given = [
+            ("--barrier", common.barrier.is_some()),
+            ("--fan-in", common.fan_in.is_some()),
+            ("--mapping", sync == "seq" && common.mapping.is_some()),
+        ];
+        if let Some((flag, _)) = given.iter().find(|(_, g)| *g) {
+            return Err(Failure::bad_input(format!(
+                "{flag} applies to --sync window, null-message or lockstep only; got --sync {sync}"
+            )));
+        }
+    }
+    match sync {
         "seq" => {
             if threads != 1 {
                 return Err(Failure::bad_input(format!(
@@ -122,7 +135,19 @@ fn time_warp_options(common: &CommonArgs, executor: &Executor) -> Result<TimeWar
         .state_saving(state_saving)
         .checkpoint(common.checkpoint)
         .max_memory(max_memory)
-        .window(common.window))
+        .window(common.window)
+        .mapping(mapping(common)?))
+}
+
+/// The LP-to-worker mapping from `--mapping`.
+fn mapping(common: &CommonArgs) -> Result<Mapping, Failure> {
+    match common.mapping.as_deref().unwrap_or("block") {
+        "block" => Ok(Mapping::Block),
+        "round-robin" => Ok(Mapping::RoundRobin),
+        other => Err(Failure::bad_input(format!(
+            "unknown --mapping '{other}' (allowed: block, round-robin)"
+        ))),
+    }
 }
 
 /// The conservative executors' settings from `--barrier`, `--fan-in` and `--mapping`.
@@ -130,15 +155,7 @@ fn conservative(threads: usize, common: &CommonArgs) -> Result<ConservativeConfi
     let fan_in = common.fan_in.unwrap_or(4);
     let barrier = BarrierKind::parse(common.barrier.as_deref().unwrap_or("tree"), fan_in)
         .map_err(Failure::bad_input)?;
-    let mapping = match common.mapping.as_deref().unwrap_or("block") {
-        "block" => Mapping::Block,
-        "round-robin" => Mapping::RoundRobin,
-        other => {
-            return Err(Failure::bad_input(format!(
-                "unknown --mapping '{other}' (allowed: block, round-robin)"
-            )))
-        }
-    };
+    let mapping = mapping(common)?;
     Ok(ConservativeConfig::new(threads)
         .barrier(barrier)
         .mapping(mapping))

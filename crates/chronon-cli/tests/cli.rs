@@ -176,6 +176,19 @@ fn bad_flags_exit_2_with_one_line() {
     );
     bad(&p(&["--sync", "magic"]), "unknown --sync 'magic'");
     bad(&p(&["--threads", "0"]), "--threads is 0");
+    bad(
+        &p(&["--threads", "2"]),
+        "--sync seq runs on exactly 1 thread",
+    );
+    bad(
+        &p(&["--barrier", "spin"]),
+        "--barrier applies to --sync window",
+    );
+    bad(
+        &p(&["--sync", "timewarp", "--threads", "2", "--fan-in", "3"]),
+        "--fan-in applies to --sync window",
+    );
+    bad(&p(&["--mapping", "round-robin"]), "--mapping applies");
     bad(&p(&["--lps", "abc"]), "invalid value 'abc'");
     bad(&p(&["--no-such-flag"]), "--no-such-flag");
     bad(&["run", "nosuchmodel"], "nosuchmodel");
