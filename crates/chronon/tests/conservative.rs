@@ -310,7 +310,13 @@ fn breaking_the_declared_links_is_a_model_error_everywhere() {
     assert!(matches!(seq, SimError::Model(_)), "{seq}");
     assert!(seq.to_string().contains("declared links"), "{seq}");
     for threads in [1, 2, 4] {
-        for exec in executors(threads) {
+        let mut execs = executors(threads);
+        execs.push(Executor::Window(
+            ConservativeConfig::new(threads)
+                .dedicated(0.0)
+                .shared_sets(2),
+        ));
+        for exec in execs {
             let e = run(&m, exec, 20.0).unwrap_err();
             assert!(matches!(e, SimError::Model(_)), "{e}");
             assert!(e.to_string().contains("declared links"), "{e}");
@@ -511,6 +517,63 @@ fn load_balancing_settings_are_checked() {
                 assert!(!msg.contains('\n'), "{msg}");
             }
             other => panic!("expected a config error with {needle}, got {other:?}"),
+        }
+    }
+}
+
+/// A ring where LP 3 panics at its first event at or after time 5.
+struct Boom;
+
+impl Model for Boom {
+    type State = ();
+    type Event = ();
+    fn init(&self, ctx: &mut Ctx<'_, Self>) {
+        ctx.send(ctx.me(), 1.0, ());
+    }
+    fn on_event(&self, _s: &mut (), _e: &(), ctx: &mut Ctx<'_, Self>) {
+        if ctx.me() == 3 && ctx.now() >= 5.0 {
+            panic!("boom");
+        }
+        let next = (ctx.me() + 1) % ctx.lps();
+        ctx.send(next, 1.0, ());
+    }
+    fn lookahead(&self) -> f64 {
+        1.0
+    }
+}
+
+#[test]
+fn a_panic_in_a_shared_lp_stops_every_worker_with_its_lp_and_time() {
+    let run_boom = |exec: Executor| {
+        Simulation::new(Boom)
+            .lps(8)
+            .end_time(50.0)
+            .seed(1)
+            .executor(exec)
+            .run()
+            .unwrap_err()
+    };
+    let seq = run_boom(Executor::Sequential);
+    let SimError::Panic { lp, time, .. } = seq else {
+        panic!("expected a panic error, got {seq}");
+    };
+    assert_eq!(lp, 3);
+    for threads in 1..=4 {
+        for dedicated in [0.0, 0.5] {
+            let c = ConservativeConfig::new(threads)
+                .dedicated(dedicated)
+                .shared_sets(2);
+            match run_boom(Executor::Window(c)) {
+                SimError::Panic {
+                    lp: l,
+                    time: t,
+                    message,
+                } => {
+                    assert_eq!((l, t), (lp, time), "x{threads}, dedicated {dedicated}");
+                    assert!(message.contains("boom"), "{message}");
+                }
+                other => panic!("x{threads}, dedicated {dedicated}: {other}"),
+            }
         }
     }
 }

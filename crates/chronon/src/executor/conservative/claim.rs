@@ -67,7 +67,7 @@ mod loom_tests {
     }
 }
 
-#[cfg(test)]
+#[cfg(all(test, not(chronon_loom)))]
 mod tests {
     use super::Cursor;
 

@@ -769,3 +769,43 @@ fn balance_lookaheads(
     }
     shared_la
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::model::Ctx;
+    use crate::partition::DEDICATED;
+
+    /// Three LPs: 0 → 1 with lookahead 0.1, 1 → 2 with 0.5, 2 → 0 with 2.0.
+    struct Chain;
+
+    impl Model for Chain {
+        type State = ();
+        type Event = ();
+        fn init(&self, _ctx: &mut Ctx<'_, Self>) {}
+        fn on_event(&self, _s: &mut (), _e: &(), _ctx: &mut Ctx<'_, Self>) {}
+        fn lookahead(&self) -> f64 {
+            0.1
+        }
+        fn topology(&self, lp: LpId) -> Option<Vec<(LpId, f64)>> {
+            Some(vec![[(1, 0.1), (2, 0.5), (0, 2.0)][lp as usize]])
+        }
+    }
+
+    #[test]
+    fn links_touching_shared_lps_count_as_links_between_workers() {
+        let links = Links::new(&Chain, 3).unwrap();
+        // Everything on worker 0: no link between workers.
+        let owner = vec![0, 0, 0];
+        let (mut la, _) = worker_lookaheads(&links, &owner, 1);
+        assert_eq!(la, vec![f64::INFINITY]);
+        // LP 1 shared: 0 → 1 (dedicated to shared) lowers worker 0's lookahead, and 1 → 2
+        // (out of a shared LP) is the shared lookahead.
+        let shared = balance_lookaheads(&links, &owner, &[DEDICATED, 0, DEDICATED], &mut la);
+        assert_eq!((la[0], shared), (0.1, 0.5));
+        // LP 2 shared instead: 1 → 2 (0.5) and 2 → 0 (2.0).
+        let (mut la, _) = worker_lookaheads(&links, &owner, 1);
+        let shared = balance_lookaheads(&links, &owner, &[DEDICATED, DEDICATED, 0], &mut la);
+        assert_eq!((la[0], shared), (0.5, 2.0));
+    }
+}
