@@ -61,6 +61,14 @@ pub(crate) struct CommonArgs {
     /// LP-to-worker mapping: block or round-robin [default: block].
     #[arg(long)]
     pub mapping: Option<String>,
+    /// Window load balancing: fraction of each worker's LPs dedicated to it, in [0, 1]; the
+    /// rest are shared and claimed each round by whichever worker is free [default: 1.0].
+    #[arg(long)]
+    pub dedicated: Option<f64>,
+    /// Window load balancing: number of shared LP sets (>= 1 when --dedicated < 1)
+    /// [default: 0, or 1 when --dedicated < 1 is given without it].
+    #[arg(long)]
+    pub shared_sets: Option<usize>,
     /// Write the JSON report here (a directory gets report.json inside).
     #[arg(long)]
     pub output: Option<PathBuf>,
@@ -106,6 +114,8 @@ pub(crate) const COMMON_KEYS: &[&str] = &[
     "barrier",
     "fan-in",
     "mapping",
+    "dedicated",
+    "shared-sets",
 ];
 
 impl CommonArgs {
@@ -120,6 +130,8 @@ impl CommonArgs {
             barrier: self.barrier.or(file.barrier),
             fan_in: self.fan_in.or(file.fan_in),
             mapping: self.mapping.or(file.mapping),
+            dedicated: self.dedicated.or(file.dedicated),
+            shared_sets: self.shared_sets.or(file.shared_sets),
             output: self.output.or(file.output),
             state_saving: self.state_saving.or(file.state_saving),
             checkpoint: self.checkpoint.or(file.checkpoint),

@@ -82,6 +82,12 @@ pub(crate) struct PholdArgs {
     /// Communication graph: mesh (any LP) or mesh2d (neighbours on a 2-D torus) [default: mesh].
     #[arg(long)]
     topology: Option<String>,
+    /// The first K LPs are hot: they spin --hot-work-us more per event [default: 0].
+    #[arg(long)]
+    hot_lps: Option<u32>,
+    /// Extra busy work per event of a hot LP, in microseconds [default: 0].
+    #[arg(long)]
+    hot_work_us: Option<f64>,
 }
 
 const PHOLD_KEYS: &[&str] = &[
@@ -93,6 +99,8 @@ const PHOLD_KEYS: &[&str] = &[
     "work-us",
     "state-bytes",
     "topology",
+    "hot-lps",
+    "hot-work-us",
 ];
 
 fn run_phold(cmd: PholdCmd) -> Result<u8, Failure> {
@@ -109,6 +117,8 @@ fn run_phold(cmd: PholdCmd) -> Result<u8, Failure> {
         mean: a.mean.or(f.mean).unwrap_or(d.mean),
         work_us: a.work_us.or(f.work_us).unwrap_or(d.work_us),
         state_bytes: a.state_bytes.or(f.state_bytes).unwrap_or(d.state_bytes),
+        hot_lps: a.hot_lps.or(f.hot_lps).unwrap_or(d.hot_lps),
+        hot_work_us: a.hot_work_us.or(f.hot_work_us).unwrap_or(d.hot_work_us),
         topology: match a.topology.or(f.topology) {
             None => d.topology,
             Some(t) => t.parse().map_err(Failure::bad_input)?,

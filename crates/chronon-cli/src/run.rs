@@ -33,6 +33,18 @@ pub(crate) fn executor_with(
     common: &CommonArgs,
 ) -> Result<Executor, Failure> {
     let threads = threads.unwrap_or(1);
+    let sync_name = sync.unwrap_or("seq");
+    if sync_name != "window" {
+        let given = [
+            ("--dedicated", common.dedicated.is_some()),
+            ("--shared-sets", common.shared_sets.is_some()),
+        ];
+        if let Some((flag, _)) = given.iter().find(|(_, g)| *g) {
+            return Err(Failure::bad_input(format!(
+                "{flag} applies to --sync window only; got --sync {sync_name}"
+            )));
+        }
+    }
     if threads == 0 {
         return Err(Failure::bad_input("--threads is 0; it must be at least 1"));
     }
@@ -156,9 +168,27 @@ fn conservative(threads: usize, common: &CommonArgs) -> Result<ConservativeConfi
     let barrier = BarrierKind::parse(common.barrier.as_deref().unwrap_or("tree"), fan_in)
         .map_err(Failure::bad_input)?;
     let mapping = mapping(common)?;
+    let dedicated = common.dedicated.unwrap_or(1.0);
+    if !(0.0..=1.0).contains(&dedicated) {
+        return Err(Failure::bad_input(format!(
+            "--dedicated is {dedicated}; it must be in [0, 1]"
+        )));
+    }
+    let shared_sets = match common.shared_sets {
+        Some(0) if dedicated < 1.0 => {
+            return Err(Failure::bad_input(format!(
+                "--shared-sets is 0; it must be at least 1 with --dedicated {dedicated}"
+            )))
+        }
+        Some(n) => n,
+        None if dedicated < 1.0 => 1,
+        None => 0,
+    };
     Ok(ConservativeConfig::new(threads)
         .barrier(barrier)
-        .mapping(mapping))
+        .mapping(mapping)
+        .dedicated(dedicated)
+        .shared_sets(shared_sets))
 }
 
 /// Validates the common settings, runs `model`, prints the summary and writes the report.

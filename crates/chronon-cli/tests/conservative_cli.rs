@@ -150,3 +150,81 @@ fn bench_barriers_prints_both_tables() {
     assert!(stdout.contains("2 threads"), "{stdout}");
     bad(&["bench", "barriers", "--threads", "0"], "at least 1");
 }
+
+#[test]
+fn load_balancing_flags_and_config_keys() {
+    let seq = run_ok(&["--hot-lps", "4", "--remote", "1.0"]);
+    for (d, n, t) in [("0.5", "2", "2"), ("0", "1", "3"), ("0.25", "3", "2")] {
+        let fp = run_ok(&[
+            "--hot-lps",
+            "4",
+            "--remote",
+            "1.0",
+            "--sync",
+            "window",
+            "--threads",
+            t,
+            "--dedicated",
+            d,
+            "--shared-sets",
+            n,
+        ]);
+        assert_eq!(fp, seq, "--dedicated {d} --shared-sets {n} x{t}");
+    }
+    let dir = std::env::temp_dir().join(format!("chronon-lb-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let cfg = dir.join("lb.toml");
+    std::fs::write(&cfg, "sync = \"window\"\nthreads = 2\ndedicated = 0.5\nshared-sets = 2\nhot-lps = 4\nremote = 1.0\n").unwrap();
+    let fp = run_ok(&["--config", cfg.to_str().unwrap()]);
+    assert_eq!(fp, seq, "from the config file");
+    std::fs::write(&cfg, "sync = \"lockstep\"\ndedicated = 0.5\n").unwrap();
+    bad(
+        &["run", "phold", "--config", cfg.to_str().unwrap()],
+        "window only",
+    );
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn bad_load_balancing_flags_exit_2_with_one_line() {
+    let w = ["--sync", "window", "--threads", "2"];
+    let cases: &[(&[&str], &str)] = &[
+        (
+            &["--sync", "lockstep", "--dedicated", "0.5"],
+            "--dedicated applies to --sync window only",
+        ),
+        (
+            &["--sync", "null-message", "--shared-sets", "2"],
+            "--shared-sets applies to --sync window only",
+        ),
+        (&["--dedicated", "0.5"], "window only"),
+        (
+            &[w[0], w[1], w[2], w[3], "--dedicated", "1.5"],
+            "--dedicated is 1.5; it must be in [0, 1]",
+        ),
+        (
+            &[w[0], w[1], w[2], w[3], "--dedicated", "-0.1"],
+            "it must be in [0, 1]",
+        ),
+        (
+            &[
+                w[0],
+                w[1],
+                w[2],
+                w[3],
+                "--dedicated",
+                "0.5",
+                "--shared-sets",
+                "0",
+            ],
+            "--shared-sets is 0",
+        ),
+        (&[w[0], w[1], "--hot-lps", "99"], "hot-lps is 99"),
+        (&[w[0], w[1], "--hot-work-us", "-1"], "hot-work-us"),
+    ];
+    for (extra, needle) in cases {
+        let args = with(extra);
+        let refs: Vec<&str> = args.iter().map(|s| s.as_str()).collect();
+        bad(&refs, needle);
+    }
+}

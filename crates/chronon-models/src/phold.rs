@@ -29,6 +29,10 @@ pub struct Phold {
     pub work_us: f64,
     /// Bytes of state per LP.
     pub state_bytes: usize,
+    /// The first `hot_lps` LPs are hot: they spin `hot_work_us` more per event (uneven load).
+    pub hot_lps: u32,
+    /// Extra busy work per event of a hot LP, in microseconds of wall time.
+    pub hot_work_us: f64,
     /// Which LPs a remote event may go to.
     pub topology: PholdTopology,
 }
@@ -93,6 +97,8 @@ impl Default for Phold {
             mean: 1.0,
             work_us: 0.0,
             state_bytes: 0,
+            hot_lps: 0,
+            hot_work_us: 0.0,
             topology: PholdTopology::Mesh,
         }
     }
@@ -126,6 +132,18 @@ impl Phold {
             return Err(format!(
                 "work-us is {}; it must be finite and >= 0",
                 self.work_us
+            ));
+        }
+        if !(self.hot_work_us >= 0.0 && self.hot_work_us.is_finite()) {
+            return Err(format!(
+                "hot-work-us is {}; it must be finite and >= 0",
+                self.hot_work_us
+            ));
+        }
+        if self.hot_lps > self.lps {
+            return Err(format!(
+                "hot-lps is {}; it must be at most lps ({})",
+                self.hot_lps, self.lps
             ));
         }
         Ok(())
@@ -215,7 +233,11 @@ impl Model for Phold {
         }
         lp.events += 1;
         ctx.count(REMOTE_SENDS, i64::from(dst != me));
-        spin_for_us(self.work_us);
+        if me < self.hot_lps {
+            spin_for_us(self.work_us + self.hot_work_us);
+        } else {
+            spin_for_us(self.work_us);
+        }
     }
 
     fn lookahead(&self) -> f64 {

@@ -182,3 +182,63 @@ fn a_panicking_handler_stops_every_worker_with_lp_and_time() {
         }
     }
 }
+
+#[test]
+fn load_balanced_window_matches_sequential() {
+    for (seed, remote, hot) in [(11, 0.1, 0), (12, 1.0, 3), (13, 1.0, 0)] {
+        let p = Phold {
+            lps: 20,
+            start_events: 2,
+            remote,
+            lookahead: 0.2,
+            hot_lps: hot,
+            ..Phold::default()
+        };
+        let seq = run(&p, 10.0, seed, Executor::Sequential);
+        assert!(seq.committed > 100);
+        for threads in 1..=4 {
+            for (dedicated, sets) in [(0.0, 1), (0.0, 2), (0.5, 1), (0.5, 2), (0.5, 3)] {
+                let c = ConservativeConfig::new(threads)
+                    .dedicated(dedicated)
+                    .shared_sets(sets);
+                let r = run(&p, 10.0, seed, Executor::Window(c));
+                let what = format!("x{threads}, dedicated {dedicated}, sets {sets}, {p:?}");
+                assert_eq!(r.fingerprint, seq.fingerprint, "{what}");
+                assert_eq!(r.model_stats, seq.model_stats, "{what}");
+                let events: f64 = r.workers.iter().map(|w| w["events"]).sum();
+                assert_eq!(events as u64, seq.committed, "{what}");
+                let shared: f64 = r.workers.iter().map(|w| w["shared_events"]).sum();
+                assert!(shared > 0.0, "{what}");
+            }
+        }
+    }
+}
+
+#[test]
+fn hot_lps_leave_the_history_unchanged() {
+    let p = Phold {
+        lps: 16,
+        start_events: 2,
+        ..Phold::default()
+    };
+    let hot = Phold {
+        hot_lps: 4,
+        hot_work_us: 1.0,
+        ..p.clone()
+    };
+    let a = run(&p, 5.0, 7, Executor::Sequential);
+    let b = run(&hot, 5.0, 7, Executor::Sequential);
+    assert_eq!(a.fingerprint, b.fingerprint);
+    assert!(Phold {
+        hot_lps: 17,
+        ..p.clone()
+    }
+    .validate()
+    .is_err());
+    assert!(Phold {
+        hot_work_us: -1.0,
+        ..p
+    }
+    .validate()
+    .is_err());
+}

@@ -44,6 +44,42 @@ impl Mapping {
     }
 }
 
+/// Marks a dedicated LP in the result of [`shared_split`].
+pub const DEDICATED: u32 = u32::MAX;
+
+/// Load balancing (seed 001 §3.4): splits every worker's LPs (`owner[i]` is LP `i`'s worker)
+/// into a dedicated part, `round(dedicated * n_w)` of its `n_w` LPs spread evenly over them (in
+/// LP order, a Bresenham walk), and a shared part; the shared LPs go to the `sets` shared sets
+/// in turn, in LP order. Returns, per LP, its shared set or [`DEDICATED`].
+pub fn shared_split(owner: &[u32], workers: usize, dedicated: f64, sets: usize) -> Vec<u32> {
+    let w = workers.max(1);
+    let mut count = vec![0usize; w];
+    for &o in owner {
+        count[o as usize] += 1;
+    }
+    let keep: Vec<usize> = count
+        .iter()
+        .map(|&n| ((dedicated.clamp(0.0, 1.0) * n as f64).round() as usize).min(n))
+        .collect();
+    let mut seen = vec![0usize; w];
+    let mut next_set = 0usize;
+    owner
+        .iter()
+        .map(|&o| {
+            let o = o as usize;
+            let (j, n, d) = (seen[o], count[o], keep[o]);
+            seen[o] += 1;
+            if (j + 1) * d / n > j * d / n || sets == 0 {
+                DEDICATED
+            } else {
+                let s = next_set % sets;
+                next_set += 1;
+                s as u32
+            }
+        })
+        .collect()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -56,5 +92,19 @@ mod tests {
         assert_eq!(r, vec![0, 1, 0, 1, 0]);
         assert!(Mapping::Explicit(vec![0, 3]).owners(2, 2).is_err());
         assert!(Mapping::Explicit(vec![0]).owners(2, 2).is_err());
+    }
+
+    #[test]
+    fn shared_split_keeps_the_dedicated_fraction_of_each_worker() {
+        let owner = Mapping::Block.owners(8, 2).unwrap();
+        let all = shared_split(&owner, 2, 1.0, 2);
+        assert!(all.iter().all(|&s| s == DEDICATED));
+        let none = shared_split(&owner, 2, 0.0, 2);
+        assert_eq!(none, vec![0, 1, 0, 1, 0, 1, 0, 1]);
+        let half = shared_split(&owner, 2, 0.5, 3);
+        let d = DEDICATED;
+        assert_eq!(half, vec![0, d, 1, d, 2, d, 0, d]);
+        let quarter = shared_split(&owner, 2, 0.25, 1);
+        assert_eq!(quarter.iter().filter(|&&s| s == DEDICATED).count(), 2);
     }
 }

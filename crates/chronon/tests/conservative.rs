@@ -310,7 +310,13 @@ fn breaking_the_declared_links_is_a_model_error_everywhere() {
     assert!(matches!(seq, SimError::Model(_)), "{seq}");
     assert!(seq.to_string().contains("declared links"), "{seq}");
     for threads in [1, 2, 4] {
-        for exec in executors(threads) {
+        let mut execs = executors(threads);
+        execs.push(Executor::Window(
+            ConservativeConfig::new(threads)
+                .dedicated(0.0)
+                .shared_sets(2),
+        ));
+        for exec in execs {
             let e = run(&m, exec, 20.0).unwrap_err();
             assert!(matches!(e, SimError::Model(_)), "{e}");
             assert!(e.to_string().contains("declared links"), "{e}");
@@ -418,6 +424,156 @@ fn a_run_without_end_time_stops_when_no_event_is_left() {
                 .unwrap();
             assert_eq!(r.fingerprint, seq.fingerprint);
             assert_eq!(r.model_stats, seq.model_stats);
+        }
+    }
+}
+
+#[test]
+fn load_balanced_window_matches_the_sequential_history() {
+    // Shared LPs run on whichever worker claims them: zero-lookahead links, equal timestamps
+    // and global events must still give the sequential history.
+    for seed in [0u64, 1, 2, 3, 5, 6] {
+        let m = Random {
+            lps: 6 + (seed as u32 * 5) % 11,
+            seed,
+            las: if seed % 2 == 0 {
+                vec![0.0, 0.25, 1.0]
+            } else {
+                vec![0.5, 1.0, 2.0]
+            },
+            degree: 1 + (seed as u32 % 4),
+            max_fanout: 1 + (seed as u32 % 3),
+            quantum: 0.25,
+            period: if seed % 3 == 0 { 0.0 } else { 1.5 },
+            acyclic_zero: true,
+            cheat_at: None,
+            log: None,
+        };
+        let end = 12.0;
+        let seq = run(&m, Executor::Sequential, end).unwrap();
+        assert!(seq.committed > 50, "seed {seed}: {}", seq.committed);
+        for threads in 1..=4 {
+            for (dedicated, sets) in [(0.0, 1), (0.5, 2), (0.0, 3), (0.5, 1)] {
+                let c = ConservativeConfig::new(threads)
+                    .dedicated(dedicated)
+                    .shared_sets(sets);
+                let name = format!("seed {seed}, x{threads}, dedicated {dedicated}, sets {sets}");
+                let r = run(&m, Executor::Window(c), end).unwrap_or_else(|e| panic!("{name}: {e}"));
+                assert_eq!(r.fingerprint, seq.fingerprint, "{name}");
+                assert_eq!(r.committed, seq.committed, "{name}");
+                assert_eq!(r.model_stats, seq.model_stats, "{name}");
+                assert!(r.executor_stats["shared_lps"] > 0.0, "{name}");
+                let shared: f64 = r.workers.iter().map(|w| w["shared_events"]).sum();
+                assert!(shared > 0.0, "{name}: no shared LP ran");
+            }
+        }
+    }
+}
+
+#[test]
+fn load_balancing_settings_are_checked() {
+    let m = Random {
+        lps: 8,
+        seed: 1,
+        las: vec![1.0],
+        degree: 2,
+        max_fanout: 1,
+        quantum: 0.25,
+        period: 0.0,
+        acyclic_zero: true,
+        cheat_at: None,
+        log: None,
+    };
+    let cases = [
+        (
+            Executor::Window(ConservativeConfig::new(2).dedicated(1.5).shared_sets(1)),
+            "[0, 1]",
+        ),
+        (
+            Executor::Window(
+                ConservativeConfig::new(2)
+                    .dedicated(f64::NAN)
+                    .shared_sets(1),
+            ),
+            "[0, 1]",
+        ),
+        (
+            Executor::Window(ConservativeConfig::new(2).dedicated(0.5)),
+            "--shared-sets",
+        ),
+        (
+            Executor::Lockstep(ConservativeConfig::new(2).dedicated(0.5).shared_sets(1)),
+            "window only",
+        ),
+        (
+            Executor::NullMessage(ConservativeConfig::new(2).shared_sets(2)),
+            "window only",
+        ),
+    ];
+    for (exec, needle) in cases {
+        match run(&m, exec, 5.0) {
+            Err(SimError::Config(msg)) => {
+                assert!(msg.contains(needle), "{msg}");
+                assert!(!msg.contains('\n'), "{msg}");
+            }
+            other => panic!("expected a config error with {needle}, got {other:?}"),
+        }
+    }
+}
+
+/// A ring where LP 3 panics at its first event at or after time 5.
+struct Boom;
+
+impl Model for Boom {
+    type State = ();
+    type Event = ();
+    fn init(&self, ctx: &mut Ctx<'_, Self>) {
+        ctx.send(ctx.me(), 1.0, ());
+    }
+    fn on_event(&self, _s: &mut (), _e: &(), ctx: &mut Ctx<'_, Self>) {
+        if ctx.me() == 3 && ctx.now() >= 5.0 {
+            panic!("boom");
+        }
+        let next = (ctx.me() + 1) % ctx.lps();
+        ctx.send(next, 1.0, ());
+    }
+    fn lookahead(&self) -> f64 {
+        1.0
+    }
+}
+
+#[test]
+fn a_panic_in_a_shared_lp_stops_every_worker_with_its_lp_and_time() {
+    let run_boom = |exec: Executor| {
+        Simulation::new(Boom)
+            .lps(8)
+            .end_time(50.0)
+            .seed(1)
+            .executor(exec)
+            .run()
+            .unwrap_err()
+    };
+    let seq = run_boom(Executor::Sequential);
+    let SimError::Panic { lp, time, .. } = seq else {
+        panic!("expected a panic error, got {seq}");
+    };
+    assert_eq!(lp, 3);
+    for threads in 1..=4 {
+        for dedicated in [0.0, 0.5] {
+            let c = ConservativeConfig::new(threads)
+                .dedicated(dedicated)
+                .shared_sets(2);
+            match run_boom(Executor::Window(c)) {
+                SimError::Panic {
+                    lp: l,
+                    time: t,
+                    message,
+                } => {
+                    assert_eq!((l, t), (lp, time), "x{threads}, dedicated {dedicated}");
+                    assert!(message.contains("boom"), "{message}");
+                }
+                other => panic!("x{threads}, dedicated {dedicated}: {other}"),
+            }
         }
     }
 }

@@ -6,7 +6,8 @@ use std::cell::UnsafeCell;
 use crate::executor::LpSlot;
 use crate::model::{LpId, LpStates};
 
-/// Every LP's slot. While workers run, slot `i` is touched only by the worker that owns LP `i`;
+/// Every LP's slot. While workers run, slot `i` is touched only by the worker that owns LP `i`
+/// (or, for a shared LP under load balancing, by the one worker that claimed it this round);
 /// at a safe point (every worker parked at a barrier) one thread may read them all.
 pub(crate) struct LpTable<S> {
     slots: Box<[UnsafeCell<LpSlot<S>>]>,
@@ -35,7 +36,8 @@ impl<S> LpTable<S> {
     /// LP `lp`'s slot, mutably.
     ///
     /// # Safety
-    /// The caller is the worker that owns `lp` and no other reference to this slot is live:
+    /// The caller is the worker that owns `lp` (or claimed shared LP `lp` for this round) and
+    /// no other reference to this slot is live:
     /// only the owner calls this while workers run, and `AllStates` is used only at safe points.
     #[inline(always)]
     #[allow(clippy::mut_from_ref)]

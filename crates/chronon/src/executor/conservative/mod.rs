@@ -12,6 +12,8 @@
 //! the sequential executor restricted to its LPs; remote events travel as batches, one per
 //! destination worker per flush, payloads moved. Determinism argument: `README.md`.
 
+mod balance;
+mod claim;
 mod lockstep;
 mod lp_table;
 mod null_message;
@@ -38,6 +40,7 @@ use crate::model::{CommitCtx, Ctx, LpId, Model, Time};
 use crate::partition::Mapping;
 use crate::queue::{HeapQueue, LadderQueue, PendingSet, QueueKind};
 use crate::stats::Report;
+use balance::Balance;
 use lp_table::LpTable;
 
 /// How events and lookahead are checked every so often for progress and stop requests.
@@ -53,6 +56,12 @@ pub struct ConservativeConfig {
     pub mapping: Mapping,
     /// The barrier used between rounds (and for global events under null messages).
     pub barrier: BarrierKind,
+    /// Load balancing (window only): the fraction of each worker's LPs dedicated to it, in
+    /// [0, 1]; the rest go to the shared sets (seed 001 §3.4). 1.0: no balancing.
+    pub dedicated: f64,
+    /// Load balancing (window only): the number of shared LP sets (at least 1 when
+    /// `dedicated < 1`).
+    pub shared_sets: usize,
 }
 
 impl ConservativeConfig {
@@ -62,7 +71,44 @@ impl ConservativeConfig {
             threads,
             mapping: Mapping::Block,
             barrier: BarrierKind::default(),
+            dedicated: 1.0,
+            shared_sets: 0,
         }
+    }
+
+    /// Sets the dedicated fraction (load balancing, `--sync window` only).
+    pub fn dedicated(mut self, fraction: f64) -> Self {
+        self.dedicated = fraction;
+        self
+    }
+
+    /// Sets the number of shared LP sets (load balancing, `--sync window` only).
+    pub fn shared_sets(mut self, sets: usize) -> Self {
+        self.shared_sets = sets;
+        self
+    }
+
+    /// Checks the load-balancing settings against `protocol`.
+    fn check_balance(&self, protocol: Protocol) -> Result<(), SimError> {
+        let d = self.dedicated;
+        let given = d != 1.0 || self.shared_sets != 0;
+        if given && protocol != Protocol::Window {
+            return Err(SimError::Config(format!(
+                "--dedicated and --shared-sets apply to --sync window only; got --sync {}",
+                protocol.name()
+            )));
+        }
+        if !(0.0..=1.0).contains(&d) {
+            return Err(SimError::Config(format!(
+                "--dedicated is {d}; it must be in [0, 1]"
+            )));
+        }
+        if d < 1.0 && self.shared_sets == 0 {
+            return Err(SimError::Config(format!(
+                "--dedicated {d} leaves LPs to share, so --shared-sets must be at least 1; got 0"
+            )));
+        }
+        Ok(())
     }
 
     /// Sets the LP mapping.
@@ -143,6 +189,8 @@ pub(crate) struct Shared<'a, M: Model> {
     /// Null messages: the global-event rendezvous (arrivals, generation).
     pub arrived: AtomicUsize,
     pub generation: AtomicU64,
+    /// Window load balancing: the shared LP sets (`None`: every LP is dedicated).
+    pub balance: Option<Balance<M::Event>>,
 }
 
 impl<M: Model> std::fmt::Debug for Shared<'_, M> {
@@ -278,15 +326,67 @@ impl<'s, 'a, M: Model, Q: PendingSet<Event<M::Event>>> Worker<'s, 'a, M, Q> {
         }
     }
 
+    /// Runs shared LP `i` (claimed for this round): its events with time `< below` and key
+    /// `< cap` in key order, and the event with key `extra` if it is the LP's head. Returns the
+    /// number run.
+    pub(crate) fn run_shared(
+        &mut self,
+        i: u32,
+        below: Time,
+        cap: EventKey,
+        extra: Option<EventKey>,
+    ) -> Result<u64, SimError> {
+        let b = self.sh.balance.as_ref().expect("load balancing is on");
+        let start = Instant::now();
+        let before = self.stats.events;
+        let outcome = catch_unwind(AssertUnwindSafe(|| -> Result<(), SimError> {
+            let mut first = true;
+            loop {
+                // The lock is not held while the event runs: its sends may go to this LP.
+                let ev = {
+                    let (_, mut q) = b.lock(i);
+                    match q.peek().map(|e| e.key()) {
+                        Some(k) if k < cap && (k.time < below || (first && Some(k) == extra)) => {
+                            q.pop()
+                        }
+                        _ => None,
+                    }
+                };
+                first = false;
+                match ev {
+                    Some(ev) => self.execute(ev)?,
+                    None => break,
+                }
+            }
+            Ok(())
+        }));
+        self.stats.busy_s += start.elapsed().as_secs_f64();
+        let done = self.stats.events - before;
+        match outcome {
+            Ok(Ok(())) => Ok(done),
+            Ok(Err(e)) => Err(e),
+            Err(payload) => Err(SimError::Panic {
+                lp: self.current.0,
+                time: self.current.1,
+                message: panic_message(payload.as_ref()),
+            }),
+        }
+    }
+
     #[inline]
     fn execute(&mut self, ev: Event<M::Event>) -> Result<(), SimError> {
         let sh = self.sh;
         let now = ev.time;
         let dst = ev.dst;
         self.current = (dst, now);
-        debug_assert_eq!(sh.owner[dst as usize] as usize, self.me);
+        debug_assert!(
+            sh.owner[dst as usize] as usize == self.me
+                || sh.balance.as_ref().is_some_and(|b| b.is_shared(dst))
+        );
         // Safety: `dst` is owned by this worker (its events only ever reach this worker's
-        // queue), and while workers run only an LP's owner touches its slot (lp_table/README).
+        // queue) or is a shared LP this worker claimed for the round (one claimant per round,
+        // rounds separated by barriers), and while workers run only an LP's owner or claimant
+        // touches its slot (lp_table/README, README "Load balancing").
         let slot = unsafe { sh.lps.get_mut(dst) };
         {
             let mut ctx = Ctx::new(
@@ -314,6 +414,12 @@ impl<'s, 'a, M: Model, Q: PendingSet<Event<M::Event>>> Worker<'s, 'a, M, Q> {
         sh.model.commit(&ev.payload, &CommitCtx { me: dst, now });
         slot.digest.commit(&ev.key());
         for e in self.out.drain(..) {
+            if let Some(b) = &sh.balance {
+                if b.is_shared(e.dst) {
+                    b.push(e);
+                    continue;
+                }
+            }
             let w = sh.owner[e.dst as usize] as usize;
             if w == self.me {
                 self.queue.push(e);
@@ -380,9 +486,22 @@ fn run_with<M: Model, Q: PendingSet<Event<M::Event>>>(
             protocol.name()
         )));
     }
+    cc.check_balance(protocol)?;
     let owner = cc.mapping.owners(cfg.lps, w).map_err(SimError::Config)?;
     let links = Links::new(model, cfg.lps)?;
-    let (worker_la, link_la) = worker_lookaheads(&links, &owner, w);
+    let (mut worker_la, link_la) = worker_lookaheads(&links, &owner, w);
+    let balance = if cc.dedicated < 1.0 {
+        let set_of = crate::partition::shared_split(&owner, w, cc.dedicated, cc.shared_sets);
+        let shared_la = balance_lookaheads(&links, &owner, &set_of, &mut worker_la);
+        Some(Balance::new(
+            cc.dedicated,
+            &set_of,
+            cc.shared_sets,
+            shared_la,
+        ))
+    } else {
+        None
+    };
     if protocol == Protocol::NullMessage {
         null_message::check_links(&links, &owner, &link_la, w)?;
     }
@@ -394,7 +513,10 @@ fn run_with<M: Model, Q: PendingSet<Event<M::Event>>>(
     let (slots, initial) = init_lps(model, cfg, &mut counters)?;
     let mut queues: Vec<Q> = (0..w).map(|_| Q::new()).collect();
     for ev in initial {
-        queues[owner[ev.dst as usize] as usize].push(ev);
+        match &balance {
+            Some(b) if b.is_shared(ev.dst) => b.push(ev),
+            _ => queues[owner[ev.dst as usize] as usize].push(ev),
+        }
     }
     let mut report = Report::new(protocol.name(), w, cfg.queue.name(), cfg.lps, cfg.end);
     report.init_s = init_start.elapsed().as_secs_f64();
@@ -420,6 +542,7 @@ fn run_with<M: Model, Q: PendingSet<Event<M::Event>>>(
         abort: AtomicBool::new(false),
         arrived: AtomicUsize::new(0),
         generation: AtomicU64::new(0),
+        balance,
     };
     let barrier = cc.barrier.build(w);
     let start = Instant::now();
@@ -467,6 +590,8 @@ fn run_with<M: Model, Q: PendingSet<Event<M::Event>>>(
     {
         return Err(e);
     }
+    let mut shared = shared;
+    let balance = shared.balance.take();
     let globals = shared
         .globals
         .into_inner()
@@ -484,7 +609,14 @@ fn run_with<M: Model, Q: PendingSet<Event<M::Event>>>(
     finish_report(model, &lps, &counters, &mut report);
     globals.add_to(&mut report);
     report.set_wall(wall);
-    let pending: usize = results.iter().map(|r| r.pending).sum();
+    let mut pending: usize = results.iter().map(|r| r.pending).sum();
+    if let Some(b) = &balance {
+        pending += b.pending();
+        let st = &mut report.executor_stats;
+        st.insert("dedicated".into(), b.dedicated);
+        st.insert("shared_sets".into(), b.sets.len() as f64);
+        st.insert("shared_lps".into(), b.shared_lps() as f64);
+    }
     report
         .executor_stats
         .insert("pending_at_end".into(), pending as f64);
@@ -594,4 +726,86 @@ fn worker_lookaheads(links: &Links, owner: &[u32], w: usize) -> (Vec<Time>, Vec<
             .fold(Time::INFINITY, f64::min);
     }
     (worker_la, link_la)
+}
+
+/// Load balancing: a link between a dedicated LP and a shared LP, or from a shared LP to any
+/// other LP, crosses between execution units (a shared LP may run on any worker, at any point
+/// of a round). Lowers `worker_la[v]` by worker `v`'s dedicated-to-shared links and returns the
+/// smallest lookahead of a link out of a shared LP (`+inf` when none).
+fn balance_lookaheads(
+    links: &Links,
+    owner: &[u32],
+    set_of: &[u32],
+    worker_la: &mut [Time],
+) -> Time {
+    use crate::partition::DEDICATED;
+    let n = owner.len();
+    let any_shared = set_of.iter().any(|&s| s != DEDICATED);
+    let mut shared_la = Time::INFINITY;
+    for lp in 0..n {
+        let shared = set_of[lp] != DEDICATED;
+        let v = owner[lp] as usize;
+        match links.of(lp as LpId) {
+            None => {
+                if shared && n > 1 {
+                    shared_la = shared_la.min(links.lookahead);
+                } else if !shared && any_shared {
+                    worker_la[v] = worker_la[v].min(links.lookahead);
+                }
+            }
+            Some(ls) => {
+                for &(d, la) in ls {
+                    if d as usize == lp {
+                        continue;
+                    }
+                    if shared {
+                        shared_la = shared_la.min(la);
+                    } else if set_of[d as usize] != DEDICATED {
+                        worker_la[v] = worker_la[v].min(la);
+                    }
+                }
+            }
+        }
+    }
+    shared_la
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::model::Ctx;
+    use crate::partition::DEDICATED;
+
+    /// Three LPs: 0 → 1 with lookahead 0.1, 1 → 2 with 0.5, 2 → 0 with 2.0.
+    struct Chain;
+
+    impl Model for Chain {
+        type State = ();
+        type Event = ();
+        fn init(&self, _ctx: &mut Ctx<'_, Self>) {}
+        fn on_event(&self, _s: &mut (), _e: &(), _ctx: &mut Ctx<'_, Self>) {}
+        fn lookahead(&self) -> f64 {
+            0.1
+        }
+        fn topology(&self, lp: LpId) -> Option<Vec<(LpId, f64)>> {
+            Some(vec![[(1, 0.1), (2, 0.5), (0, 2.0)][lp as usize]])
+        }
+    }
+
+    #[test]
+    fn links_touching_shared_lps_count_as_links_between_workers() {
+        let links = Links::new(&Chain, 3).unwrap();
+        // Everything on worker 0: no link between workers.
+        let owner = vec![0, 0, 0];
+        let (mut la, _) = worker_lookaheads(&links, &owner, 1);
+        assert_eq!(la, vec![f64::INFINITY]);
+        // LP 1 shared: 0 → 1 (dedicated to shared) lowers worker 0's lookahead, and 1 → 2
+        // (out of a shared LP) is the shared lookahead.
+        let shared = balance_lookaheads(&links, &owner, &[DEDICATED, 0, DEDICATED], &mut la);
+        assert_eq!((la[0], shared), (0.1, 0.5));
+        // LP 2 shared instead: 1 → 2 (0.5) and 2 → 0 (2.0).
+        let (mut la, _) = worker_lookaheads(&links, &owner, 1);
+        let shared = balance_lookaheads(&links, &owner, &[DEDICATED, DEDICATED, 0], &mut la);
+        assert_eq!((la[0], shared), (0.5, 2.0));
+    }
 }

@@ -9,6 +9,8 @@
 //!    earliest LP event, worker 0 runs it while the others wait at a second barrier (the safe
 //!    place of seed 001 §2.2.3);
 //! 4. **execute** every event below the worker's bound (and the globally smallest one);
+//!    With load balancing (window only), each worker then claims shared LPs by atomic index
+//!    and runs their events below the same bound (`balance.rs`, README "Load balancing");
 //! 5. **flush** the outgoing batches, **barrier**.
 
 use std::sync::atomic::Ordering;
@@ -39,12 +41,20 @@ pub(super) fn run<M: Model, Q: PendingSet<Event<M::Event>>>(
     let mut failed = false;
     let mut outcome = Outcome::default();
     let mut bound_sum = 0.0;
+    let (mut shared_runs, mut shared_events) = (0u64, 0u64);
     loop {
         let t0 = Instant::now();
         let stop = me == 0 && sh.cfg.progress.stop_requested();
         let flags = if failed { FLAG_ERROR } else { 0 } | if stop { FLAG_STOP } else { 0 };
         // Ordering: written before the barrier that ends the last safe point, read after it.
         let next_global = f64::from_bits(sh.global_next.load(Ordering::Relaxed));
+        // Load balancing: nobody sends or claims between the last barrier and the next one,
+        // so the shared sets this worker is home to are quiescent here.
+        let shared_moe = match &sh.balance {
+            Some(b) => b.home_round(me, sh.workers),
+            None => Published::IDLE.moe,
+        };
+        let shared_la = sh.balance.as_ref().map_or(f64::INFINITY, |b| b.la);
         sh.gsu.receive(
             me,
             &sh.mail[me],
@@ -56,8 +66,8 @@ pub(super) fn run<M: Model, Q: PendingSet<Event<M::Event>>>(
                     e.key()
                 });
                 Published {
-                    moe,
-                    bound: moe.time + la,
+                    moe: moe.min(shared_moe),
+                    bound: (moe.time + la).min(shared_moe.time + shared_la),
                     flags,
                     aux: next_global,
                 }
@@ -124,6 +134,25 @@ pub(super) fn run<M: Model, Q: PendingSet<Event<M::Event>>>(
             sh.record_error(e);
             failed = true;
         }
+        if let (Some(b), false) = (&sh.balance, failed) {
+            let n = b.sets.len();
+            'sets: for k in 0..n {
+                let s = (me + k) % n;
+                while let Some(j) = b.cursors[s].claim(b.sets[s].len()) {
+                    match w.run_shared(b.sets[s][j], below, cap, Some(min_key)) {
+                        Ok(done) => {
+                            shared_runs += u64::from(done > 0);
+                            shared_events += done;
+                        }
+                        Err(e) => {
+                            sh.record_error(e);
+                            failed = true;
+                            break 'sets;
+                        }
+                    }
+                }
+            }
+        }
         let t1 = Instant::now();
         w.flush();
         w.stats.rounds += 1;
@@ -135,6 +164,10 @@ pub(super) fn run<M: Model, Q: PendingSet<Event<M::Event>>>(
         barrier.wait(me);
         w.stats.wait_s += tw.elapsed().as_secs_f64();
         w.stats.sync_s += t1.elapsed().as_secs_f64();
+    }
+    if sh.balance.is_some() {
+        outcome.extra.push(("shared_lp_runs", shared_runs as f64));
+        outcome.extra.push(("shared_events", shared_events as f64));
     }
     if w.stats.rounds > 0 {
         outcome
