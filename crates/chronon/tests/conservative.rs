@@ -316,6 +316,7 @@ fn breaking_the_declared_links_is_a_model_error_everywhere() {
                 .dedicated(0.0)
                 .shared_sets(2),
         ));
+        execs.push(Executor::TimeWarp { threads });
         for exec in execs {
             let e = run(&m, exec, 20.0).unwrap_err();
             assert!(matches!(e, SimError::Model(_)), "{e}");
@@ -576,4 +577,50 @@ fn a_panic_in_a_shared_lp_stops_every_worker_with_its_lp_and_time() {
             }
         }
     }
+}
+
+/// Time Warp runs models with declared topologies (no global events) to the sequential
+/// history, and refuses global events with a configuration error rather than skipping them.
+#[test]
+fn time_warp_keeps_topologies_and_refuses_global_events() {
+    for seed in 0..6u64 {
+        let m = Random {
+            lps: 6 + seed as u32,
+            seed,
+            las: vec![0.0, 0.25, 1.0],
+            degree: 1 + (seed as u32 % 3),
+            max_fanout: 2,
+            quantum: 0.25,
+            period: 0.0,
+            acyclic_zero: true,
+            cheat_at: None,
+            log: None,
+        };
+        let seq = run(&m, Executor::Sequential, 15.0).unwrap();
+        for threads in [2, 3] {
+            let tw = run(&m, Executor::TimeWarp { threads }, 15.0).unwrap();
+            assert_eq!(
+                tw.fingerprint, seq.fingerprint,
+                "seed {seed}, {threads} threads"
+            );
+            assert_eq!(tw.model_stats, seq.model_stats, "seed {seed}");
+        }
+    }
+    let with_globals = Random {
+        lps: 6,
+        seed: 1,
+        las: vec![0.5],
+        degree: 2,
+        max_fanout: 1,
+        quantum: 0.25,
+        period: 1.5,
+        acyclic_zero: true,
+        cheat_at: None,
+        log: None,
+    };
+    let e = run(&with_globals, Executor::TimeWarp { threads: 2 }, 10.0).unwrap_err();
+    assert!(
+        e.is_config() && e.to_string().contains("global events"),
+        "{e}"
+    );
 }

@@ -231,6 +231,9 @@ struct Shared<'a, M: Model> {
     series: Mutex<Vec<(f64, f64)>>,
     start: Instant,
     progress: &'a crate::progress::Progress,
+    /// The model's declared topology: a send along an undeclared link, or below its link's
+    /// lookahead, is a model error here as under every executor.
+    links: crate::executor::links::Links,
 }
 
 impl<M: Model> Shared<'_, M> {
@@ -378,6 +381,12 @@ fn run_with<M: Model, Q: PendingSet<TwEvent<M::Event>>>(
             "Time Warp needs at least 1 thread; got 0".into(),
         ));
     }
+    if !model.global_events().is_empty() {
+        return Err(SimError::Config(
+            "the model schedules global events, which --sync timewarp does not run yet; use seq, window, null-message or lockstep".into(),
+        ));
+    }
+    let links = crate::executor::links::Links::new(model, cfg.lps)?;
     if threads >= 1 << 15 {
         return Err(SimError::Config(format!(
             "Time Warp runs at most 32767 threads; got {threads}"
@@ -462,6 +471,7 @@ fn run_with<M: Model, Q: PendingSet<TwEvent<M::Event>>>(
     report.init_s = init_start.elapsed().as_secs_f64();
 
     let sh = Shared {
+        links,
         model,
         n: cfg.lps,
         end: cfg.end,
@@ -1003,6 +1013,12 @@ impl<'s, 'a, M: Model, Q: PendingSet<TwEvent<M::Event>>> Worker<'s, 'a, M, Q> {
                 &mut self.err,
             );
             sh.model.on_event(&mut lp.state, &ev.ev.payload, &mut ctx);
+        }
+        if sh.links.declared && self.err.is_none() {
+            // Deferred like every model error: reported only if this event commits.
+            if let Err(e) = sh.links.check(me, now, &self.out) {
+                self.err = Some(e);
+            }
         }
         if let Some(t0) = t0 {
             self.event_ns = t0.elapsed().as_nanos() as f64;
