@@ -20,7 +20,7 @@ use std::time::{Duration, Instant};
 use crossbeam_utils::Backoff;
 
 use self::gvt::GvtRegisters;
-use self::lp::{Anti, Checkpoint, Done, Msg, Sent, TwEvent, TwLp};
+use self::lp::{Anti, Checkpoint, Done, Msg, Sent, TwCold, TwEvent, TwLp};
 use super::{finish_report, init_lps, LpSlot, RunConfig};
 use crate::comm::Mailbox;
 use crate::error::{panic_message, ModelError, SimError};
@@ -184,6 +184,27 @@ impl Hasher for IdHasher {
     }
 }
 
+/// Asks the CPU to start loading the first (at most two) cache lines of `*r`: a hint that
+/// hides the cache miss of a record the worker will touch soon. No effect on results.
+#[inline(always)]
+fn prefetch<T>(r: &T) {
+    #[cfg(target_arch = "x86_64")]
+    {
+        use std::arch::x86_64::{_mm_prefetch, _MM_HINT_T0};
+        let p = (r as *const T).cast::<i8>();
+        for line in 0..std::mem::size_of::<T>().div_ceil(64).min(2) {
+            // Safety: a prefetch never faults and has no architectural effect; the address is
+            // inside `*r` (`line * 64 < size_of::<T>()`), so `add` stays in bounds.
+            unsafe { _mm_prefetch::<_MM_HINT_T0>(p.add(line * 64)) };
+        }
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    let _ = r;
+}
+
+/// How many LPs ahead fossil collection prefetches the records it will visit.
+const FOSSIL_PREFETCH: usize = 4;
+
 /// Compares two states (for `--check-reverse`).
 pub(crate) type StateEq<S> = fn(&S, &S) -> bool;
 
@@ -287,6 +308,7 @@ impl<M: Model> Shared<'_, M> {
 /// the run complete.
 type WorkerResult<M> = (
     Vec<TwLp<<M as Model>::State, <M as Model>::Event>>,
+    Vec<TwCold<<M as Model>::State>>,
     Vec<i64>,
     Stats,
     bool,
@@ -322,6 +344,8 @@ struct Worker<'s, 'a, M: Model, Q> {
     w: usize,
     sh: &'s Shared<'a, M>,
     lps: Vec<TwLp<M::State, M::Event>>,
+    /// The cold halves of `lps`, at the same indices.
+    cold: Vec<TwCold<M::State>>,
     queue: Q,
     cancelled: HashSet<u64, BuildHasherDefault<IdHasher>>,
     outbox: Vec<Vec<Msg<M::Event>>>,
@@ -427,6 +451,10 @@ fn run_with<M: Model, Q: PendingSet<TwEvent<M::Event>>>(
         .iter()
         .map(|&s| Vec::with_capacity(s as usize))
         .collect();
+    let mut per_worker_cold: Vec<Vec<TwCold<M::State>>> = sizes
+        .iter()
+        .map(|&s| Vec::with_capacity(s as usize))
+        .collect();
     for (i, slot) in slots.into_iter().enumerate() {
         let checkpoints = match saving {
             Saving::Copy => VecDeque::from([Checkpoint {
@@ -436,17 +464,19 @@ fn run_with<M: Model, Q: PendingSet<TwEvent<M::Event>>>(
             }]),
             Saving::Reverse => VecDeque::new(),
         };
+        per_worker_cold[owner[i] as usize].push(TwCold {
+            committed: 0,
+            digest: slot.digest,
+            sent: VecDeque::new(),
+            counts: VecDeque::new(),
+            checkpoints,
+        });
         per_worker[owner[i] as usize].push(TwLp {
             id: i as LpId,
             state: slot.state,
             meta: slot.meta,
-            digest: slot.digest,
             done: VecDeque::new(),
             base: 0,
-            committed: 0,
-            sent: VecDeque::new(),
-            counts: VecDeque::new(),
-            checkpoints,
             dirty: false,
             last_key: EventKey {
                 time: 0.0,
@@ -510,12 +540,13 @@ fn run_with<M: Model, Q: PendingSet<TwEvent<M::Event>>>(
     let results: Vec<WorkerResult<M>> = std::thread::scope(|s| {
         let handles: Vec<_> = per_worker
             .into_iter()
+            .zip(per_worker_cold)
             .zip(queues)
             .enumerate()
-            .map(|(w, (lps, queue))| {
+            .map(|(w, ((lps, cold), queue))| {
                 let sh = &sh;
                 s.spawn(move || {
-                    let mut worker = Worker::new(w, sh, lps, queue, ncounters);
+                    let mut worker = Worker::new(w, sh, lps, cold, queue, ncounters);
                     let outcome = catch_unwind(AssertUnwindSafe(|| worker.run_loop()));
                     let complete = match outcome {
                         Ok(Ok(complete)) => complete,
@@ -533,7 +564,13 @@ fn run_with<M: Model, Q: PendingSet<TwEvent<M::Event>>>(
                         }
                     };
                     worker.stats.checkpoint_interval = u64::from(worker.k);
-                    (worker.lps, worker.counters, worker.stats, complete)
+                    (
+                        worker.lps,
+                        worker.cold,
+                        worker.counters,
+                        worker.stats,
+                        complete,
+                    )
                 })
             })
             .collect();
@@ -551,16 +588,16 @@ fn run_with<M: Model, Q: PendingSet<TwEvent<M::Event>>>(
     let mut complete = true;
     let mut all: Vec<Option<LpSlot<M::State>>> = (0..cfg.lps).map(|_| None).collect();
     let mut stats = Vec::new();
-    for (lps, c, st, done) in results {
+    for (lps, cold, c, st, done) in results {
         complete &= done;
         for (a, b) in counters.iter_mut().zip(&c) {
             *a += b;
         }
-        for lp in lps {
+        for (lp, cold) in lps.into_iter().zip(cold) {
             all[lp.id as usize] = Some(LpSlot {
                 state: lp.state,
                 meta: lp.meta,
-                digest: lp.digest,
+                digest: cold.digest,
             });
         }
         stats.push(st);
@@ -629,18 +666,20 @@ impl<'s, 'a, M: Model, Q: PendingSet<TwEvent<M::Event>>> Worker<'s, 'a, M, Q> {
         w: usize,
         sh: &'s Shared<'a, M>,
         lps: Vec<TwLp<M::State, M::Event>>,
+        cold: Vec<TwCold<M::State>>,
         queue: Q,
         ncounters: usize,
     ) -> Self {
         let workers = sh.boxes.len();
         let census = Census {
-            checkpoints: lps.iter().map(|l| l.checkpoints.len() as u64).sum(),
+            checkpoints: cold.iter().map(|l| l.checkpoints.len() as u64).sum(),
             ..Census::default()
         };
         Worker {
             w,
             sh,
             lps,
+            cold,
             queue,
             cancelled: HashSet::default(),
             outbox: (0..workers).map(|_| Vec::new()).collect(),
@@ -797,7 +836,10 @@ impl<'s, 'a, M: Model, Q: PendingSet<TwEvent<M::Event>>> Worker<'s, 'a, M, Q> {
         match found {
             Some(i) => {
                 let at = lp.base + i as u64;
-                debug_assert!(at >= lp.committed, "an anti-message for a committed event");
+                debug_assert!(
+                    at >= self.cold[li].committed,
+                    "an anti-message for a committed event"
+                );
                 self.stats.secondary += 1;
                 self.rollback(li, at, Some(a.id))
             }
@@ -813,6 +855,7 @@ impl<'s, 'a, M: Model, Q: PendingSet<TwEvent<M::Event>>> Worker<'s, 'a, M, Q> {
     fn rollback(&mut self, li: usize, at: u64, annihilate: Option<u64>) -> Result<(), SimError> {
         let sh = self.sh;
         let lp = &mut self.lps[li];
+        let cold = &mut self.cold[li];
         let me = lp.id;
         while lp.next_index() > at {
             let d = lp.done.pop_back().expect("a record above `at`");
@@ -822,7 +865,7 @@ impl<'s, 'a, M: Model, Q: PendingSet<TwEvent<M::Event>>> Worker<'s, 'a, M, Q> {
                 let s = if k == 0 {
                     d.first_sent
                 } else {
-                    lp.sent.pop_back().expect("a send record")
+                    cold.sent.pop_back().expect("a send record")
                 };
                 let anti = Anti {
                     dst: s.dst,
@@ -845,7 +888,7 @@ impl<'s, 'a, M: Model, Q: PendingSet<TwEvent<M::Event>>> Worker<'s, 'a, M, Q> {
                 self.stats.antis += 1;
             }
             for _ in 1..d.counts {
-                lp.counts.pop_back();
+                cold.counts.pop_back();
             }
             self.census.done -= 1;
             self.census.sent -= u64::from(d.sent.saturating_sub(1));
@@ -878,11 +921,11 @@ impl<'s, 'a, M: Model, Q: PendingSet<TwEvent<M::Event>>> Worker<'s, 'a, M, Q> {
             }
         }
         if sh.saving == Saving::Copy {
-            while lp.checkpoints.back().is_some_and(|c| c.at > at) {
-                lp.checkpoints.pop_back();
+            while cold.checkpoints.back().is_some_and(|c| c.at > at) {
+                cold.checkpoints.pop_back();
                 self.census.checkpoints -= 1;
             }
-            let c = lp
+            let c = cold
                 .checkpoints
                 .back()
                 .expect("a checkpoint at or below the commit point");
@@ -940,7 +983,15 @@ impl<'s, 'a, M: Model, Q: PendingSet<TwEvent<M::Event>>> Worker<'s, 'a, M, Q> {
             if t > limit {
                 return None;
             }
-            return self.queue.pop();
+            let ev = self.queue.pop();
+            // The next event's LP record is most likely a cache miss (LPs are touched in
+            // timestamp order, all over the table): start loading it while this one runs.
+            if let Some(next) = self.queue.peek() {
+                if let Some(lp) = self.lps.get(self.sh.local_of(next.ev.dst)) {
+                    prefetch(lp);
+                }
+            }
+            return ev;
         }
     }
 
@@ -979,11 +1030,12 @@ impl<'s, 'a, M: Model, Q: PendingSet<TwEvent<M::Event>>> Worker<'s, 'a, M, Q> {
         let me = ev.ev.dst;
         let lp = &mut self.lps[li];
         if sh.saving == Saving::Copy {
-            let last = lp.checkpoints.back().map_or(0, |c| c.at);
+            let cold = &mut self.cold[li];
+            let last = cold.checkpoints.back().map_or(0, |c| c.at);
             if lp.next_index() - last >= u64::from(self.k) {
                 let sample = self.stats.checkpoints % 128 == 0;
                 let t0 = sample.then(Instant::now);
-                lp.checkpoints.push_back(Checkpoint {
+                cold.checkpoints.push_back(Checkpoint {
                     at: lp.next_index(),
                     state: lp.state.clone(),
                     meta: lp.meta,
@@ -1043,7 +1095,7 @@ impl<'s, 'a, M: Model, Q: PendingSet<TwEvent<M::Event>>> Worker<'s, 'a, M, Q> {
                 if counts == 0 {
                     first_count = (i as u32, *c);
                 } else {
-                    lp.counts.push_back((i as u32, *c));
+                    self.cold[li].counts.push_back((i as u32, *c));
                 }
                 *c = 0;
                 counts += 1;
@@ -1081,7 +1133,7 @@ impl<'s, 'a, M: Model, Q: PendingSet<TwEvent<M::Event>>> Worker<'s, 'a, M, Q> {
                     id,
                 };
             } else {
-                lp.sent.push_back(Sent {
+                self.cold[li].sent.push_back(Sent {
                     dst,
                     time: key.time,
                     id,
@@ -1204,18 +1256,39 @@ impl<'s, 'a, M: Model, Q: PendingSet<TwEvent<M::Event>>> Worker<'s, 'a, M, Q> {
         self.gvt = g;
         let mut i = 0;
         while i < self.dirty.len() {
+            // The LP visited next is `dirty[i + 1]` if this one stays dirty, otherwise the last
+            // one (moved here by `swap_remove`): prefetch a few ahead on both paths.
+            // Records first, then (half as far ahead, their records being loaded by now) the
+            // oldest processed event in each one's history.
+            let n = self.dirty.len();
+            let half = FOSSIL_PREFETCH / 2;
+            for ahead in [i + FOSSIL_PREFETCH, n.wrapping_sub(FOSSIL_PREFETCH)] {
+                if ahead > i && ahead < n {
+                    let lj = self.dirty[ahead] as usize;
+                    prefetch(&self.cold[lj]);
+                    prefetch(&self.lps[lj]);
+                }
+            }
+            for ahead in [i + half, n.wrapping_sub(half)] {
+                if ahead > i && ahead < n {
+                    if let Some(d) = self.lps[self.dirty[ahead] as usize].done.front() {
+                        prefetch(d);
+                    }
+                }
+            }
             let li = self.dirty[i] as usize;
             let lp = &mut self.lps[li];
+            let cold = &mut self.cold[li];
             let me = lp.id;
             // Counter deltas of the first uncommitted record start at this offset.
             let mut coff: usize = lp
                 .done
                 .iter()
-                .take((lp.committed - lp.base) as usize)
+                .take((cold.committed - lp.base) as usize)
                 .map(|d| d.counts.saturating_sub(1) as usize)
                 .sum();
-            while lp.committed < lp.next_index() {
-                let d = &lp.done[(lp.committed - lp.base) as usize];
+            while cold.committed < lp.next_index() {
+                let d = &lp.done[(cold.committed - lp.base) as usize];
                 let now = d.ev.ev.time;
                 if now >= g {
                     break;
@@ -1225,28 +1298,28 @@ impl<'s, 'a, M: Model, Q: PendingSet<TwEvent<M::Event>>> Worker<'s, 'a, M, Q> {
                 }
                 self.current = (me, now);
                 sh.model.commit(&d.ev.ev.payload, &CommitCtx { me, now });
-                lp.digest.commit(&d.ev.ev.key());
+                cold.digest.commit(&d.ev.ev.key());
                 if d.counts > 0 {
                     let (idx, delta) = d.first_count;
                     self.counters[idx as usize] += delta;
                 }
                 for _ in 1..d.counts {
-                    let (idx, delta) = lp.counts[coff];
+                    let (idx, delta) = cold.counts[coff];
                     self.counters[idx as usize] += delta;
                     coff += 1;
                 }
-                lp.committed += 1;
+                cold.committed += 1;
                 self.stats.committed += 1;
             }
             // Free what lies before the last restart point at or below the commit point.
             let keep_from = match sh.saving {
-                Saving::Reverse => lp.committed,
+                Saving::Reverse => cold.committed,
                 Saving::Copy => {
-                    while lp.checkpoints.len() > 1 && lp.checkpoints[1].at <= lp.committed {
-                        lp.checkpoints.pop_front();
+                    while cold.checkpoints.len() > 1 && cold.checkpoints[1].at <= cold.committed {
+                        cold.checkpoints.pop_front();
                         self.census.checkpoints -= 1;
                     }
-                    lp.checkpoints[0].at
+                    cold.checkpoints[0].at
                 }
             };
             while lp.base < keep_from {
@@ -1255,17 +1328,17 @@ impl<'s, 'a, M: Model, Q: PendingSet<TwEvent<M::Event>>> Worker<'s, 'a, M, Q> {
                     .pop_front()
                     .expect("a record below the commit point");
                 for _ in 1..d.sent {
-                    lp.sent.pop_front();
+                    cold.sent.pop_front();
                 }
                 for _ in 1..d.counts {
-                    lp.counts.pop_front();
+                    cold.counts.pop_front();
                 }
                 self.census.done -= 1;
                 self.census.sent -= u64::from(d.sent.saturating_sub(1));
                 self.census.counts -= u64::from(d.counts.saturating_sub(1));
                 lp.base += 1;
             }
-            if lp.committed == lp.next_index() {
+            if cold.committed == lp.next_index() {
                 lp.dirty = false;
                 self.dirty.swap_remove(i);
             } else {
