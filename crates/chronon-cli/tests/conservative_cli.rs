@@ -1,26 +1,8 @@
 //! The real binary: the conservative executors' flags, good and bad.
 
-use std::process::Command;
+mod common;
 
-fn chronon(args: &[&str]) -> (i32, String, String) {
-    let out = Command::new(env!("CARGO_BIN_EXE_chronon"))
-        .args(args)
-        .output()
-        .expect("the binary runs");
-    (
-        out.status.code().unwrap_or(-1),
-        String::from_utf8_lossy(&out.stdout).into_owned(),
-        String::from_utf8_lossy(&out.stderr).into_owned(),
-    )
-}
-
-fn fingerprint(stdout: &str) -> String {
-    stdout
-        .lines()
-        .find(|l| l.starts_with("fingerprint"))
-        .unwrap_or_else(|| panic!("no fingerprint in {stdout}"))
-        .to_string()
-}
+use common::{chronon, fingerprint};
 
 fn bad(args: &[&str], needle: &str) {
     let (code, stdout, stderr) = chronon(args);

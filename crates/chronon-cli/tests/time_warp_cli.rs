@@ -1,28 +1,9 @@
 //! The real `chronon` binary with Time Warp flags: bad values exit 2 with one line; a good run
 //! prints the sequential fingerprint and writes the GVT series.
 
-use std::process::Command;
+mod common;
 
-fn chronon(args: &[&str]) -> (i32, String, String) {
-    let out = Command::new(env!("CARGO_BIN_EXE_chronon"))
-        .args(args)
-        .output()
-        .expect("the binary runs");
-    (
-        out.status.code().unwrap_or(-1),
-        String::from_utf8_lossy(&out.stdout).into_owned(),
-        String::from_utf8_lossy(&out.stderr).into_owned(),
-    )
-}
-
-fn fingerprint(stdout: &str) -> String {
-    stdout
-        .lines()
-        .find_map(|l| l.strip_prefix("fingerprint"))
-        .expect("a fingerprint line")
-        .trim()
-        .to_string()
-}
+use common::{chronon, fingerprint};
 
 const SMALL: &[&str] = &["run", "phold", "--lps", "32", "--end", "20"];
 

@@ -1,0 +1,26 @@
+//! Helpers shared by the test binaries that run the real `chronon` binary.
+
+use std::process::Command;
+
+/// Runs `chronon` with `args`: (exit code, stdout, stderr).
+pub fn chronon(args: &[&str]) -> (i32, String, String) {
+    let out = Command::new(env!("CARGO_BIN_EXE_chronon"))
+        .args(args)
+        .output()
+        .expect("the binary runs");
+    (
+        out.status.code().unwrap_or(-1),
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
+}
+
+/// The fingerprint a summary printed (its hex digits).
+pub fn fingerprint(stdout: &str) -> String {
+    stdout
+        .lines()
+        .find_map(|l| l.strip_prefix("fingerprint"))
+        .unwrap_or_else(|| panic!("no fingerprint in {stdout}"))
+        .trim()
+        .to_string()
+}
