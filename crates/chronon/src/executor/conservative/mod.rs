@@ -294,25 +294,35 @@ impl<'s, 'a, M: Model, Q: PendingSet<Event<M::Event>>> Worker<'s, 'a, M, Q> {
         cap: EventKey,
         extra: Option<EventKey>,
     ) -> Result<u64, SimError> {
-        let start = Instant::now();
-        let before = self.stats.events;
-        let outcome = catch_unwind(AssertUnwindSafe(|| -> Result<(), SimError> {
-            if let (Some(x), Some(h)) = (extra, self.head()) {
+        self.counted(|w| {
+            if let (Some(x), Some(h)) = (extra, w.head()) {
                 if x == h && h < cap {
-                    let ev = self.queue.pop().expect("the head exists");
-                    self.execute(ev)?;
+                    let ev = w.queue.pop().expect("the head exists");
+                    w.execute(ev)?;
                 }
             }
             loop {
-                match self.queue.peek() {
+                match w.queue.peek() {
                     Some(e) if e.time < below && e.key() < cap => {}
                     _ => break,
                 }
-                let ev = self.queue.pop().expect("the head exists");
-                self.execute(ev)?;
+                let ev = w.queue.pop().expect("the head exists");
+                w.execute(ev)?;
             }
             Ok(())
-        }));
+        })
+    }
+
+    /// Runs `f` (which executes events) under `catch_unwind`, adds its wall time to the busy
+    /// time, and returns the number of events it executed; a panic becomes
+    /// `SimError::Panic` naming the LP and time of the event that was running.
+    fn counted(
+        &mut self,
+        f: impl FnOnce(&mut Self) -> Result<(), SimError>,
+    ) -> Result<u64, SimError> {
+        let start = Instant::now();
+        let before = self.stats.events;
+        let outcome = catch_unwind(AssertUnwindSafe(|| f(self)));
         self.stats.busy_s += start.elapsed().as_secs_f64();
         let done = self.stats.events - before;
         match outcome {
@@ -336,10 +346,8 @@ impl<'s, 'a, M: Model, Q: PendingSet<Event<M::Event>>> Worker<'s, 'a, M, Q> {
         cap: EventKey,
         extra: Option<EventKey>,
     ) -> Result<u64, SimError> {
-        let b = self.sh.balance.as_ref().expect("load balancing is on");
-        let start = Instant::now();
-        let before = self.stats.events;
-        let outcome = catch_unwind(AssertUnwindSafe(|| -> Result<(), SimError> {
+        self.counted(|w| {
+            let b = w.sh.balance.as_ref().expect("load balancing is on");
             let mut first = true;
             loop {
                 // The lock is not held while the event runs: its sends may go to this LP.
@@ -354,23 +362,12 @@ impl<'s, 'a, M: Model, Q: PendingSet<Event<M::Event>>> Worker<'s, 'a, M, Q> {
                 };
                 first = false;
                 match ev {
-                    Some(ev) => self.execute(ev)?,
+                    Some(ev) => w.execute(ev)?,
                     None => break,
                 }
             }
             Ok(())
-        }));
-        self.stats.busy_s += start.elapsed().as_secs_f64();
-        let done = self.stats.events - before;
-        match outcome {
-            Ok(Ok(())) => Ok(done),
-            Ok(Err(e)) => Err(e),
-            Err(payload) => Err(SimError::Panic {
-                lp: self.current.0,
-                time: self.current.1,
-                message: panic_message(payload.as_ref()),
-            }),
-        }
+        })
     }
 
     #[inline]
