@@ -119,14 +119,13 @@ impl Campus {
         positive("backbone-delay", self.backbone_delay)?;
         positive("ring-bandwidth", self.ring_bandwidth)?;
         positive("ring-delay", self.ring_delay)?;
-        at_least("packet-bytes", u64::from(self.packet_bytes), 1)?;
-        positive("load", self.load)?;
-        if self.load > 1.0 {
-            return Err(format!("load is {}; it must be in (0, 1]", self.load));
-        }
-        positive("on-mean", self.on_mean)?;
-        nonneg("off-mean", self.off_mean)?;
-        nonneg("start-window", self.start_window)
+        super::check_udp(
+            self.packet_bytes,
+            self.load,
+            self.on_mean,
+            self.off_mean,
+            self.start_window,
+        )
     }
 
     fn base(&self, c: u32) -> NodeId {

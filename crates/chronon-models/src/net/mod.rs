@@ -50,6 +50,25 @@ use std::collections::{BinaryHeap, VecDeque};
 
 use chronon::{Ctx, LpId, Model, ModelStats};
 
+/// Checks the UDP on/off source parameters that every topology on this library shares.
+fn check_udp(
+    packet_bytes: u32,
+    load: f64,
+    on_mean: f64,
+    off_mean: f64,
+    start_window: f64,
+) -> Result<(), String> {
+    use crate::check::*;
+    at_least("packet-bytes", u64::from(packet_bytes), 1)?;
+    positive("load", load)?;
+    if load > 1.0 {
+        return Err(format!("load is {load}; it must be in (0, 1]"));
+    }
+    positive("on-mean", on_mean)?;
+    nonneg("off-mean", off_mean)?;
+    nonneg("start-window", start_window)
+}
+
 /// A node's index (its LP).
 pub type NodeId = u32;
 

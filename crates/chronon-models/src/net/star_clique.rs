@@ -78,14 +78,13 @@ impl StarClique {
         positive("leaf-delay", self.leaf_delay)?;
         positive("hub-bandwidth", self.hub_bandwidth)?;
         positive("hub-delay", self.hub_delay)?;
-        at_least("packet-bytes", u64::from(self.packet_bytes), 1)?;
-        positive("load", self.load)?;
-        if self.load > 1.0 {
-            return Err(format!("load is {}; it must be in (0, 1]", self.load));
-        }
-        positive("on-mean", self.on_mean)?;
-        nonneg("off-mean", self.off_mean)?;
-        nonneg("start-window", self.start_window)
+        super::check_udp(
+            self.packet_bytes,
+            self.load,
+            self.on_mean,
+            self.off_mean,
+            self.start_window,
+        )
     }
 
     /// The hub of star `s`.
