@@ -88,7 +88,7 @@ pub(crate) struct LpSlot<S> {
 /// Runs `model.init` for every LP, in LP order, collecting their first events.
 ///
 /// Returns the LPs and the initial events (in LP order, each LP's in send order).
-#[allow(dead_code, clippy::type_complexity)]
+#[allow(clippy::type_complexity)]
 pub(crate) fn init_lps<M: Model>(
     model: &M,
     cfg: &RunConfig,
