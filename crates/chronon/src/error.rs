@@ -75,6 +75,17 @@ impl From<ModelError> for SimError {
     }
 }
 
+impl SimError {
+    /// The error for a handler of LP `lp` that panicked at `time` with `payload`.
+    pub(crate) fn from_panic(lp: LpId, time: Time, payload: &(dyn std::any::Any + Send)) -> Self {
+        SimError::Panic {
+            lp,
+            time,
+            message: panic_message(payload),
+        }
+    }
+}
+
 /// Turns a panic payload into its message.
 pub(crate) fn panic_message(payload: &(dyn std::any::Any + Send)) -> String {
     if let Some(s) = payload.downcast_ref::<&str>() {

@@ -15,7 +15,7 @@ pub use conservative::ConservativeConfig;
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::sync::Arc;
 
-use crate::error::{panic_message, ModelError, SimError};
+use crate::error::{ModelError, SimError};
 use crate::event::Event;
 use crate::fingerprint::{Fingerprint, LpDigest};
 use crate::model::{Ctx, LpId, LpMeta, LpStates, Model, ModelStats, Time};
@@ -143,11 +143,7 @@ pub(crate) fn init_lps_with<M: Model>(
     match result {
         Ok(Ok(())) => Ok(lps),
         Ok(Err(e)) => Err(e),
-        Err(payload) => Err(SimError::Panic {
-            lp: current,
-            time: 0.0,
-            message: panic_message(payload.as_ref()),
-        }),
+        Err(payload) => Err(SimError::from_panic(current, 0.0, payload.as_ref())),
     }
 }
 

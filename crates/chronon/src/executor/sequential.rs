@@ -7,7 +7,7 @@ use std::time::Instant;
 use super::global::GlobalQueue;
 use super::links::Links;
 use super::{finish_report, init_lps_with, RunConfig};
-use crate::error::{panic_message, ModelError, SimError};
+use crate::error::{ModelError, SimError};
 use crate::event::{Event, Keyed};
 use crate::model::{CommitCtx, Ctx, Model};
 use crate::queue::{HeapQueue, LadderQueue, PendingSet, QueueKind};
@@ -103,13 +103,7 @@ fn run_with<M: Model, Q: PendingSet<Event<M::Event>>>(
     match outcome {
         Ok(Ok(())) => {}
         Ok(Err(e)) => return Err(e),
-        Err(payload) => {
-            return Err(SimError::Panic {
-                lp: current.0,
-                time: current.1,
-                message: panic_message(payload.as_ref()),
-            })
-        }
+        Err(payload) => return Err(SimError::from_panic(current.0, current.1, payload.as_ref())),
     }
     progress.add_events(processed - reported);
     progress.set_now(last_time);

@@ -33,7 +33,7 @@ use super::{finish_report, init_lps, LpSlot, RunConfig};
 use crate::barrier::park::Sleepers;
 use crate::barrier::BarrierKind;
 use crate::comm::Mailbox;
-use crate::error::{panic_message, ModelError, SimError};
+use crate::error::{ModelError, SimError};
 use crate::event::{Event, EventKey, Keyed, ENGINE_SENDER};
 use crate::gsu::Gsu;
 use crate::model::{CommitCtx, Ctx, LpId, Model, Time};
@@ -328,11 +328,11 @@ impl<'s, 'a, M: Model, Q: PendingSet<Event<M::Event>>> Worker<'s, 'a, M, Q> {
         match outcome {
             Ok(Ok(())) => Ok(done),
             Ok(Err(e)) => Err(e),
-            Err(payload) => Err(SimError::Panic {
-                lp: self.current.0,
-                time: self.current.1,
-                message: panic_message(payload.as_ref()),
-            }),
+            Err(payload) => Err(SimError::from_panic(
+                self.current.0,
+                self.current.1,
+                payload.as_ref(),
+            )),
         }
     }
 

@@ -23,7 +23,7 @@ use self::gvt::GvtRegisters;
 use self::lp::{Anti, Checkpoint, Done, Msg, Sent, TwCold, TwEvent, TwLp};
 use super::{finish_report, init_lps, LpSlot, RunConfig};
 use crate::comm::Mailbox;
-use crate::error::{panic_message, ModelError, SimError};
+use crate::error::{ModelError, SimError};
 use crate::event::{Event, EventKey, Keyed};
 use crate::model::{CommitCtx, Ctx, LpId, Model, ReverseCtx, Time};
 use crate::partition::Mapping;
@@ -555,11 +555,11 @@ fn run_with<M: Model, Q: PendingSet<TwEvent<M::Event>>>(
                             false
                         }
                         Err(payload) => {
-                            sh.fail(SimError::Panic {
-                                lp: worker.current.0,
-                                time: worker.current.1,
-                                message: panic_message(payload.as_ref()),
-                            });
+                            sh.fail(SimError::from_panic(
+                                worker.current.0,
+                                worker.current.1,
+                                payload.as_ref(),
+                            ));
                             false
                         }
                     };
