@@ -25,6 +25,9 @@ pub(crate) enum Command {
     Run(RunCmd),
     /// Benchmarks (see docs/benchmarks.md).
     Bench(crate::bench::BenchCmd),
+    /// Differential suite: random configurations of every model under every executor,
+    /// compared with the sequential run (see docs/testing.md).
+    Check(crate::check::CheckCmd),
 }
 
 #[derive(Debug, Args)]

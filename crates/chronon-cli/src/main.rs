@@ -4,6 +4,7 @@ mod args;
 mod bench;
 mod bench_barriers;
 mod bench_phold;
+mod check;
 mod models;
 mod run;
 mod sys;
@@ -65,6 +66,7 @@ fn main() -> ExitCode {
     let outcome = catch_unwind(AssertUnwindSafe(|| match cli.command {
         args::Command::Run(cmd) => models::run(cmd),
         args::Command::Bench(cmd) => bench::run(cmd),
+        args::Command::Check(cmd) => check::run(cmd),
     }));
     match outcome {
         Ok(Ok(code)) => ExitCode::from(code),

@@ -26,6 +26,9 @@ pub(crate) enum ModelCmd {
     StarClique(Box<StarCliqueCmd>),
     /// Packet network: a ring of campus networks (seed 001, §1.3).
     Campus(Box<CampusCmd>),
+    /// A randomized test model: idle LPs, zero delays, ties, global events, uneven load
+    /// (`chronon check` draws its parameters).
+    Random(Box<RandomCmd>),
     /// A model that breaks a rule on purpose (for testing error reporting).
     #[command(hide = true)]
     Faulty(Box<FaultyCmd>),
@@ -41,6 +44,7 @@ pub(crate) fn run(cmd: RunCmd) -> Result<u8, Failure> {
         ModelCmd::Datastore(c) => run_datastore(*c),
         ModelCmd::StarClique(c) => run_star_clique(*c),
         ModelCmd::Campus(c) => run_campus(*c),
+        ModelCmd::Random(c) => run_random(*c),
         ModelCmd::Faulty(c) => run_faulty(*c),
     }
 }
@@ -406,6 +410,39 @@ model_command! {
         off_mean: f64,
         /// Sources start uniformly in [0, this) seconds [default: 0.5].
         start_window: f64,
+    }
+}
+
+model_command! {
+    name: "random", cmd: RandomCmd, args: RandomArgs, run: run_random,
+    model: chronon_models::Random,
+    fields {
+        /// Number of LPs [default: 16].
+        lps: u32,
+        /// Out-links per LP [default: 3].
+        degree: u32,
+        /// Smallest positive link lookahead [default: 0.5].
+        lookahead: f64,
+        /// Probability that a link has lookahead 0 [default: 0].
+        zero_links: f64,
+        /// Zero-lookahead links only go to higher LP ids: true or false [default: true].
+        zero_acyclic: bool,
+        /// Probability that a self-send has delay 0, at most 0.5 [default: 0].
+        zero_self: f64,
+        /// Delays are a lookahead plus 0, 1 or 2 quanta [default: 0.25].
+        quantum: f64,
+        /// The first K LPs start with no event [default: 4].
+        idle_lps: u32,
+        /// The other LPs start at this time or later [default: 1].
+        start_at: f64,
+        /// The last K LPs do extra work per event [default: 2].
+        hot_lps: u32,
+        /// Rounds of hashing per event of a hot LP [default: 200].
+        hot_work: u32,
+        /// Period of the global events; 0 = none [default: 0].
+        global_period: f64,
+        /// Seed of the random topology [default: 1].
+        topology_seed: u64,
     }
 }
 

@@ -16,6 +16,7 @@ pub mod net;
 pub mod pcs;
 pub mod phold;
 pub mod phold_phases;
+pub mod random;
 pub mod simplesim;
 
 pub use datastore::DataStore;
@@ -25,4 +26,5 @@ pub use net::star_clique::StarClique;
 pub use pcs::Pcs;
 pub use phold::Phold;
 pub use phold_phases::PholdPhases;
+pub use random::Random;
 pub use simplesim::SimpleSim;

@@ -1,0 +1,156 @@
+//! `chronon check`: the differential suite. It draws random small configurations of every
+//! model (and of a randomized test model with idle LPs, zero delays, ties, global events and
+//! uneven load), runs each under the sequential executor, then under random parallel executors
+//! with random options, and compares the fingerprint, the committed count and the model
+//! statistics. Every run is a child process (`chronon run ... --output`), so a crash, a hang
+//! (a time limit) or a wrong exit code is caught too, and a mismatch is reported with the exact
+//! command line that reproduces it.
+
+mod draw;
+mod runner;
+
+use std::path::PathBuf;
+use std::time::{Duration, Instant};
+
+use clap::Args;
+
+use crate::Failure;
+use draw::{Draw, MODELS, SYNCS};
+use runner::Runner;
+
+#[derive(Debug, Args)]
+pub(crate) struct CheckCmd {
+    /// Stop after this many seconds [default: 60, unless --runs is given].
+    #[arg(long)]
+    seconds: Option<f64>,
+    /// Stop after this many model configurations.
+    #[arg(long)]
+    runs: Option<u64>,
+    /// Seed of the campaign (it is printed, so a campaign can be replayed) [default: from the
+    /// clock].
+    #[arg(long)]
+    seed: Option<u64>,
+    /// Models to draw from [default: all].
+    #[arg(long, value_delimiter = ',')]
+    models: Vec<String>,
+    /// Parallel executors to compare with seq [default: window,null-message,lockstep,timewarp].
+    #[arg(long, value_delimiter = ',')]
+    sync: Vec<String>,
+    /// Parallel runs per model configuration [default: 3].
+    #[arg(long, default_value_t = 3)]
+    per_config: u32,
+    /// A parallel run that takes longer than max(--slow-floor, this × the sequential run) is a
+    /// failure [default: 50].
+    #[arg(long, default_value_t = 50.0)]
+    slow_factor: f64,
+    /// Seconds below which no run counts as slow [default: 20].
+    #[arg(long, default_value_t = 20.0)]
+    slow_floor: f64,
+    /// Print every run's command line and outcome.
+    #[arg(long)]
+    verbose: bool,
+    /// The chronon binary to check [default: this one].
+    #[arg(long)]
+    binary: Option<PathBuf>,
+}
+
+pub(crate) fn run(cmd: CheckCmd) -> Result<u8, Failure> {
+    let models = pick_list(&cmd.models, MODELS, "--models")?;
+    let syncs = pick_list(&cmd.sync, SYNCS, "--sync")?;
+    if cmd.per_config == 0 {
+        return Err(Failure::bad_input(
+            "--per-config is 0; it must be at least 1",
+        ));
+    }
+    if !(cmd.slow_factor >= 1.0 && cmd.slow_factor.is_finite()) {
+        return Err(Failure::bad_input(format!(
+            "--slow-factor is {}; it must be finite and >= 1",
+            cmd.slow_factor
+        )));
+    }
+    let limit = match (cmd.seconds, cmd.runs) {
+        (Some(s), _) if !(s > 0.0 && s.is_finite()) => {
+            return Err(Failure::bad_input(format!(
+                "--seconds is {s}; it must be finite and > 0"
+            )))
+        }
+        (Some(s), _) => Some(Duration::from_secs_f64(s)),
+        (None, Some(_)) => None,
+        (None, None) => Some(Duration::from_secs(60)),
+    };
+    let seed = cmd.seed.unwrap_or_else(|| {
+        std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(1, |d| d.as_nanos() as u64)
+    });
+    let binary = match cmd.binary {
+        Some(b) => b,
+        None => std::env::current_exe()
+            .map_err(|e| Failure::runtime(format!("cannot find the chronon binary: {e}")))?,
+    };
+    let mut runner = Runner::new(binary, cmd.slow_factor, cmd.slow_floor)?;
+    eprintln!(
+        "check: seed {seed}; models {}; executors {}",
+        models.join(","),
+        syncs.join(",")
+    );
+    let started = Instant::now();
+    let mut draw = Draw::new(seed);
+    let mut configs = 0u64;
+    loop {
+        if cmd.runs.is_some_and(|r| configs >= r) || limit.is_some_and(|l| started.elapsed() >= l) {
+            break;
+        }
+        configs += 1;
+        let model = draw.pick(&models);
+        let flags = draw::model_flags(model, &mut draw).0;
+        let Some(reference) = runner.reference(model, &flags, cmd.verbose) else {
+            continue;
+        };
+        for _ in 0..cmd.per_config {
+            let sync = draw.pick(&syncs);
+            let exec = draw::executor_flags(model, sync, &mut draw).0;
+            runner.compare(model, &flags, &exec, &reference, cmd.verbose);
+        }
+    }
+    let s = runner.summary();
+    eprintln!(
+        "check: {} configurations, {} parallel runs, {} refused, {} failures in {:.1} s (seed {seed})",
+        configs,
+        s.compared,
+        s.refused.values().sum::<u64>(),
+        s.failures,
+        started.elapsed().as_secs_f64()
+    );
+    for ((model, sync), n) in &s.per_pair {
+        eprintln!("check:   {model:<14} {sync:<13} {n} runs");
+    }
+    for (reason, n) in &s.refused {
+        eprintln!("check:   refused {n}x: {reason}");
+    }
+    // The plain closing line test-log readers understand.
+    println!(
+        "check: {} passed, {} failed",
+        s.compared - s.failures,
+        s.failures
+    );
+    Ok(if s.failures == 0 { 0 } else { 1 })
+}
+
+/// The entries of `given` (all of `all` when empty), each checked against `all`.
+fn pick_list<'a>(given: &[String], all: &[&'a str], flag: &str) -> Result<Vec<&'a str>, Failure> {
+    if given.is_empty() {
+        return Ok(all.to_vec());
+    }
+    given
+        .iter()
+        .map(|g| {
+            all.iter().copied().find(|a| a == g).ok_or_else(|| {
+                Failure::bad_input(format!(
+                    "{flag}: unknown value '{g}' (allowed: {})",
+                    all.join(", ")
+                ))
+            })
+        })
+        .collect()
+}

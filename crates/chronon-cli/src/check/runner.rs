@@ -1,0 +1,297 @@
+//! Runs `chronon run` children for `chronon check`, with time limits, and compares their
+//! reports with the sequential one.
+
+use std::collections::BTreeMap;
+use std::io::Read;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use serde_json::Value;
+
+use crate::Failure;
+
+/// Refusals that are part of an executor's contract, by a substring of their message. Any
+/// other refusal of a configuration that the sequential executor accepted is a failure.
+const EXPECTED_REFUSALS: &[(&str, &str)] = &[
+    (
+        "lookahead 0",
+        "null-message: a zero-lookahead link between workers",
+    ),
+    (
+        "zero-lookahead",
+        "null-message: a cycle of zero-lookahead links between workers",
+    ),
+    (
+        "global events, which --sync timewarp does not run",
+        "timewarp: the model schedules global events",
+    ),
+];
+
+/// The sequential run's figures that every parallel run must reproduce.
+pub(crate) struct Reference {
+    fingerprint: Value,
+    committed: Value,
+    model_stats: Value,
+    wall: Duration,
+}
+
+/// What happened to one child.
+enum Ran {
+    /// Exited 0 with a report.
+    Report(Value, Duration),
+    /// Exited with this code; the first line of its stderr.
+    Exit(i32, String),
+    /// Killed at the time limit.
+    Timeout(Duration),
+    /// Could not be started or its report could not be read.
+    Broken(String),
+}
+
+/// Counts for the summary.
+#[derive(Default)]
+pub(crate) struct Summary {
+    pub compared: u64,
+    pub failures: u64,
+    pub refused: BTreeMap<String, u64>,
+    pub per_pair: BTreeMap<(String, String), u64>,
+}
+
+pub(crate) struct Runner {
+    binary: PathBuf,
+    dir: ScratchDir,
+    slow_factor: f64,
+    slow_floor: Duration,
+    n: u64,
+    summary: Summary,
+}
+
+impl Runner {
+    pub(crate) fn new(binary: PathBuf, slow_factor: f64, slow_floor: f64) -> Result<Self, Failure> {
+        Ok(Runner {
+            binary,
+            dir: ScratchDir::new()?,
+            slow_factor,
+            slow_floor: Duration::from_secs_f64(slow_floor.max(0.0)),
+            n: 0,
+            summary: Summary::default(),
+        })
+    }
+
+    pub(crate) fn summary(&self) -> &Summary {
+        &self.summary
+    }
+
+    /// Runs the sequential reference; `None` (and a failure) if it does not complete.
+    pub(crate) fn reference(
+        &mut self,
+        model: &str,
+        flags: &[String],
+        verbose: bool,
+    ) -> Option<Reference> {
+        let seq = ["--sync".to_string(), "seq".to_string()];
+        let cmd = command_line(model, flags, &seq);
+        if verbose {
+            eprintln!("check: {cmd}");
+        }
+        match self.child(model, flags, &seq, Duration::from_secs(300)) {
+            Ran::Report(r, wall) if r["complete"] == Value::Bool(true) => Some(Reference {
+                fingerprint: r["fingerprint"].clone(),
+                committed: r["committed"].clone(),
+                model_stats: r["model_stats"].clone(),
+                wall,
+            }),
+            other => {
+                self.fail(
+                    &cmd,
+                    &format!("the sequential reference run {}", describe(&other)),
+                );
+                None
+            }
+        }
+    }
+
+    /// Runs `model` under the executor flags `exec` and compares it with `reference`.
+    pub(crate) fn compare(
+        &mut self,
+        model: &str,
+        flags: &[String],
+        exec: &[String],
+        reference: &Reference,
+        verbose: bool,
+    ) {
+        let cmd = command_line(model, flags, exec);
+        if verbose {
+            eprintln!("check: {cmd}");
+        }
+        let limit = self
+            .slow_floor
+            .max(reference.wall.mul_f64(self.slow_factor));
+        let sync = exec
+            .iter()
+            .position(|a| a == "--sync")
+            .map_or("?", |i| exec[i + 1].as_str())
+            .to_string();
+        let outcome = self.child(model, flags, exec, limit);
+        match outcome {
+            Ran::Report(r, _) => {
+                self.summary.compared += 1;
+                *self
+                    .summary
+                    .per_pair
+                    .entry((model.to_string(), sync))
+                    .or_default() += 1;
+                let mut wrong = Vec::new();
+                if r["complete"] != Value::Bool(true) {
+                    wrong.push("the run says it is incomplete".to_string());
+                }
+                for (name, want) in [
+                    ("fingerprint", &reference.fingerprint),
+                    ("committed", &reference.committed),
+                    ("model_stats", &reference.model_stats),
+                ] {
+                    if &r[name] != want {
+                        wrong.push(format!("{name} {} (sequential: {want})", r[name]));
+                    }
+                }
+                if !wrong.is_empty() {
+                    self.fail(&cmd, &format!("differs from seq: {}", wrong.join("; ")));
+                }
+            }
+            Ran::Exit(2, msg) => match EXPECTED_REFUSALS.iter().find(|(m, _)| msg.contains(m)) {
+                Some((_, reason)) => {
+                    *self.summary.refused.entry(reason.to_string()).or_default() += 1
+                }
+                None => {
+                    self.summary.compared += 1;
+                    self.fail(
+                        &cmd,
+                        &format!("refused a configuration that seq accepts: {msg}"),
+                    );
+                }
+            },
+            other => {
+                self.summary.compared += 1;
+                self.fail(&cmd, &describe(&other));
+            }
+        }
+    }
+
+    fn fail(&mut self, cmd: &str, what: &str) {
+        self.summary.failures += 1;
+        eprintln!("check: FAILED: {what}");
+        eprintln!("check:   reproduce: {cmd}");
+    }
+
+    /// Runs one child with a time limit and reads its report.
+    fn child(&mut self, model: &str, flags: &[String], exec: &[String], limit: Duration) -> Ran {
+        self.n += 1;
+        let out = self.dir.path.join(format!("run-{}.json", self.n));
+        let started = Instant::now();
+        let spawned = Command::new(&self.binary)
+            .arg("run")
+            .arg(model)
+            .args(flags)
+            .args(exec)
+            .arg("--output")
+            .arg(&out)
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped())
+            .spawn();
+        let mut child = match spawned {
+            Ok(c) => c,
+            Err(e) => {
+                return Ran::Broken(format!("could not start {}: {e}", self.binary.display()))
+            }
+        };
+        let status = match wait_with_limit(&mut child, limit) {
+            Some(s) => s,
+            None => return Ran::Timeout(limit),
+        };
+        let wall = started.elapsed();
+        let mut err = String::new();
+        if let Some(mut e) = child.stderr.take() {
+            let _ = e.read_to_string(&mut err);
+        }
+        let first = crate::one_line(&err).to_string();
+        let code = status.code().unwrap_or(-1);
+        if code != 0 {
+            let _ = std::fs::remove_file(&out);
+            return Ran::Exit(code, first);
+        }
+        let report = std::fs::read_to_string(&out)
+            .map_err(|e| e.to_string())
+            .and_then(|t| serde_json::from_str(&t).map_err(|e| e.to_string()));
+        let _ = std::fs::remove_file(&out);
+        match report {
+            Ok(r) => Ran::Report(r, wall),
+            Err(e) => Ran::Broken(format!("exited 0 but its report is unreadable: {e}")),
+        }
+    }
+}
+
+/// Waits for `child` up to `limit`; kills and reaps it past that (`None`).
+fn wait_with_limit(child: &mut Child, limit: Duration) -> Option<std::process::ExitStatus> {
+    let deadline = Instant::now() + limit;
+    let mut nap = Duration::from_millis(1);
+    loop {
+        match child.try_wait() {
+            Ok(Some(s)) => return Some(s),
+            Ok(None) if Instant::now() >= deadline => {
+                let _ = child.kill();
+                let _ = child.wait();
+                return None;
+            }
+            Ok(None) => {
+                std::thread::sleep(nap);
+                nap = (nap * 2).min(Duration::from_millis(50));
+            }
+            Err(_) => {
+                let _ = child.kill();
+                let _ = child.wait();
+                return None;
+            }
+        }
+    }
+}
+
+fn describe(c: &Ran) -> String {
+    match c {
+        Ran::Report(_, _) => "did not complete".into(),
+        Ran::Exit(code, msg) => format!("exited with code {code}: {msg}"),
+        Ran::Timeout(limit) => format!(
+            "was still running after {:.1} s (too slow or hung) and was killed",
+            limit.as_secs_f64()
+        ),
+        Ran::Broken(msg) => msg.clone(),
+    }
+}
+
+/// The command line that reproduces a run.
+fn command_line(model: &str, flags: &[String], exec: &[String]) -> String {
+    let mut parts = vec!["chronon".to_string(), "run".to_string(), model.to_string()];
+    parts.extend(flags.iter().cloned());
+    parts.extend(exec.iter().cloned());
+    parts.join(" ")
+}
+
+/// A private scratch directory for the children's reports, removed when the check ends.
+struct ScratchDir {
+    path: PathBuf,
+}
+
+impl ScratchDir {
+    fn new() -> Result<Self, Failure> {
+        let path = std::env::temp_dir().join(format!("chronon-check-{}", std::process::id()));
+        std::fs::create_dir_all(&path)
+            .map_err(|e| Failure::runtime(format!("cannot create {}: {e}", path.display())))?;
+        Ok(ScratchDir { path })
+    }
+}
+
+impl Drop for ScratchDir {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(Path::new(&self.path));
+    }
+}

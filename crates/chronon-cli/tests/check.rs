@@ -1,0 +1,195 @@
+//! The differential suite (`chronon check`): a short fixed campaign over every model and
+//! executor must pass, and the checker itself must catch a wrong history, a hang and a
+//! refusal, each with the command line that reproduces it.
+
+mod common;
+
+use std::os::unix::fs::PermissionsExt;
+use std::path::PathBuf;
+
+use common::chronon;
+
+/// A short campaign with a fixed seed over every model and every parallel executor.
+#[test]
+fn every_model_under_every_executor_matches_the_sequential_run() {
+    for seed in [11u64, 12] {
+        let (code, out, err) = chronon(&[
+            "check",
+            "--runs",
+            "45",
+            "--seed",
+            &seed.to_string(),
+            "--per-config",
+            "3",
+        ]);
+        assert_eq!(code, 0, "seed {seed}:\n{err}");
+        // Every model and executor was compared at least once over both seeds is checked below;
+        // here, that the campaign compared something.
+        let passed: u64 = out
+            .lines()
+            .find_map(|l| l.strip_prefix("check: "))
+            .and_then(|l| l.split_whitespace().next())
+            .and_then(|n| n.parse().ok())
+            .unwrap_or_else(|| panic!("no closing line in {out}"));
+        assert!(
+            passed >= 60,
+            "seed {seed}: only {passed} runs compared\n{err}"
+        );
+        for model in [
+            "random",
+            "phold",
+            "simplesim",
+            "manufacturing",
+            "pcs",
+            "datastore",
+            "star-clique",
+            "campus",
+            "phold-phases",
+        ] {
+            assert!(
+                err.lines().any(|l| l.contains(&format!(" {model} "))),
+                "seed {seed}: {model} never ran\n{err}"
+            );
+        }
+    }
+}
+
+/// A scratch directory for fake binaries, removed at the end.
+struct Scratch(PathBuf);
+
+impl Scratch {
+    fn new(name: &str) -> Self {
+        let p =
+            std::env::temp_dir().join(format!("chronon-check-test-{name}-{}", std::process::id()));
+        std::fs::create_dir_all(&p).unwrap();
+        Scratch(p)
+    }
+
+    /// Writes an executable shell script that wraps the real binary.
+    fn wrapper(&self, body: &str) -> PathBuf {
+        let path = self.0.join("chronon-wrapper");
+        let script = format!(
+            "#!/usr/bin/env bash\nreal='{}'\n{body}\n",
+            env!("CARGO_BIN_EXE_chronon")
+        );
+        std::fs::write(&path, script).unwrap();
+        std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o755)).unwrap();
+        path
+    }
+}
+
+impl Drop for Scratch {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
+}
+
+/// True when the arguments ask for the sequential executor.
+const IS_SEQ: &str = r#"seq=0; prev=""; for a in "$@"; do [ "$prev" = "--sync" ] && [ "$a" = "seq" ] && seq=1; prev="$a"; done"#;
+
+#[test]
+fn a_wrong_history_is_caught_with_the_command_that_reproduces_it() {
+    let s = Scratch::new("wrong");
+    // Parallel runs get another seed: a different history.
+    let w = s.wrapper(&format!(
+        r#"{IS_SEQ}
+if [ $seq = 1 ]; then exec "$real" "$@"; fi
+args=(); prev=""
+for a in "$@"; do if [ "$prev" = "--seed" ]; then args+=("$((a + 1))"); else args+=("$a"); fi; prev="$a"; done
+exec "$real" "${{args[@]}}""#
+    ));
+    let (code, out, err) = chronon(&[
+        "check",
+        "--runs",
+        "3",
+        "--seed",
+        "5",
+        "--models",
+        "phold",
+        "--binary",
+        w.to_str().unwrap(),
+    ]);
+    assert_eq!(code, 1, "{out}\n{err}");
+    assert!(
+        err.contains("FAILED: differs from seq: fingerprint"),
+        "{err}"
+    );
+    assert!(err.contains("reproduce: chronon run phold --lps"), "{err}");
+    assert!(out.contains(" failed"), "{out}");
+}
+
+#[test]
+fn a_hang_is_caught_and_killed() {
+    let s = Scratch::new("hang");
+    let w = s.wrapper(&format!(
+        r#"{IS_SEQ}
+if [ $seq = 1 ]; then exec "$real" "$@"; fi
+exec sleep 30"#
+    ));
+    let started = std::time::Instant::now();
+    let (code, _, err) = chronon(&[
+        "check",
+        "--runs",
+        "1",
+        "--per-config",
+        "1",
+        "--seed",
+        "5",
+        "--models",
+        "random",
+        "--slow-floor",
+        "1",
+        "--slow-factor",
+        "1",
+        "--binary",
+        w.to_str().unwrap(),
+    ]);
+    assert_eq!(code, 1, "{err}");
+    assert!(err.contains("still running after"), "{err}");
+    assert!(
+        started.elapsed().as_secs() < 20,
+        "the hung child was not killed in time"
+    );
+}
+
+#[test]
+fn an_unexpected_refusal_is_a_failure() {
+    let s = Scratch::new("refuse");
+    let w = s.wrapper(&format!(
+        r#"{IS_SEQ}
+if [ $seq = 1 ]; then exec "$real" "$@"; fi
+echo "error: something the executor should not refuse" >&2; exit 2"#
+    ));
+    let (code, _, err) = chronon(&[
+        "check",
+        "--runs",
+        "1",
+        "--per-config",
+        "1",
+        "--seed",
+        "5",
+        "--models",
+        "datastore",
+        "--binary",
+        w.to_str().unwrap(),
+    ]);
+    assert_eq!(code, 1, "{err}");
+    assert!(
+        err.contains("refused a configuration that seq accepts: error: something"),
+        "{err}"
+    );
+}
+
+#[test]
+fn bad_arguments_get_one_line() {
+    for args in [
+        &["check", "--models", "nope"][..],
+        &["check", "--sync", "seq"][..],
+        &["check", "--seconds", "-1"][..],
+        &["check", "--per-config", "0"][..],
+    ] {
+        let (code, _, err) = chronon(args);
+        assert_eq!(code, 2, "{args:?}: {err}");
+        assert_eq!(err.trim().lines().count(), 1, "{args:?}: {err}");
+    }
+}
