@@ -1,4 +1,6 @@
 //! Helpers shared by the test binaries that run the real `chronon` binary.
+// Each test binary uses a subset of these helpers.
+#![allow(dead_code)]
 
 use std::process::Command;
 
