@@ -79,3 +79,62 @@ fn bounded(f: impl Fn() + Sync + Send + 'static) {
     b.max_branches = 100_000;
     b.check(f);
 }
+
+/// The termination test of a worker with nothing left before `END` (null messages): receive
+/// what is in the mailbox (each received event is executed at once, sending nothing), then
+/// publish "idle" and snapshot; stop once the snapshot shows nothing before `END`. Returns how
+/// many events the worker received.
+fn idle_until_quiescent(gsu: &Gsu, mail: &[Mailbox<EventKey>; 2], me: usize) -> usize {
+    const END: f64 = 10.0;
+    let mut received = 0;
+    let mut s = Snapshot::default();
+    loop {
+        gsu.receive(
+            me,
+            &mail[me],
+            &mut received,
+            |n, _| *n += 1,
+            |_| at(f64::INFINITY),
+        );
+        if gsu.publish_and_snapshot(me, &at(f64::INFINITY), |w| mail[w].min_time(), &mut s) >= END {
+            return received;
+        }
+        thread::yield_now();
+    }
+}
+
+#[test]
+fn a_worker_that_starts_idle_waits_for_the_others_first_events() {
+    bounded(|| {
+        // Worker 0 starts with an event at 1.0 in its queue (put there before the threads
+        // start); worker 1 starts with nothing. Worker 0's event sends one at 2.0 to worker 1.
+        let gsu = Arc::new(Gsu::seeded(&[key(1.0), Published::IDLE.moe]));
+        let mail = Arc::new([Mailbox::new(), Mailbox::new()]);
+        let (g, m) = (gsu.clone(), mail.clone());
+        let w0 = thread::spawn(move || {
+            g.send(1, &m[1], vec![key(2.0)]);
+            g.publish(0, &at(f64::INFINITY));
+        });
+        // Worker 1 may only conclude "quiescent" after it has received worker 0's message.
+        assert_eq!(idle_until_quiescent(&gsu, &mail, 1), 1);
+        w0.join().unwrap();
+    });
+}
+
+#[test]
+fn a_worker_that_becomes_idle_with_a_message_to_it_in_flight_does_not_stop() {
+    bounded(|| {
+        // Worker 0 is executing an event at 0.5 that sends one at 1.0 to worker 1, then has
+        // nothing left; worker 1 has just executed its last event at 0.7 and is going idle.
+        let gsu = Arc::new(Gsu::seeded(&[key(0.5), key(0.7)]));
+        let mail = Arc::new([Mailbox::new(), Mailbox::new()]);
+        let (g, m) = (gsu.clone(), mail.clone());
+        let w0 = thread::spawn(move || {
+            g.send(1, &m[1], vec![key(1.0)]);
+            // Worker 0 goes idle too and runs the same termination test.
+            idle_until_quiescent(&g, &m, 0)
+        });
+        assert_eq!(idle_until_quiescent(&gsu, &mail, 1), 1);
+        assert_eq!(w0.join().unwrap(), 0);
+    });
+}

@@ -166,6 +166,21 @@ impl Gsu {
         }
     }
 
+    /// Registers for workers whose queues already hold their first events: worker `w`'s MOE
+    /// starts at `first[w]` (the earliest key in its queue, [`Published::IDLE`]'s when empty).
+    /// Seeding them before any worker runs keeps G1 from the start: an event that entered a
+    /// queue before its worker ever published is still covered (invariant G0 in README.md).
+    pub fn seeded(first: &[EventKey]) -> Self {
+        let gsu = Gsu::new(first.len());
+        for (r, &moe) in gsu.regs.iter().zip(first) {
+            r.store(&Published {
+                moe,
+                ..Published::IDLE
+            });
+        }
+        gsu
+    }
+
     /// The number of workers.
     pub fn workers(&self) -> usize {
         self.regs.len()
@@ -209,6 +224,23 @@ impl Gsu {
         r.epoch.fetch_add(1, SeqCst);
         r.store(p);
         r.epoch.fetch_add(1, SeqCst);
+    }
+
+    /// Worker `me` publishes `p`, then takes a snapshot into `out` and returns its LBTS: the
+    /// termination test of a worker that has nothing left before the end ("is anything,
+    /// anywhere, earlier than the end?"). Publishing first makes the cut cover this worker's own
+    /// queue as it is now; G0 and G1 make it cover every other queue and every message in
+    /// transit (README.md, "Termination").
+    pub fn publish_and_snapshot(
+        &self,
+        me: usize,
+        p: &Published,
+        mom: impl Fn(usize) -> f64,
+        out: &mut Snapshot,
+    ) -> f64 {
+        self.publish(me, p);
+        self.snapshot(mom, out);
+        out.lbts()
     }
 
     /// Worker `w`'s last published registers (no consistency with other workers implied).

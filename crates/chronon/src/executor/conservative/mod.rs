@@ -35,7 +35,7 @@ use crate::barrier::BarrierKind;
 use crate::comm::Mailbox;
 use crate::error::{ModelError, SimError};
 use crate::event::{Event, EventKey, Keyed, ENGINE_SENDER};
-use crate::gsu::Gsu;
+use crate::gsu::{Gsu, Published};
 use crate::model::{CommitCtx, Ctx, LpId, Model, Time};
 use crate::partition::Mapping;
 use crate::queue::{HeapQueue, LadderQueue, PendingSet, QueueKind};
@@ -424,7 +424,8 @@ impl<'s, 'a, M: Model, Q: PendingSet<Event<M::Event>>> Worker<'s, 'a, M, Q> {
                 self.outbox[w].push(e);
             }
         }
-        self.last_time = now;
+        // The latest, not the last: with shared LPs a worker may run an earlier event last.
+        self.last_time = self.last_time.max(now);
         self.stats.events += 1;
         if self.stats.events % POLL_EVERY == 0 {
             sh.cfg
@@ -515,6 +516,10 @@ fn run_with<M: Model, Q: PendingSet<Event<M::Event>>>(
             _ => queues[owner[ev.dst as usize] as usize].push(ev),
         }
     }
+    let first: Vec<EventKey> = queues
+        .iter_mut()
+        .map(|q| q.peek().map_or(Published::IDLE.moe, |e| e.key()))
+        .collect();
     let mut report = Report::new(protocol.name(), w, cfg.queue.name(), cfg.lps, cfg.end);
     report.init_s = init_start.elapsed().as_secs_f64();
 
@@ -528,7 +533,9 @@ fn run_with<M: Model, Q: PendingSet<Event<M::Event>>>(
         worker_la,
         link_la,
         mail: (0..w).map(|_| CachePadded::new(Mailbox::new())).collect(),
-        gsu: Gsu::new(w),
+        // Seeded with every queue's first event before any worker runs (G0 in gsu/README.md):
+        // a worker that starts idle must not see the others as idle before they publish.
+        gsu: Gsu::seeded(&first),
         globals: Mutex::new(globals),
         error: Mutex::new(None),
         global_next: AtomicU64::new(first_global.to_bits()),
@@ -614,9 +621,12 @@ fn run_with<M: Model, Q: PendingSet<Event<M::Event>>>(
         st.insert("shared_sets".into(), b.sets.len() as f64);
         st.insert("shared_lps".into(), b.shared_lps() as f64);
     }
-    report
-        .executor_stats
-        .insert("pending_at_end".into(), pending as f64);
+    // Every worker has stopped: what is still in a mailbox was sent by a committed event and
+    // is pending too (null messages leave without waiting for events at or after the end).
+    for m in shared.mail.iter() {
+        m.take(|_| pending += 1);
+    }
+    report.pending_at_end = pending as u64;
     if let crate::barrier::BarrierKind::Tree { fan_in } = cc.barrier {
         report
             .executor_stats

@@ -244,16 +244,14 @@ fn quiescent<M: Model, Q: PendingSet<Event<M::Event>>>(
     head: Option<crate::event::EventKey>,
 ) -> bool {
     let sh = w.sh;
-    sh.gsu.publish(
-        w.me,
-        &Published {
-            moe: head.unwrap_or(Published::IDLE.moe),
-            ..Published::IDLE
-        },
-    );
+    let mine = Published {
+        moe: head.unwrap_or(Published::IDLE.moe),
+        ..Published::IDLE
+    };
     let mut snap = Snapshot::default();
-    sh.gsu.snapshot(|i| sh.mail[i].min_time(), &mut snap);
-    snap.lbts() >= sh.cfg.end
+    sh.gsu
+        .publish_and_snapshot(w.me, &mine, |i| sh.mail[i].min_time(), &mut snap)
+        >= sh.cfg.end
 }
 
 /// Raises every output channel whose bound `lb + lookahead` moved up (one null message each).
