@@ -53,13 +53,40 @@ pub(crate) fn executor_with(
         let given = [
             ("--barrier", common.barrier.is_some()),
             ("--fan-in", common.fan_in.is_some()),
-            ("--mapping", sync == "seq" && common.mapping.is_some()),
         ];
         if let Some((flag, _)) = given.iter().find(|(_, g)| *g) {
             return Err(Failure::bad_input(format!(
-                "{flag} applies to --sync window, null-message or lockstep only; got --sync {sync}"
+                "{flag} applies to --sync window or lockstep only; got --sync {sync}"
             )));
         }
+    }
+    if sync == "null-message" {
+        // Null messages synchronize through channel clocks, never at a barrier.
+        let given = [
+            ("--barrier", common.barrier.is_some()),
+            ("--fan-in", common.fan_in.is_some()),
+        ];
+        if let Some((flag, _)) = given.iter().find(|(_, g)| *g) {
+            return Err(Failure::bad_input(format!(
+                "{flag} applies to --sync window or lockstep only (null messages use no barrier); got --sync null-message"
+            )));
+        }
+    }
+    if sync == "seq" && common.mapping.is_some() {
+        return Err(Failure::bad_input(
+            "--mapping applies to --sync window, null-message, lockstep or timewarp only; got --sync seq",
+        ));
+    }
+    if common.fan_in.is_some() && common.barrier.as_deref().is_some_and(|b| b != "tree") {
+        return Err(Failure::bad_input(format!(
+            "--fan-in applies to --barrier tree only; got --barrier {}",
+            common.barrier.as_deref().unwrap_or_default()
+        )));
+    }
+    if common.shared_sets.is_some() && common.dedicated.is_none_or(|d| d >= 1.0) {
+        return Err(Failure::bad_input(
+            "--shared-sets applies only with --dedicated below 1 (some LPs shared); give --dedicated F with F < 1",
+        ));
     }
     match sync {
         "seq" => {

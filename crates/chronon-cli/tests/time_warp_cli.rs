@@ -40,6 +40,27 @@ fn bad_time_warp_flags_exit_2_with_one_line() {
         (&["--sync", "timewarp", "--threads", "0"][..], "--threads"),
         (&["--sync", "seq", "--checkpoint", "4"][..], "timewarp"),
         (&["--sync", "seq", "--check-reverse"][..], "timewarp"),
+        // An option the chosen state saving would ignore is an error (PHOLD has a reverse
+        // handler, so auto picks reverse).
+        (
+            &[
+                "--sync",
+                "timewarp",
+                "--state-saving",
+                "reverse",
+                "--checkpoint",
+                "4",
+            ][..],
+            "copy state saving only",
+        ),
+        (
+            &["--sync", "timewarp", "--checkpoint", "4"][..],
+            "ask for copy",
+        ),
+        (
+            &["--sync", "seq", "--mapping", "block"][..],
+            "lockstep or timewarp only",
+        ),
     ] {
         let (code, _, err) = run(extra);
         assert_eq!(code, 2, "{extra:?}: {err}");

@@ -36,8 +36,12 @@ pub struct Report {
     pub fingerprint: Fingerprint,
     /// False when the run was stopped early (by a stop request); the figures cover what was done.
     pub complete: bool,
-    /// The timestamp of the last committed event.
+    /// The latest timestamp of a committed event (0 when none), the same under every executor.
     pub last_time: Time,
+    /// Events scheduled (sent by committed events or by `init`) and not committed when the run
+    /// ended: on a complete run, exactly the events at or after the end time, wherever they
+    /// were (a pending set or a mailbox), the same under every executor.
+    pub pending_at_end: u64,
     /// The model's figures: its counters and what `Model::finish` added.
     pub model_stats: ModelStats,
     /// Executor-specific figures (rounds, rollbacks, GVT rounds, …).
@@ -67,6 +71,7 @@ impl Report {
             fingerprint: Fingerprint::default(),
             complete: true,
             last_time: 0.0,
+            pending_at_end: 0,
             model_stats: ModelStats::default(),
             executor_stats: BTreeMap::new(),
             workers: Vec::new(),

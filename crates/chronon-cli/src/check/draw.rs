@@ -224,7 +224,9 @@ pub(crate) fn executor_flags(model: &str, sync: &str, d: &mut Draw) -> Flags {
             d.pick(&["copy", "auto"])
         };
         f.set("state-saving", saving);
-        if saving == "copy" && d.chance(0.5) {
+        // Checkpoints apply to copy state saving only (auto picks reverse when it can).
+        let copies = saving == "copy" || (saving == "auto" && !has_reverse(model));
+        if copies && d.chance(0.5) {
             f.set("checkpoint", d.int(1, 8));
         }
         if d.chance(0.25) {

@@ -33,6 +33,8 @@ pub(crate) struct Reference {
     fingerprint: Value,
     committed: Value,
     model_stats: Value,
+    last_time: Value,
+    pending_at_end: Value,
     wall: Duration,
 }
 
@@ -99,6 +101,8 @@ impl Runner {
                 fingerprint: r["fingerprint"].clone(),
                 committed: r["committed"].clone(),
                 model_stats: r["model_stats"].clone(),
+                last_time: r["last_time"].clone(),
+                pending_at_end: r["pending_at_end"].clone(),
                 wall,
             }),
             other => {
@@ -149,6 +153,8 @@ impl Runner {
                     ("fingerprint", &reference.fingerprint),
                     ("committed", &reference.committed),
                     ("model_stats", &reference.model_stats),
+                    ("last_time", &reference.last_time),
+                    ("pending_at_end", &reference.pending_at_end),
                 ] {
                     if &r[name] != want {
                         wrong.push(format!("{name} {} (sequential: {want})", r[name]));

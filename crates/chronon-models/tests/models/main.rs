@@ -56,6 +56,11 @@ pub(crate) fn check_fingerprints<M: Model>(make: impl Fn() -> M, lps: u32, end: 
         );
         assert_eq!(p.committed, a.committed, "{exec:?}");
         assert_eq!(p.model_stats, a.model_stats, "{exec:?}");
+        assert_eq!(p.last_time, a.last_time, "{exec:?}: last_time");
+        assert_eq!(
+            p.pending_at_end, a.pending_at_end,
+            "{exec:?}: pending_at_end"
+        );
     }
 }
 
@@ -78,9 +83,9 @@ pub(crate) fn stat(r: &Report, name: &str) -> f64 {
         .unwrap_or_else(|| panic!("model_stats has no '{name}'"))
 }
 
-/// Events still pending when the sequential executor stopped.
+/// Events still pending when the run stopped (every executor reports it).
 pub(crate) fn pending(r: &Report) -> f64 {
-    r.executor_stats["pending_at_end"]
+    r.pending_at_end as f64
 }
 
 /// Relative difference of `measured` from `expected`.

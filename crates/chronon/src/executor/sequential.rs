@@ -115,8 +115,6 @@ fn run_with<M: Model, Q: PendingSet<Event<M::Event>>>(
     finish_report(model, &lps, &counters, &mut report);
     globals.add_to(&mut report);
     report.set_wall(wall);
-    report
-        .executor_stats
-        .insert("pending_at_end".into(), queue.len() as f64);
+    report.pending_at_end = queue.len() as u64;
     Ok(report)
 }

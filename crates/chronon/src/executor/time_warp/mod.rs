@@ -306,12 +306,13 @@ impl<M: Model> Shared<'_, M> {
 
 /// What a worker hands back: its LPs, committed counter totals, figures, and whether it saw
 /// the run complete.
-type WorkerResult<M> = (
+type WorkerResult<M, Q> = (
     Vec<TwLp<<M as Model>::State, <M as Model>::Event>>,
     Vec<TwCold<<M as Model>::State>>,
     Vec<i64>,
     Stats,
     bool,
+    (Q, HashSet<u64, BuildHasherDefault<IdHasher>>),
 );
 
 /// Per-worker counters, reported in `workers`.
@@ -329,6 +330,8 @@ struct Stats {
     peak_bytes: u64,
     /// Copy state saving: the checkpoint interval in use at the end.
     checkpoint_interval: u64,
+    /// The latest time of an event this worker committed.
+    last_committed: Time,
 }
 
 /// Counts behind the memory estimate.
@@ -427,6 +430,16 @@ fn run_with<M: Model, Q: PendingSet<TwEvent<M::Event>>>(
         StateSaving::Auto if model.has_reverse() => Saving::Reverse,
         StateSaving::Auto => Saving::Copy,
     };
+    if saving == Saving::Reverse && opts.checkpoint.is_some() {
+        return Err(SimError::Config(format!(
+            "a checkpoint interval applies to copy state saving only; this run uses reverse state saving ({}), which saves no states",
+            if opts.state_saving == StateSaving::Reverse {
+                "asked for"
+            } else {
+                "chosen automatically because the model has a reverse handler; ask for copy to use checkpoints"
+            }
+        )));
+    }
     if opts.check_reverse && (saving != Saving::Reverse || check_eq.is_none()) {
         return Err(SimError::Config(
             "checking reverse handlers needs reverse state saving (a model with has_reverse() true) and comparable states".into(),
@@ -537,7 +550,7 @@ fn run_with<M: Model, Q: PendingSet<TwEvent<M::Event>>>(
         progress: &cfg.progress,
     };
     let ncounters = counters.len();
-    let results: Vec<WorkerResult<M>> = std::thread::scope(|s| {
+    let results: Vec<WorkerResult<M, Q>> = std::thread::scope(|s| {
         let handles: Vec<_> = per_worker
             .into_iter()
             .zip(per_worker_cold)
@@ -570,6 +583,7 @@ fn run_with<M: Model, Q: PendingSet<TwEvent<M::Event>>>(
                         worker.counters,
                         worker.stats,
                         complete,
+                        (worker.queue, worker.cancelled),
                     )
                 })
             })
@@ -588,8 +602,10 @@ fn run_with<M: Model, Q: PendingSet<TwEvent<M::Event>>>(
     let mut complete = true;
     let mut all: Vec<Option<LpSlot<M::State>>> = (0..cfg.lps).map(|_| None).collect();
     let mut stats = Vec::new();
-    for (lps, cold, c, st, done) in results {
+    let mut pending = 0;
+    for (w, (lps, cold, c, st, done, (queue, cancelled))) in results.into_iter().enumerate() {
         complete &= done;
+        pending += pending_at_end(queue, cancelled, &sh.boxes[w]);
         for (a, b) in counters.iter_mut().zip(&c) {
             *a += b;
         }
@@ -611,7 +627,8 @@ fn run_with<M: Model, Q: PendingSet<TwEvent<M::Event>>>(
     report.processed = sum(|s| s.processed);
     report.rolled_back = sum(|s| s.rolled_back);
     report.complete = complete;
-    report.last_time = sh.gvt.gvt().min(cfg.end);
+    report.last_time = stats.iter().map(|s| s.last_committed).fold(0.0, f64::max);
+    report.pending_at_end = pending;
     report.set_wall(wall);
     let es = &mut report.executor_stats;
     let processed = report.processed.max(1) as f64;
@@ -659,6 +676,28 @@ fn run_with<M: Model, Q: PendingSet<TwEvent<M::Event>>>(
         .collect();
     report.gvt_series = sh.series.into_inner().unwrap_or_default();
     Ok(report)
+}
+
+/// The events a worker leaves scheduled and uncommitted once every worker has stopped: its
+/// pending set and its mailbox, less the positives that an anti-message cancels. On a
+/// complete run none of them was processed (nothing at or after the end runs), so an
+/// anti-message can only cancel a positive here, never roll anything back.
+fn pending_at_end<P, Q: PendingSet<TwEvent<P>>>(
+    mut queue: Q,
+    mut cancelled: HashSet<u64, BuildHasherDefault<IdHasher>>,
+    mailbox: &Mailbox<Msg<P>>,
+) -> u64 {
+    let mut ids = Vec::new();
+    mailbox.take(|m| match m {
+        Msg::Event(e) => ids.push(e.id),
+        Msg::Anti(a) => {
+            cancelled.insert(a.id);
+        }
+    });
+    while let Some(e) = queue.pop() {
+        ids.push(e.id);
+    }
+    ids.iter().filter(|id| !cancelled.remove(id)).count() as u64
 }
 
 impl<'s, 'a, M: Model, Q: PendingSet<TwEvent<M::Event>>> Worker<'s, 'a, M, Q> {
@@ -1310,6 +1349,7 @@ impl<'s, 'a, M: Model, Q: PendingSet<TwEvent<M::Event>>> Worker<'s, 'a, M, Q> {
                 }
                 cold.committed += 1;
                 self.stats.committed += 1;
+                self.stats.last_committed = self.stats.last_committed.max(now);
             }
             // Free what lies before the last restart point at or below the commit point.
             let keep_from = match sh.saving {
