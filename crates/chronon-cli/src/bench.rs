@@ -20,6 +20,32 @@ pub(crate) enum BenchWhich {
     BareLoop(crate::bench_phold::BareArgs),
     /// The average cost of one barrier wait (seed 001 Tables 1 and 2).
     Barriers(BarrierBench),
+    /// The pending-event sets on adversarial patterns (equal times, rollbacks, more time bands
+    /// than rungs) and on the hold model, side by side in one run.
+    Queue(QueueBench),
+}
+
+#[derive(Debug, Args)]
+pub(crate) struct QueueBench {
+    /// Patterns: hold, equal, rollback, bands.
+    #[arg(
+        long,
+        value_delimiter = ',',
+        default_value = "hold,equal,rollback,bands"
+    )]
+    pub patterns: Vec<String>,
+    /// Pending-event sets (the first is the reference of the ratio column).
+    #[arg(long, value_delimiter = ',', default_value = "heap,ladder")]
+    pub queues: Vec<String>,
+    /// Events pending during the hold steps.
+    #[arg(long, default_value_t = 100_000)]
+    pub pending: usize,
+    /// Hold steps (pop one, push one) after the initial pushes.
+    #[arg(long, default_value_t = 1_000_000)]
+    pub steps: usize,
+    /// Repetitions of each measurement, interleaved (the fastest is kept).
+    #[arg(long, default_value_t = 3)]
+    pub reps: u32,
 }
 
 #[derive(Debug, Args)]
@@ -66,5 +92,6 @@ pub(crate) fn run(cmd: BenchCmd) -> Result<u8, Failure> {
         BenchWhich::Phold(b) => crate::bench_phold::run(b),
         BenchWhich::BareLoop(a) => crate::bench_phold::bare(a),
         BenchWhich::Barriers(b) => crate::bench_barriers::run(b),
+        BenchWhich::Queue(b) => crate::bench_queue::run(b),
     }
 }

@@ -4,6 +4,7 @@ mod args;
 mod bench;
 mod bench_barriers;
 mod bench_phold;
+mod bench_queue;
 mod check;
 mod models;
 mod run;

@@ -6,7 +6,8 @@ use std::collections::BinaryHeap;
 use super::PendingSet;
 use crate::event::Keyed;
 
-struct MinFirst<T>(T);
+/// Reverses the key order so that `BinaryHeap` (a max-heap) pops the smallest key first.
+pub(super) struct MinFirst<T>(pub(super) T);
 
 impl<T: Keyed> PartialEq for MinFirst<T> {
     fn eq(&self, other: &Self) -> bool {

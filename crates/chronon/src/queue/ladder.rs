@@ -1,27 +1,46 @@
 //! A ladder queue (Tang, Goh and Thng, "Ladder Queue: An O(1) Priority Queue Structure for
 //! Large-Scale Discrete Event Simulation", ACM TOMACS 15(3), 2005), adapted to a total order on
-//! keys with ties.
+//! keys with ties, with a binary heap as the fallback of a bottom that cannot be split.
 //!
 //! Three tiers:
 //! - **top**: an unsorted vector of the events at or after `top_start` (far future);
 //! - **rungs**: bucket arrays, coarsest first; rung `i + 1` splits one bucket of rung `i`. A rung
 //!   only takes events whose bucket index is at or past its dequeue cursor;
-//! - **bottom**: a small vector sorted in descending key order, popped from its end.
+//! - **bottom**: a small vector sorted in descending key order, popped from its end, plus the
+//!   **overflow**, a binary heap that takes the bottom's inserts once the bottom is full and
+//!   cannot be turned into a rung. The bottom tier pops whichever of the two heads is smaller.
 //!
 //! Invariant (what makes the order exact): every event in `top` > every event in rung 0 > every
-//! event in rung 1 > … > every event in `bottom`, comparing full keys. It holds because
-//! (a) routing uses the very same monotone bucket function that built each rung, so two events
-//! with equal times always land in the same bucket, and an event lands in a bucket after another
-//! only if its time is strictly larger; (b) `top_start` is the float just above the largest time
-//! ever moved out of the top, so equal times never straddle the top and a rung. Within a
-//! bucket order does not matter: a bucket is sorted by full key when it becomes the bottom.
+//! event in rung 1 > … > every event in the bottom tier (bottom and overflow), comparing full
+//! keys. It holds because (a) routing uses the very same monotone bucket function that built
+//! each rung, so two events with equal times always land in the same bucket, and an event lands
+//! in a bucket after another only if its time is strictly larger; (b) `top_start` is the float
+//! just above the largest time ever moved out of the top, so equal times never straddle the top
+//! and a rung; (c) a spilled bottom becomes a new finest rung only together with the overflow
+//! (which is empty then), and the event being pushed is routed into that rung. Within a bucket
+//! order does not matter: a bucket is sorted by full key when it becomes the bottom. Events
+//! smaller than everything popped so far (Time Warp re-inserts rolled-back events) fall through
+//! every rung, whose cursors are past them, into the bottom tier, where they sort first.
 //!
 //! Cost: an insert is a push onto one bucket's vector; a bucket is sorted once when its turn
 //! comes (it holds a few events). Nothing is ever compared against the whole set, which is why
 //! millions of pending events stay cheap where a heap walks log2(n) cache misses per operation.
+//!
+//! Worst case, amortized O(log n) per operation. The plain ladder is quadratic when its bottom
+//! grows: a bottom whose times are all equal cannot be split into a rung, nor can any bottom once
+//! there are `MAX_RUNGS` rungs, and Time Warp produces both (equal times, and rolled-back events
+//! inserted below every rung's cursor). Here a sorted insert only ever shifts fewer than
+//! `BOTTOM_SPILL` events; a full bottom is scanned for a split at most once per `BOTTOM_SPILL`
+//! inserts or per refill (`bottom_stuck` remembers a failed attempt until the bottom tier is
+//! refilled, and the refill already paid O(n log n) to sort it); every other insert into a full
+//! bottom is an O(log n) heap push, and a pop is O(1) from the bottom or O(log n) from the
+//! overflow. Refills cost what they cost in the ladder: an event is bucketed at most once per
+//! rung (at most `MAX_RUNGS + 1` times) and sorted once, when it reaches the bottom.
 
 use std::cmp::Ordering;
+use std::collections::BinaryHeap;
 
+use super::binary_heap::MinFirst;
 use super::PendingSet;
 use crate::event::Keyed;
 
@@ -35,8 +54,9 @@ const TOP_PAGE: usize = 1024;
 const MAX_BUCKETS: usize = 1 << 15;
 /// The most rungs; past it, buckets are sorted whatever their size.
 const MAX_RUNGS: usize = 8;
-/// A bottom larger than this (with distinct times) is turned into a rung.
-const BOTTOM_SPILL: usize = 512;
+/// A bottom this large takes no more sorted inserts: it is turned into a rung (if its times are
+/// distinct and there are fewer than `MAX_RUNGS` rungs), or further inserts go to the overflow.
+pub(super) const BOTTOM_SPILL: usize = 512;
 /// Empty vectors kept for reuse as buckets, and the largest capacity worth keeping.
 const SPARE_MAX: usize = 32;
 const SPARE_MAX_CAPACITY: usize = 4 * SORT_MAX;
@@ -77,8 +97,16 @@ pub struct LadderQueue<T> {
     rungs: Vec<Rung<T>>,
     /// Sorted in descending key order: the next event is the last.
     bottom: Vec<T>,
+    /// Inserts into a full bottom that could not be split; non-empty only if `bottom_stuck`.
+    overflow: BinaryHeap<MinFirst<T>>,
+    /// The full bottom could not be turned into a rung: do not rescan it before the next refill.
+    bottom_stuck: bool,
     len: usize,
     spare: Vec<Vec<T>>,
+    /// Events shifted by sorted inserts plus events scanned for a split: the two costs that grow
+    /// with the bottom (tests bound it to check the worst case).
+    #[cfg(test)]
+    pub(super) work: u64,
 }
 
 impl<T> std::fmt::Debug for LadderQueue<T> {
@@ -88,6 +116,7 @@ impl<T> std::fmt::Debug for LadderQueue<T> {
             .field("top", &self.top_len)
             .field("rungs", &self.rungs.len())
             .field("bottom", &self.bottom.len())
+            .field("overflow", &self.overflow.len())
             .finish()
     }
 }
@@ -146,15 +175,16 @@ impl<T: Keyed> LadderQueue<T> {
         self.rungs.push(rung);
     }
 
-    /// Makes `items` the bottom (the bottom must be empty).
+    /// Makes `items` the bottom (the bottom tier must be empty).
     fn set_bottom(&mut self, mut items: Vec<T>) {
-        debug_assert!(self.bottom.is_empty());
+        debug_assert!(self.bottom.is_empty() && self.overflow.is_empty());
+        self.bottom_stuck = false;
         items.sort_unstable_by(desc);
         let old = std::mem::replace(&mut self.bottom, items);
         self.give_spare(old);
     }
 
-    /// Refills the empty bottom from the finest rung or the top. `len > 0` must hold.
+    /// Refills the empty bottom tier from the finest rung or the top. `len > 0` must hold.
     fn refill(&mut self) {
         loop {
             if let Some(r) = self.rungs.last_mut() {
@@ -204,14 +234,63 @@ impl<T: Keyed> LadderQueue<T> {
         }
     }
 
+    /// Inserts into the bottom tier an event that every rung's cursor is past.
+    #[inline]
+    fn push_bottom(&mut self, item: T) {
+        if self.bottom.len() >= BOTTOM_SPILL {
+            if self.spill_bottom() {
+                // The old bottom is now the finest rung (cursor 0): the event belongs there.
+                let r = self.rungs.last_mut().expect("the spilled rung");
+                let b = r.index(item.key().time);
+                r.buckets[b].push(item);
+            } else {
+                self.overflow.push(MinFirst(item));
+            }
+            return;
+        }
+        let key = item.key();
+        let pos = self.bottom.partition_point(|x| x.key() > key);
+        #[cfg(test)]
+        {
+            self.work += (self.bottom.len() - pos) as u64;
+        }
+        self.bottom.insert(pos, item);
+    }
+
+    /// Turns the full bottom into a new finest rung if its times are distinct and a rung is
+    /// left; returns whether it did. A failure is remembered until the next refill.
     #[cold]
-    fn spill_bottom(&mut self) {
-        let (min, max) = time_range(&self.bottom);
-        if min < max && self.rungs.len() < MAX_RUNGS {
-            let items = std::mem::take(&mut self.bottom);
-            let len = items.len();
-            // The new finest rung holds exactly the old bottom, so the tier order still holds.
-            self.push_rung(vec![items], len, min, max);
+    fn spill_bottom(&mut self) -> bool {
+        if self.bottom_stuck {
+            return false;
+        }
+        // Only a stuck bottom has an overflow.
+        debug_assert!(self.overflow.is_empty());
+        if self.rungs.len() < MAX_RUNGS {
+            #[cfg(test)]
+            {
+                self.work += self.bottom.len() as u64;
+            }
+            let (min, max) = time_range(&self.bottom);
+            if min < max {
+                let items = std::mem::take(&mut self.bottom);
+                let len = items.len();
+                // The new finest rung holds exactly the old bottom, so the tier order still holds.
+                self.push_rung(vec![items], len, min, max);
+                return true;
+            }
+        }
+        self.bottom_stuck = true;
+        false
+    }
+
+    /// Whether the bottom tier's next event is the overflow's head (the overflow is non-empty).
+    #[inline]
+    fn overflow_first(&self) -> bool {
+        match (self.bottom.last(), self.overflow.peek()) {
+            (Some(b), Some(h)) => h.0.key() < b.key(),
+            (None, h) => h.is_some(),
+            (Some(_), None) => false,
         }
     }
 }
@@ -237,8 +316,12 @@ impl<T: Keyed + Send> PendingSet<T> for LadderQueue<T> {
             top_start: f64::NEG_INFINITY,
             rungs: Vec::new(),
             bottom: Vec::new(),
+            overflow: BinaryHeap::new(),
+            bottom_stuck: false,
             len: 0,
             spare: Vec::new(),
+            #[cfg(test)]
+            work: 0,
         }
     }
 
@@ -267,16 +350,15 @@ impl<T: Keyed + Send> PendingSet<T> for LadderQueue<T> {
                 return;
             }
         }
-        let key = item.key();
-        let pos = self.bottom.partition_point(|x| x.key() > key);
-        self.bottom.insert(pos, item);
-        if self.bottom.len() > BOTTOM_SPILL {
-            self.spill_bottom();
-        }
+        self.push_bottom(item);
     }
 
     #[inline]
     fn pop(&mut self) -> Option<T> {
+        if !self.overflow.is_empty() && self.overflow_first() {
+            self.len -= 1;
+            return self.overflow.pop().map(|m| m.0);
+        }
         if self.bottom.is_empty() {
             if self.len == 0 {
                 self.top_start = f64::NEG_INFINITY;
@@ -290,6 +372,9 @@ impl<T: Keyed + Send> PendingSet<T> for LadderQueue<T> {
 
     #[inline]
     fn peek(&mut self) -> Option<&T> {
+        if !self.overflow.is_empty() && self.overflow_first() {
+            return self.overflow.peek().map(|m| &m.0);
+        }
         if self.bottom.is_empty() {
             if self.len == 0 {
                 return None;
