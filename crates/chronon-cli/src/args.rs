@@ -85,7 +85,8 @@ pub(crate) struct CommonArgs {
     /// event records; speculation is throttled to stay under it.
     #[arg(long)]
     pub max_memory: Option<String>,
-    /// Time Warp optimism window: no event later than GVT + T runs.
+    /// Time Warp optimism window: no event later than GVT + T runs. Fixes the window (inf:
+    /// unbounded); without it the window adapts to the measured rollbacks.
     #[arg(long)]
     pub window: Option<f64>,
     /// Time Warp: run every event forward, then in reverse, and check the state is restored.

@@ -399,9 +399,21 @@ fn print_summary(name: &str, r: &Report) {
 }
 
 fn write_gvt_csv(path: &Path, report: &Report) -> Result<(), Failure> {
-    let mut text = String::from("wall_s,gvt\n");
+    // The optimism window in force at each sample: the fixed one (`--window`), or the
+    // controller's last change before it (`inf` while unbounded).
+    let fixed = report.executor_stats.get("window_adaptive") == Some(&0.0);
+    let initial = match report.executor_stats.get("window_final") {
+        Some(&w) if fixed => w,
+        _ => f64::INFINITY,
+    };
+    let mut changes = report.window_series.iter().peekable();
+    let mut window = initial;
+    let mut text = String::from("wall_s,gvt,window\n");
     for (wall, gvt) in &report.gvt_series {
-        text.push_str(&format!("{wall},{gvt}\n"));
+        while let Some(&(_, w)) = changes.next_if(|&&(t, _)| t <= *wall) {
+            window = w;
+        }
+        text.push_str(&format!("{wall},{gvt},{window}\n"));
     }
     if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
         std::fs::create_dir_all(dir)

@@ -93,7 +93,7 @@ fn time_warp_prints_the_sequential_fingerprint_and_writes_gvt_csv() {
     assert_eq!(fingerprint(&tw), fingerprint(&seq));
     let csv = std::fs::read_to_string(dir.join("gvt.csv")).expect("gvt.csv");
     let mut lines = csv.lines();
-    assert_eq!(lines.next(), Some("wall_s,gvt"));
+    assert_eq!(lines.next(), Some("wall_s,gvt,window"));
     let last: Vec<f64> = lines
         .last()
         .expect("at least one GVT")
@@ -101,6 +101,7 @@ fn time_warp_prints_the_sequential_fingerprint_and_writes_gvt_csv() {
         .map(|v| v.parse().expect("a number"))
         .collect();
     assert_eq!(last[1], 20.0, "the series ends at the end time");
+    assert!(last[2] > 0.0, "the window in force (inf while unbounded)");
     let report = std::fs::read_to_string(dir.join("report.json")).expect("report.json");
     assert!(report.contains("\"efficiency\""));
     let _ = std::fs::remove_dir_all(&dir);

@@ -51,6 +51,10 @@ pub struct Report {
     /// GVT over wall time as (wall seconds, GVT) pairs (optimistic executors; empty otherwise).
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub gvt_series: Vec<(f64, Time)>,
+    /// Time Warp's adaptive optimism window over wall time: (wall seconds, window) after every
+    /// change the controller made (empty when it made none, and for other executors).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub window_series: Vec<(f64, Time)>,
 }
 
 impl Report {
@@ -76,6 +80,7 @@ impl Report {
             executor_stats: BTreeMap::new(),
             workers: Vec::new(),
             gvt_series: Vec::new(),
+            window_series: Vec::new(),
         }
     }
 

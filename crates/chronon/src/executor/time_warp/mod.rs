@@ -9,6 +9,7 @@
 
 mod gvt;
 mod lp;
+mod optimism;
 
 use std::collections::{HashSet, VecDeque};
 use std::hash::{BuildHasherDefault, Hasher};
@@ -21,6 +22,7 @@ use crossbeam_utils::Backoff;
 
 use self::gvt::GvtRegisters;
 use self::lp::{Anti, Checkpoint, Done, Msg, Sent, TwCold, TwEvent, TwLp};
+use self::optimism::{Delta, Optimism};
 use super::{finish_report, init_lps, LpSlot, RunConfig};
 use crate::comm::Mailbox;
 use crate::error::{ModelError, SimError};
@@ -68,7 +70,9 @@ pub struct TimeWarpOptions {
     /// Bound on the bytes of saved states and event records; speculation is throttled to stay
     /// under it, and the run fails with [`SimError::Resource`] when it cannot.
     pub max_memory: Option<u64>,
-    /// Optimism window: no event later than GVT + window runs.
+    /// Optimism window: no event later than GVT + window runs. `None` (the default): the
+    /// window adapts to the measured rollbacks (docs/timewarp.md, "Optimism control"); a value
+    /// fixes it and turns the controller off (`Some(f64::INFINITY)`: unbounded optimism).
     pub window: Option<Time>,
     /// LP to worker mapping.
     pub mapping: Mapping,
@@ -231,7 +235,8 @@ struct Shared<'a, M: Model> {
     lookahead: Time,
     saving: Saving,
     fixed_k: Option<u32>,
-    window: Time,
+    /// The optimism window and its controller.
+    optimism: Optimism,
     max_memory: u64,
     gvt_every: u64,
     max_uncommitted: u64,
@@ -375,6 +380,11 @@ struct Worker<'s, 'a, M: Model, Q> {
     event_ns: f64,
     rollbacks_at_tune: u64,
     processed_at_tune: u64,
+    // For the optimism controller: the figures handed in at the last GVT report, the latest
+    // timestamp processed since, and whether the window stopped this worker since.
+    handed_in: Stats,
+    horizon: Time,
+    window_blocked: bool,
 }
 
 /// Runs `model` under Time Warp on `threads` workers.
@@ -521,7 +531,7 @@ fn run_with<M: Model, Q: PendingSet<TwEvent<M::Event>>>(
         lookahead: model.lookahead(),
         saving,
         fixed_k: opts.checkpoint,
-        window: opts.window.unwrap_or(Time::INFINITY),
+        optimism: Optimism::new(opts.window, model.lookahead(), threads, cfg.end),
         max_memory: opts.max_memory.unwrap_or(u64::MAX),
         gvt_every: u64::from(opts.gvt_every),
         max_uncommitted: opts
@@ -650,6 +660,8 @@ fn run_with<M: Model, Q: PendingSet<TwEvent<M::Event>>>(
     if let Some(m) = opts.max_memory {
         es.insert("max_memory".into(), m as f64);
     }
+    let window = sh.optimism.summary();
+    window.insert_into(es);
     report.workers = stats
         .iter()
         .map(|s| {
@@ -675,6 +687,7 @@ fn run_with<M: Model, Q: PendingSet<TwEvent<M::Event>>>(
         })
         .collect();
     report.gvt_series = sh.series.into_inner().unwrap_or_default();
+    report.window_series = window.series;
     Ok(report)
 }
 
@@ -744,6 +757,9 @@ impl<'s, 'a, M: Model, Q: PendingSet<TwEvent<M::Event>>> Worker<'s, 'a, M, Q> {
             event_ns: 0.0,
             rollbacks_at_tune: 0,
             processed_at_tune: 0,
+            handed_in: Stats::default(),
+            horizon: 0.0,
+            window_blocked: false,
         }
     }
 
@@ -1017,7 +1033,9 @@ impl<'s, 'a, M: Model, Q: PendingSet<TwEvent<M::Event>>> Worker<'s, 'a, M, Q> {
             let limit = if self.throttled || uncommitted >= self.sh.max_uncommitted {
                 self.gvt
             } else {
-                self.gvt + self.sh.window
+                let limit = self.gvt + self.sh.optimism.window();
+                self.window_blocked |= t > limit;
+                limit
             };
             if t > limit {
                 return None;
@@ -1067,6 +1085,7 @@ impl<'s, 'a, M: Model, Q: PendingSet<TwEvent<M::Event>>> Worker<'s, 'a, M, Q> {
         }
         let now = ev.ev.time;
         let me = ev.ev.dst;
+        self.horizon = self.horizon.max(now);
         let lp = &mut self.lps[li];
         if sh.saving == Saving::Copy {
             let cold = &mut self.cold[li];
@@ -1240,9 +1259,13 @@ impl<'s, 'a, M: Model, Q: PendingSet<TwEvent<M::Event>>> Worker<'s, 'a, M, Q> {
         let local_min = pending.min(self.send_min);
         self.update_memory();
         self.stats.reports += 1;
+        if sh.optimism.adaptive() {
+            self.hand_in();
+        }
         if let Some(g) = sh.gvt.report(self.w, r, local_min) {
-            // The last reporter keeps the round's figures.
+            // The last reporter keeps the round's figures and adjusts the optimism window.
             let wall = sh.start.elapsed().as_secs_f64();
+            sh.optimism.adjust(g, wall);
             if let Ok(mut s) = sh.series.lock() {
                 if s.last().is_none_or(|&(t, _)| wall - t >= 1e-3) || g >= sh.end {
                     s.push((wall, g.min(sh.end)));
@@ -1265,6 +1288,22 @@ impl<'s, 'a, M: Model, Q: PendingSet<TwEvent<M::Event>>> Worker<'s, 'a, M, Q> {
         }
         self.reported = r;
         self.send_min = f64::INFINITY;
+    }
+
+    /// Hands the optimism controller what this worker did since its last GVT report.
+    fn hand_in(&mut self) {
+        let (now, then) = (&self.stats, &self.handed_in);
+        self.sh.optimism.record(&Delta {
+            processed: now.processed - then.processed,
+            rolled_back: now.rolled_back - then.rolled_back,
+            rollbacks: now.primary + now.secondary - then.primary - then.secondary,
+            committed: now.committed - then.committed,
+            horizon: self.horizon,
+            blocked: self.window_blocked,
+        });
+        self.handed_in = self.stats;
+        self.horizon = 0.0;
+        self.window_blocked = false;
     }
 
     /// Publishes this worker's memory estimate and decides whether to throttle.
