@@ -114,8 +114,30 @@ fn thrashing_configurations_commit_the_sequential_history_and_bound_the_window()
         }
     }
     // Unbounded, this configuration wastes more than half of its work (rollback echoes
-    // between the 4 LPs); the controller must have seen it in at least one of the runs.
-    assert!(bounded > 0, "the window was never bounded on simplesim");
+    // between the 4 LPs) whenever workers overlap; the controller must see it. How much the
+    // workers overlap depends on the scheduler (a busy machine may run them one at a time), so
+    // a few more runs are allowed before concluding that it never bounds the window.
+    for _ in 0..12 {
+        if bounded > 0 {
+            break;
+        }
+        let tw = run(
+            s.clone(),
+            s.lps,
+            100.0,
+            878_589_714,
+            Executor::TimeWarp { threads: 4 },
+            TimeWarpOptions::new().state_saving(StateSaving::Copy),
+        );
+        assert_same(&s_seq, &tw, "simplesim, 4 threads, retry");
+        if tw.executor_stats["window_shrinks"] > 0.0 {
+            bounded += 1;
+        }
+    }
+    assert!(
+        bounded > 0,
+        "the window was never bounded on simplesim in 16 runs"
+    );
 
     let d = datastore();
     let d_seq = run(

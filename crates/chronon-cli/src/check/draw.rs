@@ -96,7 +96,8 @@ pub(crate) fn model_flags(model: &str, d: &mut Draw) -> Flags {
         "phold" => {
             let la = d.pick(&["0", "0.1", "0.5", "1"]);
             let lav: f64 = la.parse().expect("a number");
-            f.set("lps", d.int(1, 96))
+            let lps = d.int(1, 96);
+            f.set("lps", lps)
                 .set("start-events", d.int(1, 4))
                 .set("remote", d.pick(&["0", "0.1", "0.5", "1"]))
                 .set("lookahead", la)
@@ -104,7 +105,8 @@ pub(crate) fn model_flags(model: &str, d: &mut Draw) -> Flags {
                 .set("topology", d.pick(&["mesh", "mesh", "mesh2d"]))
                 .set("state-bytes", d.pick(&["0", "0", "64"]));
             if d.chance(0.3) {
-                f.set("hot-lps", d.int(0, 2));
+                // At most every LP (more is bad input, refused by every executor).
+                f.set("hot-lps", d.int(0, lps.min(2)));
             }
             f.set("end", d.int(5, 40));
         }
