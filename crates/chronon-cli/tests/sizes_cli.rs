@@ -93,3 +93,54 @@ fn sizes_that_fit_still_run() {
         run_limited("phold --lps 4 --start-events 2 --end 5 --sync window --threads 8");
     assert_eq!(code, 0, "more workers than LPs, within 64: {out} {err}");
 }
+
+#[test]
+fn null_messages_refuse_a_tiny_lookahead() {
+    refused(
+        "phold --lookahead 1e-12 --sync null-message --threads 2 --end 10",
+        &[
+            "lookahead 1e-12",
+            "1.000e13 null messages",
+            "cap is 10000000",
+            "--sync window",
+        ],
+    );
+    // The differential suite's lookaheads (0.1 to 1, ends up to about 100) are far below it.
+    let (code, out, err) =
+        run_limited("phold --lps 16 --lookahead 0.1 --sync null-message --threads 2 --end 100");
+    assert_eq!(code, 0, "{out} {err}");
+}
+
+#[test]
+fn a_stalled_run_warns_once() {
+    use std::io::{BufRead, BufReader};
+    use std::process::Stdio;
+    // Delays near 0: simulated time never advances; the run would go on forever.
+    let mut child = Command::new(env!("CARGO_BIN_EXE_chronon"))
+        .args([
+            "run",
+            "phold",
+            "--lps",
+            "4",
+            "--lookahead",
+            "0",
+            "--mean",
+            "1e-300",
+        ])
+        .env("CHRONON_STALL_SECS", "0.5")
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("the binary runs");
+    let mut line = String::new();
+    BufReader::new(child.stderr.take().expect("stderr"))
+        .read_line(&mut line)
+        .expect("a line");
+    child.kill().expect("kill");
+    let _ = child.wait();
+    assert!(
+        line.starts_with("warning: simulated time has advanced only"),
+        "{line}"
+    );
+    assert!(line.contains("zero- or near-zero-delay events"), "{line}");
+}

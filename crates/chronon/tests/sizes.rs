@@ -86,3 +86,55 @@ fn workers_are_bounded_by_the_lps() {
         .unwrap_err();
     assert!(e.to_string().contains("--shared-sets"), "{e}");
 }
+
+/// Every LP sends to the next one with a lookahead of `la`.
+struct Ring {
+    la: f64,
+}
+
+impl Model for Ring {
+    type State = ();
+    type Event = ();
+    fn init(&self, ctx: &mut Ctx<'_, Self>) {
+        ctx.send(ctx.me(), self.la, ());
+    }
+    fn on_event(&self, _: &mut (), _: &(), ctx: &mut Ctx<'_, Self>) {
+        let next = (ctx.me() + 1) % ctx.lps();
+        ctx.send(next, self.la, ());
+    }
+    fn lookahead(&self) -> f64 {
+        self.la
+    }
+}
+
+#[test]
+fn null_messages_cap_the_lookahead() {
+    let run = |la: f64, cap: Option<u64>| {
+        let mut c = ConservativeConfig::new(2);
+        if let Some(cap) = cap {
+            c = c.max_null_messages(cap);
+        }
+        Simulation::new(Ring { la })
+            .lps(4)
+            .end_time(10.0)
+            .executor(Executor::NullMessage(c))
+            .run()
+    };
+    let e = run(1e-12, None).unwrap_err();
+    assert!(e.is_config(), "{e}");
+    let m = e.to_string();
+    assert!(
+        m.contains("lookahead 1e-12") && m.contains("cap is 10000000"),
+        "{m}"
+    );
+    assert_eq!(chronon::DEFAULT_MAX_NULL_MESSAGES, 10_000_000);
+    // A cap of 10 refuses lookahead 0.5 over [0, 10) (20 null messages) but not 1 (10).
+    assert!(run(0.5, Some(10)).unwrap_err().is_config());
+    let seq = Simulation::new(Ring { la: 1.0 })
+        .lps(4)
+        .end_time(10.0)
+        .run()
+        .unwrap();
+    let r = run(1.0, Some(10)).expect("within the cap");
+    assert_eq!(r.fingerprint, seq.fingerprint);
+}
