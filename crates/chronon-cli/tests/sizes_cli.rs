@@ -101,7 +101,7 @@ fn null_messages_refuse_a_tiny_lookahead() {
         &[
             "lookahead 1e-12",
             "1.000e13 null messages",
-            "cap is 10000000",
+            "cap is 10000000000",
             "--sync window",
         ],
     );

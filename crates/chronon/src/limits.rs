@@ -8,8 +8,8 @@
 //! bounds the thread count and the shared sets. The rules:
 //!
 //! - **Memory**: `lps × (LP record + state heap) + lps × pending events per LP × (event record +
-//!   payload heap) + workers × worker overhead + workers² × 16 B (channel and lookahead tables)
-//!   + shared sets × 128 B + model bytes` must not exceed the limit. It is a lower bound on what
+//!   payload heap) + workers × worker overhead + workers² × 16 B (channel and lookahead
+//!   tables) + shared sets × 128 B + model bytes` must not exceed the limit. It is a lower bound on what
 //!   the run needs (speculation under Time Warp, bounded by `max_memory`, comes on top), so a
 //!   refused run could never have fit.
 //! - **Limit**: the `CHRONON_MEMORY_LIMIT` environment variable (bytes, suffix K, M, G or T,

@@ -124,10 +124,10 @@ fn null_messages_cap_the_lookahead() {
     assert!(e.is_config(), "{e}");
     let m = e.to_string();
     assert!(
-        m.contains("lookahead 1e-12") && m.contains("cap is 10000000"),
+        m.contains("lookahead 1e-12") && m.contains("cap is 10000000000"),
         "{m}"
     );
-    assert_eq!(chronon::DEFAULT_MAX_NULL_MESSAGES, 10_000_000);
+    assert_eq!(chronon::DEFAULT_MAX_NULL_MESSAGES, 10_000_000_000);
     // A cap of 10 refuses lookahead 0.5 over [0, 10) (20 null messages) but not 1 (10).
     assert!(run(0.5, Some(10)).unwrap_err().is_config());
     let seq = Simulation::new(Ring { la: 1.0 })

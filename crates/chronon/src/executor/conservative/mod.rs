@@ -69,8 +69,10 @@ pub struct ConservativeConfig {
     pub max_null_messages: u64,
 }
 
-/// The default of [`ConservativeConfig::max_null_messages`]: ten million per channel.
-pub const DEFAULT_MAX_NULL_MESSAGES: u64 = 10_000_000;
+/// The default of [`ConservativeConfig::max_null_messages`]: 10^10 per channel. A fixed cap
+/// (the engine cannot know the event count in advance); a legitimate run that needs as many
+/// null messages, such as lookahead 0.5 up to end 10^9, also commits billions of events.
+pub const DEFAULT_MAX_NULL_MESSAGES: u64 = 10_000_000_000;
 
 impl ConservativeConfig {
     /// `threads` workers, block mapping, the default barrier.
