@@ -11,7 +11,7 @@ use chronon::barrier::BarrierKind;
 use chronon::partition::Mapping;
 use chronon::{
     ConservativeConfig, Executor, LpId, Model, Progress, QueueKind, Report, Simulation,
-    StateSaving, TimeWarpOptions,
+    StallDetector, StateSaving, TimeWarpOptions,
 };
 
 use crate::args::CommonArgs;
@@ -272,9 +272,7 @@ pub(crate) fn run_simulation_checked<M: Model>(
     let progress = Arc::new(Progress::new());
     install_ctrlc(&progress);
     let done = Arc::new(AtomicBool::new(false));
-    let bar = std::io::stderr()
-        .is_terminal()
-        .then(|| spawn_progress_bar(progress.clone(), done.clone(), end));
+    let bar = spawn_progress_bar(progress.clone(), done.clone(), end);
 
     let sim = Simulation::new(model)
         .lps(lps)
@@ -291,9 +289,7 @@ pub(crate) fn run_simulation_checked<M: Model>(
     let result = sim.run();
     // Ordering: the flag only tells the progress thread to stop drawing; it guards no data.
     done.store(true, Ordering::Relaxed);
-    if let Some(bar) = bar {
-        let _ = bar.join();
-    }
+    let _ = bar.join();
     let report = result?;
 
     let mut config = serde_json::json!({
@@ -340,13 +336,27 @@ fn install_ctrlc(progress: &Arc<Progress>) {
     });
 }
 
+/// The progress thread: on a terminal it draws the progress line; everywhere it watches for a
+/// stall (no simulated progress for `CHRONON_STALL_SECS` seconds of wall time, default 10,
+/// 0 = never) and then prints one warning naming the likely cause.
 fn spawn_progress_bar(
     progress: Arc<Progress>,
     done: Arc<AtomicBool>,
     end: f64,
 ) -> std::thread::JoinHandle<()> {
+    let stall_after = std::env::var("CHRONON_STALL_SECS")
+        .ok()
+        .and_then(|s| s.trim().parse::<f64>().ok())
+        .filter(|s| s.is_finite() && *s >= 0.0)
+        .map_or(StallDetector::DEFAULT_AFTER, Duration::from_secs_f64);
+    let mut stall = (!stall_after.is_zero()).then(|| StallDetector::new(stall_after, end));
+    let terminal = std::io::stderr().is_terminal();
     std::thread::spawn(move || {
-        let bar = indicatif::ProgressBar::new(1000);
+        let bar = if terminal {
+            indicatif::ProgressBar::new(1000)
+        } else {
+            indicatif::ProgressBar::hidden()
+        };
         bar.set_style(
             indicatif::ProgressStyle::with_template(
                 "{elapsed_precise} [{bar:24}] {percent:>3}% {msg}",
@@ -354,17 +364,24 @@ fn spawn_progress_bar(
             .expect("a valid template")
             .progress_chars("=> "),
         );
-        let mut last = (std::time::Instant::now(), progress.events());
+        let mut last = (std::time::Instant::now(), progress.events(), progress.now());
         // Ordering: see `run_simulation`.
         while !done.load(Ordering::Relaxed) {
             std::thread::sleep(Duration::from_millis(250));
-            let (t, events) = (std::time::Instant::now(), progress.events());
-            // The rate over the last interval, so start-up does not skew it.
-            let rate = (events - last.1) as f64 / (t - last.0).as_secs_f64().max(1e-3);
-            last = (t, events);
-            let now = progress.now();
+            let (t, events, now) = (std::time::Instant::now(), progress.events(), progress.now());
+            if let Some(warning) = stall.as_mut().and_then(|s| s.observe(t, now)) {
+                bar.suspend(|| eprintln!("{warning}"));
+            }
+            // The rates over the last interval, so start-up does not skew them.
+            let dt = (t - last.0).as_secs_f64().max(1e-3);
+            let rate = (events - last.1) as f64 / dt;
+            let sim_rate = (now - last.2) / dt;
+            last = (t, events, now);
             bar.set_position(((now / end) * 1000.0).clamp(0.0, 1000.0) as u64);
-            bar.set_message(format!("t={now:.4} {:.2} M ev/s", rate / 1e6));
+            bar.set_message(format!(
+                "t={now:.4} {sim_rate:.3e} sim-s/s {:.2} M ev/s",
+                rate / 1e6
+            ));
         }
         bar.finish_and_clear();
     })

@@ -1,6 +1,11 @@
 //! Parameter checks shared by the models: each error is one line naming the parameter (as its
 //! flag is spelled) and what is allowed.
 
+/// `x` rounded up as a count, saturating at `u64::MAX` (for size estimates).
+pub(crate) fn count(x: f64) -> u64 {
+    x.ceil() as u64
+}
+
 /// `value` must be finite and > 0.
 pub(crate) fn positive(name: &str, value: f64) -> Result<(), String> {
     if value > 0.0 && value.is_finite() {

@@ -30,7 +30,7 @@
 
 use std::collections::{BTreeMap, HashMap};
 
-use chronon::{Ctx, LpId, Model, ModelStats};
+use chronon::{Ctx, LpId, Model, ModelStats, SizeHint};
 
 use crate::phold::spin_for_us;
 
@@ -357,6 +357,20 @@ impl Model for DataStore {
                     node.pending.insert(*batch, pb);
                 }
             }
+        }
+    }
+
+    /// Each node keeps its batches of the next two windows pending, and a batch being decided
+    /// holds `batching-factor × ops-per-tx` accesses (requests of 16 bytes, statuses).
+    fn size_hint(&self) -> SizeHint {
+        let ahead = crate::check::count(2.0 * self.window() / self.batch_interarrival);
+        let accesses = u64::from(self.nodes)
+            .checked_mul(u64::from(self.batching_factor))
+            .and_then(|n| n.checked_mul(u64::from(self.ops_per_tx)));
+        SizeHint {
+            model_bytes: accesses.and_then(|n| n.checked_mul(24)),
+            model_what: "nodes × batching-factor × ops-per-tx accesses of 24 B",
+            ..SizeHint::pending(ahead.saturating_add(2))
         }
     }
 

@@ -30,7 +30,7 @@
 use std::cmp::Reverse;
 use std::collections::{BinaryHeap, VecDeque};
 
-use chronon::{Ctx, LpId, Model, ModelStats};
+use chronon::{Ctx, LpId, Model, ModelStats, SizeHint};
 
 /// The manufacturing model's parameters.
 #[derive(Clone, Debug, PartialEq, serde::Serialize)]
@@ -438,6 +438,21 @@ impl Model for Manufacturing {
 
     fn lookahead(&self) -> f64 {
         self.transfer
+    }
+
+    /// Each line's source keeps the arrivals of its next two windows pending; each assembly
+    /// station has a join queue per line.
+    fn size_hint(&self) -> SizeHint {
+        let ahead = crate::check::count(2.0 * self.window() / self.interarrival).saturating_add(2);
+        let total = ahead.saturating_mul(u64::from(self.lines));
+        let lps = u64::from(self.lps().max(1));
+        let joins = u64::from(self.lines)
+            .checked_mul(u64::from(self.assembly_stations))
+            .and_then(|n| n.checked_mul(std::mem::size_of::<VecDeque<u8>>() as u64));
+        SizeHint {
+            model_bytes: joins,
+            ..SizeHint::pending(total.div_ceil(lps).saturating_add(1))
+        }
     }
 
     fn finish(&self, lp: LpId, state: &MfgState, stats: &mut ModelStats) {

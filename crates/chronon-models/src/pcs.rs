@@ -24,7 +24,7 @@
 use std::cmp::Reverse;
 use std::collections::BinaryHeap;
 
-use chronon::{Ctx, LpId, Model, ModelStats};
+use chronon::{Ctx, LpId, Model, ModelStats, SizeHint};
 
 /// The PCS model's parameters.
 #[derive(Clone, Debug, PartialEq, serde::Serialize)]
@@ -262,6 +262,17 @@ impl Model for Pcs {
             }
         }
         self.fading(cell);
+    }
+
+    /// Each cell keeps the call arrivals of its next two windows pending, and an end or a
+    /// handoff per call in progress (at most `channels`).
+    fn size_hint(&self) -> SizeHint {
+        let ahead = crate::check::count(2.0 * self.window() / self.call_interarrival);
+        let calls = crate::check::count(self.offered_load()).min(u64::from(self.channels));
+        SizeHint {
+            state_heap_bytes: calls.saturating_mul(8),
+            ..SizeHint::pending(ahead.saturating_add(calls).saturating_add(2))
+        }
     }
 
     fn lookahead(&self) -> f64 {

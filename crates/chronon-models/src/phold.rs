@@ -10,7 +10,7 @@
 use std::collections::BinaryHeap;
 use std::time::{Duration, Instant};
 
-use chronon::{Ctx, LpId, LpRng, Model, ModelStats, ReverseCtx};
+use chronon::{Ctx, LpId, LpRng, Model, ModelStats, ReverseCtx, SizeHint};
 
 /// PHOLD's parameters.
 #[derive(Clone, Debug, PartialEq, serde::Serialize)]
@@ -242,6 +242,14 @@ impl Model for Phold {
 
     fn lookahead(&self) -> f64 {
         self.lookahead
+    }
+
+    /// Each LP keeps `start_events` events pending and `state_bytes` of state.
+    fn size_hint(&self) -> SizeHint {
+        SizeHint {
+            state_heap_bytes: self.state_bytes as u64,
+            ..SizeHint::pending(u64::from(self.start_events))
+        }
     }
 
     fn topology(&self, lp: LpId) -> Option<Vec<(LpId, f64)>> {

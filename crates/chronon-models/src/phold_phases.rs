@@ -12,7 +12,7 @@
 //! efficiency (committed / processed) are executor figures: an executor that reports them per
 //! virtual-time interval supplies the rest of the seed's Figure 6 and Table I.
 
-use chronon::{Ctx, LpId, LpRng, Model, ModelStats, ReverseCtx};
+use chronon::{Ctx, LpId, LpRng, Model, ModelStats, ReverseCtx, SizeHint};
 
 use crate::phold::spin_for_us;
 
@@ -188,6 +188,11 @@ impl Model for PholdPhases {
         let d = self.delay(ctx.rng());
         ctx.send(dst, d, Hop { from: me });
         spin_for_us([self.work_a_us, self.work_b_us, self.work_c_us][phase]);
+    }
+
+    /// Each object keeps `jobs_per_object` jobs pending.
+    fn size_hint(&self) -> SizeHint {
+        SizeHint::pending(u64::from(self.jobs_per_object))
     }
 
     fn lookahead(&self) -> f64 {

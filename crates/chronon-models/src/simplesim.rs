@@ -18,7 +18,7 @@
 use std::cmp::Reverse;
 use std::collections::BinaryHeap;
 
-use chronon::{Ctx, LpId, Model, ModelStats};
+use chronon::{Ctx, LpId, Model, ModelStats, SizeHint};
 
 /// SimpleSim's parameters.
 #[derive(Clone, Debug, PartialEq, serde::Serialize)]
@@ -199,6 +199,17 @@ impl Model for SimpleSim {
 
     fn lookahead(&self) -> f64 {
         self.lookahead + self.delay_min
+    }
+
+    /// Each LP keeps about `queue_bound` messages of `payload_bytes` in flight (the module's
+    /// bound) and their arrival times.
+    fn size_hint(&self) -> SizeHint {
+        let bound = u64::from(self.queue_bound.max(1));
+        SizeHint {
+            state_heap_bytes: bound * 8,
+            payload_heap_bytes: self.payload_bytes as u64,
+            ..SizeHint::pending(bound)
+        }
     }
 
     fn finish(&self, _lp: LpId, lp: &SimpleLp, stats: &mut ModelStats) {

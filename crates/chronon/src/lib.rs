@@ -152,6 +152,7 @@ pub mod event;
 pub mod executor;
 mod fingerprint;
 pub mod gsu;
+pub mod limits;
 mod loom;
 mod model;
 pub mod partition;
@@ -163,10 +164,13 @@ mod stats;
 
 pub use error::{ModelError, SimError};
 pub use event::{Event, EventKey};
-pub use executor::{ConservativeConfig, Executor, StateSaving, TimeWarpOptions};
+pub use executor::{
+    ConservativeConfig, Executor, StateSaving, TimeWarpOptions, DEFAULT_MAX_NULL_MESSAGES,
+};
 pub use fingerprint::{Fingerprint, LpDigest};
+pub use limits::SizeHint;
 pub use model::{CommitCtx, Ctx, GlobalCtx, LpId, LpMeta, Model, ModelStats, ReverseCtx, Time};
-pub use progress::Progress;
+pub use progress::{Progress, StallDetector};
 pub use queue::QueueKind;
 pub use rng::LpRng;
 pub use sim::Simulation;

@@ -4,6 +4,7 @@ use std::collections::BTreeMap;
 
 use crate::error::ModelError;
 use crate::event::Event;
+use crate::limits::SizeHint;
 use crate::rng::LpRng;
 
 /// Simulated time. Always finite and non-negative inside the engine.
@@ -95,6 +96,13 @@ pub trait Model: Send + Sync + 'static {
     /// schedule further global events (see [`GlobalCtx`]). Default: nothing.
     fn on_global(&self, ctx: &mut GlobalCtx<'_, Self>) {
         let _ = ctx;
+    }
+
+    /// What the model allocates, for the size check [`Simulation::run`](crate::Simulation::run)
+    /// makes before anything is allocated (see [`limits`](crate::limits)): events pending per LP,
+    /// heap bytes per state and per payload, other tables. Default: one pending event per LP.
+    fn size_hint(&self) -> SizeHint {
+        SizeHint::pending(1)
     }
 }
 

@@ -62,3 +62,90 @@ impl Progress {
         self.now_bits.store(now.to_bits(), Ordering::Relaxed);
     }
 }
+
+/// Watches a run's simulated time against wall time and says, once, when it has stalled: when
+/// simulated time has advanced by less than [`StallDetector::MIN_ADVANCE`] of the simulated
+/// span (`end`) over `after` of wall time — at that pace the run would take more than a million
+/// times `after` to finish. The observer (the CLI's progress thread) feeds it what
+/// [`Progress::now`] reads; the times are given, so it can be tested without waiting.
+#[derive(Clone, Debug)]
+pub struct StallDetector {
+    after: std::time::Duration,
+    end: f64,
+    since: Option<(std::time::Instant, f64)>,
+    warned: bool,
+}
+
+impl StallDetector {
+    /// The wall time without progress before the warning, by default.
+    pub const DEFAULT_AFTER: std::time::Duration = std::time::Duration::from_secs(10);
+    /// The smallest advance, as a fraction of the span, that counts as progress.
+    pub const MIN_ADVANCE: f64 = 1e-6;
+
+    /// A detector for a run ending at `end` that warns after `after` without progress.
+    pub fn new(after: std::time::Duration, end: f64) -> Self {
+        StallDetector {
+            after,
+            end,
+            since: None,
+            warned: false,
+        }
+    }
+
+    /// Feeds the simulated time `now` read at wall time `at`; returns the warning (one line),
+    /// the first time only, once the run has stalled.
+    pub fn observe(&mut self, at: std::time::Instant, now: f64) -> Option<String> {
+        let step = if self.end.is_finite() {
+            self.end * Self::MIN_ADVANCE
+        } else {
+            f64::MIN_POSITIVE
+        };
+        let Some((t0, now0)) = self.since else {
+            self.since = Some((at, now));
+            return None;
+        };
+        if now - now0 >= step {
+            self.since = Some((at, now));
+            return None;
+        }
+        let waited = at.saturating_duration_since(t0);
+        if self.warned || waited < self.after {
+            return None;
+        }
+        self.warned = true;
+        Some(format!(
+            "warning: simulated time has advanced only {:.3e} (from t = {now0:e}) in {:.0} s of wall time, end {}; likely cause: a lookahead too small for the executor (null messages advance a clock by one lookahead each) or a cascade of zero- or near-zero-delay events (e.g. a mean delay near 0); try larger delays or lookahead (or --sync window rather than null messages)",
+            now - now0,
+            waited.as_secs_f64(),
+            self.end
+        ))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::time::{Duration, Instant};
+
+    #[test]
+    fn warns_once_when_time_stands_still() {
+        let t = Instant::now();
+        let s = |x: u64| t + Duration::from_secs(x);
+        let mut d = StallDetector::new(Duration::from_secs(10), 10.0);
+        assert_eq!(d.observe(s(0), 0.0), None);
+        assert_eq!(d.observe(s(5), 1e-9), None);
+        let w = d.observe(s(11), 2e-9).expect("stalled");
+        assert!(w.contains("lookahead") && w.contains("zero"), "{w}");
+        assert_eq!(d.observe(s(30), 2e-9), None, "once only");
+    }
+
+    #[test]
+    fn steady_progress_never_warns() {
+        let t = Instant::now();
+        let mut d = StallDetector::new(Duration::from_secs(10), 1000.0);
+        for i in 0..100u64 {
+            let at = t + Duration::from_secs(i);
+            assert_eq!(d.observe(at, i as f64 * 0.01), None);
+        }
+    }
+}

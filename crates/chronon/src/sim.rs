@@ -3,9 +3,11 @@
 use std::sync::Arc;
 
 use crate::error::SimError;
+use crate::event::Event;
 use crate::executor::conservative::Protocol;
 use crate::executor::time_warp::StateEq;
-use crate::executor::{self, Executor, RunConfig, TimeWarpOptions};
+use crate::executor::{self, Executor, LpSlot, RunConfig, TimeWarpOptions};
+use crate::limits::{self, MemoryLimit, RunSize};
 use crate::model::{LpId, Model, Time};
 use crate::progress::Progress;
 use crate::queue::QueueKind;
@@ -37,6 +39,7 @@ pub struct Simulation<M: Model> {
     progress: Option<Arc<Progress>>,
     time_warp: TimeWarpOptions,
     state_eq: Option<StateEq<M::State>>,
+    memory_limit: Option<MemoryLimit>,
 }
 
 impl<M: Model> Simulation<M> {
@@ -53,6 +56,7 @@ impl<M: Model> Simulation<M> {
             progress: None,
             time_warp: TimeWarpOptions::default(),
             state_eq: None,
+            memory_limit: None,
         }
     }
 
@@ -112,6 +116,14 @@ impl<M: Model> Simulation<M> {
         self
     }
 
+    /// The memory the size check compares its estimate with (see [`crate::limits`]); by
+    /// default [`MemoryLimit::detect`]: `CHRONON_MEMORY_LIMIT`, else what the machine has
+    /// available.
+    pub fn memory_limit(mut self, limit: MemoryLimit) -> Self {
+        self.memory_limit = Some(limit);
+        self
+    }
+
     /// The model.
     pub fn model(&self) -> &M {
         &self.model
@@ -136,6 +148,22 @@ impl<M: Model> Simulation<M> {
                 "the model's lookahead {la} is not allowed; it must be finite and >= 0"
             )));
         }
+        // Sizes before anything is allocated (see `crate::limits`).
+        let shared_sets = match &self.executor {
+            Executor::Window(c) | Executor::NullMessage(c) | Executor::Lockstep(c) => c.shared_sets,
+            _ => 0,
+        };
+        let size = RunSize {
+            lps: u64::from(self.lps),
+            threads: self.executor.threads() as u64,
+            shared_sets: shared_sets as u64,
+            lp_record: std::mem::size_of::<LpSlot<M::State>>() as u64,
+            event_record: std::mem::size_of::<Event<M::Event>>() as u64,
+            hint: self.model.size_hint(),
+        };
+        limits::check_workers(&size)?;
+        let limit = self.memory_limit.unwrap_or_else(MemoryLimit::detect);
+        limits::check_memory(&size, &limit)?;
         let cfg = RunConfig {
             lps: self.lps,
             end: self.end,

@@ -62,7 +62,17 @@ pub struct ConservativeConfig {
     /// Load balancing (window only): the number of shared LP sets (at least 1 when
     /// `dedicated < 1`).
     pub shared_sets: usize,
+    /// Null messages only: the most null messages a channel between two workers may need to
+    /// carry its clock from 0 to the end time (about `end / link lookahead`); a lookahead so
+    /// small that it needs more is refused before the run
+    /// ([`DEFAULT_MAX_NULL_MESSAGES`] by default).
+    pub max_null_messages: u64,
 }
+
+/// The default of [`ConservativeConfig::max_null_messages`]: 10^10 per channel. A fixed cap
+/// (the engine cannot know the event count in advance); a legitimate run that needs as many
+/// null messages, such as lookahead 0.5 up to end 10^9, also commits billions of events.
+pub const DEFAULT_MAX_NULL_MESSAGES: u64 = 10_000_000_000;
 
 impl ConservativeConfig {
     /// `threads` workers, block mapping, the default barrier.
@@ -73,7 +83,14 @@ impl ConservativeConfig {
             barrier: BarrierKind::default(),
             dedicated: 1.0,
             shared_sets: 0,
+            max_null_messages: DEFAULT_MAX_NULL_MESSAGES,
         }
+    }
+
+    /// Sets the null-message cap per channel (see [`ConservativeConfig::max_null_messages`]).
+    pub fn max_null_messages(mut self, cap: u64) -> Self {
+        self.max_null_messages = cap;
+        self
     }
 
     /// Sets the dedicated fraction (load balancing, `--sync window` only).
@@ -502,6 +519,7 @@ fn run_with<M: Model, Q: PendingSet<Event<M::Event>>>(
     };
     if protocol == Protocol::NullMessage {
         null_message::check_links(&links, &owner, &link_la, w)?;
+        null_message::check_budget(&link_la, w, cfg.end, cc.max_null_messages)?;
     }
     let globals = GlobalQueue::new(model)?;
     let first_global = globals.next_time(cfg.end);

@@ -123,6 +123,37 @@ pub(super) fn check_links(
     )))
 }
 
+/// Rejects a link lookahead so small that a channel would need more than `cap` null messages
+/// to reach the end time: a blocked worker advances its output channel by one link lookahead
+/// per null message, so crossing `[0, end)` takes about `end / lookahead` of them. Without an
+/// end time nothing is estimated (the run ends when no event is left).
+pub(super) fn check_budget(
+    link_la: &[Time],
+    w: usize,
+    end: Time,
+    cap: u64,
+) -> Result<(), SimError> {
+    if !end.is_finite() {
+        return Ok(());
+    }
+    let smallest = (0..w)
+        .flat_map(|v| (0..w).map(move |x| (v, x)))
+        .filter(|&(v, x)| v != x && link_la[v * w + x] > 0.0 && link_la[v * w + x].is_finite())
+        .min_by(|a, b| link_la[a.0 * w + a.1].total_cmp(&link_la[b.0 * w + b.1]));
+    let Some((v, x)) = smallest else {
+        return Ok(());
+    };
+    let la = link_la[v * w + x];
+    let needed = end / la;
+    if needed > cap as f64 {
+        return Err(SimError::Config(format!(
+            "--sync null-message with lookahead {la:e} (worker {v} -> {x}) would need about {needed:.3e} null messages per channel to reach end {end} (end / lookahead); the cap is {cap}: use --sync window, or a lookahead of at least {:e}, or raise ConservativeConfig::max_null_messages",
+            end / cap as f64
+        )));
+    }
+    Ok(())
+}
+
 pub(super) fn run<M: Model, Q: PendingSet<Event<M::Event>>>(
     w: &mut Worker<'_, '_, M, Q>,
     _barrier: &dyn Barrier,
