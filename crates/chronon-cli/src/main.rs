@@ -7,6 +7,7 @@ mod bench_phold;
 mod bench_queue;
 mod check;
 mod models;
+mod output;
 mod run;
 mod sys;
 

@@ -2,7 +2,7 @@
 //! JSON report.
 
 use std::io::IsTerminal;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
@@ -15,6 +15,7 @@ use chronon::{
 };
 
 use crate::args::CommonArgs;
+use crate::output::{self, Outputs};
 use crate::{sys, Failure, EXIT_INTERRUPTED};
 
 /// The end time when neither a flag nor the config gives one.
@@ -261,13 +262,8 @@ pub(crate) fn run_simulation_checked<M: Model>(
         )))
         }
     };
-    let gvt_csv = common.gvt_csv.clone().or_else(|| {
-        let out = common.output.as_deref()?;
-        let is_dir = out.is_dir() || out.as_os_str().to_string_lossy().ends_with('/');
-        (is_dir && matches!(executor, Executor::TimeWarp { .. })).then(|| out.join("gvt.csv"))
-    });
     let seed = common.seed.unwrap_or(1);
-    let output = common.output.as_deref().map(report_path);
+    let outputs = plan_outputs(&common, &executor)?;
 
     let progress = Arc::new(Progress::new());
     install_ctrlc(&progress);
@@ -304,11 +300,17 @@ pub(crate) fn run_simulation_checked<M: Model>(
         obj.extend(m);
     }
     print_summary(name, &report);
-    if let Some(path) = &output {
-        write_report(path, name, config, &report)?;
-    }
-    if let Some(path) = &gvt_csv {
-        write_gvt_csv(path, &report)?;
+    // Both files are attempted even when the first fails; the first failure is returned.
+    let written = [
+        outputs
+            .path("--output")
+            .map_or(Ok(()), |p| write_report(p, name, config, &report)),
+        outputs
+            .path("--gvt-csv")
+            .map_or(Ok(()), |p| write_gvt_csv(p, &report)),
+    ];
+    for w in written {
+        w?;
     }
     if report.complete {
         Ok(0)
@@ -318,12 +320,35 @@ pub(crate) fn run_simulation_checked<M: Model>(
     }
 }
 
-fn report_path(p: &Path) -> PathBuf {
-    if p.is_dir() || p.as_os_str().to_string_lossy().ends_with('/') {
-        p.join("report.json")
-    } else {
-        p.to_path_buf()
+/// The run's output files, checked before it starts (see [`output`]): `--output FILE` or
+/// `--output DIR/` (`DIR/report.json`, and `DIR/gvt.csv` under Time Warp unless `--gvt-csv`
+/// names another file).
+fn plan_outputs(common: &CommonArgs, executor: &Executor) -> Result<Outputs, Failure> {
+    let mut wanted = Vec::new();
+    if let Some(out) = common.output.as_deref() {
+        let dir = output::is_dir_arg(out);
+        wanted.push((
+            "--output",
+            if dir {
+                out.join("report.json")
+            } else {
+                out.to_path_buf()
+            },
+        ));
+        if dir && common.gvt_csv.is_none() && matches!(executor, Executor::TimeWarp { .. }) {
+            wanted.push(("--gvt-csv", out.join("gvt.csv")));
+        }
     }
+    if let Some(p) = &common.gvt_csv {
+        wanted.push(("--gvt-csv", p.clone()));
+    }
+    let inputs: Vec<(&'static str, &Path)> = common
+        .config
+        .as_deref()
+        .map(|p| ("--config", p))
+        .into_iter()
+        .collect();
+    Outputs::plan(&wanted, &inputs)
 }
 
 fn install_ctrlc(progress: &Arc<Progress>) {
@@ -415,12 +440,7 @@ fn write_gvt_csv(path: &Path, report: &Report) -> Result<(), Failure> {
         }
         text.push_str(&format!("{wall},{gvt},{window}\n"));
     }
-    if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
-        std::fs::create_dir_all(dir)
-            .map_err(|e| Failure::runtime(format!("cannot create {}: {e}", dir.display())))?;
-    }
-    std::fs::write(path, text)
-        .map_err(|e| Failure::runtime(format!("cannot write {}: {e}", path.display())))
+    output::write_or_rescue("--gvt-csv", path, text.as_bytes())
 }
 
 fn write_report(
@@ -435,10 +455,5 @@ fn write_report(
     obj.insert("config".into(), config);
     obj.insert("peak_rss_bytes".into(), sys::peak_rss_bytes().into());
     let text = serde_json::to_string_pretty(&v).expect("JSON values serialize");
-    if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
-        std::fs::create_dir_all(dir)
-            .map_err(|e| Failure::runtime(format!("cannot create {}: {e}", dir.display())))?;
-    }
-    std::fs::write(path, text + "\n")
-        .map_err(|e| Failure::runtime(format!("cannot write {}: {e}", path.display())))
+    output::write_or_rescue("--output", path, (text + "\n").as_bytes())
 }
