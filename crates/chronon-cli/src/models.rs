@@ -448,7 +448,8 @@ model_command! {
 
 #[derive(Debug, Args)]
 pub(crate) struct FaultyCmd {
-    /// bad-destination, negative-delay, nan-delay, below-lookahead or panic.
+    /// bad-destination, negative-delay, nan-delay, below-lookahead, panic, finish-panic,
+    /// topology-panic or global-panic.
     #[arg(long)]
     fault: String,
     /// Number of LPs.
