@@ -18,8 +18,22 @@ use crate::args::CommonArgs;
 use crate::output::{self, Outputs};
 use crate::{sys, Failure, EXIT_INTERRUPTED};
 
-/// The end time when neither a flag nor the config gives one.
-const DEFAULT_END: f64 = 1000.0;
+/// The end time of `model` when neither a flag nor the config gives one: a run of the model's
+/// default configuration that takes a few seconds at most (release build, one thread).
+pub(crate) fn default_end(model: &str) -> f64 {
+    match model {
+        // Phase A only; `--end 30` runs the three phases (about a minute).
+        "phold-phases" => 3.0,
+        "simplesim" => 100.0,
+        "manufacturing" => 10_000.0,
+        // Minutes.
+        "pcs" => 5.0,
+        // Seconds.
+        "star-clique" => 100.0,
+        "campus" => 2.0,
+        _ => 1000.0,
+    }
+}
 
 /// Maps `--sync` and `--threads` onto an executor.
 pub(crate) fn executor(sync: Option<&str>, threads: Option<usize>) -> Result<Executor, Failure> {
@@ -93,7 +107,8 @@ pub(crate) fn executor_with(
         "seq" => {
             if threads != 1 {
                 return Err(Failure::bad_input(format!(
-                    "--sync seq runs on exactly 1 thread; got --threads {threads}"
+                    "--sync seq runs on exactly 1 thread; got --threads {threads} (for {threads} \
+                     threads give a parallel --sync: window, null-message, lockstep or timewarp)"
                 )));
             }
             Ok(Executor::Sequential)
@@ -241,7 +256,7 @@ pub(crate) fn run_simulation_checked<M: Model>(
     model_config: serde_json::Value,
     check_reverse: Option<fn(Simulation<M>) -> Simulation<M>>,
 ) -> Result<u8, Failure> {
-    let end = common.end.unwrap_or(DEFAULT_END);
+    let end = common.end.unwrap_or_else(|| default_end(name));
     if !(end > 0.0 && end.is_finite()) {
         return Err(Failure::bad_input(format!(
             "--end is {end}; it must be finite and > 0"
@@ -277,7 +292,7 @@ pub(crate) fn run_simulation_checked<M: Model>(
         .end_time(end)
         .seed(seed)
         .queue(queue)
-        .executor(executor)
+        .executor(executor.clone())
         .time_warp(tw)
         .progress(progress.clone());
     let sim = match check {
@@ -292,13 +307,7 @@ pub(crate) fn run_simulation_checked<M: Model>(
     }
     let report = result?;
 
-    let mut config = serde_json::json!({
-        "end": end, "seed": seed, "queue": queue.name(),
-        "sync": report.sync, "threads": report.threads,
-    });
-    if let (Some(obj), serde_json::Value::Object(m)) = (config.as_object_mut(), model_config) {
-        obj.extend(m);
-    }
+    let config = report_config(&common, &executor, end, seed, queue, model_config);
     print_summary(name, &report);
     // Both files are attempted even when the first fails; the first failure is returned.
     let written = [
@@ -318,6 +327,83 @@ pub(crate) fn run_simulation_checked<M: Model>(
         eprintln!("interrupted: the report covers the events committed before the stop");
         Ok(EXIT_INTERRUPTED)
     }
+}
+
+/// The report's `config`: every option that shaped the run, under the keys `--config` takes,
+/// so that the report's config, written as TOML, reruns the same simulation. Executor options
+/// are the ones in force (defaults included) where the executor takes them.
+fn report_config(
+    common: &CommonArgs,
+    executor: &Executor,
+    end: f64,
+    seed: u64,
+    queue: QueueKind,
+    model_config: serde_json::Value,
+) -> serde_json::Value {
+    use serde_json::{json, Value};
+    let mut c = serde_json::Map::new();
+    c.insert("end".into(), json!(end));
+    c.insert("seed".into(), json!(seed));
+    c.insert("queue".into(), json!(queue.name()));
+    c.insert("sync".into(), json!(executor.name()));
+    c.insert("threads".into(), json!(executor.threads()));
+    let mut put = |k: &str, v: Value| {
+        c.insert(k.into(), v);
+    };
+    let mapping = common.mapping.as_deref().unwrap_or("block");
+    match executor {
+        Executor::Window(cc) | Executor::Lockstep(cc) | Executor::NullMessage(cc) => {
+            put("mapping", json!(mapping));
+            if !matches!(executor, Executor::NullMessage(_)) {
+                let barrier = common.barrier.as_deref().unwrap_or("tree");
+                put("barrier", json!(barrier));
+                if barrier == "tree" {
+                    put("fan-in", json!(common.fan_in.unwrap_or(4)));
+                }
+            }
+            if matches!(executor, Executor::Window(_)) {
+                put("dedicated", json!(cc.dedicated));
+                if cc.dedicated < 1.0 {
+                    put("shared-sets", json!(cc.shared_sets));
+                }
+            }
+        }
+        Executor::TimeWarp { .. } => {
+            put("mapping", json!(mapping));
+            put(
+                "state-saving",
+                json!(common.state_saving.as_deref().unwrap_or("auto")),
+            );
+            if let Some(k) = common.checkpoint {
+                put("checkpoint", json!(k));
+            }
+            if let Some(m) = &common.max_memory {
+                put("max-memory", json!(m));
+            }
+            if let Some(w) = common.window {
+                // JSON has no infinity; the config file reads "inf" as well as numbers.
+                put(
+                    "window",
+                    if w.is_finite() {
+                        json!(w)
+                    } else {
+                        json!("inf")
+                    },
+                );
+            }
+            if common.check_reverse == Some(true) {
+                put("check-reverse", json!(true));
+            }
+        }
+        // Sequential: nothing more.
+        _ => {}
+    }
+    if let Value::Object(m) = model_config {
+        for (k, v) in m {
+            c.insert(k.replace('_', "-"), v);
+        }
+    }
+    Value::Object(c)
 }
 
 /// The run's output files, checked before it starts (see [`output`]): `--output FILE` or
