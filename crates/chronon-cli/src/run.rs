@@ -481,7 +481,15 @@ fn spawn_progress_bar(
     })
 }
 
+/// Prints the summary on stdout. A closed stdout (`chronon run ... | head -1`) is not an
+/// error: the report is still written.
 fn print_summary(name: &str, r: &Report) {
+    use std::io::Write;
+    let mut out = std::io::stdout().lock();
+    // Write errors are ignored: see above.
+    macro_rules! println {
+        ($($t:tt)*) => {{ let _ = writeln!(out, $($t)*); }};
+    }
     println!(
         "{name}: sync {} ({} thread{}), queue {}, {} LPs, end {}",
         r.sync,
