@@ -460,7 +460,7 @@ fn spawn_progress_bar(
         let bar = indicatif::ProgressBar::new(1000);
         bar.set_style(
             indicatif::ProgressStyle::with_template(
-                "{elapsed_precise} [{bar:24}] {percent:>3}% {msg}",
+                "{elapsed_precise} [{bar:24}] {percent:>3}% eta {eta} {msg}",
             )
             .expect("a valid template")
             .progress_chars("=> "),
