@@ -36,69 +36,118 @@ pub(crate) struct RunCmd {
     pub model: ModelCmd,
 }
 
+/// `--help` headings of the options every model takes.
+const RUN: &str = "Run options";
+const EXEC: &str = "Executor options";
+const CONSERVATIVE: &str = "Conservative executor options (--sync window, null-message, lockstep)";
+const TIME_WARP: &str = "Time Warp options (--sync timewarp)";
+
 /// Keys every model takes, as flags and as TOML keys.
 #[derive(Clone, Debug, Default, Args, Deserialize, serde::Serialize)]
 #[serde(rename_all = "kebab-case")]
 pub(crate) struct CommonArgs {
-    /// End time: events at or after it never execute.
-    #[arg(long)]
+    /// End time: events at or after it never execute [default: per model, see `chronon run
+    /// MODEL --help`].
+    #[arg(long, help_heading = RUN)]
     pub end: Option<f64>,
-    /// Seed of every LP's random stream.
-    #[arg(long)]
+    /// Seed of every LP's random stream [default: 1].
+    #[arg(long, help_heading = RUN)]
     pub seed: Option<u64>,
-    /// Pending-event set: heap or ladder.
-    #[arg(long)]
+    /// Pending-event set: heap or ladder [default: ladder].
+    #[arg(long, help_heading = RUN)]
     pub queue: Option<String>,
-    /// Synchronization: seq, window, null-message, lockstep or timewarp.
-    #[arg(long)]
+    /// Synchronization: seq, window, null-message, lockstep or timewarp [default: seq].
+    #[arg(long, help_heading = EXEC)]
     pub sync: Option<String>,
-    /// Worker threads.
-    #[arg(long)]
+    /// Worker threads; more than 1 needs a parallel --sync [default: 1].
+    #[arg(long, help_heading = EXEC)]
     pub threads: Option<usize>,
-    /// Barrier of the conservative executors: std, semaphore, spin or tree [default: tree].
-    #[arg(long)]
+    /// LP-to-worker mapping of the parallel executors: block or round-robin [default: block].
+    #[arg(long, help_heading = EXEC)]
+    pub mapping: Option<String>,
+    /// Barrier of the window and lock-step executors: std, semaphore, spin or tree
+    /// [default: tree].
+    #[arg(long, help_heading = CONSERVATIVE)]
     pub barrier: Option<String>,
     /// Fan-in of the tree barrier [default: 4].
-    #[arg(long)]
+    #[arg(long, help_heading = CONSERVATIVE)]
     pub fan_in: Option<usize>,
-    /// LP-to-worker mapping: block or round-robin [default: block].
-    #[arg(long)]
-    pub mapping: Option<String>,
     /// Window load balancing: fraction of each worker's LPs dedicated to it, in [0, 1]; the
     /// rest are shared and claimed each round by whichever worker is free [default: 1.0].
-    #[arg(long)]
+    #[arg(long, help_heading = CONSERVATIVE)]
     pub dedicated: Option<f64>,
     /// Window load balancing: number of shared LP sets (>= 1 when --dedicated < 1)
     /// [default: 0, or 1 when --dedicated < 1 is given without it].
-    #[arg(long)]
+    #[arg(long, help_heading = CONSERVATIVE)]
     pub shared_sets: Option<usize>,
-    /// Write the JSON report here (a directory gets report.json inside).
-    #[arg(long)]
+    /// Write the JSON report here (a directory gets report.json inside); checked before the
+    /// run starts [default: no report].
+    #[arg(long, help_heading = RUN)]
     pub output: Option<PathBuf>,
     /// Time Warp state saving: copy, reverse or auto [default: auto].
-    #[arg(long)]
+    #[arg(long, help_heading = TIME_WARP)]
     pub state_saving: Option<String>,
     /// Time Warp copy state saving: save the state every K events [default: automatic].
-    #[arg(long)]
+    #[arg(long, help_heading = TIME_WARP)]
     pub checkpoint: Option<u32>,
-    /// Time Warp memory bound in bytes (suffixes K, M, G: powers of 1024) for saved states and
-    /// event records; speculation is throttled to stay under it.
-    #[arg(long)]
+    /// Time Warp memory bound in bytes, a plain number or with a suffix K, M, G (powers of
+    /// 1024: 512M), for saved states and event records; speculation is throttled to stay
+    /// under it [default: no bound].
+    #[arg(long, help_heading = TIME_WARP)]
+    #[serde(default, deserialize_with = "size")]
     pub max_memory: Option<String>,
     /// Time Warp optimism window: no event later than GVT + T runs. Fixes the window (inf:
-    /// unbounded); without it the window adapts to the measured rollbacks.
-    #[arg(long)]
+    /// unbounded) [default: adapts to the measured rollbacks].
+    #[arg(long, help_heading = TIME_WARP)]
+    #[serde(default, deserialize_with = "number")]
     pub window: Option<f64>,
-    /// Time Warp: run every event forward, then in reverse, and check the state is restored.
-    #[arg(long, num_args = 0..=1, default_missing_value = "true")]
+    /// Time Warp: run every event forward, then in reverse, and check the state is restored
+    /// [default: false].
+    #[arg(long, num_args = 0..=1, default_missing_value = "true", help_heading = TIME_WARP)]
     pub check_reverse: Option<bool>,
-    /// Time Warp: write GVT over wall time as CSV here (with --output DIR/, DIR/gvt.csv).
-    #[arg(long)]
+    /// Time Warp: write GVT over wall time as CSV here [default: DIR/gvt.csv with --output
+    /// DIR/, else none].
+    #[arg(long, help_heading = TIME_WARP)]
     pub gvt_csv: Option<PathBuf>,
     /// Read keys from this TOML file (flags override it).
-    #[arg(long)]
+    #[arg(long, help_heading = RUN)]
     #[serde(skip)]
     pub config: Option<PathBuf>,
+}
+
+/// A number in a config file: a TOML number, or a string such as `"inf"` (the report's
+/// config writes an infinite window so, JSON having no infinity).
+fn number<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Option<f64>, D::Error> {
+    #[derive(Deserialize)]
+    #[serde(untagged)]
+    enum Number {
+        Float(f64),
+        Int(i64),
+        Text(String),
+    }
+    Option::<Number>::deserialize(d)?
+        .map(|n| match n {
+            Number::Float(x) => Ok(x),
+            Number::Int(i) => Ok(i as f64),
+            Number::Text(t) => t
+                .parse()
+                .map_err(|_| serde::de::Error::custom(format!("expected a number, got \"{t}\""))),
+        })
+        .transpose()
+}
+
+/// A size in a config file: a string (`"512M"`) or a plain number (`536870912`).
+fn size<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Option<String>, D::Error> {
+    #[derive(Deserialize)]
+    #[serde(untagged)]
+    enum Size {
+        Text(String),
+        Number(u64),
+    }
+    Ok(Option::<Size>::deserialize(d)?.map(|s| match s {
+        Size::Text(t) => t,
+        Size::Number(n) => n.to_string(),
+    }))
 }
 
 /// The TOML keys of [`CommonArgs`].
@@ -184,18 +233,54 @@ impl ConfigFile {
     }
 
     /// The file's keys as `T` (keys `T` does not know are ignored: `load` checked them all).
+    /// A value of the wrong type is an error naming the key and the file.
     pub(crate) fn get<T: for<'de> Deserialize<'de> + Default>(&self) -> Result<T, Failure> {
         if self.table.is_empty() {
             return Ok(T::default());
         }
         T::deserialize(self.table.clone()).map_err(|e| {
-            Failure::bad_input(format!(
-                "in config file {}: {}",
-                self.path,
-                one_line(e.message())
-            ))
+            // Find the key: every field of `T` is optional, so a table with one key
+            // deserializes unless that key's value is wrong.
+            let culprit = self.table.iter().find_map(|(k, v)| {
+                let one: toml::Table = [(k.clone(), v.clone())].into_iter().collect();
+                T::deserialize(one).err().map(|e| (k, e))
+            });
+            match culprit {
+                Some((key, e)) => Failure::bad_input(format!(
+                    "config file {}: key '{key}': {}",
+                    self.path,
+                    one_line(e.message())
+                )),
+                None => Failure::bad_input(format!(
+                    "config file {}: {}",
+                    self.path,
+                    one_line(e.message())
+                )),
+            }
         })
     }
+}
+
+/// Parses the command line; `chronon run MODEL --help` shows that model's default end time.
+pub(crate) fn parse() -> Result<Cli, clap::Error> {
+    use clap::{CommandFactory, FromArgMatches};
+    let cmd = Cli::command().mut_subcommand("run", |run| {
+        let models: Vec<String> = run
+            .get_subcommands()
+            .map(|s| s.get_name().to_string())
+            .collect();
+        models.iter().fold(run, |run, m| {
+            let end = crate::run::default_end(m);
+            run.mut_subcommand(m, |c| {
+                c.mut_arg("end", |a| {
+                    a.help(format!(
+                        "End time: events at or after it never execute [default: {end}]"
+                    ))
+                })
+            })
+        })
+    });
+    Cli::from_arg_matches(&cmd.try_get_matches()?)
 }
 
 /// Prints a clap outcome: help and version go to stdout with exit 0; a usage error is one line
@@ -222,7 +307,7 @@ pub(crate) fn clap_exit(e: clap::Error) -> ExitCode {
                 ErrorKind::UnknownArgument => " (see --help for the allowed flags)".to_string(),
                 _ => String::new(),
             };
-            eprintln!("error: {line}{hint}");
+            eprintln!("error: {}{hint}", crate::short_numbers(line));
             ExitCode::from(EXIT_BAD_INPUT)
         }
     }

@@ -215,6 +215,8 @@ pub(crate) fn bare(a: BareArgs) -> Result<u8, Failure> {
         ..Phold::default()
     };
     p.validate().map_err(Failure::bad_input)?;
+    let wanted: Vec<_> = a.output.iter().map(|p| ("--output", p.clone())).collect();
+    let outputs = crate::output::Outputs::plan(&wanted, &[])?;
     let r = bare_heap_loop(&p, a.end, a.seed);
     let v = serde_json::json!({
         "model": "bare-heap-phold",
@@ -224,9 +226,8 @@ pub(crate) fn bare(a: BareArgs) -> Result<u8, Failure> {
         "peak_rss_bytes": sys::peak_rss_bytes(),
     });
     println!("{} events in {:.3} s", r.events, r.wall_s);
-    if let Some(path) = a.output {
-        std::fs::write(&path, v.to_string())
-            .map_err(|e| Failure::runtime(format!("cannot write {}: {e}", path.display())))?;
+    if let Some(path) = outputs.path("--output") {
+        crate::output::write_or_rescue("--output", path, v.to_string().as_bytes())?;
     }
     Ok(0)
 }

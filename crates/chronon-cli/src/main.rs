@@ -7,13 +7,12 @@ mod bench_phold;
 mod bench_queue;
 mod check;
 mod models;
+mod output;
 mod run;
 mod sys;
 
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::process::ExitCode;
-
-use clap::Parser;
 
 /// Exit code for bad input (flags, config, or a model breaking the engine's rules).
 pub(crate) const EXIT_BAD_INPUT: u8 = 2;
@@ -60,7 +59,7 @@ fn main() -> ExitCode {
     // Model panics are caught by the engine and reported as one line; keep the default hook
     // from printing a second, multi-line message.
     std::panic::set_hook(Box::new(|_| {}));
-    let cli = match args::Cli::try_parse() {
+    let cli = match args::parse() {
         Ok(cli) => cli,
         Err(e) => return args::clap_exit(e),
     };
@@ -72,7 +71,7 @@ fn main() -> ExitCode {
     match outcome {
         Ok(Ok(code)) => ExitCode::from(code),
         Ok(Err(f)) => {
-            eprintln!("error: {}", one_line(&f.message));
+            eprintln!("error: {}", short_numbers(one_line(&f.message)));
             ExitCode::from(f.code)
         }
         Err(payload) => {
@@ -81,7 +80,7 @@ fn main() -> ExitCode {
                 .map(|s| s.to_string())
                 .or_else(|| payload.downcast_ref::<String>().cloned())
                 .unwrap_or_else(|| "unknown panic".into());
-            eprintln!("error: internal error: {}", one_line(&msg));
+            eprintln!("error: internal error: {}", short_numbers(one_line(&msg)));
             ExitCode::from(101)
         }
     }
@@ -93,4 +92,50 @@ pub(crate) fn one_line(s: &str) -> &str {
         .find(|l| !l.trim().is_empty())
         .unwrap_or("")
         .trim()
+}
+
+/// `s` with every run of more than 20 digits (no integer chronon takes is longer) cut to its
+/// first 20 and a count, so that a huge number in the input does not make a huge error line.
+pub(crate) fn short_numbers(s: &str) -> String {
+    const KEEP: usize = 20;
+    let mut out = String::with_capacity(s.len().min(256));
+    let mut digits = String::new();
+    let flush = |digits: &mut String, out: &mut String| {
+        if digits.len() > KEEP {
+            out.push_str(&digits[..KEEP]);
+            out.push_str(&format!("...({} digits)", digits.len()));
+        } else {
+            out.push_str(digits);
+        }
+        digits.clear();
+    };
+    for c in s.chars() {
+        if c.is_ascii_digit() {
+            digits.push(c);
+        } else {
+            flush(&mut digits, &mut out);
+            out.push(c);
+        }
+    }
+    flush(&mut digits, &mut out);
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn short_numbers_cuts_only_huge_numbers() {
+        let huge = "9".repeat(200);
+        assert_eq!(
+            super::short_numbers(&format!("value '{huge}' for --lps, max 4294967295")),
+            format!(
+                "value '{}...(200 digits)' for --lps, max 4294967295",
+                "9".repeat(20)
+            )
+        );
+        assert_eq!(
+            super::short_numbers("t = 18446744073709551615"),
+            "t = 18446744073709551615"
+        );
+    }
 }

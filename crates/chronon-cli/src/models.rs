@@ -61,6 +61,7 @@ pub(crate) struct PholdCmd {
 /// PHOLD's flags and TOML keys.
 #[derive(Clone, Debug, Default, Args, Deserialize, Serialize)]
 #[serde(rename_all = "kebab-case")]
+#[command(next_help_heading = "Model options")]
 pub(crate) struct PholdArgs {
     /// Number of LPs [default: 1024].
     #[arg(long)]
@@ -173,6 +174,7 @@ macro_rules! model_command {
 
         #[derive(Clone, Debug, Default, Args, Deserialize, Serialize)]
         #[serde(rename_all = "kebab-case")]
+        #[command(next_help_heading = "Model options")]
         pub(crate) struct $Args {
             $( $(#[doc = $doc])* #[arg(long)] $field: Option<$ty>, )*
         }
@@ -182,19 +184,7 @@ macro_rules! model_command {
             let keys: Vec<&str> = keys.iter().map(String::as_str).collect();
             let file = ConfigFile::load(cmd.common.config.as_deref(), &keys)?;
             let common = cmd.common.over(file.get()?);
-            // Check each model key's type first, so that an error names the key.
-            let table: toml::Table = file.get()?;
-            $(
-                let key = stringify!($field).replace('_', "-");
-                if let Some(v) = table.get(&key) {
-                    v.clone().try_into::<$ty>().map_err(|e| {
-                        Failure::bad_input(format!(
-                            "config key '{key}': {}",
-                            crate::one_line(e.message())
-                        ))
-                    })?;
-                }
-            )*
+            // A key of the wrong type is an error naming the key and the file.
             let f: $Args = file.get()?;
             let a = cmd.model;
             type M = $Model;
@@ -448,7 +438,8 @@ model_command! {
 
 #[derive(Debug, Args)]
 pub(crate) struct FaultyCmd {
-    /// bad-destination, negative-delay, nan-delay, below-lookahead or panic.
+    /// bad-destination, negative-delay, nan-delay, below-lookahead, panic, finish-panic,
+    /// topology-panic or global-panic.
     #[arg(long)]
     fault: String,
     /// Number of LPs.

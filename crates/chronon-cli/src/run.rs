@@ -2,7 +2,7 @@
 //! JSON report.
 
 use std::io::IsTerminal;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
@@ -15,10 +15,25 @@ use chronon::{
 };
 
 use crate::args::CommonArgs;
+use crate::output::{self, Outputs};
 use crate::{sys, Failure, EXIT_INTERRUPTED};
 
-/// The end time when neither a flag nor the config gives one.
-const DEFAULT_END: f64 = 1000.0;
+/// The end time of `model` when neither a flag nor the config gives one: a run of the model's
+/// default configuration that takes a few seconds at most (release build, one thread).
+pub(crate) fn default_end(model: &str) -> f64 {
+    match model {
+        // Phase A only; `--end 30` runs the three phases (about a minute).
+        "phold-phases" => 3.0,
+        "simplesim" => 100.0,
+        "manufacturing" => 10_000.0,
+        // Minutes.
+        "pcs" => 5.0,
+        // Seconds.
+        "star-clique" => 100.0,
+        "campus" => 2.0,
+        _ => 1000.0,
+    }
+}
 
 /// Maps `--sync` and `--threads` onto an executor.
 pub(crate) fn executor(sync: Option<&str>, threads: Option<usize>) -> Result<Executor, Failure> {
@@ -92,7 +107,8 @@ pub(crate) fn executor_with(
         "seq" => {
             if threads != 1 {
                 return Err(Failure::bad_input(format!(
-                    "--sync seq runs on exactly 1 thread; got --threads {threads}"
+                    "--sync seq runs on exactly 1 thread; got --threads {threads} (for {threads} \
+                     threads give a parallel --sync: window, null-message, lockstep or timewarp)"
                 )));
             }
             Ok(Executor::Sequential)
@@ -240,7 +256,7 @@ pub(crate) fn run_simulation_checked<M: Model>(
     model_config: serde_json::Value,
     check_reverse: Option<fn(Simulation<M>) -> Simulation<M>>,
 ) -> Result<u8, Failure> {
-    let end = common.end.unwrap_or(DEFAULT_END);
+    let end = common.end.unwrap_or_else(|| default_end(name));
     if !(end > 0.0 && end.is_finite()) {
         return Err(Failure::bad_input(format!(
             "--end is {end}; it must be finite and > 0"
@@ -261,13 +277,8 @@ pub(crate) fn run_simulation_checked<M: Model>(
         )))
         }
     };
-    let gvt_csv = common.gvt_csv.clone().or_else(|| {
-        let out = common.output.as_deref()?;
-        let is_dir = out.is_dir() || out.as_os_str().to_string_lossy().ends_with('/');
-        (is_dir && matches!(executor, Executor::TimeWarp { .. })).then(|| out.join("gvt.csv"))
-    });
     let seed = common.seed.unwrap_or(1);
-    let output = common.output.as_deref().map(report_path);
+    let outputs = plan_outputs(&common, &executor)?;
 
     let progress = Arc::new(Progress::new());
     install_ctrlc(&progress);
@@ -279,7 +290,7 @@ pub(crate) fn run_simulation_checked<M: Model>(
         .end_time(end)
         .seed(seed)
         .queue(queue)
-        .executor(executor)
+        .executor(executor.clone())
         .time_warp(tw)
         .progress(progress.clone());
     let sim = match check {
@@ -292,19 +303,19 @@ pub(crate) fn run_simulation_checked<M: Model>(
     let _ = bar.join();
     let report = result?;
 
-    let mut config = serde_json::json!({
-        "end": end, "seed": seed, "queue": queue.name(),
-        "sync": report.sync, "threads": report.threads,
-    });
-    if let (Some(obj), serde_json::Value::Object(m)) = (config.as_object_mut(), model_config) {
-        obj.extend(m);
-    }
+    let config = report_config(&common, &executor, end, seed, queue, model_config);
     print_summary(name, &report);
-    if let Some(path) = &output {
-        write_report(path, name, config, &report)?;
-    }
-    if let Some(path) = &gvt_csv {
-        write_gvt_csv(path, &report)?;
+    // Both files are attempted even when the first fails; the first failure is returned.
+    let written = [
+        outputs
+            .path("--output")
+            .map_or(Ok(()), |p| write_report(p, name, config, &report)),
+        outputs
+            .path("--gvt-csv")
+            .map_or(Ok(()), |p| write_gvt_csv(p, &report)),
+    ];
+    for w in written {
+        w?;
     }
     if report.complete {
         Ok(0)
@@ -314,12 +325,112 @@ pub(crate) fn run_simulation_checked<M: Model>(
     }
 }
 
-fn report_path(p: &Path) -> PathBuf {
-    if p.is_dir() || p.as_os_str().to_string_lossy().ends_with('/') {
-        p.join("report.json")
-    } else {
-        p.to_path_buf()
+/// The report's `config`: every option that shaped the run, under the keys `--config` takes,
+/// so that the report's config, written as TOML, reruns the same simulation. Executor options
+/// are the ones in force (defaults included) where the executor takes them.
+fn report_config(
+    common: &CommonArgs,
+    executor: &Executor,
+    end: f64,
+    seed: u64,
+    queue: QueueKind,
+    model_config: serde_json::Value,
+) -> serde_json::Value {
+    use serde_json::{json, Value};
+    let mut c = serde_json::Map::new();
+    c.insert("end".into(), json!(end));
+    c.insert("seed".into(), json!(seed));
+    c.insert("queue".into(), json!(queue.name()));
+    c.insert("sync".into(), json!(executor.name()));
+    c.insert("threads".into(), json!(executor.threads()));
+    let mut put = |k: &str, v: Value| {
+        c.insert(k.into(), v);
+    };
+    let mapping = common.mapping.as_deref().unwrap_or("block");
+    match executor {
+        Executor::Window(cc) | Executor::Lockstep(cc) | Executor::NullMessage(cc) => {
+            put("mapping", json!(mapping));
+            if !matches!(executor, Executor::NullMessage(_)) {
+                let barrier = common.barrier.as_deref().unwrap_or("tree");
+                put("barrier", json!(barrier));
+                if barrier == "tree" {
+                    put("fan-in", json!(common.fan_in.unwrap_or(4)));
+                }
+            }
+            if matches!(executor, Executor::Window(_)) {
+                put("dedicated", json!(cc.dedicated));
+                if cc.dedicated < 1.0 {
+                    put("shared-sets", json!(cc.shared_sets));
+                }
+            }
+        }
+        Executor::TimeWarp { .. } => {
+            put("mapping", json!(mapping));
+            put(
+                "state-saving",
+                json!(common.state_saving.as_deref().unwrap_or("auto")),
+            );
+            if let Some(k) = common.checkpoint {
+                put("checkpoint", json!(k));
+            }
+            if let Some(m) = &common.max_memory {
+                put("max-memory", json!(m));
+            }
+            if let Some(w) = common.window {
+                // JSON has no infinity; the config file reads "inf" as well as numbers.
+                put(
+                    "window",
+                    if w.is_finite() {
+                        json!(w)
+                    } else {
+                        json!("inf")
+                    },
+                );
+            }
+            if common.check_reverse == Some(true) {
+                put("check-reverse", json!(true));
+            }
+        }
+        // Sequential: nothing more.
+        _ => {}
     }
+    if let Value::Object(m) = model_config {
+        for (k, v) in m {
+            c.insert(k.replace('_', "-"), v);
+        }
+    }
+    Value::Object(c)
+}
+
+/// The run's output files, checked before it starts (see [`output`]): `--output FILE` or
+/// `--output DIR/` (`DIR/report.json`, and `DIR/gvt.csv` under Time Warp unless `--gvt-csv`
+/// names another file).
+fn plan_outputs(common: &CommonArgs, executor: &Executor) -> Result<Outputs, Failure> {
+    let mut wanted = Vec::new();
+    if let Some(out) = common.output.as_deref() {
+        let dir = output::is_dir_arg(out);
+        wanted.push((
+            "--output",
+            if dir {
+                out.join("report.json")
+            } else {
+                out.to_path_buf()
+            },
+        ));
+        if dir && common.gvt_csv.is_none() && matches!(executor, Executor::TimeWarp { .. }) {
+            wanted.push(("--gvt-csv", out.join("gvt.csv")));
+        }
+    }
+    if let Some(p) = &common.gvt_csv {
+        wanted.push(("--gvt-csv", p.clone()));
+    }
+    let inputs: Vec<(&'static str, &Path)> = common
+        .config
+        .as_deref()
+        .map(|p| ("--config", p))
+        .into_iter()
+        .collect();
+    Outputs::plan(&wanted, &inputs)
 }
 
 fn install_ctrlc(progress: &Arc<Progress>) {
@@ -359,7 +470,7 @@ fn spawn_progress_bar(
         };
         bar.set_style(
             indicatif::ProgressStyle::with_template(
-                "{elapsed_precise} [{bar:24}] {percent:>3}% {msg}",
+                "{elapsed_precise} [{bar:24}] {percent:>3}% eta {eta} {msg}",
             )
             .expect("a valid template")
             .progress_chars("=> "),
@@ -387,7 +498,15 @@ fn spawn_progress_bar(
     })
 }
 
+/// Prints the summary on stdout. A closed stdout (`chronon run ... | head -1`) is not an
+/// error: the report is still written.
 fn print_summary(name: &str, r: &Report) {
+    use std::io::Write;
+    let mut out = std::io::stdout().lock();
+    // Write errors are ignored: see above.
+    macro_rules! println {
+        ($($t:tt)*) => {{ let _ = writeln!(out, $($t)*); }};
+    }
     println!(
         "{name}: sync {} ({} thread{}), queue {}, {} LPs, end {}",
         r.sync,
@@ -432,12 +551,7 @@ fn write_gvt_csv(path: &Path, report: &Report) -> Result<(), Failure> {
         }
         text.push_str(&format!("{wall},{gvt},{window}\n"));
     }
-    if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
-        std::fs::create_dir_all(dir)
-            .map_err(|e| Failure::runtime(format!("cannot create {}: {e}", dir.display())))?;
-    }
-    std::fs::write(path, text)
-        .map_err(|e| Failure::runtime(format!("cannot write {}: {e}", path.display())))
+    output::write_or_rescue("--gvt-csv", path, text.as_bytes())
 }
 
 fn write_report(
@@ -452,10 +566,5 @@ fn write_report(
     obj.insert("config".into(), config);
     obj.insert("peak_rss_bytes".into(), sys::peak_rss_bytes().into());
     let text = serde_json::to_string_pretty(&v).expect("JSON values serialize");
-    if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
-        std::fs::create_dir_all(dir)
-            .map_err(|e| Failure::runtime(format!("cannot create {}: {e}", dir.display())))?;
-    }
-    std::fs::write(path, text + "\n")
-        .map_err(|e| Failure::runtime(format!("cannot write {}: {e}", path.display())))
+    output::write_or_rescue("--output", path, (text + "\n").as_bytes())
 }

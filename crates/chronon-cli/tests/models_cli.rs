@@ -231,7 +231,7 @@ fn reports_carry_model_stats() {
     assert!(l > 0.5 && l < 2.0, "mean in station {l}");
     assert_eq!(report["model"], "manufacturing");
     assert_eq!(report["config"]["lines"], 20);
-    assert_eq!(report["config"]["assembly_stations"], 0);
+    assert_eq!(report["config"]["assembly-stations"], 0);
 }
 
 #[test]

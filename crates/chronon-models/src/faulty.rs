@@ -16,6 +16,12 @@ pub enum Fault {
     BelowLookahead,
     /// Panics in the handler.
     Panic,
+    /// Panics in `Model::finish` for the culprit.
+    FinishPanic,
+    /// Panics in `Model::topology` for the culprit.
+    TopologyPanic,
+    /// Panics in a global event at time `at`.
+    GlobalPanic,
 }
 
 impl std::str::FromStr for Fault {
@@ -27,9 +33,12 @@ impl std::str::FromStr for Fault {
             "nan-delay" => Fault::NanDelay,
             "below-lookahead" => Fault::BelowLookahead,
             "panic" => Fault::Panic,
+            "finish-panic" => Fault::FinishPanic,
+            "topology-panic" => Fault::TopologyPanic,
+            "global-panic" => Fault::GlobalPanic,
             _ => {
                 return Err(format!(
-                "unknown fault '{s}' (allowed: bad-destination, negative-delay, nan-delay, below-lookahead, panic)"
+                "unknown fault '{s}' (allowed: bad-destination, negative-delay, nan-delay, below-lookahead, panic, finish-panic, topology-panic, global-panic)"
             ))
             }
         })
@@ -64,6 +73,9 @@ impl Model for Faulty {
                 Fault::NanDelay => ctx.send(ctx.me(), f64::NAN, ()),
                 Fault::BelowLookahead => ctx.send(ctx.me(), 0.25, ()),
                 Fault::Panic => panic!("the faulty model panics on purpose"),
+                Fault::FinishPanic | Fault::TopologyPanic | Fault::GlobalPanic => {
+                    ctx.send((ctx.me() + 1) % ctx.lps(), 1.0, ())
+                }
             }
             return;
         }
@@ -72,5 +84,30 @@ impl Model for Faulty {
 
     fn lookahead(&self) -> f64 {
         0.5
+    }
+
+    fn finish(&self, lp: u32, _: &(), _: &mut chronon::ModelStats) {
+        if self.fault == Fault::FinishPanic && lp == self.culprit {
+            panic!("the faulty model panics in finish on purpose");
+        }
+    }
+
+    fn topology(&self, lp: u32) -> Option<Vec<(u32, f64)>> {
+        if self.fault == Fault::TopologyPanic && lp == self.culprit {
+            panic!("the faulty model panics in topology on purpose");
+        }
+        None
+    }
+
+    fn global_events(&self) -> Vec<f64> {
+        if self.fault == Fault::GlobalPanic {
+            vec![self.at]
+        } else {
+            Vec::new()
+        }
+    }
+
+    fn on_global(&self, _: &mut chronon::GlobalCtx<'_, Self>) {
+        panic!("the faulty model panics in a global event on purpose");
     }
 }

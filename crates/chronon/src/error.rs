@@ -2,6 +2,7 @@
 
 use std::fmt;
 
+use crate::event::ENGINE_SENDER;
 use crate::model::{LpId, Time};
 
 /// A model broke a rule of the engine inside a handler (bad send, unknown counter).
@@ -31,10 +32,21 @@ pub enum SimError {
     Model(ModelError),
     /// A model handler panicked; every worker stopped.
     Panic {
-        /// The LP whose handler panicked.
+        /// The LP whose handler panicked, or [`ENGINE_SENDER`](crate::event::ENGINE_SENDER)
+        /// for a global event ([`Model::on_global`](crate::Model::on_global)).
         lp: LpId,
         /// The time of the event it was handling.
         time: Time,
+        /// The panic message.
+        message: String,
+    },
+    /// A model method other than an event handler (`Model::finish`, `Model::topology`,
+    /// `Model::lookahead`, `Model::global_events`) panicked; the run stopped there.
+    MethodPanic {
+        /// The method, as `Model::finish`.
+        method: &'static str,
+        /// The LP it was called for, if any.
+        lp: Option<LpId>,
         /// The panic message.
         message: String,
     },
@@ -55,13 +67,34 @@ impl fmt::Display for SimError {
         match self {
             SimError::Config(m) => write!(f, "invalid configuration: {m}"),
             SimError::Model(e) => write!(f, "model error: {e}"),
+            SimError::Panic { lp, time, message } if *lp == ENGINE_SENDER => {
+                write!(
+                    f,
+                    "model panicked: global event at time {time}: {}",
+                    first_line(message)
+                )
+            }
             SimError::Panic { lp, time, message } => {
                 write!(
                     f,
                     "model panicked: LP {lp} at time {time}: {}",
-                    message.lines().next().unwrap_or("")
+                    first_line(message)
                 )
             }
+            SimError::MethodPanic {
+                method,
+                lp: Some(lp),
+                message,
+            } => write!(
+                f,
+                "model panicked: {method} for LP {lp}: {}",
+                first_line(message)
+            ),
+            SimError::MethodPanic {
+                method,
+                lp: None,
+                message,
+            } => write!(f, "model panicked: {method}: {}", first_line(message)),
             SimError::Resource(m) => write!(f, "resource limit: {m}"),
         }
     }
@@ -84,6 +117,26 @@ impl SimError {
             message: panic_message(payload),
         }
     }
+}
+
+/// Runs the model method `method` (for LP `lp`, if any), turning a panic into
+/// [`SimError::MethodPanic`].
+pub(crate) fn guard<T>(
+    method: &'static str,
+    lp: Option<LpId>,
+    f: impl FnOnce() -> T,
+) -> Result<T, SimError> {
+    std::panic::catch_unwind(std::panic::AssertUnwindSafe(f)).map_err(|payload| {
+        SimError::MethodPanic {
+            method,
+            lp,
+            message: panic_message(payload.as_ref()),
+        }
+    })
+}
+
+fn first_line(s: &str) -> &str {
+    s.lines().next().unwrap_or("")
 }
 
 /// Turns a panic payload into its message.

@@ -142,7 +142,7 @@ impl<M: Model> Simulation<M> {
                 self.end
             )));
         }
-        let la = self.model.lookahead();
+        let la = crate::error::guard("Model::lookahead", None, || self.model.lookahead())?;
         if !(la >= 0.0 && la.is_finite()) {
             return Err(SimError::Config(format!(
                 "the model's lookahead {la} is not allowed; it must be finite and >= 0"

@@ -10,7 +10,7 @@ use std::cmp::Reverse;
 use std::collections::BinaryHeap;
 use std::panic::{catch_unwind, AssertUnwindSafe};
 
-use crate::error::{panic_message, ModelError, SimError};
+use crate::error::{guard, panic_message, ModelError, SimError};
 use crate::event::{EventKey, ENGINE_SENDER};
 use crate::model::{GlobalCtx, LpId, LpStates, Model, ModelStats, Time};
 
@@ -28,7 +28,7 @@ impl GlobalQueue {
     /// The model's first global events; an invalid time is a configuration error.
     pub(crate) fn new<M: Model>(model: &M) -> Result<Self, SimError> {
         let mut q = GlobalQueue::default();
-        for t in model.global_events() {
+        for t in guard("Model::global_events", None, || model.global_events())? {
             if !(t >= 0.0 && t.is_finite()) {
                 return Err(SimError::Config(format!(
                     "the model's global event time {t} is not allowed; it must be finite and >= 0"
@@ -114,7 +114,7 @@ impl GlobalQueue {
                 return Err(SimError::Panic {
                     lp: ENGINE_SENDER,
                     time: now,
-                    message: format!("in a global event: {}", panic_message(payload.as_ref())),
+                    message: panic_message(payload.as_ref()),
                 });
             }
             for d in scheduled.drain(..) {

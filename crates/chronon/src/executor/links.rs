@@ -2,7 +2,7 @@
 //! check that every send keeps to them, and the lookahead figures the conservative executors
 //! derive from them.
 
-use crate::error::{ModelError, SimError};
+use crate::error::{guard, ModelError, SimError};
 use crate::event::Event;
 use crate::model::{LpId, Model, Time};
 
@@ -27,7 +27,7 @@ impl Links {
         let mut per_lp = Vec::with_capacity(lps as usize);
         let mut declared = false;
         for lp in 0..lps {
-            match model.topology(lp) {
+            match guard("Model::topology", Some(lp), || model.topology(lp))? {
                 None => per_lp.push(None),
                 Some(mut v) => {
                     declared = true;

@@ -15,7 +15,7 @@ pub use conservative::{ConservativeConfig, DEFAULT_MAX_NULL_MESSAGES};
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::sync::Arc;
 
-use crate::error::{ModelError, SimError};
+use crate::error::{guard, ModelError, SimError};
 use crate::event::Event;
 use crate::fingerprint::{Fingerprint, LpDigest};
 use crate::model::{Ctx, LpId, LpMeta, LpStates, Model, ModelStats, Time};
@@ -153,7 +153,7 @@ pub(crate) fn finish_report<M: Model>(
     lps: &[LpSlot<M::State>],
     counters: &[i64],
     report: &mut Report,
-) {
+) -> Result<(), SimError> {
     report.fingerprint =
         Fingerprint::from_digests(lps.iter().enumerate().map(|(i, s)| (i as LpId, &s.digest)));
     report.committed = lps.iter().map(|s| s.digest.count()).sum();
@@ -162,9 +162,13 @@ pub(crate) fn finish_report<M: Model>(
         stats.set(name, *value as f64);
     }
     for (i, s) in lps.iter().enumerate() {
-        model.finish(i as LpId, &s.state, &mut stats);
+        let lp = i as LpId;
+        guard("Model::finish", Some(lp), || {
+            model.finish(lp, &s.state, &mut stats)
+        })?;
     }
     report.model_stats = stats;
+    Ok(())
 }
 
 impl<S> LpStates<S> for Vec<LpSlot<S>> {

@@ -112,7 +112,7 @@ fn run_with<M: Model, Q: PendingSet<Event<M::Event>>>(
     report.processed = processed;
     report.complete = !stopped;
     report.last_time = last_time;
-    finish_report(model, &lps, &counters, &mut report);
+    finish_report(model, &lps, &counters, &mut report)?;
     globals.add_to(&mut report);
     report.set_wall(wall);
     report.pending_at_end = queue.len() as u64;

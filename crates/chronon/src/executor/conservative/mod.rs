@@ -628,7 +628,7 @@ fn run_with<M: Model, Q: PendingSet<Event<M::Event>>>(
     report.complete = !results.iter().any(|r| r.stopped);
     report.last_time = results.iter().map(|r| r.last_time).fold(0.0, f64::max);
     cfg.progress.set_now(report.last_time);
-    finish_report(model, &lps, &counters, &mut report);
+    finish_report(model, &lps, &counters, &mut report)?;
     globals.add_to(&mut report);
     report.set_wall(wall);
     let mut pending: usize = results.iter().map(|r| r.pending).sum();

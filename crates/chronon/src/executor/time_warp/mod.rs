@@ -418,7 +418,7 @@ fn run_with<M: Model, Q: PendingSet<TwEvent<M::Event>>>(
             "Time Warp needs at least 1 thread; got 0".into(),
         ));
     }
-    if !model.global_events().is_empty() {
+    if !crate::error::guard("Model::global_events", None, || model.global_events())?.is_empty() {
         return Err(SimError::Config(
             "the model schedules global events, which --sync timewarp does not run yet; use seq, window, null-message or lockstep".into(),
         ));
@@ -632,7 +632,7 @@ fn run_with<M: Model, Q: PendingSet<TwEvent<M::Event>>>(
         .into_iter()
         .map(|s| s.expect("every LP returns"))
         .collect();
-    finish_report(model, &lps, &counters, &mut report);
+    finish_report(model, &lps, &counters, &mut report)?;
     let sum = |f: fn(&Stats) -> u64| stats.iter().map(f).sum::<u64>();
     report.processed = sum(|s| s.processed);
     report.rolled_back = sum(|s| s.rolled_back);
