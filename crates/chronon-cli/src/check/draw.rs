@@ -232,7 +232,7 @@ pub(crate) fn executor_flags(model: &str, sync: &str, d: &mut Draw) -> Flags {
             f.set("checkpoint", d.int(1, 8));
         }
         if d.chance(0.25) {
-            f.set("max-memory", d.pick(&["8M", "64M", "1G"]));
+            f.set("max-memory", d.pick(&["64M", "256M", "1G"]));
         }
         if d.chance(0.25) {
             f.set("window", d.pick(&["0.5", "2", "10"]));

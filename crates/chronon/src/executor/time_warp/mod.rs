@@ -9,6 +9,7 @@
 
 mod gvt;
 mod lp;
+mod memory;
 mod optimism;
 
 use std::collections::{HashSet, VecDeque};
@@ -22,8 +23,9 @@ use crossbeam_utils::Backoff;
 
 use self::gvt::GvtRegisters;
 use self::lp::{Anti, Checkpoint, Done, Msg, Sent, TwCold, TwEvent, TwLp};
+use self::memory::MemoryBound;
 use self::optimism::{Delta, Optimism};
-use super::{finish_report, init_lps, LpSlot, RunConfig};
+use super::{finish_report, init_lps_with, LpSlot, RunConfig};
 use crate::comm::Mailbox;
 use crate::error::{ModelError, SimError};
 use crate::event::{Event, EventKey, Keyed};
@@ -218,8 +220,6 @@ const AUTO_K_MAX: u32 = 32;
 const POLL_EVERY: u64 = 1 << 13;
 /// How many events run between two updates of the memory figures.
 const MEMORY_EVERY: u64 = 16;
-/// GVT rounds in a row above the memory bound (while throttled) before the run gives up.
-const OVER_ROUNDS_MAX: u64 = 8;
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 enum Saving {
@@ -237,7 +237,10 @@ struct Shared<'a, M: Model> {
     fixed_k: Option<u32>,
     /// The optimism window and its controller.
     optimism: Optimism,
-    max_memory: u64,
+    /// The memory bound and its speculation cap (memory.rs).
+    mem: MemoryBound,
+    /// `size_of` a processed-event record.
+    record_size: u64,
     gvt_every: u64,
     max_uncommitted: u64,
     check_eq: Option<StateEq<M::State>>,
@@ -251,9 +254,11 @@ struct Shared<'a, M: Model> {
     gvt: GvtRegisters,
     abort: AtomicBool,
     error: Mutex<Option<SimError>>,
+    /// Per worker: dynamic bytes counted, the history part of them, history records held.
     bytes: Vec<AtomicU64>,
+    history: Vec<AtomicU64>,
+    records: Vec<AtomicU64>,
     peak: AtomicU64,
-    over_rounds: AtomicU64,
     series: Mutex<Vec<(f64, f64)>>,
     start: Instant,
     progress: &'a crate::progress::Progress,
@@ -304,8 +309,19 @@ impl<M: Model> Shared<'_, M> {
     }
 
     fn total_bytes(&self) -> u64 {
-        // Ordering: each figure is a self-contained estimate; a stale one only delays throttling.
+        // Ordering: each figure is a self-contained estimate; a stale one only delays the cap.
         self.bytes.iter().map(|b| b.load(Ordering::Relaxed)).sum()
+    }
+
+    /// The workers' memory figures added up.
+    fn totals(&self) -> memory::Totals {
+        // Ordering: see `total_bytes`.
+        let sum = |v: &[AtomicU64]| v.iter().map(|b| b.load(Ordering::Relaxed)).sum();
+        memory::Totals {
+            dynamic: sum(&self.bytes),
+            history: sum(&self.history),
+            records: sum(&self.records),
+        }
     }
 }
 
@@ -343,6 +359,8 @@ struct Stats {
 #[derive(Clone, Copy, Debug, Default)]
 struct Census {
     done: u64,
+    /// Sum of the capacities of the LPs' `done` deques (records).
+    done_cap: u64,
     sent: u64,
     counts: u64,
     checkpoints: u64,
@@ -374,7 +392,6 @@ struct Worker<'s, 'a, M: Model, Q> {
     k: u32,
     census: Census,
     stats: Stats,
-    throttled: bool,
     // Measurements for the automatic checkpoint interval (nanoseconds, sampled).
     save_ns: f64,
     event_ns: f64,
@@ -469,7 +486,37 @@ fn run_with<M: Model, Q: PendingSet<TwEvent<M::Event>>>(
     let block = opts.mapping == Mapping::Block;
     let init_start = Instant::now();
     let mut counters = vec![0i64; model.counter_names().len()];
-    let (slots, initial) = init_lps(model, cfg, &mut counters)?;
+    // The memory bound covers the process (memory.rs). Refuse at once a bound that cannot
+    // even hold what the process holds now plus the LP records.
+    let lp_bytes = (std::mem::size_of::<TwLp<M::State, M::Event>>()
+        + std::mem::size_of::<TwCold<M::State>>()
+        + std::mem::size_of::<LpSlot<M::State>>()) as f64
+        * f64::from(cfg.lps);
+    if let Some(bound) = opts.max_memory {
+        let least = (memory::resident_bytes().unwrap_or(0) as f64 + lp_bytes) / memory::TARGET;
+        if least > bound as f64 {
+            return Err(SimError::Resource(format!(
+                "Time Warp needs at least {} bytes for the process and {} LPs before any event, above --max-memory {bound}; try --max-memory {} or more",
+                least as u64,
+                cfg.lps,
+                memory::mib(least)
+            )));
+        }
+    }
+    // Initial events go straight into the owners' pending sets (no second copy of them).
+    let mut queues: Vec<Q> = (0..threads).map(|_| Q::new()).collect();
+    // Initial events get ids from an id space no worker uses (worker number `threads`).
+    let init_ids = (threads as u64) << 48;
+    let mut initial = 0u64;
+    let slots = init_lps_with(model, cfg, &mut counters, |ev| {
+        let o = owner[ev.dst as usize] as usize;
+        queues[o].push(TwEvent {
+            ev,
+            id: init_ids + initial,
+            stack: None,
+        });
+        initial += 1;
+    })?;
     let mut per_worker: Vec<Vec<TwLp<M::State, M::Event>>> = sizes
         .iter()
         .map(|&s| Vec::with_capacity(s as usize))
@@ -509,16 +556,42 @@ fn run_with<M: Model, Q: PendingSet<TwEvent<M::Event>>>(
             last_plain: true,
         });
     }
-    let mut queues: Vec<Q> = (0..threads).map(|_| Q::new()).collect();
-    // Initial events get ids from an id space no worker uses (worker number `threads`).
-    let init_ids = (threads as u64) << 48;
-    for (i, ev) in initial.into_iter().enumerate() {
-        let o = owner[ev.dst as usize] as usize;
-        queues[o].push(TwEvent {
-            ev,
-            id: init_ids + i as u64,
-            stack: None,
-        });
+    // Calibration: what the process holds now, less the dynamic bytes the workers will count
+    // (initial events, initial checkpoints), is the fixed footprint (memory.rs).
+    let ev_size = std::mem::size_of::<TwEvent<M::Event>>() as u64;
+    let cp_size = std::mem::size_of::<Checkpoint<M::State>>() as u64;
+    let record_size = std::mem::size_of::<Done<M::Event>>() as u64;
+    let dynamic0 = initial * ev_size
+        + if saving == Saving::Copy {
+            u64::from(cfg.lps) * cp_size
+        } else {
+            0
+        };
+    let fixed = match memory::resident_bytes() {
+        Some(rss) => rss.saturating_sub(dynamic0),
+        // Without /proc: the LP records and a few MiB for the program itself.
+        None => lp_bytes as u64 + (8 << 20),
+    };
+    let default_cap = opts
+        .max_uncommitted
+        .unwrap_or(4 * u64::from(opts.gvt_every))
+        .max(1);
+    let mem = MemoryBound::new(opts.max_memory, threads, default_cap, fixed);
+    if let Some(bound) = opts.max_memory {
+        // The pending set counts at QUEUE_SLACK times its events once the run starts.
+        let projected = fixed + dynamic0 + (memory::QUEUE_SLACK - 1) * initial * ev_size;
+        let least = mem
+            .minimum_for(projected as f64, 2.0 * record_size as f64)
+            .max(memory::peak_resident_bytes().unwrap_or(0) as f64);
+        if least > bound as f64 {
+            return Err(SimError::Resource(format!(
+                "Time Warp needs at least {} bytes ({} resident after init: {} LPs, {initial} initial events) to run, above --max-memory {bound}; try --max-memory {} or more",
+                least as u64,
+                fixed + dynamic0,
+                cfg.lps,
+                memory::mib(least)
+            )));
+        }
     }
     let mut report = Report::new("timewarp", threads, cfg.queue.name(), cfg.lps, cfg.end);
     report.init_s = init_start.elapsed().as_secs_f64();
@@ -532,12 +605,10 @@ fn run_with<M: Model, Q: PendingSet<TwEvent<M::Event>>>(
         saving,
         fixed_k: opts.checkpoint,
         optimism: Optimism::new(opts.window, model.lookahead(), threads, cfg.end),
-        max_memory: opts.max_memory.unwrap_or(u64::MAX),
+        mem,
+        record_size,
         gvt_every: u64::from(opts.gvt_every),
-        max_uncommitted: opts
-            .max_uncommitted
-            .unwrap_or(4 * u64::from(opts.gvt_every))
-            .max(1),
+        max_uncommitted: default_cap,
         check_eq: if opts.check_reverse { check_eq } else { None },
         block_first: if block {
             (0..=threads)
@@ -553,8 +624,9 @@ fn run_with<M: Model, Q: PendingSet<TwEvent<M::Event>>>(
         abort: AtomicBool::new(false),
         error: Mutex::new(None),
         bytes: (0..threads).map(|_| AtomicU64::new(0)).collect(),
+        history: (0..threads).map(|_| AtomicU64::new(0)).collect(),
+        records: (0..threads).map(|_| AtomicU64::new(0)).collect(),
         peak: AtomicU64::new(0),
-        over_rounds: AtomicU64::new(0),
         series: Mutex::new(Vec::new()),
         start: Instant::now(),
         progress: &cfg.progress,
@@ -610,7 +682,10 @@ fn run_with<M: Model, Q: PendingSet<TwEvent<M::Event>>>(
 
     // Reassemble the LPs in LP order for the report.
     let mut complete = true;
-    let mut all: Vec<Option<LpSlot<M::State>>> = (0..cfg.lps).map(|_| None).collect();
+    // In LP order as they come (block mapping: no second table of LPs at the end, which with
+    // millions of LPs would raise the peak footprint); scattered through a table otherwise.
+    let mut in_order: Vec<LpSlot<M::State>> = Vec::with_capacity(cfg.lps as usize);
+    let mut all: Vec<Option<LpSlot<M::State>>> = Vec::new();
     let mut stats = Vec::new();
     let mut pending = 0;
     for (w, (lps, cold, c, st, done, (queue, cancelled))) in results.into_iter().enumerate() {
@@ -620,18 +695,32 @@ fn run_with<M: Model, Q: PendingSet<TwEvent<M::Event>>>(
             *a += b;
         }
         for (lp, cold) in lps.into_iter().zip(cold) {
-            all[lp.id as usize] = Some(LpSlot {
+            let slot = LpSlot {
                 state: lp.state,
                 meta: lp.meta,
                 digest: cold.digest,
-            });
+            };
+            if all.is_empty() && lp.id as usize == in_order.len() {
+                in_order.push(slot);
+                continue;
+            }
+            if all.is_empty() {
+                all = (0..cfg.lps).map(|_| None).collect();
+                for (i, s) in in_order.drain(..).enumerate() {
+                    all[i] = Some(s);
+                }
+            }
+            all[lp.id as usize] = Some(slot);
         }
         stats.push(st);
     }
-    let lps: Vec<LpSlot<M::State>> = all
-        .into_iter()
-        .map(|s| s.expect("every LP returns"))
-        .collect();
+    let lps: Vec<LpSlot<M::State>> = if all.is_empty() {
+        in_order
+    } else {
+        all.into_iter()
+            .map(|s| s.expect("every LP returns"))
+            .collect()
+    };
     finish_report(model, &lps, &counters, &mut report)?;
     let sum = |f: fn(&Stats) -> u64| stats.iter().map(f).sum::<u64>();
     report.processed = sum(|s| s.processed);
@@ -659,6 +748,13 @@ fn run_with<M: Model, Q: PendingSet<TwEvent<M::Event>>>(
     );
     if let Some(m) = opts.max_memory {
         es.insert("max_memory".into(), m as f64);
+        let ms = sh.mem.summary();
+        es.insert("memory_fixed_bytes".into(), ms.fixed as f64);
+        es.insert("memory_correction_bytes".into(), ms.correction as f64);
+        es.insert("memory_peak_estimate".into(), ms.peak_estimate as f64);
+        es.insert("memory_cap_min".into(), ms.min_cap as f64);
+        es.insert("memory_capped_rounds".into(), ms.capped_rounds as f64);
+        es.insert("memory_rss_samples".into(), ms.rss_samples as f64);
     }
     let window = sh.optimism.summary();
     window.insert_into(es);
@@ -752,7 +848,6 @@ impl<'s, 'a, M: Model, Q: PendingSet<TwEvent<M::Event>>> Worker<'s, 'a, M, Q> {
             k: sh.fixed_k.unwrap_or(8),
             census,
             stats: Stats::default(),
-            throttled: false,
             save_ns: 0.0,
             event_ns: 0.0,
             rollbacks_at_tune: 0,
@@ -797,14 +892,20 @@ impl<'s, 'a, M: Model, Q: PendingSet<TwEvent<M::Event>>> Worker<'s, 'a, M, Q> {
                     backoff.reset();
                     self.process(ev)?;
                     since_gvt += 1;
-                    if since_gvt >= sh.gvt_every || self.throttled {
-                        // (A throttled worker asks for GVT after every event.)
+                    // Under a memory cap, rounds start twice per cap's worth of events, so that
+                    // fossil collection keeps up with a small cap.
+                    let every = if sh.mem.bounded() {
+                        sh.gvt_every.min(sh.mem.cap() / 2).max(1)
+                    } else {
+                        sh.gvt_every
+                    };
+                    if since_gvt >= every {
                         since_gvt = 0;
                         sh.gvt.try_start();
                     }
                     let p = self.stats.processed;
                     // Without a bound the figures are only for the report: GVT reports update them.
-                    if p % MEMORY_EVERY == 0 && sh.max_memory != u64::MAX {
+                    if p % MEMORY_EVERY == 0 && sh.mem.bounded() {
                         self.update_memory();
                     }
                     if p - reported_progress >= POLL_EVERY {
@@ -1014,7 +1115,7 @@ impl<'s, 'a, M: Model, Q: PendingSet<TwEvent<M::Event>>> Worker<'s, 'a, M, Q> {
     }
 
     /// The next event to run, if one may run now (before the end time, inside the optimism
-    /// window, not throttled).
+    /// window, under the uncommitted-event cap).
     fn next_event(&mut self) -> Option<TwEvent<M::Event>> {
         loop {
             let head = self.queue.peek()?;
@@ -1030,7 +1131,12 @@ impl<'s, 'a, M: Model, Q: PendingSet<TwEvent<M::Event>>> Worker<'s, 'a, M, Q> {
             }
             let st = &self.stats;
             let uncommitted = st.processed - st.committed - st.rolled_back;
-            let limit = if self.throttled || uncommitted >= self.sh.max_uncommitted {
+            let cap = if self.sh.mem.bounded() {
+                self.sh.max_uncommitted.min(self.sh.mem.cap())
+            } else {
+                self.sh.max_uncommitted
+            };
+            let limit = if uncommitted >= cap {
                 self.gvt
             } else {
                 let limit = self.gvt + self.sh.optimism.window();
@@ -1210,6 +1316,11 @@ impl<'s, 'a, M: Model, Q: PendingSet<TwEvent<M::Event>>> Worker<'s, 'a, M, Q> {
         }
         lp.last_key = ev.ev.key();
         lp.last_plain = ev.stack.is_none();
+        let cap0 = lp.done.capacity();
+        if cap0 == 0 {
+            // An LP's first record: room for one only (many LPs hold one record at a time).
+            lp.done.reserve_exact(1);
+        }
         lp.done.push_back(Done {
             ev,
             meta,
@@ -1219,6 +1330,7 @@ impl<'s, 'a, M: Model, Q: PendingSet<TwEvent<M::Event>>> Worker<'s, 'a, M, Q> {
             first_sent,
             first_count,
         });
+        self.census.done_cap += (lp.done.capacity() - cap0) as u64;
         if !lp.dirty {
             lp.dirty = true;
             self.dirty.push(li as u32);
@@ -1271,19 +1383,10 @@ impl<'s, 'a, M: Model, Q: PendingSet<TwEvent<M::Event>>> Worker<'s, 'a, M, Q> {
                     s.push((wall, g.min(sh.end)));
                 }
             }
-            if sh.total_bytes() > sh.max_memory {
-                // Ordering: a counter only this (serialized) step of a round touches.
-                let over = sh.over_rounds.fetch_add(1, Ordering::Relaxed) + 1;
-                if over >= OVER_ROUNDS_MAX && g < sh.end {
-                    sh.fail(SimError::Resource(format!(
-                        "Time Warp needs {} bytes of saved states and event records even with speculation throttled to GVT {g}, above --max-memory {}; raise the bound",
-                        sh.total_bytes(),
-                        sh.max_memory
-                    )));
+            if sh.mem.bounded() && g < sh.end {
+                if let Some(m) = sh.mem.adjust(sh.totals(), wall, sh.record_size) {
+                    sh.fail(SimError::Resource(m));
                 }
-            } else {
-                // Ordering: see above.
-                sh.over_rounds.store(0, Ordering::Relaxed);
             }
         }
         self.reported = r;
@@ -1310,21 +1413,29 @@ impl<'s, 'a, M: Model, Q: PendingSet<TwEvent<M::Event>>> Worker<'s, 'a, M, Q> {
     fn update_memory(&mut self) {
         let sh = self.sh;
         let c = self.census;
-        let bytes = self.queue.len() as u64 * std::mem::size_of::<TwEvent<M::Event>>() as u64
-            + c.done * std::mem::size_of::<Done<M::Event>>() as u64
-            + c.sent * std::mem::size_of::<Sent>() as u64
-            + c.counts * std::mem::size_of::<(u32, i64)>() as u64
-            + c.checkpoints * std::mem::size_of::<Checkpoint<M::State>>() as u64;
+        // Records at the capacity of their deques (what is allocated); the logs and
+        // checkpoints at twice their length (deque growth); cancelled ids at their table's
+        // capacity (an id and a control byte each).
+        let history = c.done_cap * sh.record_size
+            + 2 * c.sent * std::mem::size_of::<Sent>() as u64
+            + 2 * c.counts * std::mem::size_of::<(u32, i64)>() as u64
+            + 2 * c.checkpoints * std::mem::size_of::<Checkpoint<M::State>>() as u64;
+        let bytes = history
+            + memory::QUEUE_SLACK
+                * self.queue.len() as u64
+                * std::mem::size_of::<TwEvent<M::Event>>() as u64
+            + self.cancelled.capacity() as u64 * 9;
         self.stats.peak_bytes = self.stats.peak_bytes.max(bytes);
-        // Ordering: a self-contained figure (see `Shared::total_bytes`).
+        // Ordering: self-contained figures (see `Shared::total_bytes`).
         sh.bytes[self.w].store(bytes, Ordering::Relaxed);
+        sh.history[self.w].store(history, Ordering::Relaxed);
+        sh.records[self.w].store(c.done, Ordering::Relaxed);
         let total = sh.total_bytes();
         // Ordering: a monotone statistic. Read first: writing the shared line only when the
         // peak grows keeps it from bouncing between cores.
         if total > sh.peak.load(Ordering::Relaxed) {
             sh.peak.fetch_max(total, Ordering::Relaxed);
         }
-        self.throttled = sh.max_memory != u64::MAX && total as f64 > sh.max_memory as f64 * 0.8;
     }
 
     /// Commits every processed event older than the new GVT `g` (commit hooks, digests,
@@ -1416,6 +1527,17 @@ impl<'s, 'a, M: Model, Q: PendingSet<TwEvent<M::Event>>> Worker<'s, 'a, M, Q> {
                 self.census.sent -= u64::from(d.sent.saturating_sub(1));
                 self.census.counts -= u64::from(d.counts.saturating_sub(1));
                 lp.base += 1;
+            }
+            if sh.mem.bounded() {
+                // Under a memory bound an LP gives back what its history no longer uses
+                // (with a million LPs, empty deques of capacity 4 alone are ~0.5 GB).
+                let cap = lp.done.capacity();
+                if lp.done.is_empty() {
+                    lp.done = VecDeque::new();
+                } else if cap > 64 && cap > 4 * lp.done.len() {
+                    lp.done.shrink_to(2 * lp.done.len());
+                }
+                self.census.done_cap -= (cap - lp.done.capacity()) as u64;
             }
             if cold.committed == lp.next_index() {
                 lp.dirty = false;

@@ -1,0 +1,234 @@
+//! The memory bound (`--max-memory`): what it covers, how the footprint is estimated and
+//! calibrated, and how speculation is capped to stay under it (docs/timewarp.md, "Memory
+//! bound").
+//!
+//! - **What it covers**: the resident memory of the whole process (what `/proc/self/status`
+//!   reports as VmRSS / VmHWM), not only the records Time Warp counts.
+//! - **Estimate**: `fixed + Σ workers' dynamic bytes + correction`. `fixed` is *measured* once
+//!   the LPs and initial events are in place (VmRSS then, less the dynamic bytes counted at
+//!   that moment): binary, LP records, queue structure, allocator slack at start. The dynamic
+//!   bytes are counted by the workers: pending events, processed records at the capacity of
+//!   their deques, send and counter logs, checkpoints, cancelled ids. `correction` is raised
+//!   whenever a sample of VmRSS (at most every `SAMPLE_EVERY`, taken by the worker that
+//!   completes a GVT round) exceeds the estimate while within `CALIBRATE_FROM` of the bound.
+//! - **Cap**: the worker that completes a GVT round gives the speculative part (processed,
+//!   uncommitted history) what is left below `TARGET` × bound, as a number of uncommitted
+//!   events per worker (at the measured bytes per history record). A worker at its cap runs
+//!   only events at or before GVT and starts GVT rounds early, so fossil collection frees
+//!   history and it goes on; it never speculates into memory it has not got.
+//! - **Giving up**: when the cap stays below `MIN_CAP` events per worker for
+//!   `OVER_ROUNDS_MAX` GVT rounds in a row (the non-speculative part — pending events, LPs —
+//!   leaves no room to make progress at a reasonable rate), or VmRSS exceeds the bound by
+//!   `HARD_OVER`, the run fails with one line naming the bound that would fit.
+//! - **Up front**: before `init`, a bound below the process's resident memory plus the LP
+//!   records is refused; after `init`, a bound below the measured footprint plus the minimum
+//!   speculation room is refused, both naming the minimum.
+
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Mutex;
+
+/// The share of the bound that the estimate aims to stay under (the rest is headroom for
+/// what the estimate does not see between two samples).
+pub(crate) const TARGET: f64 = 0.9;
+/// The pending set costs this many times its events' `size_of` at its peak: a ladder moves
+/// events between rungs and buckets that grow by doubling, a heap's vector doubles (measured:
+/// 100 000 PHOLD LPs with 10 events each reach 1.8–2× the events' bytes over the init
+/// footprint).
+pub(crate) const QUEUE_SLACK: u64 = 2;
+/// Fewer uncommitted events per worker than this and the run would crawl: give up instead.
+pub(crate) const MIN_CAP: u64 = 256;
+/// GVT rounds in a row with the cap below `MIN_CAP` before the run gives up.
+const OVER_ROUNDS_MAX: u64 = 8;
+/// Seconds between two samples of VmRSS.
+const SAMPLE_EVERY: f64 = 0.005;
+/// Samples above this share of the bound calibrate the estimate (correction).
+const CALIBRATE_FROM: f64 = 0.8;
+/// Measured VmRSS above bound × this fails the run at once.
+const HARD_OVER: f64 = 1.05;
+
+/// A `/proc/self/status` figure in bytes (`None` where it is unavailable).
+fn status_bytes(field: &str) -> Option<u64> {
+    let s = std::fs::read_to_string("/proc/self/status").ok()?;
+    let kib: u64 = s
+        .lines()
+        .find(|l| l.starts_with(field))?
+        .split_whitespace()
+        .nth(1)?
+        .parse()
+        .ok()?;
+    Some(kib * 1024)
+}
+
+/// The process's resident memory now (VmRSS).
+pub(crate) fn resident_bytes() -> Option<u64> {
+    status_bytes("VmRSS:")
+}
+
+/// The process's peak resident memory so far (VmHWM).
+pub(crate) fn peak_resident_bytes() -> Option<u64> {
+    status_bytes("VmHWM:")
+}
+
+/// A bound to suggest for a need of `bytes`: 3 % more (the measured footprint varies that
+/// much from run to run), rounded up to whole MiB, written like `--max-memory` takes it.
+pub(crate) fn mib(bytes: f64) -> String {
+    format!("{}M", (bytes * 1.03 / f64::from(1u32 << 20)).ceil() as u64)
+}
+
+/// What the worker completing a GVT round hands in: the sum of the workers' figures.
+#[derive(Clone, Copy, Debug, Default)]
+pub(crate) struct Totals {
+    /// All dynamic bytes counted by the workers.
+    pub dynamic: u64,
+    /// The part of `dynamic` that is history (records, logs, checkpoints).
+    pub history: u64,
+    /// History records held.
+    pub records: u64,
+}
+
+/// The figures for the report.
+#[derive(Clone, Copy, Debug, Default)]
+pub(crate) struct Summary {
+    pub fixed: u64,
+    pub correction: u64,
+    pub peak_estimate: u64,
+    pub min_cap: u64,
+    pub capped_rounds: u64,
+    pub rss_samples: u64,
+}
+
+#[derive(Debug)]
+struct Ctl {
+    correction: u64,
+    last_sample: f64,
+    over_rounds: u64,
+    summary: Summary,
+}
+
+/// The bound and its controller, shared by all workers.
+#[derive(Debug)]
+pub(crate) struct MemoryBound {
+    /// The bound in bytes (`u64::MAX`: none).
+    pub bound: u64,
+    threads: u64,
+    /// The most uncommitted events per worker without a bound.
+    default_cap: u64,
+    /// Calibrated fixed footprint (see the module comment).
+    fixed: u64,
+    /// Uncommitted events a worker may hold now.
+    cap: AtomicU64,
+    ctl: Mutex<Ctl>,
+}
+
+impl MemoryBound {
+    /// `fixed` is the footprint measured (or estimated) after init, less the dynamic bytes.
+    pub(crate) fn new(bound: Option<u64>, threads: usize, default_cap: u64, fixed: u64) -> Self {
+        MemoryBound {
+            bound: bound.unwrap_or(u64::MAX),
+            threads: threads as u64,
+            default_cap,
+            fixed,
+            cap: AtomicU64::new(default_cap),
+            ctl: Mutex::new(Ctl {
+                correction: 0,
+                last_sample: f64::NEG_INFINITY,
+                over_rounds: 0,
+                summary: Summary {
+                    fixed,
+                    min_cap: default_cap,
+                    ..Summary::default()
+                },
+            }),
+        }
+    }
+
+    /// Whether a bound is set.
+    #[inline]
+    pub(crate) fn bounded(&self) -> bool {
+        self.bound != u64::MAX
+    }
+
+    /// The most uncommitted events a worker may hold now.
+    #[inline]
+    pub(crate) fn cap(&self) -> u64 {
+        // Ordering: advice on how far to speculate, recomputed every GVT round; any value is
+        // safe (a worker at its cap still runs the events at GVT).
+        self.cap.load(Ordering::Relaxed)
+    }
+
+    /// The smallest bound worth trying for a footprint of `base` bytes that cannot shrink
+    /// (plus room for `MIN_CAP` records of `record` bytes per worker).
+    pub(crate) fn minimum_for(&self, base: f64, record: f64) -> f64 {
+        (base + 2.0 * (self.threads * MIN_CAP) as f64 * record) / TARGET
+    }
+
+    /// The worker that completed a GVT round (at `wall` seconds) recomputes the cap from the
+    /// workers' totals. Returns the error that ends the run when progress has stopped.
+    pub(crate) fn adjust(&self, t: Totals, wall: f64, record_size: u64) -> Option<String> {
+        let Ok(mut c) = self.ctl.lock() else {
+            return None;
+        };
+        let estimate = |c: &Ctl| self.fixed + t.dynamic + c.correction;
+        if wall - c.last_sample >= SAMPLE_EVERY {
+            c.last_sample = wall;
+            if let Some(rss) = resident_bytes() {
+                c.summary.rss_samples += 1;
+                let est = estimate(&c);
+                if rss as f64 > self.bound as f64 * CALIBRATE_FROM && rss > est {
+                    c.correction += rss - est;
+                }
+                if rss as f64 > self.bound as f64 * HARD_OVER {
+                    let base = (self.fixed + c.correction + t.dynamic - t.history) as f64;
+                    let need = self
+                        .minimum_for(base, record_size as f64)
+                        .max(rss as f64 / TARGET);
+                    return Some(format!(
+                        "Time Warp's process holds {rss} bytes resident (VmRSS), above --max-memory {} even with speculation capped; try --max-memory {} or more",
+                        self.bound,
+                        mib(need)
+                    ));
+                }
+            }
+        }
+        let est = estimate(&c);
+        c.summary.peak_estimate = c.summary.peak_estimate.max(est);
+        c.summary.correction = c.correction;
+        // Bytes per history record as measured (deque capacity, logs, checkpoints included).
+        let per = (t.history as f64 / t.records.max(1) as f64).max(record_size as f64);
+        let base = est - t.history;
+        let room = self.bound as f64 * TARGET - base as f64;
+        let cap = if room <= 0.0 {
+            0
+        } else {
+            ((room / (self.threads as f64 * per)) as u64).min(self.default_cap)
+        };
+        // Ordering: see `cap`.
+        self.cap.store(cap.max(1), Ordering::Relaxed);
+        if cap < self.default_cap {
+            c.summary.capped_rounds += 1;
+        }
+        c.summary.min_cap = c.summary.min_cap.min(cap);
+        if cap < MIN_CAP {
+            c.over_rounds += 1;
+            if c.over_rounds >= OVER_ROUNDS_MAX {
+                let need = self.minimum_for(base as f64, per);
+                return Some(format!(
+                    "Time Warp needs about {} bytes (process base {}, pending events and LPs {}) to make progress, above --max-memory {}; try --max-memory {} or more",
+                    need as u64,
+                    self.fixed + c.correction,
+                    t.dynamic - t.history,
+                    self.bound,
+                    mib(need)
+                ));
+            }
+        } else {
+            c.over_rounds = 0;
+        }
+        None
+    }
+
+    /// The figures for the report.
+    pub(crate) fn summary(&self) -> Summary {
+        self.ctl.lock().map(|c| c.summary).unwrap_or_default()
+    }
+}
