@@ -80,6 +80,15 @@ pub(crate) struct CommonArgs {
     /// [default: 0, or 1 when --dedicated < 1 is given without it].
     #[arg(long, help_heading = CONSERVATIVE)]
     pub shared_sets: Option<usize>,
+    /// Null messages: refuse a run whose smallest lookahead between workers would need more
+    /// than this many null messages per channel to reach the end (end / lookahead)
+    /// [default: 1e10].
+    #[arg(long, help_heading = CONSERVATIVE)]
+    pub max_null_messages: Option<f64>,
+    /// Warn on stderr when simulated time has not advanced for this many wall seconds
+    /// (0: never) [default: 10].
+    #[arg(long, help_heading = RUN)]
+    pub stall_secs: Option<f64>,
     /// Write the JSON report here (a directory gets report.json inside); checked before the
     /// run starts [default: no report].
     #[arg(long, help_heading = RUN)]
@@ -169,6 +178,8 @@ pub(crate) const COMMON_KEYS: &[&str] = &[
     "mapping",
     "dedicated",
     "shared-sets",
+    "max-null-messages",
+    "stall-secs",
 ];
 
 impl CommonArgs {
@@ -185,6 +196,8 @@ impl CommonArgs {
             mapping: self.mapping.or(file.mapping),
             dedicated: self.dedicated.or(file.dedicated),
             shared_sets: self.shared_sets.or(file.shared_sets),
+            max_null_messages: self.max_null_messages.or(file.max_null_messages),
+            stall_secs: self.stall_secs.or(file.stall_secs),
             output: self.output.or(file.output),
             state_saving: self.state_saving.or(file.state_saving),
             checkpoint: self.checkpoint.or(file.checkpoint),

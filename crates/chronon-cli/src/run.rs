@@ -75,6 +75,11 @@ pub(crate) fn executor_with(
             )));
         }
     }
+    if sync != "null-message" && common.max_null_messages.is_some() {
+        return Err(Failure::bad_input(format!(
+            "--max-null-messages applies to --sync null-message only; got --sync {sync}"
+        )));
+    }
     if sync == "null-message" {
         // Null messages synchronize through channel clocks, never at a barrier.
         let given = [
@@ -227,11 +232,20 @@ fn conservative(threads: usize, common: &CommonArgs) -> Result<ConservativeConfi
         None if dedicated < 1.0 => 1,
         None => 0,
     };
-    Ok(ConservativeConfig::new(threads)
+    let mut cc = ConservativeConfig::new(threads)
         .barrier(barrier)
         .mapping(mapping)
         .dedicated(dedicated)
-        .shared_sets(shared_sets))
+        .shared_sets(shared_sets);
+    if let Some(cap) = common.max_null_messages {
+        if !(cap >= 1.0) || cap > u64::MAX as f64 {
+            return Err(Failure::bad_input(format!(
+                "--max-null-messages is {cap}; it must be a count of at least 1, like 1e12"
+            )));
+        }
+        cc = cc.max_null_messages(cap as u64);
+    }
+    Ok(cc)
 }
 
 /// Validates the common settings, runs `model`, prints the summary and writes the report.
@@ -283,7 +297,16 @@ pub(crate) fn run_simulation_checked<M: Model>(
     let progress = Arc::new(Progress::new());
     install_ctrlc(&progress);
     let done = Arc::new(AtomicBool::new(false));
-    let bar = spawn_progress_bar(progress.clone(), done.clone(), end);
+    let stall_after = match common.stall_secs {
+        None => StallDetector::DEFAULT_AFTER,
+        Some(s) if s.is_finite() && s >= 0.0 => Duration::from_secs_f64(s),
+        Some(s) => {
+            return Err(Failure::bad_input(format!(
+                "--stall-secs is {s}; it must be a number of seconds >= 0 (0: never warn)"
+            )))
+        }
+    };
+    let bar = spawn_progress_bar(progress.clone(), done.clone(), end, stall_after);
 
     let sim = Simulation::new(model)
         .lps(lps)
@@ -356,6 +379,9 @@ fn report_config(
                 if barrier == "tree" {
                     put("fan-in", json!(common.fan_in.unwrap_or(4)));
                 }
+            }
+            if matches!(executor, Executor::NullMessage(_)) {
+                put("max-null-messages", json!(cc.max_null_messages as f64));
             }
             if matches!(executor, Executor::Window(_)) {
                 put("dedicated", json!(cc.dedicated));
@@ -448,18 +474,14 @@ fn install_ctrlc(progress: &Arc<Progress>) {
 }
 
 /// The progress thread: on a terminal it draws the progress line; everywhere it watches for a
-/// stall (no simulated progress for `CHRONON_STALL_SECS` seconds of wall time, default 10,
+/// stall (no simulated progress for `stall_after` of wall time, `--stall-secs`, default 10 s,
 /// 0 = never) and then prints one warning naming the likely cause.
 fn spawn_progress_bar(
     progress: Arc<Progress>,
     done: Arc<AtomicBool>,
     end: f64,
+    stall_after: Duration,
 ) -> std::thread::JoinHandle<()> {
-    let stall_after = std::env::var("CHRONON_STALL_SECS")
-        .ok()
-        .and_then(|s| s.trim().parse::<f64>().ok())
-        .filter(|s| s.is_finite() && *s >= 0.0)
-        .map_or(StallDetector::DEFAULT_AFTER, Duration::from_secs_f64);
     let mut stall = (!stall_after.is_zero()).then(|| StallDetector::new(stall_after, end));
     let terminal = std::io::stderr().is_terminal();
     std::thread::spawn(move || {

@@ -109,6 +109,24 @@ fn null_messages_refuse_a_tiny_lookahead() {
     let (code, out, err) =
         run_limited("phold --lps 16 --lookahead 0.1 --sync null-message --threads 2 --end 100");
     assert_eq!(code, 0, "{out} {err}");
+    // The cap is the user's: lowered, it refuses that run too (1000 null messages needed).
+    refused(
+        "phold --lps 16 --lookahead 0.1 --sync null-message --threads 2 --end 100 --max-null-messages 999",
+        &["1.000e3 null messages", "cap is 999"],
+    );
+    let (code, out, err) = run_limited(
+        "phold --lps 16 --lookahead 0.1 --sync null-message --threads 2 --end 100 --max-null-messages 1000",
+    );
+    assert_eq!(code, 0, "{out} {err}");
+    refused(
+        "phold --sync window --threads 2 --max-null-messages 1000",
+        &["--max-null-messages applies to --sync null-message only"],
+    );
+    refused(
+        "phold --sync null-message --threads 2 --max-null-messages 0.5",
+        &["--max-null-messages is 0.5"],
+    );
+    refused("phold --stall-secs -1", &["--stall-secs is -1"]);
 }
 
 #[test]
@@ -126,8 +144,9 @@ fn a_stalled_run_warns_once() {
             "0",
             "--mean",
             "1e-300",
+            "--stall-secs",
+            "0.5",
         ])
-        .env("CHRONON_STALL_SECS", "0.5")
         .stdout(Stdio::null())
         .stderr(Stdio::piped())
         .spawn()
