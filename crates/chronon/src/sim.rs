@@ -176,7 +176,8 @@ impl<M: Model> Simulation<M> {
                 "checking reverse handlers needs the Time Warp executor (--sync timewarp)".into(),
             ));
         }
-        match self.executor {
+        let (name, threads) = (self.executor.name(), self.executor.threads());
+        let result = match self.executor {
             Executor::Sequential => executor::sequential::run(&self.model, &cfg),
             Executor::TimeWarp { threads } => {
                 executor::time_warp::run(&self.model, &cfg, threads, &self.time_warp, self.state_eq)
@@ -190,6 +191,15 @@ impl<M: Model> Simulation<M> {
             Executor::Lockstep(c) => {
                 executor::conservative::run(&self.model, &cfg, Protocol::Lockstep, &c)
             }
+        };
+        match result {
+            Err(SimError::StoppedInInit) => {
+                // Stopped before any event ran: an empty, incomplete report.
+                let mut r = Report::new(name, threads, cfg.queue.name(), cfg.lps, cfg.end);
+                r.complete = false;
+                Ok(r)
+            }
+            other => other,
         }
     }
 }

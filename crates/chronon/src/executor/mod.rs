@@ -114,6 +114,11 @@ pub(crate) fn init_lps_with<M: Model>(
     let result = catch_unwind(AssertUnwindSafe(|| {
         for lp in 0..cfg.lps {
             current = lp;
+            // A stop request during a long initialization ends it (Simulation::run reports
+            // the run as incomplete); polled every 4096 LPs.
+            if lp % 4096 == 4095 && cfg.progress.stop_requested() {
+                return Err(SimError::StoppedInInit);
+            }
             let mut meta = LpMeta::new(cfg.seed, lp);
             let state = {
                 let mut ctx = Ctx::new(
