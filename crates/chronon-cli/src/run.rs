@@ -323,6 +323,8 @@ pub(crate) fn run_simulation_checked<M: Model>(
     let result = sim.run();
     // Ordering: the flag only tells the progress thread to stop drawing; it guards no data.
     done.store(true, Ordering::Relaxed);
+    // Wake it from its pause so a short run does not wait for the rest of it.
+    bar.thread().unpark();
     let _ = bar.join();
     let report = result?;
 
@@ -500,7 +502,11 @@ fn spawn_progress_bar(
         let mut last = (std::time::Instant::now(), progress.events(), progress.now());
         // Ordering: see `run_simulation`.
         while !done.load(Ordering::Relaxed) {
-            std::thread::sleep(Duration::from_millis(250));
+            // Parked rather than asleep: the main thread unparks it when the run ends.
+            std::thread::park_timeout(Duration::from_millis(250));
+            if done.load(Ordering::Relaxed) {
+                break;
+            }
             let (t, events, now) = (std::time::Instant::now(), progress.events(), progress.now());
             if let Some(warning) = stall.as_mut().and_then(|s| s.observe(t, now)) {
                 bar.suspend(|| eprintln!("{warning}"));
