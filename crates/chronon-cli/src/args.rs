@@ -105,8 +105,8 @@ pub(crate) struct CommonArgs {
     #[arg(long, help_heading = TIME_WARP)]
     #[serde(default, deserialize_with = "size")]
     pub max_memory: Option<String>,
-    /// Time Warp optimism window: no event later than GVT + T runs. Fixes the window (inf:
-    /// unbounded) [default: adapts to the measured rollbacks].
+    /// Time Warp optimism window: no event later than GVT + T runs. The window adapts to the
+    /// measured rollbacks; T is where it starts and a cap it never exceeds [default: inf].
     #[arg(long, help_heading = TIME_WARP)]
     #[serde(default, deserialize_with = "number")]
     pub window: Option<f64>,

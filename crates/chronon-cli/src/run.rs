@@ -563,13 +563,13 @@ fn print_summary(name: &str, r: &Report) {
 }
 
 fn write_gvt_csv(path: &Path, report: &Report) -> Result<(), Failure> {
-    // The optimism window in force at each sample: the fixed one (`--window`), or the
-    // controller's last change before it (`inf` while unbounded).
-    let fixed = report.executor_stats.get("window_adaptive") == Some(&0.0);
-    let initial = match report.executor_stats.get("window_final") {
-        Some(&w) if fixed => w,
-        _ => f64::INFINITY,
-    };
+    // The optimism window in force at each sample: the controller's last change before it, or
+    // where it started (the user's `--window`, or `inf`: unbounded).
+    let initial = report
+        .executor_stats
+        .get("window_cap")
+        .copied()
+        .unwrap_or(f64::INFINITY);
     let mut changes = report.window_series.iter().peekable();
     let mut window = initial;
     let mut text = String::from("wall_s,gvt,window\n");

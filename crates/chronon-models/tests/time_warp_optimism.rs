@@ -180,7 +180,7 @@ fn a_fixed_window_turns_the_controller_off() {
             40.0,
             3,
             Executor::TimeWarp { threads: 4 },
-            TimeWarpOptions::new().window(Some(w)),
+            TimeWarpOptions::new().window(Some(w)).fixed_window(true),
         );
         assert_eq!(tw.fingerprint, seq.fingerprint, "window {w}");
         assert_eq!(tw.model_stats, seq.model_stats, "window {w}");

@@ -403,8 +403,16 @@ fn optimism_window_keeps_the_history() {
     let m = Scramble::new();
     let seq = sequential(&m, 6);
     for w in [0.0, 1.0] {
-        let tw = time_warp(&m, 6, 3, TimeWarpOptions::new().window(Some(w))).expect("run");
-        assert_same(&seq, &tw, &format!("window {w}"));
+        for fixed in [false, true] {
+            let opts = TimeWarpOptions::new().window(Some(w)).fixed_window(fixed);
+            let tw = time_warp(&m, 6, 3, opts).expect("run");
+            assert_same(&seq, &tw, &format!("window {w}, fixed {fixed}"));
+            let es = &tw.executor_stats;
+            assert_eq!(es["window_adaptive"], f64::from(u8::from(!fixed)));
+            // A user's window is a cap, adaptive or not.
+            assert!(es.get("window_final").is_none_or(|&f| f <= w), "{es:?}");
+            assert_eq!(es.get("window_cap"), Some(&w));
+        }
     }
 }
 

@@ -72,10 +72,13 @@ pub struct TimeWarpOptions {
     /// Bound on the bytes of saved states and event records; speculation is throttled to stay
     /// under it, and the run fails with [`SimError::Resource`] when it cannot.
     pub max_memory: Option<u64>,
-    /// Optimism window: no event later than GVT + window runs. `None` (the default): the
-    /// window adapts to the measured rollbacks (docs/timewarp.md, "Optimism control"); a value
-    /// fixes it and turns the controller off (`Some(f64::INFINITY)`: unbounded optimism).
+    /// Optimism window: no event later than GVT + window runs. The window adapts to the
+    /// measured rollbacks (docs/timewarp.md, "Optimism control"), starting unbounded (`None`,
+    /// the default) or at the given value, which it then never exceeds (a cap).
     pub window: Option<Time>,
+    /// Keep [`window`](Self::window) fixed: the controller is off (with `window: None` or
+    /// `Some(f64::INFINITY)`, unbounded optimism, which can thrash). Default false.
+    pub fixed_window: bool,
     /// LP to worker mapping.
     pub mapping: Mapping,
     /// Events a worker processes between two GVT rounds it starts.
@@ -96,6 +99,7 @@ impl Default for TimeWarpOptions {
             checkpoint: None,
             max_memory: None,
             window: None,
+            fixed_window: false,
             mapping: Mapping::Block,
             gvt_every: 1024,
             max_uncommitted: None,
@@ -127,6 +131,11 @@ impl TimeWarpOptions {
     /// Sets [`window`](Self::window).
     pub fn window(mut self, w: Option<Time>) -> Self {
         self.window = w;
+        self
+    }
+    /// Sets [`fixed_window`](Self::fixed_window).
+    pub fn fixed_window(mut self, fixed: bool) -> Self {
+        self.fixed_window = fixed;
         self
     }
     /// Sets [`mapping`](Self::mapping).
@@ -604,7 +613,13 @@ fn run_with<M: Model, Q: PendingSet<TwEvent<M::Event>>>(
         lookahead: model.lookahead(),
         saving,
         fixed_k: opts.checkpoint,
-        optimism: Optimism::new(opts.window, model.lookahead(), threads, cfg.end),
+        optimism: Optimism::new(
+            opts.window,
+            !opts.fixed_window,
+            model.lookahead(),
+            threads,
+            cfg.end,
+        ),
         mem,
         record_size,
         gvt_every: u64::from(opts.gvt_every),

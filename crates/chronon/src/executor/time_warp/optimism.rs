@@ -16,7 +16,8 @@
 //!
 //! An event at time GVT always satisfies `t <= GVT + W`, so the window never stops the event
 //! that holds GVT back: with `W` at its floor a run degrades to about one GVT round per event
-//! per worker, never to a stall. With a fixed window (`--window T`) nothing is adjusted.
+//! per worker, never to a stall. A user's window (`--window T`) is where `W` starts and a cap
+//! it never exceeds; with `TimeWarpOptions::fixed_window` nothing is adjusted.
 //!
 //! The figures are statistics: every atomic here is read and written with `Relaxed` ordering,
 //! and a stale or late figure only shifts a decision by a round; no result depends on them.
@@ -57,8 +58,10 @@ pub(crate) struct Delta {
 /// The controller's figures for the run report.
 #[derive(Clone, Debug, Default)]
 pub(crate) struct Summary {
-    /// Whether the window was adaptive (no `--window`).
+    /// Whether the window was adaptive (not `TimeWarpOptions::fixed_window`).
     pub adaptive: bool,
+    /// The user's window (`--window`): where the window started and its cap (infinite: none).
+    pub cap: Time,
     pub adjustments: u64,
     pub shrinks: u64,
     pub grows: u64,
@@ -72,12 +75,16 @@ pub(crate) struct Summary {
 
 impl Summary {
     /// Adds `window_adaptive` (1 or 0), `window_adjustments`, `window_shrinks`,
-    /// `window_grows`, and, once the window was ever bounded, `window_final` and `window_min`.
+    /// `window_grows`, `window_cap` when the user gave a finite window, and, once the window
+    /// was ever bounded, `window_final` and `window_min`.
     pub(crate) fn insert_into(&self, es: &mut BTreeMap<String, f64>) {
         es.insert("window_adaptive".into(), f64::from(u8::from(self.adaptive)));
         es.insert("window_adjustments".into(), self.adjustments as f64);
         es.insert("window_shrinks".into(), self.shrinks as f64);
         es.insert("window_grows".into(), self.grows as f64);
+        if self.cap.is_finite() {
+            es.insert("window_cap".into(), self.cap);
+        }
         if self.final_window.is_finite() {
             es.insert("window_final".into(), self.final_window);
         }
@@ -109,6 +116,8 @@ struct Controller {
     lookahead: Time,
     threads: f64,
     end: Time,
+    /// The user's window: the window never exceeds it.
+    cap: Time,
     // The interval being accumulated.
     processed: u64,
     rolled_back: u64,
@@ -123,11 +132,18 @@ struct Controller {
 }
 
 impl Optimism {
-    /// A controller for `threads` workers; `fixed` is the user's window (controller off).
-    pub(crate) fn new(fixed: Option<Time>, lookahead: Time, threads: usize, end: Time) -> Self {
-        let w = fixed.unwrap_or(Time::INFINITY);
+    /// A controller for `threads` workers; `cap` is the user's window (where the window starts
+    /// and what it never exceeds), `adaptive` false keeps it fixed there.
+    pub(crate) fn new(
+        cap: Option<Time>,
+        adaptive: bool,
+        lookahead: Time,
+        threads: usize,
+        end: Time,
+    ) -> Self {
+        let w = cap.unwrap_or(Time::INFINITY);
         Optimism {
-            adaptive: fixed.is_none(),
+            adaptive,
             window: AtomicU64::new(w.to_bits()),
             processed: AtomicU64::new(0),
             rolled_back: AtomicU64::new(0),
@@ -143,6 +159,7 @@ impl Optimism {
                 },
                 threads: threads as f64,
                 end,
+                cap: w,
                 processed: 0,
                 rolled_back: 0,
                 rollbacks: 0,
@@ -151,7 +168,8 @@ impl Optimism {
                 gvt_from: 0.0,
                 committed: 0,
                 summary: Summary {
-                    adaptive: fixed.is_none(),
+                    adaptive,
+                    cap: w,
                     final_window: w,
                     min_window: w,
                     ..Summary::default()
@@ -257,8 +275,9 @@ impl Controller {
         } else {
             0.0
         };
-        let floor = self.lookahead.max(self.threads * spacing);
-        let ceiling = self.end.max(floor);
+        // The user's cap wins over the floor.
+        let floor = self.lookahead.max(self.threads * spacing).min(self.cap);
+        let ceiling = self.end.max(floor).min(self.cap);
         if shrink {
             let from = if w.is_finite() {
                 w
@@ -292,7 +311,7 @@ mod tests {
 
     #[test]
     fn thrashing_halves_the_window_down_to_the_lookahead_and_a_quiet_blocked_run_grows_it() {
-        let o = Optimism::new(None, 0.5, 2, 1000.0);
+        let o = Optimism::new(None, true, 0.5, 2, 1000.0);
         assert_eq!(o.window(), f64::INFINITY);
         // Too small a sample: nothing changes yet.
         interval(&o, 100, 90, 10, false);
@@ -326,11 +345,11 @@ mod tests {
 
     #[test]
     fn long_rollbacks_or_a_stuck_gvt_shrink_at_moderate_waste_and_a_fixed_window_stays() {
-        let long = Optimism::new(None, 0.0, 2, 100.0);
+        let long = Optimism::new(None, true, 0.0, 2, 100.0);
         interval(&long, 1000, 300, 10, false); // 30 % waste, rollbacks of 30 events
         long.adjust(5.0, 0.1);
         assert_eq!(long.window(), 17.5);
-        let short = Optimism::new(None, 0.0, 2, 100.0);
+        let short = Optimism::new(None, true, 0.0, 2, 100.0);
         interval(&short, 1000, 300, 300, false); // 30 % waste, rollbacks of 1 event
         short.adjust(5.0, 0.1);
         assert_eq!(short.window(), f64::INFINITY);
@@ -338,12 +357,34 @@ mod tests {
         interval(&short, 1000, 300, 300, false);
         short.adjust(5.0, 0.3); // GVT stuck at 5 over the interval
         assert_eq!(short.window(), 17.5);
-        let fixed = Optimism::new(Some(2.0), 0.0, 2, 100.0);
+        let fixed = Optimism::new(Some(2.0), false, 0.0, 2, 100.0);
         interval(&fixed, 1000, 900, 10, false);
         fixed.adjust(5.0, 0.1);
         assert_eq!(fixed.window(), 2.0);
         let s = fixed.summary();
         assert!(!s.adaptive);
         assert_eq!(s.adjustments, 0);
+    }
+
+    #[test]
+    fn a_users_window_is_where_the_window_starts_and_a_cap_it_never_exceeds() {
+        let o = Optimism::new(Some(2.0), true, 0.0, 2, 100.0);
+        assert_eq!(o.window(), 2.0);
+        interval(&o, 1000, 900, 10, false); // thrashing: halves from the cap
+        o.adjust(5.0, 0.1);
+        assert_eq!(o.window(), 1.0);
+        for k in 0..10 {
+            interval(&o, 1000, 0, 0, true); // quiet and blocked: grows, up to the cap only
+            o.adjust(6.0 + f64::from(k), 0.2);
+        }
+        assert_eq!(o.window(), 2.0);
+        let s = o.summary();
+        assert!(s.adaptive);
+        assert_eq!(s.min_window, 1.0);
+        // A cap below the floor (lookahead 0.5) wins.
+        let tight = Optimism::new(Some(0.1), true, 0.5, 2, 100.0);
+        interval(&tight, 1000, 900, 10, false);
+        tight.adjust(5.0, 0.1);
+        assert!(tight.window() <= 0.1);
     }
 }
