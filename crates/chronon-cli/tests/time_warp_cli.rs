@@ -3,7 +3,7 @@
 
 mod common;
 
-use common::{chronon, fingerprint};
+use common::{chronon, chronon_at, fingerprint};
 
 const SMALL: &[&str] = &["run", "phold", "--lps", "32", "--end", "20"];
 
@@ -137,16 +137,8 @@ fn max_memory_bounds_a_million_lp_process() {
 fn bound_holds(bin: &str, lps: &str, end: &str) {
     let base = ["run", "phold", "--lps", lps, "--end", end, "--threads", "2"];
     let go = |extra: &[&str]| {
-        let out = std::process::Command::new(bin)
-            .args(base)
-            .args(extra)
-            .output()
-            .expect("the binary runs");
-        (
-            out.status.code().unwrap_or(-1),
-            String::from_utf8_lossy(&out.stdout).into_owned(),
-            String::from_utf8_lossy(&out.stderr).into_owned(),
-        )
+        let args: Vec<&str> = base.iter().chain(extra).copied().collect();
+        chronon_at(bin, &args)
     };
     // A bound below the footprint is refused at once, naming a bound; the first refusal
     // (before init) names a lower bound, the second (after init, measured) the bound itself.

@@ -6,7 +6,12 @@ use std::process::Command;
 
 /// Runs `chronon` with `args`: (exit code, stdout, stderr).
 pub fn chronon(args: &[&str]) -> (i32, String, String) {
-    let out = Command::new(env!("CARGO_BIN_EXE_chronon"))
+    chronon_at(env!("CARGO_BIN_EXE_chronon"), args)
+}
+
+/// Runs the `chronon` binary at `bin` (another build of it, e.g. the release one) with `args`.
+pub fn chronon_at(bin: &str, args: &[&str]) -> (i32, String, String) {
+    let out = Command::new(bin)
         .args(args)
         .output()
         .expect("the binary runs");
