@@ -69,8 +69,9 @@ pub struct TimeWarpOptions {
     pub state_saving: StateSaving,
     /// Copy state saving: save every `k` events (`None`: chosen from measured costs).
     pub checkpoint: Option<u32>,
-    /// Bound on the bytes of saved states and event records; speculation is throttled to stay
-    /// under it, and the run fails with [`SimError::Resource`] when it cannot.
+    /// Bound on the resident memory of the whole process (docs/timewarp.md, "Memory bound"):
+    /// speculation is capped to stay under it, and the run fails with [`SimError::Resource`]
+    /// naming a bound that would do when it cannot.
     pub max_memory: Option<u64>,
     /// Optimism window: no event later than GVT + window runs. The window adapts to the
     /// measured rollbacks (docs/timewarp.md, "Optimism control"), starting unbounded (`None`,
@@ -251,7 +252,6 @@ struct Shared<'a, M: Model> {
     /// `size_of` a processed-event record.
     record_size: u64,
     gvt_every: u64,
-    max_uncommitted: u64,
     check_eq: Option<StateEq<M::State>>,
     /// LP -> (worker, index among the worker's LPs); empty for block mapping, which is
     /// computed (no table lookups, a cache miss each with millions of LPs).
@@ -318,20 +318,23 @@ impl<M: Model> Shared<'_, M> {
     }
 
     fn total_bytes(&self) -> u64 {
-        // Ordering: each figure is a self-contained estimate; a stale one only delays the cap.
-        self.bytes.iter().map(|b| b.load(Ordering::Relaxed)).sum()
+        sum_figures(&self.bytes)
     }
 
     /// The workers' memory figures added up.
     fn totals(&self) -> memory::Totals {
-        // Ordering: see `total_bytes`.
-        let sum = |v: &[AtomicU64]| v.iter().map(|b| b.load(Ordering::Relaxed)).sum();
         memory::Totals {
-            dynamic: sum(&self.bytes),
-            history: sum(&self.history),
-            records: sum(&self.records),
+            dynamic: sum_figures(&self.bytes),
+            history: sum_figures(&self.history),
+            records: sum_figures(&self.records),
         }
     }
+}
+
+/// One per-worker memory figure summed over the workers.
+fn sum_figures(v: &[AtomicU64]) -> u64 {
+    // Ordering: each figure is a self-contained estimate; a stale one only delays the cap.
+    v.iter().map(|b| b.load(Ordering::Relaxed)).sum()
 }
 
 /// What a worker hands back: its LPs, committed counter totals, figures, and whether it saw
@@ -623,7 +626,6 @@ fn run_with<M: Model, Q: PendingSet<TwEvent<M::Event>>>(
         mem,
         record_size,
         gvt_every: u64::from(opts.gvt_every),
-        max_uncommitted: default_cap,
         check_eq: if opts.check_reverse { check_eq } else { None },
         block_first: if block {
             (0..=threads)
@@ -1146,11 +1148,8 @@ impl<'s, 'a, M: Model, Q: PendingSet<TwEvent<M::Event>>> Worker<'s, 'a, M, Q> {
             }
             let st = &self.stats;
             let uncommitted = st.processed - st.committed - st.rolled_back;
-            let cap = if self.sh.mem.bounded() {
-                self.sh.max_uncommitted.min(self.sh.mem.cap())
-            } else {
-                self.sh.max_uncommitted
-            };
+            // `max_uncommitted` without a memory bound, at most that under one.
+            let cap = self.sh.mem.cap();
             let limit = if uncommitted >= cap {
                 self.gvt
             } else {
@@ -1424,7 +1423,8 @@ impl<'s, 'a, M: Model, Q: PendingSet<TwEvent<M::Event>>> Worker<'s, 'a, M, Q> {
         self.window_blocked = false;
     }
 
-    /// Publishes this worker's memory estimate and decides whether to throttle.
+    /// Publishes this worker's memory estimate (the figures the memory bound's cap is computed
+    /// from at each GVT round, and the peak for the report).
     fn update_memory(&mut self) {
         let sh = self.sh;
         let c = self.census;
