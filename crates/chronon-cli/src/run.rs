@@ -64,14 +64,20 @@ pub(crate) fn executor_with(
         return Err(Failure::bad_input("--threads is 0; it must be at least 1"));
     }
     let sync = sync.unwrap_or("seq");
-    if matches!(sync, "seq" | "timewarp") {
+    if matches!(sync, "seq" | "timewarp" | "null-message") {
         let given = [
             ("--barrier", common.barrier.is_some()),
             ("--fan-in", common.fan_in.is_some()),
         ];
         if let Some((flag, _)) = given.iter().find(|(_, g)| *g) {
+            // Null messages synchronize through channel clocks, never at a barrier.
+            let why = if sync == "null-message" {
+                " (null messages use no barrier)"
+            } else {
+                ""
+            };
             return Err(Failure::bad_input(format!(
-                "{flag} applies to --sync window or lockstep only; got --sync {sync}"
+                "{flag} applies to --sync window or lockstep only{why}; got --sync {sync}"
             )));
         }
     }
@@ -79,18 +85,6 @@ pub(crate) fn executor_with(
         return Err(Failure::bad_input(format!(
             "--max-null-messages applies to --sync null-message only; got --sync {sync}"
         )));
-    }
-    if sync == "null-message" {
-        // Null messages synchronize through channel clocks, never at a barrier.
-        let given = [
-            ("--barrier", common.barrier.is_some()),
-            ("--fan-in", common.fan_in.is_some()),
-        ];
-        if let Some((flag, _)) = given.iter().find(|(_, g)| *g) {
-            return Err(Failure::bad_input(format!(
-                "{flag} applies to --sync window or lockstep only (null messages use no barrier); got --sync null-message"
-            )));
-        }
     }
     if sync == "seq" && common.mapping.is_some() {
         return Err(Failure::bad_input(
