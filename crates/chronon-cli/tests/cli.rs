@@ -1,7 +1,11 @@
 //! The `chronon` binary as a user runs it: summaries, reports, configs, bad input, Ctrl-C.
 
+mod common;
+
 use std::path::PathBuf;
 use std::process::{Command, Output, Stdio};
+
+use common::SMALL;
 
 fn chronon(args: &[&str]) -> Output {
     Command::new(env!("CARGO_BIN_EXE_chronon"))
@@ -16,17 +20,6 @@ fn tmp(name: &str) -> PathBuf {
     std::fs::create_dir_all(&dir).unwrap();
     dir.join(name)
 }
-
-const SMALL: &[&str] = &[
-    "run",
-    "phold",
-    "--lps",
-    "32",
-    "--start-events",
-    "2",
-    "--end",
-    "20",
-];
 
 fn with(extra: &[&str]) -> Vec<String> {
     SMALL.iter().chain(extra).map(|s| s.to_string()).collect()

@@ -2,8 +2,12 @@
 //! atomically (no truncated report, no temporary file left behind), and kept when the write
 //! fails after a run.
 
+mod common;
+
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
+
+use common::SMALL;
 
 fn chronon(args: &[&str], env: &[(&str, &str)]) -> Output {
     Command::new(env!("CARGO_BIN_EXE_chronon"))
@@ -33,16 +37,6 @@ fn entries(dir: &Path) -> Vec<String> {
 
 /// A PHOLD run that would take minutes: a refused output must stop it before it starts.
 const LONG: &[&str] = &["run", "phold", "--lps", "64", "--end", "1e9"];
-const SMALL: &[&str] = &[
-    "run",
-    "phold",
-    "--lps",
-    "32",
-    "--start-events",
-    "2",
-    "--end",
-    "20",
-];
 
 fn args<'a>(base: &[&'a str], extra: &[&'a str]) -> Vec<&'a str> {
     base.iter().chain(extra).copied().collect()

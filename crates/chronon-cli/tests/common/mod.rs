@@ -4,6 +4,18 @@
 
 use std::process::Command;
 
+/// A small PHOLD run (32 LPs, 2 start events each, end 20): well under a second.
+pub const SMALL: &[&str] = &[
+    "run",
+    "phold",
+    "--lps",
+    "32",
+    "--start-events",
+    "2",
+    "--end",
+    "20",
+];
+
 /// Runs `chronon` with `args`: (exit code, stdout, stderr).
 pub fn chronon(args: &[&str]) -> (i32, String, String) {
     chronon_at(env!("CARGO_BIN_EXE_chronon"), args)

@@ -48,6 +48,14 @@ fn check<Q: PendingSet<EventKey>>(ops: &[Op]) -> Result<(), TestCaseError> {
         }
         prop_assert_eq!(q.len(), reference.len());
     }
+    drains_like(&mut q, reference)
+}
+
+/// Pops `q` to the end, checking each pop against `reference` (its sorted contents).
+fn drains_like<Q: PendingSet<EventKey>>(
+    q: &mut Q,
+    mut reference: std::collections::BTreeSet<EventKey>,
+) -> Result<(), TestCaseError> {
     while let Some(want) = reference.pop_first() {
         prop_assert_eq!(q.pop(), Some(want));
     }
@@ -194,11 +202,7 @@ fn check_adversarial<Q: PendingSet<EventKey>>(ops: &[Adv]) -> Result<(), TestCas
         }
         prop_assert_eq!(q.len(), reference.len());
     }
-    while let Some(want) = reference.pop_first() {
-        prop_assert_eq!(q.pop(), Some(want));
-    }
-    prop_assert_eq!(q.pop(), None);
-    Ok(())
+    drains_like(&mut q, reference)
 }
 
 proptest! {
