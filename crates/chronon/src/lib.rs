@@ -158,6 +158,7 @@ mod model;
 pub mod partition;
 mod progress;
 pub mod queue;
+pub mod refcount;
 mod rng;
 mod sim;
 mod stats;
