@@ -68,7 +68,7 @@ unsafe impl Send for Raw {}
 
 impl Raw {
     /// The allocation's header (the header is the first field of a `#[repr(C)]` item).
-    pub(crate) fn header<S: Scheme>(self) -> *const S::Header {
+    pub fn header<S: Scheme>(self) -> *const S::Header {
         self.ptr.as_ptr().cast::<S::Header>()
     }
 
@@ -76,7 +76,7 @@ impl Raw {
     ///
     /// # Safety
     /// The caller owns the last reference to the item, and calls this once.
-    pub(crate) unsafe fn free(self) {
+    pub unsafe fn free(self) {
         // Safety: as the caller promises.
         unsafe { (self.free)(self.ptr) }
     }

@@ -18,7 +18,7 @@ use super::{Raw, Scheme};
 
 #[cfg(chronon_loom)]
 loom::thread_local! {
-    static TOKEN: u8 = const { 0 };
+    static TOKEN: u8 = 0;
 }
 #[cfg(not(chronon_loom))]
 std::thread_local! {
