@@ -61,6 +61,9 @@ unsafe impl Sync for Count {}
 #[derive(Clone, Copy)]
 struct Op(Raw);
 
+/// A thread's reference and unreference buffers.
+type Buffers = (Vec<Op>, Vec<Op>);
+
 struct Batch {
     uid: u64,
     /// The registered thread that pushed it, and whether that thread is leaving.
@@ -156,7 +159,7 @@ impl Store {
     }
 
     /// Two empty buffers for a thread that just pushed its own.
-    fn spares(&mut self) -> (Vec<Op>, Vec<Op>) {
+    fn spares(&mut self) -> Buffers {
         let cap = capacity();
         let mut one = || self.spare.pop().unwrap_or_else(|| Vec::with_capacity(cap));
         (one(), one())
@@ -223,7 +226,7 @@ fn push_and_refill(
     refs: Vec<Op>,
     unrefs: Vec<Op>,
     refill: bool,
-) -> (u64, Option<(Vec<Op>, Vec<Op>)>) {
+) -> (u64, Option<Buffers>) {
     let c = central(deferred);
     let mut store = c.lock();
     let uid = store.take_uid();
