@@ -159,6 +159,8 @@ pub mod partition;
 mod progress;
 pub mod queue;
 mod rng;
+#[cfg(target_os = "linux")]
+pub mod shm;
 mod sim;
 mod stats;
 
