@@ -105,6 +105,12 @@ impl<'a> Launcher<'a> {
         self
     }
 
+    /// Arguments for every worker's command line.
+    pub fn args<S: Into<OsString>>(mut self, args: impl IntoIterator<Item = S>) -> Self {
+        self.args.extend(args.into_iter().map(Into::into));
+        self
+    }
+
     /// A segment every worker inherits ([`Worker::segment`] with the same position).
     pub fn segment(mut self, seg: &'a Segment) -> Self {
         self.fds.push(seg.fd());

@@ -92,9 +92,10 @@ impl Directory {
     }
 }
 
-/// Makes `dir` this process's directory (once per process; later calls fail).
-pub fn set_directory(dir: Directory) -> Result<(), Directory> {
-    DIRECTORY.set(dir)
+/// Makes `dir` this process's directory (once per process; a later call hands `dir` back).
+pub fn set_directory(dir: Directory) -> Result<&'static Directory, Directory> {
+    DIRECTORY.set(dir)?;
+    Ok(DIRECTORY.get().expect("just set"))
 }
 
 /// Enters a segment this process created for heap `heap` and announces it in the directory
