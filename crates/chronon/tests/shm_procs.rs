@@ -1,7 +1,7 @@
 //! Cross-process tests of `chronon::shm` with real worker processes: this test binary
 //! re-executes itself (`Launcher` runs `current_exe()`), and each `child_*` test below is the
 //! body of a worker: it does nothing unless the launcher's environment says it is a worker.
-#![cfg(target_os = "linux")]
+#![cfg(all(target_os = "linux", not(chronon_loom)))]
 
 use std::io::{BufRead, BufReader};
 use std::process::{Command, Stdio};

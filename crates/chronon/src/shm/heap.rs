@@ -16,6 +16,9 @@ use std::collections::BinaryHeap;
 use std::io;
 use std::mem::{align_of, size_of};
 use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
+
+use super::retstack;
+use crate::loom::atomic::AtomicU32 as LinkWord;
 use std::sync::Arc;
 
 use super::registry::{self, SEGMENTS_PER_OWNER};
@@ -34,7 +37,7 @@ pub(crate) struct ItemHeader {
     /// The item's size class.
     class: u32,
     /// The next item on the return stack (an offset; 0 = end).
-    next: AtomicU32,
+    next: LinkWord,
     _pad: u32,
     /// Bits of the simulation time at which the count dropped to zero.
     pub(crate) ttz: AtomicU64,
@@ -55,7 +58,7 @@ struct SegHeader {
     classes: u32,
     class: [ClassInfo; MAX_CLASSES],
     /// Head of the return stack (offset of an item header; 0 = empty).
-    returned: AtomicU32,
+    returned: LinkWord,
 }
 
 /// The size classes of a heap: item data sizes (bytes) and how many of each a segment holds.
@@ -266,7 +269,7 @@ impl Heap {
                 count: 0,
                 first: 0,
             }; MAX_CLASSES],
-            returned: AtomicU32::new(0),
+            returned: LinkWord::new(0),
         };
         let mut at = size_of::<SegHeader>().next_multiple_of(ITEM_ALIGN) as u32;
         for (c, &(size, count)) in self.config.classes.iter().enumerate() {
@@ -289,7 +292,7 @@ impl Heap {
                         .write(ItemHeader {
                             refs: AtomicU32::new(0),
                             class: c as u32,
-                            next: AtomicU32::new(0),
+                            next: LinkWord::new(0),
                             _pad: 0,
                             ttz: AtomicU64::new(0),
                         })
@@ -362,9 +365,8 @@ impl Heap {
             let base = seg.base().as_ptr();
             // Safety: the segment starts with the header written in `grow`.
             let hdr = unsafe { &*base.cast::<SegHeader>() };
-            // Ordering: Acquire pairs with the Release CAS of every push (README, H2): the
-            // items' `next` and `ttz` written before their push are visible.
-            let mut off = hdr.returned.swap(0, Ordering::Acquire);
+            // The items' `next` and `ttz`, written before their push, are visible (README, H2).
+            let mut off = retstack::take_all(&hdr.returned);
             while off != 0 {
                 // Safety: offsets on the return stack are item headers of this segment, and
                 // the swap above made this list ours alone.
@@ -376,8 +378,7 @@ impl Heap {
                     off,
                 }));
                 self.outstanding -= 1;
-                // Ordering: Relaxed: as for `ttz`.
-                off = item.next.load(Ordering::Relaxed);
+                off = retstack::next_of(&item.next);
             }
         }
         while let Some(Reverse(d)) = self.dormant.peek().copied() {
@@ -449,21 +450,7 @@ pub(crate) unsafe fn give_back(heap: u32, off: u32, ttz: f64) {
             &*base.add(off as usize).cast::<ItemHeader>(),
         )
     };
-    // Ordering: Relaxed: published by the Release CAS below.
+    // Ordering: Relaxed: published by the push's Release CAS.
     item.ttz.store(ttz.to_bits(), Ordering::Relaxed);
-    // Ordering: Relaxed: only the CAS below publishes the link.
-    let mut head = hdr.returned.load(Ordering::Relaxed);
-    loop {
-        // Ordering: Relaxed: as above.
-        item.next.store(head, Ordering::Relaxed);
-        // Ordering: Release: the owner's Acquire swap sees `next`, `ttz` and the dropped value's
-        // last writes. Failure Relaxed: we only retry with the new head.
-        match hdr
-            .returned
-            .compare_exchange_weak(head, off, Ordering::Release, Ordering::Relaxed)
-        {
-            Ok(_) => return,
-            Err(h) => head = h,
-        }
-    }
+    retstack::push(&hdr.returned, off, &item.next);
 }

@@ -18,6 +18,7 @@ mod futex;
 mod heap;
 mod launch;
 pub mod registry;
+mod retstack;
 mod ring;
 mod safe;
 mod segment;

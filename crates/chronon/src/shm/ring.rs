@@ -215,24 +215,22 @@ impl<T: ShmSafe> Producer<T> {
             unsafe { (*self.raw.slot(self.tail + i as u64)).write(v) };
         }
         self.tail += n as u64;
-        // (P1) publish, then (P2) lower the register (README, R2).
-        hdr.tail.store(self.tail, SeqCst);
+        // (P1) publish with a read-modify-write, then (P2) lower the register (README, R2).
+        hdr.tail.fetch_add(n as u64, SeqCst);
         hdr.min.fetch_min(min.to_bits(), SeqCst);
         n
     }
 
-    /// Whether the ring has room for one record now.
-    fn has_space(&self) -> bool {
-        self.tail - self.raw.hdr().head.load(SeqCst) <= self.raw.mask
-    }
-
     /// The first half of a wait for space: announces the waiter and says whether to sleep,
     /// returning the futex value to sleep on (README, R3). `None`: space is there.
+    #[cfg_attr(all(chronon_loom, not(test)), allow(dead_code))]
     pub(crate) fn prepare_wait(&self) -> Option<u32> {
         let hdr = self.raw.hdr();
+        // (W1) the futex value, (W2) announce, (W3) read `head` with a read-modify-write.
         let seen = hdr.space.load(SeqCst);
-        hdr.waiting.store(1, SeqCst);
-        if self.has_space() {
+        hdr.waiting.swap(1, SeqCst);
+        let head = hdr.head.fetch_add(0, SeqCst);
+        if self.tail - head <= self.raw.mask {
             None
         } else {
             Some(seen)
@@ -329,9 +327,10 @@ impl<T: ShmSafe> Consumer<T> {
     /// Takes every record published so far, in order, handing each to `f`; returns how many.
     pub fn drain(&mut self, mut f: impl FnMut(T)) -> usize {
         let hdr = self.raw.hdr();
-        // (C1) reset the register, then (C2) read how far the producer has published.
+        // (C1) reset the register, then (C2) read how far the producer has published, with a
+        // read-modify-write (README, R2).
         hdr.min.store(f64::INFINITY.to_bits(), SeqCst);
-        let tail = hdr.tail.load(SeqCst);
+        let tail = hdr.tail.fetch_add(0, SeqCst);
         let head = hdr.head.load(SeqCst);
         for pos in head..tail {
             // Safety: positions head..tail were written and published by the producer's store
@@ -339,10 +338,10 @@ impl<T: ShmSafe> Consumer<T> {
             f(unsafe { (*self.raw.slot(pos)).assume_init_read() });
         }
         if tail != head {
-            // (C3) free the slots, then (C4) wake a waiting producer (README, R3).
-            hdr.head.store(tail, SeqCst);
-            if hdr.waiting.load(SeqCst) != 0 {
-                hdr.waiting.store(0, SeqCst);
+            // (C3) free the slots, then (C4) wake a waiting producer (README, R3); both are
+            // read-modify-writes.
+            hdr.head.fetch_add(tail - head, SeqCst);
+            if hdr.waiting.swap(0, SeqCst) != 0 {
                 hdr.space.fetch_add(1, SeqCst);
                 #[cfg(not(chronon_loom))]
                 super::futex::wake_all(&hdr.space);
