@@ -108,7 +108,7 @@ fn free_path_returns_each_item_exactly_once() {
             })
             .collect();
         let mut taken = Vec::new();
-        let mut collect = |taken: &mut Vec<(u32, u64)>| {
+        let collect = |taken: &mut Vec<(u32, u64)>| {
             let mut off = retstack::take_all(&head);
             while off != 0 {
                 let t = ttz[off as usize].load(Ordering::Relaxed);
