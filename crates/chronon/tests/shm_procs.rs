@@ -304,3 +304,44 @@ fn sigint_to_the_parent_stops_the_workers() {
         std::thread::sleep(Duration::from_millis(10));
     }
 }
+
+/// Worker body of `barrier_and_registers_across_processes`.
+#[test]
+fn child_barrier() {
+    let Some(mut w) = worker() else { return };
+    let control = Control::attach(w.segment(0).unwrap()).unwrap();
+    let shared = w.segment(1).unwrap();
+    // Safety: a page of zeros, used through atomics only.
+    let passes = unsafe { &*shared.base().cast::<AtomicU32>().as_ptr() };
+    let parties = w.procs as u32;
+    for round in 0..200 {
+        control.barrier(parties, Duration::from_secs(20)).unwrap();
+        // Nobody passes round r+1's barrier before everyone passed round r's.
+        let before = passes.fetch_add(1, Ordering::SeqCst);
+        assert!(before >= round * parties, "round {round}: {before}");
+    }
+    let i = w.index;
+    control.count_sent(i, i + 1);
+    let mut p = chronon::gsu::Published::IDLE;
+    p.moe.time = 10.0 + i as f64;
+    control.publish(i, &p);
+    control.barrier(parties, Duration::from_secs(20)).unwrap();
+}
+
+#[test]
+fn barrier_and_registers_across_processes() {
+    let control = Control::create(3).unwrap();
+    let shared = Segment::create(4096).unwrap();
+    Launcher::new(3)
+        .args(args("child_barrier"))
+        .segment(control.segment())
+        .segment(&shared)
+        .run()
+        .unwrap();
+    // Safety: as in the children.
+    let passes = unsafe { &*shared.base().cast::<AtomicU32>().as_ptr() };
+    assert_eq!(passes.load(Ordering::SeqCst), 600);
+    let mut snap = chronon::gsu::Snapshot::default();
+    control.snapshot(|_| f64::INFINITY, &mut snap);
+    assert_eq!((snap.lbts(), snap.in_transit()), (10.0, 6));
+}

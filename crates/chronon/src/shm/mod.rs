@@ -27,7 +27,7 @@ pub use bptr::BPtr;
 pub use control::{BarrierError, Control, MAX_WORKERS};
 pub use heap::{set_time, time, Heap, HeapConfig, HeapError, HeapStats, ITEM_ALIGN};
 pub use launch::{LaunchError, Launcher, Worker, FDS_ENV, PARENT_ENV, ROLE_ENV};
-pub use ring::{init_ring, local_ring, ring_bytes, Consumer, Full, Producer};
+pub use ring::{init_ring, local_ring, ring_bytes, Consumer, Full, Producer, RingRegister};
 pub use safe::ShmSafe;
 pub use segment::{page_size, Segment};
 

@@ -286,6 +286,45 @@ impl<T: ShmSafe> Producer<T> {
     }
 }
 
+/// A read-only view of a ring's register, for any process and thread: the MOM reads of a
+/// snapshot (`Control::snapshot`) are done by workers that are not the ring's consumer.
+pub struct RingRegister {
+    hdr: NonNull<Header>,
+    _keep: Arc<dyn Any + Send + Sync>,
+}
+
+// Safety: it only loads one atomic word of a header that `_keep` keeps mapped.
+unsafe impl Send for RingRegister {}
+// Safety: see `Send`.
+unsafe impl Sync for RingRegister {}
+
+impl std::fmt::Debug for RingRegister {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("RingRegister")
+            .field("min_time", &self.min_time())
+            .finish()
+    }
+}
+
+impl RingRegister {
+    /// The register of the ring at `at`.
+    ///
+    /// # Safety
+    /// `at` was initialized by [`init_ring`] and `keep` keeps it mapped.
+    pub unsafe fn attach(at: NonNull<u8>, keep: Arc<dyn Any + Send + Sync>) -> Self {
+        RingRegister {
+            hdr: at.cast(),
+            _keep: keep,
+        }
+    }
+
+    /// As [`Consumer::min_time`].
+    pub fn min_time(&self) -> f64 {
+        // Safety: an initialized header, kept mapped by `_keep`.
+        f64::from_bits(unsafe { self.hdr.as_ref() }.min.load(SeqCst))
+    }
+}
+
 /// A bounded wait for ring space ran out; the unsent records are still in the caller's batch.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Full {

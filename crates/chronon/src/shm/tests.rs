@@ -115,13 +115,16 @@ fn ring_in_a_segment() {
             Consumer::<u32>::attach(seg.base(), seg.clone()),
         )
     };
+    // Safety: as above; a register view only reads.
+    let reg = unsafe { RingRegister::attach(seg.base(), seg.clone()) };
     let mut b = vec![7, 8, 9];
     p.push_batch(&mut b, |&v| f64::from(v), Duration::from_millis(1))
         .unwrap();
-    assert_eq!(c.min_time(), 7.0);
+    assert_eq!((c.min_time(), reg.min_time()), (7.0, 7.0));
     let mut got = Vec::new();
     c.drain(|v| got.push(v));
     assert_eq!(got, [7, 8, 9]);
+    assert_eq!(reg.min_time(), f64::INFINITY);
 }
 
 #[test]
