@@ -271,38 +271,101 @@ fn parent_of_sleepers() {
 }
 
 #[test]
-fn sigint_to_the_parent_stops_the_workers() {
-    let mut parent = Command::new(std::env::current_exe().unwrap())
-        .args(args("parent_of_sleepers"))
-        .env("CHRONON_TEST_PARENT", "1")
-        .stdout(Stdio::piped())
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap();
-    let mut lines = BufReader::new(parent.stdout.take().unwrap()).lines();
-    let mut pids = Vec::new();
-    while pids.len() < 2 {
-        let line = lines.next().expect("worker pids").unwrap();
-        // The harness may print "test child_sleeper ... " on the same line first.
-        for part in line.split("pid ").skip(1) {
-            let digits: String = part.chars().take_while(char::is_ascii_digit).collect();
-            pids.push(digits.parse::<u32>().unwrap());
+fn sigint_or_kill_9_of_the_parent_stops_the_workers() {
+    for signal in ["-INT", "-9"] {
+        let mut parent = Command::new(std::env::current_exe().unwrap())
+            .args(args("parent_of_sleepers"))
+            .env("CHRONON_TEST_PARENT", "1")
+            .stdout(Stdio::piped())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap();
+        let mut lines = BufReader::new(parent.stdout.take().unwrap()).lines();
+        let mut pids = Vec::new();
+        while pids.len() < 2 {
+            let line = lines.next().expect("worker pids").unwrap();
+            // The harness may print "test child_sleeper ... " on the same line first.
+            for part in line.split("pid ").skip(1) {
+                let digits: String = part.chars().take_while(char::is_ascii_digit).collect();
+                pids.push(digits.parse::<u32>().unwrap());
+            }
+        }
+        let t = Instant::now();
+        Command::new("kill")
+            .args([signal, &parent.id().to_string()])
+            .status()
+            .unwrap();
+        assert!(!parent.wait().unwrap().success());
+        while pids.iter().any(|&p| alive(p)) {
+            assert!(
+                t.elapsed() < Duration::from_secs(2),
+                "workers outlived the parent ({signal})"
+            );
+            std::thread::sleep(Duration::from_millis(10));
         }
     }
-    let t = Instant::now();
-    Command::new("kill")
-        .args(["-INT", &parent.id().to_string()])
-        .status()
-        .unwrap();
-    let status = parent.wait().unwrap();
-    assert!(!status.success());
-    while pids.iter().any(|&p| alive(p)) {
-        assert!(
-            t.elapsed() < Duration::from_secs(2),
-            "workers outlived the parent"
-        );
-        std::thread::sleep(Duration::from_millis(10));
+}
+
+const FLOOD: u64 = 20_000;
+
+/// Sends `FLOOD` numbers through `out` while receiving as many from `inbox`, with a short
+/// bounded wait: on `Full`, drain the inbox and retry with the kept batch.
+fn flood(out: &mut Producer<u64>, inbox: &mut Consumer<u64>) {
+    let (mut next, mut got) = (0u64, 0u64);
+    while next < FLOOD || got < FLOOD {
+        if next < FLOOD {
+            let mut batch: Vec<u64> = (next..(next + 32).min(FLOOD)).collect();
+            let k = batch.len() as u64;
+            let _ = out.push_batch(&mut batch, |&v| v as f64, Duration::from_micros(100));
+            next += k - batch.len() as u64;
+        }
+        inbox.drain(|v| {
+            assert_eq!(v, got, "lost, duplicated or reordered");
+            got += 1;
+        });
     }
+}
+
+fn flood_ring_at(seg: &Segment, k: usize) -> std::ptr::NonNull<u8> {
+    // Safety (of the caller's later use): two 4-slot rings of u64 fit in a page.
+    unsafe { seg.base().add(k * 1024) }
+}
+
+/// Worker body of `two_processes_filling_each_others_rings_do_not_deadlock`.
+#[test]
+fn child_flood() {
+    let Some(mut w) = worker() else { return };
+    let seg = Arc::new(w.segment(0).unwrap());
+    // Safety: rings initialized by the parent; this process consumes ring 0, produces ring 1.
+    let (mut inbox, mut out) = unsafe {
+        (
+            Consumer::<u64>::attach(flood_ring_at(&seg, 0), seg.clone()),
+            Producer::<u64>::attach(flood_ring_at(&seg, 1), seg.clone()),
+        )
+    };
+    flood(&mut out, &mut inbox);
+}
+
+#[test]
+fn two_processes_filling_each_others_rings_do_not_deadlock() {
+    let seg = Arc::new(Segment::create(4096).unwrap());
+    assert!(ring_bytes::<u64>(4) <= 1024);
+    // Safety: fresh segment; this process produces ring 0 and consumes ring 1.
+    let (mut out, mut inbox) = unsafe {
+        init_ring::<u64>(flood_ring_at(&seg, 0), 4);
+        init_ring::<u64>(flood_ring_at(&seg, 1), 4);
+        (
+            Producer::<u64>::attach(flood_ring_at(&seg, 0), seg.clone()),
+            Consumer::<u64>::attach(flood_ring_at(&seg, 1), seg.clone()),
+        )
+    };
+    let fd = seg.fd().try_clone_to_owned().unwrap();
+    let child = std::thread::spawn(move || {
+        let s = Segment::from_fd(fd).unwrap();
+        Launcher::new(1).args(args("child_flood")).segment(&s).run()
+    });
+    flood(&mut out, &mut inbox);
+    child.join().unwrap().unwrap();
 }
 
 /// Worker body of `barrier_and_registers_across_processes`.

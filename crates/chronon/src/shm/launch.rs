@@ -228,8 +228,8 @@ pub struct Worker {
 }
 
 impl Worker {
-    /// `None` in a process that is not a worker; otherwise who this worker is. Exits the
-    /// process (code 1, one line) if its parent is already gone.
+    /// `None` in a process that is not a worker; otherwise who this worker is, or an error
+    /// (`NotConnected`) if its parent is already gone: the worker should then exit at once.
     pub fn from_env() -> Option<io::Result<Worker>> {
         let role = std::env::var(ROLE_ENV).ok()?;
         Some(Self::parse(&role))
@@ -252,8 +252,10 @@ impl Worker {
             .collect::<io::Result<Vec<_>>>()?;
         let ppid = rustix::process::getppid().map(|p| p.as_raw_nonzero().get() as u32);
         if ppid != Some(parent) {
-            eprintln!("chronon: worker process {index}: its parent {parent} is gone; exiting");
-            std::process::exit(1);
+            return Err(io::Error::new(
+                io::ErrorKind::NotConnected,
+                format!("worker process {index}: its parent {parent} is gone"),
+            ));
         }
         Ok(Worker {
             index,
