@@ -85,7 +85,9 @@ fn recv_one(c: &mut Consumer<Msg>, deadline: Duration) -> Msg {
 #[test]
 fn child_bptr() {
     let Some(mut w) = worker() else { return };
-    registry::set_directory(Directory::attach(w.segment(0).unwrap()).unwrap()).unwrap();
+    // Safety: the parent passes its directory as segment 0.
+    let dir = unsafe { Directory::attach(w.segment(0).unwrap()) }.unwrap();
+    registry::set_directory(dir).unwrap();
     let control = Control::attach(w.segment(1).unwrap()).unwrap();
     let seg = Arc::new(w.segment(2).unwrap());
     // Safety: rings initialized by the parent; this process is ring 0's only consumer and

@@ -346,6 +346,8 @@ impl Heap {
         // this process is its only user until the `BPtr` made below is shared.
         unsafe {
             let item = &*base.add(off as usize).cast::<ItemHeader>();
+            // Ordering: Relaxed: a debug check of a value this process synchronized with in
+            // `collect` (or wrote itself).
             debug_assert_eq!(item.refs.load(Ordering::Relaxed), 0);
             // Ordering: Relaxed: the item reaches another thread or process only through a
             // send that publishes it (ring `tail` store, SeqCst), as for `Arc::new`.

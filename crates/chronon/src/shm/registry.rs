@@ -51,7 +51,11 @@ impl Directory {
     }
 
     /// A directory segment created by another process.
-    pub fn attach(seg: Segment) -> io::Result<Directory> {
+    ///
+    /// # Safety
+    /// `seg` must be a segment made by [`Directory::create`]: heaps are mapped from what it
+    /// announces and dereferenced without further checks.
+    pub unsafe fn attach(seg: Segment) -> io::Result<Directory> {
         if seg.len() < MAX_HEAPS * std::mem::size_of::<Entry>() {
             return Err(io::Error::other("not a heap directory (too small)"));
         }
@@ -99,9 +103,11 @@ pub fn set_directory(dir: Directory) -> Result<&'static Directory, Directory> {
 }
 
 /// Enters a segment this process created for heap `heap` and announces it in the directory
-/// (if there is one). Fails if the heap number is taken in this process.
+/// (if there is one). Fails if the heap number is taken in this process. `seg` must be a heap
+/// segment made for `heap`.
 pub(crate) fn register(heap: u32, seg: Segment) -> io::Result<Arc<Segment>> {
-    let seg = attach(heap, seg)?;
+    // Safety: the caller (`Heap::grow`) made `seg` for heap `heap`.
+    let seg = unsafe { attach(heap, seg) }?;
     if let Some(dir) = DIRECTORY.get() {
         use std::os::fd::AsRawFd;
         dir.announce(heap, std::process::id(), seg.fd().as_raw_fd());
@@ -110,7 +116,11 @@ pub(crate) fn register(heap: u32, seg: Segment) -> io::Result<Arc<Segment>> {
 }
 
 /// Enters another process's heap segment under heap number `heap`.
-pub fn attach(heap: u32, seg: Segment) -> io::Result<Arc<Segment>> {
+///
+/// # Safety
+/// `seg` must be the segment its owner created for heap `heap` (a `BPtr` into `heap` is
+/// dereferenced in it without further checks).
+pub unsafe fn attach(heap: u32, seg: Segment) -> io::Result<Arc<Segment>> {
     if heap as usize >= MAX_HEAPS {
         return Err(io::Error::other(format!("heap number {heap} out of range")));
     }
@@ -150,7 +160,8 @@ fn base_slow(heap: u32) -> *mut u8 {
     };
     let seg = Segment::open_remote(pid, fd)
         .unwrap_or_else(|e| panic!("cannot map heap {heap} of process {pid}: {e}"));
-    match attach(heap, seg) {
+    // Safety: the directory names the segment the owner registered for `heap`.
+    match unsafe { attach(heap, seg) } {
         Ok(s) => s.base().as_ptr(),
         // Another thread mapped it first: use theirs (ours is dropped, unmapped).
         Err(_) => BASES[heap as usize].load(Ordering::Acquire),
