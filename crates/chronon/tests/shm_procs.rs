@@ -98,7 +98,9 @@ fn child_bptr() {
             Producer::<Msg>::attach(ring_at(&seg, 1), seg.clone()),
         )
     };
-    let mut heap = Heap::new(1, HeapConfig::default()).unwrap();
+    // One item per segment: the second allocation grows the heap by a segment, which the
+    // parent must find through the directory.
+    let mut heap = Heap::new(1, HeapConfig::empty().class(4096, 1)).unwrap();
     heap.set_gvt(f64::INFINITY);
     // 1. The parent's payload, read in place through its heap (mapped here at another address).
     let (t, p) = recv_one(&mut from_parent, Duration::from_secs(10));
@@ -108,10 +110,18 @@ fn child_bptr() {
     assert_eq!(BPtr::ref_count(&p), 2);
     drop(p);
     drop(extra); // the last reference: the item goes back to the parent's heap from here
-                 // 2. A payload in this process's heap, read by the parent.
-    let mine = heap.alloc(pattern(9)).unwrap();
+                 // 2. Two payloads in this process's heap (the second in a grown segment), read by the
+                 // parent.
+    let first = heap.alloc(pattern(9)).unwrap();
+    let second = heap.alloc(pattern(10)).unwrap();
+    assert_eq!(heap.stats().segments, 2);
+    assert_ne!(first.parts().0, second.parts().0);
     to_parent
-        .push_batch(&mut vec![(2.5, mine)], |m| m.0, Duration::from_secs(5))
+        .push_batch(
+            &mut vec![(2.5, first), (3.5, second)],
+            |m| m.0,
+            Duration::from_secs(5),
+        )
         .unwrap();
     control.barrier(2, Duration::from_secs(10)).unwrap();
     // 3. The parent dropped it: it came back to this heap.
@@ -158,10 +168,22 @@ fn bptr_crosses_processes_and_comes_back() {
         })
     };
     // The child's payload, read here through the child's heap (mapped lazily via the directory).
-    let (t, q) = recv_one(&mut from_child, Duration::from_secs(20));
-    assert_eq!(t, 2.5);
-    assert_eq!(*q, pattern(9));
-    drop(q);
+    let mut got = Vec::new();
+    let t0 = Instant::now();
+    while got.len() < 2 {
+        from_child.drain(|m| got.push(m));
+        assert!(t0.elapsed() < Duration::from_secs(20), "nothing arrived");
+        std::thread::yield_now();
+    }
+    let ((t1, q1), (t2, q2)) = (&got[0], &got[1]);
+    assert_eq!((*t1, *t2), (2.5, 3.5));
+    assert_eq!((**q1, **q2), (pattern(9), pattern(10)));
+    assert_eq!(
+        (q1.parts().0, q2.parts().0),
+        (16, 17),
+        "heap 17 is the child's growth"
+    );
+    drop(got);
     control.barrier(2, Duration::from_secs(20)).unwrap();
     launcher.join().unwrap().unwrap();
     // The child dropped our payload's last reference: it came back to our heap.
