@@ -3,7 +3,7 @@
 //! (heap number, offset), so its dereference needs this table; it is process-wide because a
 //! `BPtr` dereferences with no context, exactly like the seed's global array.
 //!
-//! A heap is entered by its owner when it creates the segment ([`register`]) and by any other
+//! A heap is entered by its owner when it creates the segment (`register`) and by any other
 //! process either explicitly ([`attach`]) or lazily on first dereference, through the
 //! directory ([`set_directory`]): a table in the control segment where each owner announces
 //! (pid, descriptor) of each heap segment it creates, so growth needs no message to anyone.
