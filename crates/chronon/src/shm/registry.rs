@@ -5,7 +5,7 @@
 //!
 //! A heap is entered by its owner when it creates the segment (`register`) and by any other
 //! process either explicitly ([`attach`]) or lazily on first dereference, through the
-//! directory ([`set_directory`]): a table in the control segment where each owner announces
+//! directory ([`set_directory`]): a table in its own shared segment where each owner announces
 //! (pid, descriptor) of each heap segment it creates, so growth needs no message to anyone.
 //! Segments entered here stay mapped until the process exits (a `BPtr` may be dereferenced at
 //! any time), which also makes the base pointers immutable once set.
