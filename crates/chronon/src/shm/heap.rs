@@ -373,12 +373,17 @@ impl Heap {
                 // Safety: offsets on the return stack are item headers of this segment, and
                 // the swap above made this list ours alone.
                 let item = unsafe { &*base.add(off as usize).cast::<ItemHeader>() };
-                self.dormant.push(Reverse(Dormant {
-                    // Ordering: Relaxed: made visible by the Acquire swap above.
-                    ttz: f64::from_bits(item.ttz.load(Ordering::Relaxed)),
-                    seg: k as u32,
-                    off,
-                }));
+                if self.gvt == f64::INFINITY {
+                    // Every time-to-zero is passed: straight back to the free list.
+                    self.free[item.class as usize].push((k as u32, off));
+                } else {
+                    self.dormant.push(Reverse(Dormant {
+                        // Ordering: Relaxed: made visible by the Acquire swap above.
+                        ttz: f64::from_bits(item.ttz.load(Ordering::Relaxed)),
+                        seg: k as u32,
+                        off,
+                    }));
+                }
                 self.outstanding -= 1;
                 off = retstack::next_of(&item.next);
             }
