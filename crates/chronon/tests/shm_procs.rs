@@ -109,9 +109,12 @@ fn child_bptr() {
     let extra = p.clone();
     assert_eq!(BPtr::ref_count(&p), 2);
     drop(p);
-    drop(extra); // the last reference: the item goes back to the parent's heap from here
-                 // 2. Two payloads in this process's heap (the second in a grown segment), read by the
-                 // parent.
+    // The last reference, dropped at simulation time 7: the item goes back to the parent's
+    // heap from here, dormant until the parent's GVT passes 7.
+    chronon::shm::set_time(7.0);
+    drop(extra);
+    // 2. Two payloads in this process's heap (the second in a grown segment), read by the
+    // parent.
     let first = heap.alloc(pattern(9)).unwrap();
     let second = heap.alloc(pattern(10)).unwrap();
     assert_eq!(heap.stats().segments, 2);
@@ -142,7 +145,7 @@ fn bptr_crosses_processes_and_comes_back() {
         )
     };
     let mut heap = Heap::new(0, HeapConfig::default()).unwrap();
-    heap.set_gvt(f64::INFINITY);
+    heap.set_gvt(0.0); // Time Warp style: reuse waits for GVT
     let p = heap.alloc(pattern(7)).unwrap();
     to_child
         .push_batch(&mut vec![(1.5, p)], |m| m.0, Duration::from_secs(5))
@@ -186,8 +189,13 @@ fn bptr_crosses_processes_and_comes_back() {
     drop(got);
     control.barrier(2, Duration::from_secs(20)).unwrap();
     launcher.join().unwrap().unwrap();
-    // The child dropped our payload's last reference: it came back to our heap.
-    assert_eq!(heap.stats().outstanding, 0);
+    // The child dropped our payload's last reference at time 7: it came back to our heap,
+    // with that time-to-zero, and is reused only once GVT passes 7.
+    heap.set_gvt(7.0);
+    let s = heap.stats();
+    assert_eq!((s.outstanding, s.dormant), (0, 1));
+    heap.set_gvt(7.5);
+    assert_eq!(heap.stats().dormant, 0);
     assert_eq!(dev_shm(), before, "a file was left in /dev/shm");
 }
 
