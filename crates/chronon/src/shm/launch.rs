@@ -230,8 +230,15 @@ pub struct Worker {
 impl Worker {
     /// `None` in a process that is not a worker; otherwise who this worker is, or an error
     /// (`NotConnected`) if its parent is already gone: the worker should then exit at once.
+    /// Only the first call hands out the inherited descriptors; later calls fail.
     pub fn from_env() -> Option<io::Result<Worker>> {
+        static TAKEN: AtomicBool = AtomicBool::new(false);
         let role = std::env::var(ROLE_ENV).ok()?;
+        if TAKEN.swap(true, Ordering::SeqCst) {
+            return Some(Err(io::Error::other(
+                "the worker's descriptors were taken by an earlier Worker::from_env",
+            )));
+        }
         Some(Self::parse(&role))
     }
 

@@ -211,7 +211,7 @@ impl<T: ShmSafe> Producer<T> {
             min = min.min(time(&v));
             // Safety: positions tail..tail+n are free (the consumer has read every position
             // below `head`, and tail - head + n <= cap), so the consumer does not touch them
-            // until the store of `tail` below publishes them.
+            // until the `tail` update below (P1) publishes them.
             unsafe { (*self.raw.slot(self.tail + i as u64)).write(v) };
         }
         self.tail += n as u64;
