@@ -54,8 +54,14 @@ impl Segment {
     }
 
     /// Maps a segment from a descriptor this process already holds (e.g. inherited), taking
-    /// ownership of it.
+    /// ownership of it. Only a memfd sealed against shrinking is accepted: a file that could
+    /// shrink under the mapping would turn reads into SIGBUS.
     pub fn from_fd(fd: OwnedFd) -> io::Result<Segment> {
+        let seals = rustix::fs::fcntl_get_seals(&fd)
+            .map_err(|_| io::Error::other("not a shared-memory segment (no seals)"))?;
+        if !seals.contains(SealFlags::SHRINK) {
+            return Err(io::Error::other("not a sealed shared-memory segment"));
+        }
         let len = usize::try_from(rustix::fs::fstat(&fd)?.st_size)
             .map_err(|_| io::Error::other("segment size"))?;
         if len == 0 {

@@ -38,6 +38,9 @@ fn segment_is_private_sealed_and_shared_by_descriptor() {
         seg.base().as_ptr().write(42);
         assert_eq!(other.base().as_ptr().read(), 42);
     }
+    // An ordinary file is refused (it could shrink under the mapping).
+    let file = std::fs::File::open("/proc/self/exe").unwrap();
+    assert!(Segment::from_fd(file.into()).is_err());
     // Opening through /proc works for the same user.
     use std::os::fd::AsRawFd;
     let third = Segment::open_remote(std::process::id(), seg.fd().as_raw_fd()).unwrap();
