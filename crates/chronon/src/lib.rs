@@ -160,6 +160,8 @@ mod progress;
 pub mod queue;
 pub mod refcount;
 mod rng;
+#[cfg(target_os = "linux")]
+pub mod shm;
 mod sim;
 mod stats;
 
