@@ -7,7 +7,7 @@ use std::time::Instant;
 use crossbeam_utils::CachePadded;
 
 use super::balance::Balance;
-use super::lookahead::{balance_lookaheads, worker_lookaheads};
+use super::lookahead::{balance_lookaheads, crossing_lps, worker_lookaheads};
 use super::lp_table::LpTable;
 use super::{null_message, rounds};
 use super::{ConservativeConfig, Protocol, Shared, Worker, WorkerStats};
@@ -69,6 +69,11 @@ fn run_with<M: Model, Q: PendingSet<Event<M::Event>>>(
         null_message::check_links(&links, &owner, &link_la, w)?;
         null_message::check_budget(&link_la, w, cfg.end, cc.max_null_messages)?;
     }
+    let crossing = if protocol == Protocol::Lockstep {
+        crossing_lps(&links, &owner, w)
+    } else {
+        Vec::new()
+    };
     let globals = GlobalQueue::new(model)?;
     let first_global = globals.next_time(cfg.end);
 
@@ -98,6 +103,7 @@ fn run_with<M: Model, Q: PendingSet<Event<M::Event>>>(
         workers: w,
         worker_la,
         link_la,
+        crossing,
         mail: (0..w).map(|_| CachePadded::new(Mailbox::new())).collect(),
         // Seeded with every queue's first event before any worker runs (G0 in gsu/README.md):
         // a worker that starts idle must not see the others as idle before they publish.

@@ -18,6 +18,17 @@
 
 use crate::gsu::Snapshot;
 
+/// The earliest time at which a worker other than `me` holds an event (pending or in transit)
+/// in this round's snapshot.
+pub(super) fn frontier(snap: &Snapshot, me: usize) -> f64 {
+    snap.workers
+        .iter()
+        .enumerate()
+        .filter(|&(v, _)| v != me)
+        .map(|(_, v)| v.published.moe.time.min(v.mom))
+        .fold(f64::INFINITY, f64::min)
+}
+
 /// Scratch space for the closure.
 #[derive(Debug, Default)]
 pub(super) struct Closure {

@@ -88,6 +88,75 @@ pub(super) fn balance_lookaheads(
     shared_la
 }
 
+/// Lock-step: the LPs whose events may cause, at their own time, an event on another worker.
+/// LP `x` is *crossing* when a path of zero-lookahead links leads from it, through LPs of its
+/// own worker, to an LP of another worker (`lockstep.rs`: such events run in global key order
+/// unless no other worker can have anything at their time). Empty with one worker.
+pub(super) fn crossing_lps(links: &Links, owner: &[u32], w: usize) -> Vec<bool> {
+    let n = owner.len();
+    let mut crossing = vec![false; n];
+    if w < 2 {
+        return crossing;
+    }
+    let mut has_lp = vec![false; w];
+    for &o in owner {
+        has_lp[o as usize] = true;
+    }
+    let others = |v: u32| (0..w).any(|x| x != v as usize && has_lp[x]);
+    // Zero-lookahead links inside a worker, reversed: `into[b]` lists the LPs `a` of b's
+    // worker with a zero link a -> b (a full-mesh LP at global lookahead 0 is crossing itself
+    // as soon as another worker owns an LP, so it needs no reverse edges).
+    let mut into: Vec<Vec<LpId>> = vec![Vec::new(); n];
+    let mut stack = Vec::new();
+    for a in 0..n {
+        let v = owner[a];
+        match links.of(a as LpId) {
+            None => {
+                if links.lookahead == 0.0 && others(v) {
+                    crossing[a] = true;
+                    stack.push(a as LpId);
+                }
+            }
+            Some(ls) => {
+                for &(b, la) in ls {
+                    if la != 0.0 {
+                        continue;
+                    }
+                    if owner[b as usize] != v {
+                        if !crossing[a] {
+                            crossing[a] = true;
+                            stack.push(a as LpId);
+                        }
+                    } else {
+                        into[b as usize].push(a as LpId);
+                    }
+                }
+            }
+        }
+    }
+    // Full-mesh LPs with lookahead 0 also reach every LP of their own worker at zero delay.
+    if links.lookahead == 0.0 {
+        for a in 0..n {
+            if links.of(a as LpId).is_none() {
+                for b in 0..n {
+                    if b != a && owner[b] == owner[a] {
+                        into[b].push(a as LpId);
+                    }
+                }
+            }
+        }
+    }
+    while let Some(b) = stack.pop() {
+        for &a in &into[b as usize] {
+            if !crossing[a as usize] {
+                crossing[a as usize] = true;
+                stack.push(a);
+            }
+        }
+    }
+    crossing
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -125,5 +194,31 @@ mod tests {
         let (mut la, _) = worker_lookaheads(&links, &owner, 1);
         let shared = balance_lookaheads(&links, &owner, &[DEDICATED, DEDICATED, 0], &mut la);
         assert_eq!((la[0], shared), (0.5, 2.0));
+    }
+
+    #[test]
+    fn crossing_lps_follow_zero_paths_inside_a_worker() {
+        /// 0 -> 1 -> 2 -> 3 at lookahead 0, 3 -> 0 at 1.0; LP 4 only sends to 0 at 0.
+        struct Zero;
+        impl Model for Zero {
+            type State = ();
+            type Event = ();
+            fn init(&self, _ctx: &mut Ctx<'_, Self>) {}
+            fn on_event(&self, _s: &mut (), _e: &(), _ctx: &mut Ctx<'_, Self>) {}
+            fn topology(&self, lp: LpId) -> Option<Vec<(LpId, f64)>> {
+                Some(vec![
+                    [(1, 0.0), (2, 0.0), (3, 0.0), (0, 1.0), (0, 0.0)][lp as usize],
+                ])
+            }
+        }
+        let links = Links::new(&Zero, 5).unwrap();
+        // Workers {0, 1}, {2, 3, 4}: 1 -> 2 crosses, so 0 and 1 are crossing; 2 and 3 reach
+        // worker 0 only over 3 -> 0 (lookahead 1); 4 -> 0 crosses at 0.
+        assert_eq!(
+            crossing_lps(&links, &[0, 0, 1, 1, 1], 2),
+            vec![true, true, false, false, true]
+        );
+        // One worker: nothing crosses.
+        assert_eq!(crossing_lps(&links, &[0; 5], 1), vec![false; 5]);
     }
 }

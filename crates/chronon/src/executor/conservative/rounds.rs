@@ -16,7 +16,7 @@
 use std::sync::atomic::Ordering;
 use std::time::Instant;
 
-use super::lockstep::Closure;
+use super::lockstep::{self, Closure};
 use super::{window, Outcome, Protocol, Worker};
 use crate::barrier::Barrier;
 use crate::event::Event;
@@ -113,9 +113,6 @@ pub(super) fn run<M: Model, Q: PendingSet<Event<M::Event>>>(
         }
         let below = match protocol {
             Protocol::Window => window::lbts(&snap, &sh.worker_la),
-            // A worker with a zero-lookahead link to another worker runs only the event at
-            // GST (lockstep.rs: equal-time cascades across workers).
-            _ if sh.worker_la[me] == 0.0 => t_min.min(closure.in_clock(&snap, &sh.link_la, me)),
             _ => closure.in_clock(&snap, &sh.link_la, me),
         };
         bound_sum += (below.min(end) - t_min).max(0.0);
@@ -130,7 +127,11 @@ pub(super) fn run<M: Model, Q: PendingSet<Event<M::Event>>>(
             sh.cap(g)
         };
         w.stats.sync_s += t0.elapsed().as_secs_f64();
-        if let Err(e) = w.run_below(below, cap, Some(min_key)) {
+        let ran = match protocol {
+            Protocol::Window => w.run_below(below, cap, Some(min_key)),
+            _ => w.run_lockstep(below, cap, min_key, lockstep::frontier(&snap, me)),
+        };
+        if let Err(e) = ran {
             sh.record_error(e);
             failed = true;
         }

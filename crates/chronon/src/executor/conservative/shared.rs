@@ -47,6 +47,9 @@ pub(crate) struct Shared<'a, M: Model> {
     /// `link_la[v * W + w]`: the smallest lookahead of a link from an LP of worker `v` to an LP
     /// of worker `w != v` (`+inf` when none).
     pub link_la: Vec<Time>,
+    /// Lock-step: per LP, whether a zero-lookahead path leads from it to another worker
+    /// ([`crossing_lps`](super::lookahead::crossing_lps); empty for the other protocols).
+    pub crossing: Vec<bool>,
     pub mail: Vec<CachePadded<Mailbox<Event<M::Event>>>>,
     pub gsu: Gsu,
     pub globals: Mutex<GlobalQueue>,

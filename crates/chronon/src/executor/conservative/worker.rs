@@ -29,6 +29,8 @@ pub(crate) struct Worker<'s, 'a, M: Model, Q> {
     pub stats: WorkerStats,
     reported: u64,
     pub last_time: Time,
+    /// The earliest event sent to another worker since the last reset (lock-step).
+    sent_min: Time,
 }
 
 impl<'s, 'a, M: Model, Q: PendingSet<Event<M::Event>>> Worker<'s, 'a, M, Q> {
@@ -45,6 +47,7 @@ impl<'s, 'a, M: Model, Q: PendingSet<Event<M::Event>>> Worker<'s, 'a, M, Q> {
             stats: WorkerStats::default(),
             reported: 0,
             last_time: 0.0,
+            sent_min: Time::INFINITY,
         }
     }
 
@@ -72,6 +75,41 @@ impl<'s, 'a, M: Model, Q: PendingSet<Event<M::Event>>> Worker<'s, 'a, M, Q> {
             loop {
                 match w.queue.peek() {
                     Some(e) if e.time < below && e.key() < cap => {}
+                    _ => break,
+                }
+                let ev = w.queue.pop().expect("the head exists");
+                w.execute(ev)?;
+            }
+            Ok(())
+        })
+    }
+
+    /// Lock-step: executes, in key order, first the event with key `gst` if it is this worker's
+    /// head (the event at GST, which nothing can precede), then every head with time
+    /// `< below` and key `< cap`, stopping at the first head of a *crossing* LP
+    /// ([`Shared::crossing`]) whose time is not below `frontier`: the earliest time at which
+    /// another worker may hold an event, lowered by every event this round sends to another
+    /// worker (`lockstep.rs`). Returns the number executed.
+    pub(crate) fn run_lockstep(
+        &mut self,
+        below: Time,
+        cap: EventKey,
+        gst: EventKey,
+        frontier: Time,
+    ) -> Result<u64, SimError> {
+        self.counted(|w| {
+            w.sent_min = Time::INFINITY;
+            if w.head() == Some(gst) && gst < cap {
+                let ev = w.queue.pop().expect("the head exists");
+                w.execute(ev)?;
+            }
+            loop {
+                match w.queue.peek() {
+                    Some(e) if e.time < below && e.key() < cap => {
+                        if w.sh.crossing[e.dst as usize] && !(e.time < frontier.min(w.sent_min)) {
+                            break;
+                        }
+                    }
                     _ => break,
                 }
                 let ev = w.queue.pop().expect("the head exists");
@@ -189,6 +227,7 @@ impl<'s, 'a, M: Model, Q: PendingSet<Event<M::Event>>> Worker<'s, 'a, M, Q> {
             if w == self.me {
                 self.queue.push(e);
             } else {
+                self.sent_min = self.sent_min.min(e.time);
                 self.outbox[w].push(e);
             }
         }
