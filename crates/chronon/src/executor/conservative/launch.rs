@@ -9,7 +9,7 @@ use crossbeam_utils::CachePadded;
 use super::balance::Balance;
 use super::lookahead::{balance_lookaheads, crossing_lps, worker_lookaheads};
 use super::lp_table::LpTable;
-use super::{null_message, rounds};
+use super::{null_message, rounds, zero_links};
 use super::{ConservativeConfig, Protocol, Shared, Worker, WorkerStats};
 use crate::barrier::park::Sleepers;
 use crate::comm::Mailbox;
@@ -66,7 +66,7 @@ fn run_with<M: Model, Q: PendingSet<Event<M::Event>>>(
         None
     };
     if protocol == Protocol::NullMessage {
-        null_message::check_links(&links, &owner, &link_la, w)?;
+        zero_links::check_links(&links, &owner, &link_la, w)?;
         null_message::check_budget(&link_la, w, cfg.end, cc.max_null_messages)?;
     }
     let crossing = if protocol == Protocol::Lockstep {

@@ -24,6 +24,7 @@ mod rounds;
 mod shared;
 mod window;
 mod worker;
+mod zero_links;
 
 pub(crate) use config::Protocol;
 pub use config::{ConservativeConfig, DEFAULT_MAX_NULL_MESSAGES};
