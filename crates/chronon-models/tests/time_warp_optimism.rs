@@ -28,6 +28,7 @@ fn datastore() -> DataStore {
         batching_factor: 20,
         ops_per_tx: 8,
         remote: 1.0,
+        work_us: 0.0,
         ..DataStore::default()
     }
 }

@@ -638,11 +638,10 @@ impl Model for NetModel {
         q.sent += 1;
         p.hops += 1;
         p.link = iface.back;
-        ctx.send(
-            iface.peer,
-            end - now + iface.spec.delay,
-            NetEvent::Packet(p),
-        );
+        // `max`: `end - now` may round an ulp below the transmission time, and the delay must
+        // not fall below the link's declared lookahead (delay + smallest transmission).
+        let transmit = (end - now).max(iface.spec.transmit_time(p.bytes));
+        ctx.send(iface.peer, transmit + iface.spec.delay, NetEvent::Packet(p));
     }
 
     fn lookahead(&self) -> f64 {
