@@ -453,6 +453,9 @@ fn load_balanced_window_matches_the_sequential_history() {
         let end = 12.0;
         let seq = run(&m, Executor::Sequential, end).unwrap();
         assert!(seq.committed > 50, "seed {seed}: {}", seq.committed);
+        // Runs of a shared LP by a worker the mapping did not give it to, over this seed's
+        // runs with 2 or more threads: 0 would mean no worker ever took another's load.
+        let mut foreign = 0.0;
         for threads in 1..=4 {
             for (dedicated, sets) in [(0.0, 1), (0.5, 2), (0.0, 3), (0.5, 1)] {
                 let c = ConservativeConfig::new(threads)
@@ -466,8 +469,17 @@ fn load_balanced_window_matches_the_sequential_history() {
                 assert!(r.executor_stats["shared_lps"] > 0.0, "{name}");
                 let shared: f64 = r.workers.iter().map(|w| w["shared_events"]).sum();
                 assert!(shared > 0.0, "{name}: no shared LP ran");
+                let f: f64 = r.workers.iter().map(|w| w["foreign_shared_lp_runs"]).sum();
+                if threads == 1 {
+                    assert_eq!(f, 0.0, "{name}: one worker owns every LP");
+                }
+                foreign += f;
             }
         }
+        assert!(
+            foreign > 0.0,
+            "seed {seed}: no worker ever claimed a shared LP of another worker"
+        );
     }
 }
 

@@ -195,10 +195,26 @@ fn run_with<M: Model, Q: PendingSet<Event<M::Event>>>(
     }
     // Every worker has stopped: what is still in a mailbox was sent by a committed event and
     // is pending too (null messages leave without waiting for events at or after the end).
+    // The GSU's TMC registers count it — the count a transport that cannot drain another
+    // process's mailbox will rely on; here the drain checks it.
+    let mut snap = crate::gsu::Snapshot::default();
+    shared
+        .gsu
+        .snapshot(|i| shared.mail[i].min_time(), &mut snap);
+    let in_transit = snap.in_transit();
+    let mut drained = 0i64;
     for m in shared.mail.iter() {
-        m.take(|_| pending += 1);
+        m.take(|_| drained += 1);
     }
+    assert_eq!(
+        in_transit, drained,
+        "the GSU's TMC registers disagree with the mailboxes at the end of the run"
+    );
+    pending += in_transit as usize;
     report.pending_at_end = pending as u64;
+    report
+        .executor_stats
+        .insert("in_transit_at_end".into(), in_transit as f64);
     if let crate::barrier::BarrierKind::Tree { fan_in } = cc.barrier {
         report
             .executor_stats

@@ -41,7 +41,7 @@ pub(super) fn run<M: Model, Q: PendingSet<Event<M::Event>>>(
     let mut failed = false;
     let mut outcome = Outcome::default();
     let mut bound_sum = 0.0;
-    let (mut shared_runs, mut shared_events) = (0u64, 0u64);
+    let (mut shared_runs, mut shared_events, mut foreign_runs) = (0u64, 0u64, 0u64);
     loop {
         let t0 = Instant::now();
         let stop = me == 0 && sh.cfg.progress.stop_requested();
@@ -140,9 +140,13 @@ pub(super) fn run<M: Model, Q: PendingSet<Event<M::Event>>>(
             'sets: for k in 0..n {
                 let s = (me + k) % n;
                 while let Some(j) = b.cursors[s].claim(b.sets[s].len()) {
-                    match w.run_shared(b.sets[s][j], below, cap, Some(min_key)) {
+                    let lp = b.sets[s][j];
+                    match w.run_shared(lp, below, cap, Some(min_key)) {
                         Ok(done) => {
                             shared_runs += u64::from(done > 0);
+                            // An LP the mapping gave another worker: the balancing at work.
+                            foreign_runs +=
+                                u64::from(done > 0 && sh.owner[lp as usize] as usize != me);
                             shared_events += done;
                         }
                         Err(e) => {
@@ -168,6 +172,9 @@ pub(super) fn run<M: Model, Q: PendingSet<Event<M::Event>>>(
     }
     if sh.balance.is_some() {
         outcome.extra.push(("shared_lp_runs", shared_runs as f64));
+        outcome
+            .extra
+            .push(("foreign_shared_lp_runs", foreign_runs as f64));
         outcome.extra.push(("shared_events", shared_events as f64));
     }
     if w.stats.rounds > 0 {
