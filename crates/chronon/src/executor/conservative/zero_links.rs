@@ -40,7 +40,7 @@ pub(super) fn check_links(
     if let Some(cycle) = lp_cycle(links, owner) {
         let hops: Vec<String> = cycle.windows(2).map(|p| hop(p[0], p[1])).collect();
         return Err(SimError::Config(format!(
-            "--sync null-message cannot run a cycle of zero-lookahead links: {}; give one of these links a positive lookahead, or use --sync window or lockstep",
+            "--sync null-message cannot run a cycle of zero-lookahead links: {}; give these links a positive lookahead, or use --sync window or lockstep",
             hops.join(", ")
         )));
     }
