@@ -12,9 +12,11 @@
 //!
 //! Zero lookahead between workers: an event at time `t` may then cause, at once, events at `t`
 //! on another worker whose keys are *smaller* than events already pending there; the sequential
-//! executor interleaves them by pop order, not by key. A worker with such a link therefore runs
-//! only the event at GST (the one event nothing can precede); its receivers are held at `t` by
-//! their InClock. Positive lookahead between workers has no such restriction.
+//! executor interleaves them by pop order, not by key. Only events of *crossing* LPs (a
+//! zero-lookahead path to another worker) can do that; such an event runs outside GST only
+//! while its time is below the [`frontier`] — no other worker holds or can create anything at
+//! that time — lowered by this lock-step's own sends (`Worker::run_lockstep`; proof sketch in
+//! README.md, rule 4). Positive lookahead between workers has no such restriction.
 
 use crate::gsu::Snapshot;
 
