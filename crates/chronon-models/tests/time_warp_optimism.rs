@@ -16,6 +16,7 @@ fn simplesim() -> SimpleSim {
         payload_bytes: 64,
         start_window: 1.0,
         warmup: 0.0,
+        ..SimpleSim::default()
     }
 }
 
