@@ -6,11 +6,17 @@
 //! - [`null_message`]: Chandy-Misra-Bryant (seed 001 §2.2.1) with per-link lookahead and null
 //!   messages between workers.
 //!
-//! Shared here: the LP table, the worker (its pending set, event execution, per-destination
-//! batching of remote events through the mailboxes), and report assembly. Each worker keeps
-//! one pending set for all its LPs and pops it in key order below its safe bound, exactly like
-//! the sequential executor restricted to its LPs; remote events travel as batches, one per
-//! destination worker per flush, payloads moved. Determinism argument: `README.md`.
+//! What the protocols decide (when an event is safe, when to stop) lives in their files:
+//! `rounds.rs` (the round driver of window and lock-step), `window.rs`, `lockstep.rs`,
+//! `null_message.rs`, `zero_links.rs` (null messages' start-up check) and `lookahead.rs` (the
+//! lookaheads and crossing LPs they derive from the declared links). How events move lives
+//! apart: `worker.rs` executes below a bound it is given and batches events per destination
+//! worker, flushed through the GSU into the destination's mailbox; `shared.rs` is what the
+//! workers share; `launch.rs` starts the threads and assembles the report; `config.rs` the
+//! settings; `lp_table.rs`, `balance.rs`, `claim.rs` LP ownership and load balancing. Each
+//! worker keeps one pending set for all its LPs and pops it in key order below its safe bound,
+//! exactly like the sequential executor restricted to its LPs; remote events travel as batches,
+//! one per destination worker per flush, payloads moved. Determinism argument: `README.md`.
 
 mod balance;
 mod claim;
