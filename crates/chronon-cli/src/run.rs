@@ -31,6 +31,8 @@ pub(crate) fn default_end(model: &str) -> f64 {
         // Seconds.
         "star-clique" => 100.0,
         "campus" => 2.0,
+        // Every event spins the example's 30 µs of work (`--work-us`).
+        "datastore" => 200.0,
         _ => 1000.0,
     }
 }
