@@ -32,6 +32,9 @@ pub(super) struct Stats {
     pub(super) checkpoint_interval: u64,
     /// The latest time of an event this worker committed.
     pub(super) last_committed: Time,
+    /// User and system CPU seconds of the worker's thread (from the OS; 0 where unreported).
+    pub(super) cpu_user: f64,
+    pub(super) cpu_sys: f64,
 }
 
 #[allow(clippy::too_many_arguments)]
@@ -122,6 +125,10 @@ pub(super) fn finish<M: Model, Q: PendingSet<TwEvent<M::Event>>>(
         es.insert("memory_capped_rounds".into(), ms.capped_rounds as f64);
         es.insert("memory_rss_samples".into(), ms.rss_samples as f64);
     }
+    let (user, sys) = stats
+        .iter()
+        .fold((0.0, 0.0), |(u, y), s| (u + s.cpu_user, y + s.cpu_sys));
+    insert_cpu(es, user, sys, report.committed);
     let window = sh.optimism.summary();
     window.insert_into(es);
     report.workers = stats
@@ -141,6 +148,7 @@ pub(super) fn finish<M: Model, Q: PendingSet<TwEvent<M::Event>>>(
                 m.insert("checkpoint_interval".into(), s.checkpoint_interval as f64);
             }
             m.insert("peak_tracked_bytes".into(), s.peak_bytes as f64);
+            insert_cpu(&mut m, s.cpu_user, s.cpu_sys, s.committed);
             m.insert(
                 "efficiency".into(),
                 s.committed as f64 / s.processed.max(1) as f64,
@@ -173,4 +181,16 @@ pub(super) fn pending_at_end<P, Q: PendingSet<TwEvent<P>>>(
         ids.push(e.id);
     }
     ids.iter().filter(|id| !cancelled.remove(id)).count() as u64
+}
+
+/// The CPU figures of a worker (or of all of them): user and system seconds of its thread, and
+/// committed events per CPU second, so that a slow worker shows up as cost, not only as wall
+/// time. Nothing is inserted where the OS reports no per-thread times.
+fn insert_cpu(m: &mut std::collections::BTreeMap<String, f64>, user: f64, sys: f64, events: u64) {
+    if user + sys <= 0.0 {
+        return;
+    }
+    m.insert("cpu_user_s".into(), user);
+    m.insert("cpu_sys_s".into(), sys);
+    m.insert("events_per_cpu_s".into(), events as f64 / (user + sys));
 }

@@ -295,6 +295,10 @@ pub(super) fn run_with<M: Model, Q: PendingSet<TwEvent<M::Event>>>(
                         }
                     };
                     worker.stats.checkpoint_interval = u64::from(worker.k);
+                    if let Some((user, sys)) = crate::cpu::thread_times() {
+                        worker.stats.cpu_user = user;
+                        worker.stats.cpu_sys = sys;
+                    }
                     (
                         worker.lps,
                         worker.cold,
