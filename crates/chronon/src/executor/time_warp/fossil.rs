@@ -1,15 +1,14 @@
 //! GVT reports, commit and fossil collection (README.md, "Fossil collection and commit").
 
-use std::collections::VecDeque;
 use std::sync::atomic::Ordering;
 
-use super::lp::{Checkpoint, Sent, TwEvent};
+use super::history::Extra;
+use super::lp::{Checkpoint, TwCold, TwEvent};
 use super::memory::{self};
 use super::optimism::Delta;
 use super::shared::*;
 use super::worker::*;
 use crate::error::SimError;
-use crate::event::Keyed;
 use crate::model::{CommitCtx, Model};
 use crate::queue::PendingSet;
 
@@ -67,9 +66,11 @@ impl<'s, 'a, M: Model, Q: PendingSet<TwEvent<M::Event>>> Worker<'s, 'a, M, Q> {
         // Records at the capacity of their deques (what is allocated); the logs and
         // checkpoints at twice their length (deque growth); cancelled ids at their table's
         // capacity (an id and a control byte each).
-        let history = c.done_cap * sh.record_size
-            + 2 * c.sent * std::mem::size_of::<Sent>() as u64
-            + 2 * c.counts * std::mem::size_of::<(u32, i64)>() as u64
+        // The arena and its extras log at their capacity; coast logs and checkpoints at twice
+        // their length (deque growth); cancelled ids at their table's capacity (an id and a
+        // control byte each).
+        let history = self.history.bytes()
+            + 2 * c.coast * std::mem::size_of::<TwEvent<M::Event>>() as u64
             + 2 * c.checkpoints * std::mem::size_of::<Checkpoint<M::State>>() as u64;
         let bytes = history
             + memory::QUEUE_SLACK
@@ -80,7 +81,7 @@ impl<'s, 'a, M: Model, Q: PendingSet<TwEvent<M::Event>>> Worker<'s, 'a, M, Q> {
         // Ordering: self-contained figures (see `Shared::total_bytes`).
         sh.bytes[self.w].store(bytes, Ordering::Relaxed);
         sh.history[self.w].store(history, Ordering::Relaxed);
-        sh.records[self.w].store(c.done, Ordering::Relaxed);
+        sh.records[self.w].store(self.history.live(), Ordering::Relaxed);
         let total = sh.total_bytes();
         // Ordering: a monotone statistic. Read first: writing the shared line only when the
         // peak grows keeps it from bouncing between cores.
@@ -94,111 +95,70 @@ impl<'s, 'a, M: Model, Q: PendingSet<TwEvent<M::Event>>> Worker<'s, 'a, M, Q> {
     pub(super) fn fossil(&mut self, g: f64) -> Result<(), SimError> {
         let sh = self.sh;
         self.gvt = g;
-        let mut i = 0;
-        while i < self.dirty.len() {
-            // The LP visited next is `dirty[i + 1]` if this one stays dirty, otherwise the last
-            // one (moved here by `swap_remove`): prefetch a few ahead on both paths.
-            // Records first, then (half as far ahead, their records being loaded by now) the
-            // oldest processed event in each one's history.
-            let n = self.dirty.len();
-            let half = FOSSIL_PREFETCH / 2;
-            for ahead in [i + FOSSIL_PREFETCH, n.wrapping_sub(FOSSIL_PREFETCH)] {
-                if ahead > i && ahead < n {
-                    let lj = self.dirty[ahead] as usize;
-                    prefetch(&self.cold[lj]);
-                    prefetch(&self.lps[lj]);
-                }
-            }
-            for ahead in [i + half, n.wrapping_sub(half)] {
-                if ahead > i && ahead < n {
-                    if let Some(d) = self.lps[self.dirty[ahead] as usize].done.front() {
-                        prefetch(d);
+        let reverse = sh.saving == Saving::Reverse;
+        let (counters, stats, current) = (&mut self.counters, &mut self.stats, &mut self.current);
+        let (cold, census) = (&mut self.cold, &mut self.census);
+        // Stream the arena: every record older than GVT commits, in arena order (which is each
+        // LP's order: history.rs).
+        self.history.commit_older(
+            g,
+            |rec, extras| {
+                let (me, now) = (rec.ev.ev.dst, rec.ev.ev.time);
+                *current = (me, now);
+                sh.model.commit(&rec.ev.ev.payload, &CommitCtx { me, now });
+                for e in extras {
+                    if let Extra::Count(idx, delta) = e {
+                        counters[idx as usize] += delta;
                     }
                 }
-            }
-            let li = self.dirty[i] as usize;
-            let lp = &mut self.lps[li];
-            let cold = &mut self.cold[li];
-            let me = lp.id;
-            // Counter deltas of the first uncommitted record start at this offset.
-            let mut coff: usize = lp
-                .done
-                .iter()
-                .take((cold.committed - lp.base) as usize)
-                .map(|d| d.counts.saturating_sub(1) as usize)
-                .sum();
-            while cold.committed < lp.next_index() {
-                let d = &lp.done[(cold.committed - lp.base) as usize];
-                let now = d.ev.ev.time;
-                if now >= g {
-                    break;
-                }
-                if let Some(e) = &d.error {
-                    return Err(SimError::Model((**e).clone()));
-                }
-                self.current = (me, now);
-                sh.model.commit(&d.ev.ev.payload, &CommitCtx { me, now });
-                cold.digest.commit(&d.ev.ev.key());
-                if d.counts > 0 {
-                    let (idx, delta) = d.first_count;
-                    self.counters[idx as usize] += delta;
-                }
-                for _ in 1..d.counts {
-                    let (idx, delta) = cold.counts[coff];
-                    self.counters[idx as usize] += delta;
-                    coff += 1;
-                }
-                cold.committed += 1;
-                self.stats.committed += 1;
-                self.stats.last_committed = self.stats.last_committed.max(now);
-            }
-            // Free what lies before the last restart point at or below the commit point.
-            let keep_from = match sh.saving {
-                Saving::Reverse => cold.committed,
-                Saving::Copy => {
-                    while cold.checkpoints.len() > 1 && cold.checkpoints[1].at <= cold.committed {
-                        cold.checkpoints.pop_front();
-                        self.census.checkpoints -= 1;
+                stats.committed += 1;
+                stats.last_committed = stats.last_committed.max(now);
+                if !reverse {
+                    // Copy state saving: the newest checkpoint at or below the commit point
+                    // is the oldest one a rollback can need.
+                    let c = &mut cold[sh.local_of(me)];
+                    c.committed += 1;
+                    while c.checkpoints.len() > 1 && c.checkpoints[1].at <= c.committed {
+                        c.checkpoints.pop_front();
+                        census.checkpoints -= 1;
                     }
-                    cold.checkpoints[0].at
+                    trim_coast(c, census);
                 }
-            };
-            while lp.base < keep_from {
-                let d = lp
-                    .done
-                    .pop_front()
-                    .expect("a record below the commit point");
-                for _ in 1..d.sent {
-                    cold.sent.pop_front();
-                }
-                for _ in 1..d.counts {
-                    cold.counts.pop_front();
-                }
-                self.census.done -= 1;
-                self.census.sent -= u64::from(d.sent.saturating_sub(1));
-                self.census.counts -= u64::from(d.counts.saturating_sub(1));
-                lp.base += 1;
+                // Under reverse computation nothing needs a committed record: drop it now.
+                Ok(reverse)
+            },
+            |_, e| SimError::Model(*e),
+        )?;
+        // Free the arena's front. Copy state saving keeps a committed event in its LP's coast
+        // log while a checkpoint before it may be restored.
+        self.history.free_front(|rec| {
+            if reverse {
+                return;
             }
-            if sh.mem.bounded() {
-                // Under a memory bound an LP gives back what its history no longer uses
-                // (with a million LPs, empty deques of capacity 4 alone are ~0.5 GB).
-                let cap = lp.done.capacity();
-                if lp.done.is_empty() {
-                    lp.done = VecDeque::new();
-                } else if cap > 64 && cap > 4 * lp.done.len() {
-                    lp.done.shrink_to(2 * lp.done.len());
-                }
-                self.census.done_cap -= (cap - lp.done.capacity()) as u64;
-            }
-            if cold.committed == lp.next_index() {
-                lp.dirty = false;
-                self.dirty.swap_remove(i);
-            } else {
-                i += 1;
-            }
+            let c = &mut cold[sh.local_of(rec.ev.ev.dst)];
+            c.arena_base += 1;
+            c.coast.push_back(rec.ev);
+            census.coast += 1;
+            trim_coast(c, census);
+        });
+        if sh.mem.bounded() {
+            self.history.shrink();
         }
         self.tune_checkpoints();
         Ok(())
+    }
+
+    /// Leaves each LP with the digest of its committed events only: the digest before its
+    /// oldest uncommitted record (an LP's digest folds events when they run). Called once the
+    /// worker has stopped; on a complete run every record is committed and nothing changes.
+    pub(super) fn committed_digests(&mut self) {
+        let mut seen = vec![false; self.lps.len()];
+        for rec in self.history.uncommitted() {
+            let li = self.sh.local_of(rec.ev.ev.dst);
+            if !std::mem::replace(&mut seen[li], true) {
+                self.lps[li].digest = rec.digest;
+            }
+        }
     }
 
     /// Automatic checkpoint interval: minimizes `save / k + rollbacks * (k - 1) / 2 * event`
@@ -221,5 +181,18 @@ impl<'s, 'a, M: Model, Q: PendingSet<TwEvent<M::Event>>> Worker<'s, 'a, M, Q> {
             (2.0 * self.save_ns.max(1.0) / (rate * self.event_ns)).sqrt()
         };
         self.k = (k.round() as u32).clamp(1, AUTO_K_MAX);
+    }
+}
+
+/// Drops the coast-log events before the LP's oldest checkpoint (no rollback restores a state
+/// older than it, so none coasts over them).
+fn trim_coast<S, P>(c: &mut TwCold<S, P>, census: &mut Census) {
+    let keep_from = c.checkpoints.front().map_or(c.arena_base, |k| k.at);
+    while c.coast_base < keep_from && c.coast.pop_front().is_some() {
+        c.coast_base += 1;
+        census.coast -= 1;
+    }
+    if c.coast.is_empty() {
+        c.coast_base = c.arena_base;
     }
 }

@@ -9,6 +9,7 @@
 
 mod fossil;
 mod gvt;
+mod history;
 mod lp;
 mod memory;
 mod optimism;

@@ -4,11 +4,11 @@ use std::collections::HashSet;
 use std::hash::BuildHasherDefault;
 use std::sync::atomic::Ordering;
 
+use super::transport::Wires;
 use super::lp::{Msg, TwEvent};
 use super::options::*;
 use super::setup::WorkerResult;
 use super::shared::*;
-use crate::comm::Mailbox;
 use crate::error::SimError;
 use crate::executor::{finish_report, LpSlot, RunConfig};
 use crate::model::{Model, Time};
@@ -59,15 +59,16 @@ pub(super) fn finish<M: Model, Q: PendingSet<TwEvent<M::Event>>>(
     let mut pending = 0;
     for (w, (lps, cold, c, st, done, (queue, cancelled))) in results.into_iter().enumerate() {
         complete &= done;
-        pending += pending_at_end(queue, cancelled, &sh.boxes[w]);
+        pending += pending_at_end(queue, cancelled, &sh.wires, w);
         for (a, b) in counters.iter_mut().zip(&c) {
             *a += b;
         }
-        for (lp, cold) in lps.into_iter().zip(cold) {
+        drop(cold);
+        for lp in lps {
             let slot = LpSlot {
                 state: lp.state,
                 meta: lp.meta,
-                digest: cold.digest,
+                digest: lp.digest,
             };
             if all.is_empty() && lp.id as usize == in_order.len() {
                 in_order.push(slot);
@@ -165,13 +166,14 @@ pub(super) fn finish<M: Model, Q: PendingSet<TwEvent<M::Event>>>(
 /// pending set and its mailbox, less the positives that an anti-message cancels. On a
 /// complete run none of them was processed (nothing at or after the end runs), so an
 /// anti-message can only cancel a positive here, never roll anything back.
-pub(super) fn pending_at_end<P, Q: PendingSet<TwEvent<P>>>(
+pub(super) fn pending_at_end<P: Send, Q: PendingSet<TwEvent<P>>>(
     mut queue: Q,
     mut cancelled: HashSet<u64, BuildHasherDefault<IdHasher>>,
-    mailbox: &Mailbox<Msg<P>>,
+    wires: &Wires<P>,
+    w: usize,
 ) -> u64 {
     let mut ids = Vec::new();
-    mailbox.take(|m| match m {
+    wires.leftovers(w, |m| match m {
         Msg::Event(e) => ids.push(e.id),
         Msg::Anti(a) => {
             cancelled.insert(a.id);

@@ -1,14 +1,15 @@
 //! Rollback, anti-messages and annihilation (README.md, "Rollback, cancellation, annihilation").
 
+use super::history::Extra;
 use super::lp::{Anti, Msg, TwEvent};
-use super::shared::*;
-use super::worker::*;
+use super::shared::Saving;
+use super::worker::Worker;
 use crate::error::SimError;
 use crate::event::{EventKey, Keyed};
 use crate::model::{Ctx, Model, ReverseCtx};
 use crate::queue::PendingSet;
 
-impl<'s, 'a, M: Model, Q: PendingSet<TwEvent<M::Event>>> Worker<'s, 'a, M, Q> {
+impl<M: Model, Q: PendingSet<TwEvent<M::Event>>> Worker<'_, '_, M, Q> {
     /// Applies the local anti-messages that rollbacks produced (they may roll back more).
     pub(super) fn settle(&mut self) -> Result<(), SimError> {
         while let Some(a) = self.local_antis.pop() {
@@ -22,23 +23,22 @@ impl<'s, 'a, M: Model, Q: PendingSet<TwEvent<M::Event>>> Worker<'s, 'a, M, Q> {
     pub(super) fn annihilate(&mut self, a: Anti) -> Result<(), SimError> {
         let li = self.sh.local_of(a.dst);
         let lp = &self.lps[li];
+        // Newest first, stopping at earlier times (committed records are older than GVT).
         let mut found = None;
-        for (i, d) in lp.done.iter().enumerate().rev() {
-            if d.ev.ev.time < a.key.time {
+        let (mut seq, mut number) = (lp.last, lp.next);
+        while let Some(r) = self.history.get(seq) {
+            number -= 1;
+            if r.committed || r.ev.ev.time < a.key.time {
                 break;
             }
-            if d.ev.id == a.id {
-                found = Some(i);
+            if r.ev.id == a.id {
+                found = Some(number);
                 break;
             }
+            seq = r.prev;
         }
         match found {
-            Some(i) => {
-                let at = lp.base + i as u64;
-                debug_assert!(
-                    at >= self.cold[li].committed,
-                    "an anti-message for a committed event"
-                );
+            Some(at) => {
                 self.stats.secondary += 1;
                 self.rollback(li, at, Some(a.id))
             }
@@ -59,17 +59,14 @@ impl<'s, 'a, M: Model, Q: PendingSet<TwEvent<M::Event>>> Worker<'s, 'a, M, Q> {
     ) -> Result<(), SimError> {
         let sh = self.sh;
         let lp = &mut self.lps[li];
-        let cold = &mut self.cold[li];
         let me = lp.id;
-        while lp.next_index() > at {
-            let d = lp.done.pop_back().expect("a record above `at`");
-            // The log holds sends 1.. of the record, last on top; send k carried the send
-            // counter `meta.seq + k`.
-            for k in (0..d.sent).rev() {
-                let s = if k == 0 {
-                    d.first_sent
-                } else {
-                    cold.sent.pop_back().expect("a send record")
+        while lp.next > at {
+            let d = self.history.take(lp.last);
+            debug_assert!(!d.committed, "a rollback below the commit point");
+            // Send k carried the send counter `meta.seq + k`.
+            for k in 0..d.sent {
+                let Extra::Sent(s) = self.history.extra(d.log_at + u64::from(k)) else {
+                    unreachable!("a record's sends come first among its extras");
                 };
                 let anti = Anti {
                     dst: s.dst,
@@ -84,19 +81,10 @@ impl<'s, 'a, M: Model, Q: PendingSet<TwEvent<M::Event>>> Worker<'s, 'a, M, Q> {
                 if o == self.w {
                     self.local_antis.push(anti);
                 } else {
-                    if self.outbox[o].is_empty() {
-                        self.out_dirty.push(o);
-                    }
-                    self.outbox[o].push(Msg::Anti(anti));
+                    self.endpoint.send(&sh.wires, o, Msg::Anti(anti));
                 }
                 self.stats.antis += 1;
             }
-            for _ in 1..d.counts {
-                cold.counts.pop_back();
-            }
-            self.census.done -= 1;
-            self.census.sent -= u64::from(d.sent.saturating_sub(1));
-            self.census.counts -= u64::from(d.counts.saturating_sub(1));
             if sh.saving == Saving::Reverse {
                 self.current = (me, d.ev.ev.time);
                 let rctx = ReverseCtx {
@@ -106,12 +94,15 @@ impl<'s, 'a, M: Model, Q: PendingSet<TwEvent<M::Event>>> Worker<'s, 'a, M, Q> {
                 sh.model.reverse(&mut lp.state, &d.ev.ev.payload, &rctx);
             }
             lp.meta = d.meta;
+            lp.digest = d.digest;
+            lp.last = d.prev;
+            lp.next -= 1;
             self.stats.rolled_back += 1;
             if Some(d.ev.id) != annihilate {
                 self.queue.push(d.ev);
             }
         }
-        match lp.done.back() {
+        match self.history.get(lp.last) {
             Some(d) => {
                 lp.last_key = d.ev.ev.key();
                 lp.last_plain = d.ev.stack.is_none();
@@ -125,6 +116,7 @@ impl<'s, 'a, M: Model, Q: PendingSet<TwEvent<M::Event>>> Worker<'s, 'a, M, Q> {
             }
         }
         if sh.saving == Saving::Copy {
+            let cold = &mut self.cold[li];
             while cold.checkpoints.back().is_some_and(|c| c.at > at) {
                 cold.checkpoints.pop_back();
                 self.census.checkpoints -= 1;
@@ -135,9 +127,23 @@ impl<'s, 'a, M: Model, Q: PendingSet<TwEvent<M::Event>>> Worker<'s, 'a, M, Q> {
                 .expect("a checkpoint at or below the commit point");
             lp.state = c.state.clone();
             lp.meta = c.meta;
-            for idx in c.at..at {
-                let d = &lp.done[(idx - lp.base) as usize];
-                let now = d.ev.ev.time;
+            // Events c.at.. are in the coast log up to `arena_base`, then in the arena: collect
+            // the arena part (newest first) from the LP's chain.
+            debug_assert!(c.at >= cold.coast_base, "the coast log reaches back to the checkpoint");
+            self.coast_seqs.clear();
+            let mut seq = lp.last;
+            for _ in cold.arena_base.max(c.at)..at {
+                self.coast_seqs.push(seq);
+                seq = self.history.get(seq).expect("a record to coast over").prev;
+            }
+            let from_log = (c.at..cold.arena_base.min(at)).map(|i| &cold.coast[(i - cold.coast_base) as usize]);
+            let from_arena = self
+                .coast_seqs
+                .iter()
+                .rev()
+                .map(|&s| &self.history.get(s).expect("a record to coast over").ev);
+            for ev in from_log.chain(from_arena) {
+                let now = ev.ev.time;
                 self.current = (me, now);
                 {
                     let mut ctx = Ctx::new(
@@ -150,7 +156,7 @@ impl<'s, 'a, M: Model, Q: PendingSet<TwEvent<M::Event>>> Worker<'s, 'a, M, Q> {
                         &mut self.coast_scratch,
                         &mut self.err,
                     );
-                    sh.model.on_event(&mut lp.state, &d.ev.ev.payload, &mut ctx);
+                    sh.model.on_event(&mut lp.state, &ev.ev.payload, &mut ctx);
                 }
                 // What a coasted event sends and counts was recorded when it first ran.
                 self.coast_out.clear();

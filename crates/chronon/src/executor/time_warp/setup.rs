@@ -7,15 +7,16 @@ use std::sync::atomic::{AtomicBool, AtomicU64};
 use std::sync::Mutex;
 use std::time::Instant;
 
+use super::transport::Wires;
 use super::gvt::GvtRegisters;
-use super::lp::{Checkpoint, Done, TwCold, TwEvent, TwLp};
+use super::history::{Extra, Rec, NONE};
+use super::lp::{Checkpoint, TwCold, TwEvent, TwLp};
 use super::memory::{self, MemoryBound};
 use super::optimism::Optimism;
 use super::options::*;
 use super::report::*;
 use super::shared::*;
 use super::worker::*;
-use crate::comm::Mailbox;
 use crate::error::SimError;
 use crate::event::EventKey;
 use crate::executor::{init_lps_with, LpSlot, RunConfig};
@@ -27,8 +28,8 @@ use crate::stats::Report;
 /// What a worker hands back: its LPs, committed counter totals, figures, and whether it saw
 /// the run complete.
 pub(super) type WorkerResult<M, Q> = (
-    Vec<TwLp<<M as Model>::State, <M as Model>::Event>>,
-    Vec<TwCold<<M as Model>::State>>,
+    Vec<TwLp<<M as Model>::State>>,
+    Vec<TwCold<<M as Model>::State, <M as Model>::Event>>,
     Vec<i64>,
     Stats,
     bool,
@@ -119,8 +120,8 @@ pub(super) fn run_with<M: Model, Q: PendingSet<TwEvent<M::Event>>>(
     let mut counters = vec![0i64; model.counter_names().len()];
     // The memory bound covers the process (memory.rs). Refuse at once a bound that cannot
     // even hold what the process holds now plus the LP records.
-    let lp_bytes = (std::mem::size_of::<TwLp<M::State, M::Event>>()
-        + std::mem::size_of::<TwCold<M::State>>()
+    let lp_bytes = (std::mem::size_of::<TwLp<M::State>>()
+        + std::mem::size_of::<TwCold<M::State, M::Event>>()
         + std::mem::size_of::<LpSlot<M::State>>()) as f64
         * f64::from(cfg.lps);
     if let Some(bound) = opts.max_memory {
@@ -148,11 +149,11 @@ pub(super) fn run_with<M: Model, Q: PendingSet<TwEvent<M::Event>>>(
         });
         initial += 1;
     })?;
-    let mut per_worker: Vec<Vec<TwLp<M::State, M::Event>>> = sizes
+    let mut per_worker: Vec<Vec<TwLp<M::State>>> = sizes
         .iter()
         .map(|&s| Vec::with_capacity(s as usize))
         .collect();
-    let mut per_worker_cold: Vec<Vec<TwCold<M::State>>> = sizes
+    let mut per_worker_cold: Vec<Vec<TwCold<M::State, M::Event>>> = sizes
         .iter()
         .map(|&s| Vec::with_capacity(s as usize))
         .collect();
@@ -167,18 +168,18 @@ pub(super) fn run_with<M: Model, Q: PendingSet<TwEvent<M::Event>>>(
         };
         per_worker_cold[owner[i] as usize].push(TwCold {
             committed: 0,
-            digest: slot.digest,
-            sent: VecDeque::new(),
-            counts: VecDeque::new(),
             checkpoints,
+            coast: VecDeque::new(),
+            coast_base: 0,
+            arena_base: 0,
         });
         per_worker[owner[i] as usize].push(TwLp {
             id: i as LpId,
             state: slot.state,
             meta: slot.meta,
-            done: VecDeque::new(),
-            base: 0,
-            dirty: false,
+            digest: slot.digest,
+            last: NONE,
+            next: 0,
             last_key: EventKey {
                 time: 0.0,
                 seq: 0,
@@ -191,7 +192,9 @@ pub(super) fn run_with<M: Model, Q: PendingSet<TwEvent<M::Event>>>(
     // (initial events, initial checkpoints), is the fixed footprint (memory.rs).
     let ev_size = std::mem::size_of::<TwEvent<M::Event>>() as u64;
     let cp_size = std::mem::size_of::<Checkpoint<M::State>>() as u64;
-    let record_size = std::mem::size_of::<Done<M::Event>>() as u64;
+    // A record in the arena and one send in the extras log.
+    let record_size =
+        (std::mem::size_of::<Option<Rec<M::Event>>>() + std::mem::size_of::<Extra>()) as u64;
     let dynamic0 = initial * ev_size
         + if saving == Saving::Copy {
             u64::from(cfg.lps) * cp_size
@@ -255,7 +258,8 @@ pub(super) fn run_with<M: Model, Q: PendingSet<TwEvent<M::Event>>>(
         },
         owner: if block { Vec::new() } else { owner },
         local: if block { Vec::new() } else { local },
-        boxes: (0..threads).map(|_| Mailbox::new()).collect(),
+        workers: threads,
+        wires: Wires::new(threads),
         gvt: GvtRegisters::new(threads),
         abort: AtomicBool::new(false),
         error: Mutex::new(None),
@@ -295,6 +299,7 @@ pub(super) fn run_with<M: Model, Q: PendingSet<TwEvent<M::Event>>>(
                         }
                     };
                     worker.stats.checkpoint_interval = u64::from(worker.k);
+                    worker.committed_digests();
                     if let Some((user, sys)) = crate::cpu::thread_times() {
                         worker.stats.cpu_user = user;
                         worker.stats.cpu_sys = sys;

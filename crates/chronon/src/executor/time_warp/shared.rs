@@ -6,11 +6,10 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Mutex;
 use std::time::Instant;
 
+use super::transport::Wires;
 use super::gvt::GvtRegisters;
-use super::lp::Msg;
 use super::memory::{self, MemoryBound};
 use super::optimism::Optimism;
-use crate::comm::Mailbox;
 use crate::error::SimError;
 use crate::model::{LpId, Model, Time};
 
@@ -50,8 +49,6 @@ pub(super) fn prefetch<T>(r: &T) {
     let _ = r;
 }
 
-/// How many LPs ahead fossil collection prefetches the records it will visit.
-pub(super) const FOSSIL_PREFETCH: usize = 4;
 
 /// Compares two states (for `--check-reverse`).
 pub(crate) type StateEq<S> = fn(&S, &S) -> bool;
@@ -91,7 +88,9 @@ pub(super) struct Shared<'a, M: Model> {
     pub(super) local: Vec<u32>,
     /// Block mapping: the first LP of every worker (and `lps` at the end).
     pub(super) block_first: Vec<u64>,
-    pub(super) boxes: Vec<Mailbox<Msg<M::Event>>>,
+    pub(super) workers: usize,
+    /// How workers reach each other (transport.rs).
+    pub(super) wires: Wires<M::Event>,
     pub(super) gvt: GvtRegisters,
     pub(super) abort: AtomicBool,
     pub(super) error: Mutex<Option<SimError>>,

@@ -7,7 +7,9 @@ use std::time::{Duration, Instant};
 
 use crossbeam_utils::Backoff;
 
-use super::lp::{Anti, Checkpoint, Done, Msg, Sent, TwCold, TwEvent, TwLp};
+use super::transport::Endpoint;
+use super::history::{Extra, History, Rec};
+use super::lp::{Anti, Checkpoint, Msg, Sent, TwCold, TwEvent, TwLp};
 use super::report::*;
 use super::shared::*;
 use crate::error::{ModelError, SimError};
@@ -15,29 +17,28 @@ use crate::event::{Event, Keyed};
 use crate::model::{Ctx, LpId, Model, ReverseCtx, Time};
 use crate::queue::PendingSet;
 
-/// Counts behind the memory estimate.
+/// Counts behind the memory estimate (besides the arena, which knows its own size).
 #[derive(Clone, Copy, Debug, Default)]
 pub(super) struct Census {
-    pub(super) done: u64,
-    /// Sum of the capacities of the LPs' `done` deques (records).
-    pub(super) done_cap: u64,
-    pub(super) sent: u64,
-    pub(super) counts: u64,
+    /// Events in the LPs' coast logs (copy state saving).
+    pub(super) coast: u64,
     pub(super) checkpoints: u64,
 }
 
 pub(super) struct Worker<'s, 'a, M: Model, Q> {
     pub(super) w: usize,
     pub(super) sh: &'s Shared<'a, M>,
-    pub(super) lps: Vec<TwLp<M::State, M::Event>>,
+    pub(super) lps: Vec<TwLp<M::State>>,
     /// The cold halves of `lps`, at the same indices.
-    pub(super) cold: Vec<TwCold<M::State>>,
+    pub(super) cold: Vec<TwCold<M::State, M::Event>>,
+    /// The processed events of every LP of this worker, in processing order (history.rs).
+    pub(super) history: History<M::Event>,
+    /// Scratch for coasting forward: arena positions of the records to re-execute.
+    pub(super) coast_seqs: Vec<u64>,
     pub(super) queue: Q,
     pub(super) cancelled: HashSet<u64, BuildHasherDefault<IdHasher>>,
-    pub(super) outbox: Vec<Vec<Msg<M::Event>>>,
-    pub(super) out_dirty: Vec<usize>,
+    pub(super) endpoint: Endpoint<M::Event>,
     pub(super) local_antis: Vec<Anti>,
-    pub(super) dirty: Vec<u32>,
     pub(super) next_id: u64,
     pub(super) send_min: f64,
     pub(super) reported: u64,
@@ -68,12 +69,11 @@ impl<'s, 'a, M: Model, Q: PendingSet<TwEvent<M::Event>>> Worker<'s, 'a, M, Q> {
     pub(super) fn new(
         w: usize,
         sh: &'s Shared<'a, M>,
-        lps: Vec<TwLp<M::State, M::Event>>,
-        cold: Vec<TwCold<M::State>>,
+        lps: Vec<TwLp<M::State>>,
+        cold: Vec<TwCold<M::State, M::Event>>,
         queue: Q,
         ncounters: usize,
     ) -> Self {
-        let workers = sh.boxes.len();
         let census = Census {
             checkpoints: cold.iter().map(|l| l.checkpoints.len() as u64).sum(),
             ..Census::default()
@@ -85,10 +85,10 @@ impl<'s, 'a, M: Model, Q: PendingSet<TwEvent<M::Event>>> Worker<'s, 'a, M, Q> {
             cold,
             queue,
             cancelled: HashSet::default(),
-            outbox: (0..workers).map(|_| Vec::new()).collect(),
-            out_dirty: Vec::new(),
+            endpoint: Endpoint::new(w, sh.workers),
             local_antis: Vec::new(),
-            dirty: Vec::new(),
+            history: History::default(),
+            coast_seqs: Vec::new(),
             next_id: (w as u64) << 48,
             send_min: f64::INFINITY,
             reported: 0,
@@ -242,15 +242,22 @@ impl<'s, 'a, M: Model, Q: PendingSet<TwEvent<M::Event>>> Worker<'s, 'a, M, Q> {
             let straggler = if lp.last_plain && ev.stack.is_none() {
                 ev.ev.key() < lp.last_key
             } else {
-                lp.done
-                    .back()
+                self.history
+                    .get(lp.last)
                     .is_some_and(|last| ev.order(&last.ev) == std::cmp::Ordering::Less)
             };
             if straggler {
-                let j = lp
-                    .done
-                    .partition_point(|d| d.ev.order(&ev) != std::cmp::Ordering::Greater);
-                let at = lp.base + j as u64;
+                // Undo the records that sort after the straggler (newest first).
+                let mut undo = 0;
+                let mut seq = lp.last;
+                while let Some(r) = self.history.get(seq) {
+                    if r.committed || r.ev.order(&ev) != std::cmp::Ordering::Greater {
+                        break;
+                    }
+                    undo += 1;
+                    seq = r.prev;
+                }
+                let at = lp.next - undo;
                 self.stats.primary += 1;
                 self.rollback(li, at, None)?;
                 self.settle()?;
@@ -268,11 +275,11 @@ impl<'s, 'a, M: Model, Q: PendingSet<TwEvent<M::Event>>> Worker<'s, 'a, M, Q> {
         if sh.saving == Saving::Copy {
             let cold = &mut self.cold[li];
             let last = cold.checkpoints.back().map_or(0, |c| c.at);
-            if lp.next_index() - last >= u64::from(self.k) {
+            if lp.next - last >= u64::from(self.k) {
                 let sample = self.stats.checkpoints % 128 == 0;
                 let t0 = sample.then(Instant::now);
                 cold.checkpoints.push_back(Checkpoint {
-                    at: lp.next_index(),
+                    at: lp.next,
                     state: lp.state.clone(),
                     meta: lp.meta,
                 });
@@ -324,29 +331,13 @@ impl<'s, 'a, M: Model, Q: PendingSet<TwEvent<M::Event>>> Worker<'s, 'a, M, Q> {
             }
         }
         let error = self.err.take().map(Box::new);
-        let mut counts = 0u32;
-        let mut first_count = (0u32, 0i64);
-        for (i, c) in self.scratch.iter_mut().enumerate() {
-            if *c != 0 {
-                if counts == 0 {
-                    first_count = (i as u32, *c);
-                } else {
-                    self.cold[li].counts.push_back((i as u32, *c));
-                }
-                *c = 0;
-                counts += 1;
-            }
-        }
-        let mut first_sent = Sent {
-            dst: 0,
-            time: 0.0,
-            id: 0,
-        };
-        let mut sent = 0u32;
         if error.is_some() {
             // A failed handler's sends never leave; the error is reported if the event commits.
             self.out.clear();
         }
+        // The record's extras: its sends, then its counter deltas.
+        let log_at = self.history.log_next();
+        let mut sent = 0u32;
         for e in self.out.drain(..) {
             let id = self.next_id;
             self.next_id += 1;
@@ -362,54 +353,47 @@ impl<'s, 'a, M: Model, Q: PendingSet<TwEvent<M::Event>>> Worker<'s, 'a, M, Q> {
                 meta.seq + u64::from(sent),
                 "sends are numbered from meta.seq"
             );
-            if sent == 0 {
-                first_sent = Sent {
-                    dst,
-                    time: key.time,
-                    id,
-                };
-            } else {
-                self.cold[li].sent.push_back(Sent {
-                    dst,
-                    time: key.time,
-                    id,
-                });
-            }
+            self.history.push_extra(Extra::Sent(Sent {
+                dst,
+                time: key.time,
+                id,
+            }));
             sent += 1;
             let o = sh.owner_of(dst);
             if o == self.w {
                 self.queue.push(tw);
             } else {
-                if self.outbox[o].is_empty() {
-                    self.out_dirty.push(o);
-                }
-                self.outbox[o].push(Msg::Event(tw));
+                self.endpoint.send(&sh.wires, o, Msg::Event(tw));
+            }
+        }
+        let mut counts = 0u32;
+        for (i, c) in self.scratch.iter_mut().enumerate() {
+            if *c != 0 {
+                self.history.push_extra(Extra::Count(i as u32, *c));
+                *c = 0;
+                counts += 1;
             }
         }
         lp.last_key = ev.ev.key();
         lp.last_plain = ev.stack.is_none();
-        let cap0 = lp.done.capacity();
-        if cap0 == 0 {
-            // An LP's first record: room for one only (many LPs hold one record at a time).
-            lp.done.reserve_exact(1);
-        }
-        lp.done.push_back(Done {
-            ev,
-            meta,
-            sent,
-            counts,
+        let digest = lp.digest;
+        lp.digest.commit(&lp.last_key);
+        let is_error = error.is_some();
+        lp.last = self.history.push(
+            Rec {
+                ev,
+                meta,
+                digest,
+                prev: lp.last,
+                log_at,
+                sent,
+                counts,
+                committed: false,
+                error: is_error,
+            },
             error,
-            first_sent,
-            first_count,
-        });
-        self.census.done_cap += (lp.done.capacity() - cap0) as u64;
-        if !lp.dirty {
-            lp.dirty = true;
-            self.dirty.push(li as u32);
-        }
-        self.census.done += 1;
-        self.census.sent += u64::from(sent.saturating_sub(1));
-        self.census.counts += u64::from(counts.saturating_sub(1));
+        );
+        lp.next += 1;
         self.stats.processed += 1;
         self.flush();
         Ok(())
