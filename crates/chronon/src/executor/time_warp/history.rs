@@ -174,7 +174,10 @@ impl<P> History<P> {
             }
             let seq = self.front + i as u64;
             if rec.error {
-                let e = self.errors.remove(&seq).expect("an error for a failed record");
+                let e = self
+                    .errors
+                    .remove(&seq)
+                    .expect("an error for a failed record");
                 rec.error = false;
                 return Err(on_error(rec, e));
             }

@@ -4,11 +4,11 @@ use std::collections::HashSet;
 use std::hash::BuildHasherDefault;
 use std::sync::atomic::Ordering;
 
-use super::transport::Wires;
 use super::lp::{Msg, TwEvent};
 use super::options::*;
 use super::setup::WorkerResult;
 use super::shared::*;
+use super::transport::Wires;
 use crate::error::SimError;
 use crate::executor::{finish_report, LpSlot, RunConfig};
 use crate::model::{Model, Time};

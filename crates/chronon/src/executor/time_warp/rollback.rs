@@ -129,14 +129,18 @@ impl<M: Model, Q: PendingSet<TwEvent<M::Event>>> Worker<'_, '_, M, Q> {
             lp.meta = c.meta;
             // Events c.at.. are in the coast log up to `arena_base`, then in the arena: collect
             // the arena part (newest first) from the LP's chain.
-            debug_assert!(c.at >= cold.coast_base, "the coast log reaches back to the checkpoint");
+            debug_assert!(
+                c.at >= cold.coast_base,
+                "the coast log reaches back to the checkpoint"
+            );
             self.coast_seqs.clear();
             let mut seq = lp.last;
             for _ in cold.arena_base.max(c.at)..at {
                 self.coast_seqs.push(seq);
                 seq = self.history.get(seq).expect("a record to coast over").prev;
             }
-            let from_log = (c.at..cold.arena_base.min(at)).map(|i| &cold.coast[(i - cold.coast_base) as usize]);
+            let from_log = (c.at..cold.arena_base.min(at))
+                .map(|i| &cold.coast[(i - cold.coast_base) as usize]);
             let from_arena = self
                 .coast_seqs
                 .iter()

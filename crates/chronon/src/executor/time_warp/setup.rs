@@ -7,7 +7,6 @@ use std::sync::atomic::{AtomicBool, AtomicU64};
 use std::sync::Mutex;
 use std::time::Instant;
 
-use super::transport::Wires;
 use super::gvt::GvtRegisters;
 use super::history::{Extra, Rec, NONE};
 use super::lp::{Checkpoint, TwCold, TwEvent, TwLp};
@@ -16,6 +15,7 @@ use super::optimism::Optimism;
 use super::options::*;
 use super::report::*;
 use super::shared::*;
+use super::transport::Wires;
 use super::worker::*;
 use crate::error::SimError;
 use crate::event::EventKey;

@@ -6,10 +6,10 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Mutex;
 use std::time::Instant;
 
-use super::transport::Wires;
 use super::gvt::GvtRegisters;
 use super::memory::{self, MemoryBound};
 use super::optimism::Optimism;
+use super::transport::Wires;
 use crate::error::SimError;
 use crate::model::{LpId, Model, Time};
 
@@ -48,7 +48,6 @@ pub(super) fn prefetch<T>(r: &T) {
     #[cfg(not(target_arch = "x86_64"))]
     let _ = r;
 }
-
 
 /// Compares two states (for `--check-reverse`).
 pub(crate) type StateEq<S> = fn(&S, &S) -> bool;

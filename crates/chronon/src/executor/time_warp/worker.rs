@@ -7,11 +7,11 @@ use std::time::{Duration, Instant};
 
 use crossbeam_utils::Backoff;
 
-use super::transport::Endpoint;
 use super::history::{Extra, History, Rec};
 use super::lp::{Anti, Checkpoint, Msg, Sent, TwCold, TwEvent, TwLp};
 use super::report::*;
 use super::shared::*;
+use super::transport::Endpoint;
 use crate::error::{ModelError, SimError};
 use crate::event::{Event, Keyed};
 use crate::model::{Ctx, LpId, Model, ReverseCtx, Time};
