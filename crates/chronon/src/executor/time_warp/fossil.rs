@@ -107,7 +107,7 @@ impl<'s, 'a, M: Model, Q: PendingSet<TwEvent<M::Event>>> Worker<'s, 'a, M, Q> {
                 *current = (me, now);
                 sh.model.commit(&rec.ev.ev.payload, &CommitCtx { me, now });
                 for e in extras {
-                    if let Extra::Count(idx, delta) = e {
+                    if let &Extra::Count(idx, delta) = e {
                         counters[idx as usize] += delta;
                     }
                 }

@@ -155,7 +155,7 @@ impl<P> History<P> {
     pub(super) fn commit_older<E>(
         &mut self,
         g: f64,
-        mut commit: impl FnMut(&Rec<P>, &mut dyn Iterator<Item = Extra>) -> Result<bool, E>,
+        mut commit: impl FnMut(&Rec<P>, std::collections::vec_deque::Iter<'_, Extra>) -> Result<bool, E>,
         mut on_error: impl FnMut(&Rec<P>, Box<ModelError>) -> E,
     ) -> Result<u64, E> {
         let mut first_left = None;
@@ -185,8 +185,7 @@ impl<P> History<P> {
             n += 1;
             let from = (rec.log_at - self.log_front) as usize;
             let counts = from + rec.sent as usize..from + (rec.sent + rec.counts) as usize;
-            let mut extras = self.log.range(counts).copied();
-            if commit(rec, &mut extras)? {
+            if commit(rec, self.log.range(counts))? {
                 self.slots[i] = None;
                 self.live -= 1;
             }

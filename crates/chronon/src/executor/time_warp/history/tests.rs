@@ -140,7 +140,7 @@ fn run(ops: Vec<Op>, lps: usize, drop_at_commit: bool) -> Result<(), TestCaseErr
                     g,
                     |r, extras| {
                         let lp = r.ev.ev.dst as usize;
-                        let counts: Vec<Extra> = extras.collect();
+                        let counts: Vec<Extra> = extras.copied().collect();
                         match counts.as_slice() {
                             [Extra::Count(l, id)] if *l as usize == lp && *id as u64 == r.ev.id => {
                             }
