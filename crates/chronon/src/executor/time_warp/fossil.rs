@@ -4,10 +4,10 @@ use std::sync::atomic::Ordering;
 
 use super::history::Extra;
 use super::lp::{Checkpoint, TwCold, TwEvent};
-use super::memory::{self};
+use super::memory;
 use super::optimism::Delta;
-use super::shared::*;
-use super::worker::*;
+use super::shared::{Saving, AUTO_K_MAX};
+use super::worker::{Census, Worker};
 use crate::error::SimError;
 use crate::model::{CommitCtx, Model};
 use crate::queue::PendingSet;

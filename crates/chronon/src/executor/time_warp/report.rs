@@ -5,9 +5,9 @@ use std::hash::BuildHasherDefault;
 use std::sync::atomic::Ordering;
 
 use super::lp::{Msg, TwEvent};
-use super::options::*;
+use super::options::TimeWarpOptions;
 use super::setup::WorkerResult;
-use super::shared::*;
+use super::shared::{IdHasher, Saving, Shared};
 use super::transport::Wires;
 use crate::error::SimError;
 use crate::executor::{finish_report, LpSlot, RunConfig};

@@ -9,8 +9,8 @@ use crossbeam_utils::Backoff;
 
 use super::history::{Extra, History, Rec};
 use super::lp::{Anti, Checkpoint, Msg, Sent, TwCold, TwEvent, TwLp};
-use super::report::*;
-use super::shared::*;
+use super::report::Stats;
+use super::shared::{prefetch, IdHasher, Saving, Shared, MEMORY_EVERY, POLL_EVERY};
 use super::transport::Endpoint;
 use crate::error::{ModelError, SimError};
 use crate::event::{Event, Keyed};
