@@ -43,7 +43,8 @@ pub(super) struct Rec<P> {
     /// Index of the first of this record's extras: `sent` sends, then `counts` deltas.
     pub(super) log_at: u64,
     pub(super) sent: u32,
-    pub(super) counts: u32,
+    /// At most the number of model counters, which setup bounds by `u16::MAX`.
+    pub(super) counts: u16,
     pub(super) committed: bool,
     /// The handler failed; the error waits in the arena's side table until the event commits
     /// or rolls back.
@@ -184,7 +185,8 @@ impl<P> History<P> {
             rec.committed = true;
             n += 1;
             let from = (rec.log_at - self.log_front) as usize;
-            let counts = from + rec.sent as usize..from + (rec.sent + rec.counts) as usize;
+            let counts =
+                from + rec.sent as usize..from + rec.sent as usize + usize::from(rec.counts);
             if commit(rec, self.log.range(counts))? {
                 self.slots[i] = None;
                 self.live -= 1;

@@ -118,6 +118,13 @@ pub(super) fn run_with<M: Model, Q: PendingSet<TwEvent<M::Event>>>(
     let block = opts.mapping == Mapping::Block;
     let init_start = Instant::now();
     let mut counters = vec![0i64; model.counter_names().len()];
+    if counters.len() > usize::from(u16::MAX) {
+        return Err(SimError::Config(format!(
+            "Time Warp supports at most {} model counters; the model declares {}",
+            u16::MAX,
+            counters.len()
+        )));
+    }
     // The memory bound covers the process (memory.rs). Refuse at once a bound that cannot
     // even hold what the process holds now plus the LP records.
     let lp_bytes = (std::mem::size_of::<TwLp<M::State>>()

@@ -366,7 +366,7 @@ impl<'s, 'a, M: Model, Q: PendingSet<TwEvent<M::Event>>> Worker<'s, 'a, M, Q> {
                 self.endpoint.send(&sh.wires, o, Msg::Event(tw));
             }
         }
-        let mut counts = 0u32;
+        let mut counts = 0u16;
         for (i, c) in self.scratch.iter_mut().enumerate() {
             if *c != 0 {
                 self.history.push_extra(Extra::Count(i as u32, *c));

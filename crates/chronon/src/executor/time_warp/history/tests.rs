@@ -192,3 +192,11 @@ proptest! {
         run(ops, 4, drop_at_commit)?;
     }
 }
+
+#[test]
+fn a_record_with_an_empty_payload_takes_104_bytes() {
+    // Event 32 + id 8 + stack 8, meta 16, digest 16, prev 8, log_at 8, sends 4, counts 2; the
+    // two flags fill the rest and give `Option` its niche (no extra tag).
+    assert_eq!(std::mem::size_of::<Option<Rec<()>>>(), 104);
+    assert_eq!(std::mem::size_of::<Extra>(), 32);
+}
