@@ -589,6 +589,7 @@ fn write_report(
     obj.insert("model".into(), name.into());
     obj.insert("config".into(), config);
     obj.insert("peak_rss_bytes".into(), sys::peak_rss_bytes().into());
+    obj.insert("process_cpu_s".into(), sys::cpu_seconds().into());
     let text = serde_json::to_string_pretty(&v).expect("JSON values serialize");
     output::write_or_rescue("--output", path, (text + "\n").as_bytes())
 }

@@ -147,6 +147,7 @@
 
 pub mod barrier;
 pub mod comm;
+mod cpu;
 mod error;
 pub mod event;
 pub mod executor;
