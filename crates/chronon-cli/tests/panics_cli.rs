@@ -19,13 +19,6 @@ fn check(fault: &str, words: &str) {
         let mut args = vec!["run", "faulty", "--fault", fault, "--end", "10"];
         args.extend(&sync);
         let (code, _, stderr) = common::chronon(&args);
-        let timewarp = sync[1] == "timewarp";
-        if fault == "global-panic" && timewarp {
-            // Time Warp refuses global events up front.
-            assert_eq!(code, 2, "{args:?}: {stderr}");
-            assert!(stderr.contains("global events"), "{args:?}: {stderr}");
-            continue;
-        }
         assert_eq!(code, 1, "{args:?}: {stderr}");
         assert_eq!(stderr.trim_end().lines().count(), 1, "{args:?}: {stderr}");
         assert!(

@@ -594,7 +594,7 @@ fn a_panic_in_a_shared_lp_stops_every_worker_with_its_lp_and_time() {
 /// Time Warp runs models with declared topologies (no global events) to the sequential
 /// history, and refuses global events with a configuration error rather than skipping them.
 #[test]
-fn time_warp_keeps_topologies_and_refuses_global_events() {
+fn time_warp_keeps_topologies_and_runs_global_events() {
     for seed in 0..6u64 {
         let m = Random {
             lps: 6 + seed as u32,
@@ -618,23 +618,45 @@ fn time_warp_keeps_topologies_and_refuses_global_events() {
             assert_eq!(tw.model_stats, seq.model_stats, "seed {seed}");
         }
     }
-    let with_globals = Random {
-        lps: 6,
-        seed: 1,
-        las: vec![0.5],
-        degree: 2,
-        max_fanout: 1,
-        quantum: 0.25,
-        period: 1.5,
-        acyclic_zero: true,
-        cheat_at: None,
-        log: None,
-    };
-    let e = run(&with_globals, Executor::TimeWarp { threads: 2 }, 10.0).unwrap_err();
-    assert!(
-        e.is_config() && e.to_string().contains("global events"),
-        "{e}"
-    );
+    // Global events run under Time Warp too (at GVT, on committed states): the same calls,
+    // the same states seen (`global_seen_sum`, `global_state_hash_lo`), the same history.
+    for seed in 0..8u64 {
+        let with_globals = Random {
+            lps: 6 + seed as u32,
+            seed,
+            las: if seed % 2 == 0 {
+                vec![0.0, 0.25, 1.0]
+            } else {
+                vec![0.5]
+            },
+            degree: 2,
+            max_fanout: 1 + (seed as u32 % 2),
+            quantum: 0.25,
+            period: if seed % 3 == 0 { 0.7 } else { 1.5 },
+            acyclic_zero: true,
+            cheat_at: None,
+            log: None,
+        };
+        let seq = run(&with_globals, Executor::Sequential, 12.0).unwrap();
+        assert!(
+            seq.model_stats.get("global_calls").unwrap_or(0.0) >= 5.0,
+            "seed {seed}: {:?}",
+            seq.model_stats
+        );
+        for threads in 1..=4 {
+            let name = format!("seed {seed}, timewarp x{threads}");
+            let tw = run(&with_globals, Executor::TimeWarp { threads }, 12.0)
+                .unwrap_or_else(|e| panic!("{name}: {e}"));
+            assert_eq!(tw.fingerprint, seq.fingerprint, "{name}");
+            assert_eq!(tw.committed, seq.committed, "{name}");
+            assert_eq!(tw.model_stats, seq.model_stats, "{name}");
+            assert_eq!(
+                tw.executor_stats.get("global_events"),
+                seq.executor_stats.get("global_events"),
+                "{name}"
+            );
+        }
+    }
 }
 
 /// Lock-step with zero-lookahead links between workers (cycles included) runs batches of

@@ -155,14 +155,6 @@ fn a_panic_in_lookahead_or_global_events_names_the_method() {
 fn a_panic_in_a_global_event_is_named_as_such() {
     for exec in executors() {
         let e = run(Where::Global, &exec);
-        if let Executor::TimeWarp { .. } = exec {
-            // Time Warp refuses models with global events before running anything.
-            assert!(
-                e.is_config() && e.to_string().contains("global events"),
-                "{e}"
-            );
-            continue;
-        }
         let SimError::Panic { lp, time, .. } = &e else {
             panic!("{exec:?}: expected a panic error, got {e:?}");
         };

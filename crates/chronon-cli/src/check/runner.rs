@@ -22,10 +22,6 @@ const EXPECTED_REFUSALS: &[(&str, &str)] = &[
         "zero-lookahead",
         "null-message: a cycle of zero-lookahead links between workers",
     ),
-    (
-        "global events, which --sync timewarp does not run",
-        "timewarp: the model schedules global events",
-    ),
 ];
 
 /// The sequential run's figures that every parallel run must reproduce.

@@ -5,9 +5,11 @@
 //! event it processed, rolls back (copy state saving with coasting forward, or reverse
 //! computation) and cancels what it sent with anti-messages (aggressive cancellation). An
 //! asynchronous GVT (`gvt.rs`) lets workers commit and free what is older than GVT, run the
-//! commit hooks, and update the fingerprint in commit order. Protocols and proofs: README.md.
+//! commit hooks, and update the fingerprint in commit order. Global events run at GVT
+//! (`global.rs`). Protocols and proofs: README.md.
 
 mod fossil;
+mod global;
 mod gvt;
 mod history;
 mod lp;

@@ -99,6 +99,11 @@ pub(super) fn finish<M: Model, Q: PendingSet<TwEvent<M::Event>>>(
     report.last_time = stats.iter().map(|s| s.last_committed).fold(0.0, f64::max);
     report.pending_at_end = pending;
     report.set_wall(wall);
+    sh.globals
+        .queue
+        .lock()
+        .unwrap_or_else(|p| p.into_inner())
+        .add_to(&mut report);
     let es = &mut report.executor_stats;
     let processed = report.processed.max(1) as f64;
     es.insert("efficiency".into(), report.committed as f64 / processed);

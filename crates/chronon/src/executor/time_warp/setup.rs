@@ -7,6 +7,7 @@ use std::sync::atomic::{AtomicBool, AtomicU64};
 use std::sync::Mutex;
 use std::time::Instant;
 
+use super::global::Globals;
 use super::gvt::GvtRegisters;
 use super::history::{Extra, Rec, NONE};
 use super::lp::{Checkpoint, TwCold, TwEvent, TwLp};
@@ -67,11 +68,7 @@ pub(super) fn run_with<M: Model, Q: PendingSet<TwEvent<M::Event>>>(
             "Time Warp needs at least 1 thread; got 0".into(),
         ));
     }
-    if !crate::error::guard("Model::global_events", None, || model.global_events())?.is_empty() {
-        return Err(SimError::Config(
-            "the model schedules global events, which --sync timewarp does not run yet; use seq, window, null-message or lockstep".into(),
-        ));
-    }
+    let globals = crate::executor::global::GlobalQueue::new(model)?;
     let links = crate::executor::links::Links::new(model, cfg.lps)?;
     if threads >= 1 << 15 {
         return Err(SimError::Config(format!(
@@ -268,6 +265,7 @@ pub(super) fn run_with<M: Model, Q: PendingSet<TwEvent<M::Event>>>(
         workers: threads,
         wires: Wires::new(threads),
         gvt: GvtRegisters::new(threads),
+        globals: Globals::new(globals, cfg.end, threads),
         abort: AtomicBool::new(false),
         error: Mutex::new(None),
         bytes: (0..threads).map(|_| AtomicU64::new(0)).collect(),

@@ -6,6 +6,7 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Mutex;
 use std::time::Instant;
 
+use super::global::Globals;
 use super::gvt::GvtRegisters;
 use super::memory::{self, MemoryBound};
 use super::optimism::Optimism;
@@ -91,6 +92,8 @@ pub(super) struct Shared<'a, M: Model> {
     /// How workers reach each other (transport.rs).
     pub(super) wires: Wires<M::Event>,
     pub(super) gvt: GvtRegisters,
+    /// The model's global events and the phase that runs them (global.rs).
+    pub(super) globals: Globals<M::State>,
     pub(super) abort: AtomicBool,
     pub(super) error: Mutex<Option<SimError>>,
     /// Per worker: dynamic bytes counted, the history part of them, history records held.

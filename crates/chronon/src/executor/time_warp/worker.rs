@@ -63,6 +63,8 @@ pub(super) struct Worker<'s, 'a, M: Model, Q> {
     pub(super) handed_in: Stats,
     pub(super) horizon: Time,
     pub(super) window_blocked: bool,
+    /// The next global event's time: no event after it runs before it (global.rs).
+    pub(super) global_next: Time,
 }
 
 impl<'s, 'a, M: Model, Q: PendingSet<TwEvent<M::Event>>> Worker<'s, 'a, M, Q> {
@@ -110,6 +112,7 @@ impl<'s, 'a, M: Model, Q: PendingSet<TwEvent<M::Event>>> Worker<'s, 'a, M, Q> {
             handed_in: Stats::default(),
             horizon: 0.0,
             window_blocked: false,
+            global_next: sh.globals.next(),
         }
     }
 
@@ -136,6 +139,11 @@ impl<'s, 'a, M: Model, Q: PendingSet<TwEvent<M::Event>>> Worker<'s, 'a, M, Q> {
             if g > self.gvt {
                 self.fossil(g)?;
                 sh.progress.set_now(g.min(sh.end));
+            }
+            if g > self.global_next {
+                // Every LP event up to the next global event has run and committed.
+                self.global_phase()?;
+                continue;
             }
             if self.gvt >= sh.end {
                 sh.progress
@@ -201,7 +209,7 @@ impl<'s, 'a, M: Model, Q: PendingSet<TwEvent<M::Event>>> Worker<'s, 'a, M, Q> {
                 continue;
             }
             let t = head.ev.time;
-            if t >= self.sh.end {
+            if t >= self.sh.end || t > self.global_next {
                 return None;
             }
             let st = &self.stats;

@@ -1,0 +1,171 @@
+//! Global events under Time Warp (seed 001 §2.2.3): a global event at time `g` sees every LP's
+//! state after every LP event at or before `g` and before any later one, as under every other
+//! executor.
+//!
+//! **Rule.** No worker processes an LP event later than the next global event's time `g`
+//! (`Worker::global_next`; events *at* `g` order before the global event and do run). Once the
+//! published GVT is above `g`, no event at or before `g` is unprocessed or in flight, so none
+//! can roll an LP back to `g` or earlier, and no LP has run past `g`: every LP state is exactly
+//! the state at `g`. Every worker then sees the same GVT above the same `g` (GVT only grows and
+//! `g` changes only inside the phase) and enters the *global phase*:
+//!
+//! 1. barrier A: every worker has stopped processing and sending;
+//! 2. each worker drains its mailbox (every message sent before A is in it), drops cancelled
+//!    heads, and publishes the time of its earliest live pending event and its LP table;
+//! 3. barrier B; worker 0 runs, in key order, the global events before the earliest pending LP
+//!    event (`GlobalQueue::run_before`, the rule every executor uses: a global event runs only
+//!    while an LP event is pending after it), reading the states through the tables, and
+//!    publishes the next global event's time;
+//! 4. barrier C: every worker takes the new `g` and goes on.
+//!
+//! Between A and C no worker touches its LPs except worker 0's reads, which the barriers order
+//! after every other worker's writes and before their next ones. A global event runs once, on
+//! committed states (nothing at or before `g` can be rolled back), so its output is committed
+//! once. The cost: speculation stops at each global event's time until GVT catches up.
+
+use std::sync::atomic::{AtomicBool, AtomicPtr, AtomicU64, AtomicUsize, Ordering::SeqCst};
+use std::sync::Mutex;
+use std::time::Duration;
+
+use crossbeam_utils::Backoff;
+
+use super::lp::{TwEvent, TwLp};
+use super::shared::Shared;
+use super::worker::Worker;
+use crate::error::SimError;
+use crate::executor::global::GlobalQueue;
+use crate::model::{LpId, LpStates, Model, Time};
+use crate::queue::PendingSet;
+
+/// The global events of a run and the phase that runs them.
+pub(super) struct Globals<S> {
+    pub(super) queue: Mutex<GlobalQueue>,
+    /// Bits of the next global event's time (`+inf`: none before the end).
+    next: AtomicU64,
+    workers: usize,
+    arrived: AtomicUsize,
+    generation: AtomicU64,
+    /// Per worker, during a phase: its earliest live pending event's time (bits).
+    heads: Box<[AtomicU64]>,
+    /// Per worker, during a phase: its LP table.
+    tables: Box<[AtomicPtr<TwLp<S>>]>,
+}
+
+impl<S> Globals<S> {
+    pub(super) fn new(queue: GlobalQueue, end: Time, workers: usize) -> Self {
+        let next = queue.next_time(end);
+        Globals {
+            queue: Mutex::new(queue),
+            next: AtomicU64::new(next.to_bits()),
+            workers,
+            arrived: AtomicUsize::new(0),
+            generation: AtomicU64::new(0),
+            heads: (0..workers)
+                .map(|_| AtomicU64::new(Time::INFINITY.to_bits()))
+                .collect(),
+            tables: (0..workers)
+                .map(|_| AtomicPtr::new(std::ptr::null_mut()))
+                .collect(),
+        }
+    }
+
+    /// The next global event's time (`+inf`: none).
+    pub(super) fn next(&self) -> Time {
+        f64::from_bits(self.next.load(SeqCst))
+    }
+
+    /// Waits until every worker has arrived; `false` if the run aborts first.
+    fn barrier(&self, abort: &AtomicBool) -> bool {
+        let generation = self.generation.load(SeqCst);
+        if self.arrived.fetch_add(1, SeqCst) + 1 == self.workers {
+            self.arrived.store(0, SeqCst);
+            self.generation.fetch_add(1, SeqCst);
+            return true;
+        }
+        let backoff = Backoff::new();
+        while self.generation.load(SeqCst) == generation {
+            if abort.load(SeqCst) {
+                return false;
+            }
+            if backoff.is_completed() {
+                std::thread::sleep(Duration::from_micros(50));
+            } else {
+                backoff.snooze();
+            }
+        }
+        true
+    }
+}
+
+/// Every LP's state, read through the workers' tables during a global phase.
+struct PhaseStates<'x, 'a, M: Model> {
+    sh: &'x Shared<'a, M>,
+}
+
+impl<M: Model> LpStates<M::State> for PhaseStates<'_, '_, M> {
+    fn state(&self, lp: LpId) -> &M::State {
+        let table = self.sh.globals.tables[self.sh.owner_of(lp)].load(SeqCst);
+        // Safety: during a global phase every worker has published its LP table and waits at
+        // barrier C without touching it (module docs); `local_of` is an index into it.
+        unsafe { &(*table.add(self.sh.local_of(lp))).state }
+    }
+}
+
+impl<M: Model, Q: PendingSet<TwEvent<M::Event>>> Worker<'_, '_, M, Q> {
+    /// The global phase (module docs). Every worker calls it once GVT is above `global_next`.
+    pub(super) fn global_phase(&mut self) -> Result<(), SimError> {
+        let sh = self.sh;
+        let gl = &sh.globals;
+        if !gl.barrier(&sh.abort) {
+            return Ok(());
+        }
+        self.drain()?;
+        let head = self.live_head();
+        gl.heads[self.w].store(head.to_bits(), SeqCst);
+        gl.tables[self.w].store(self.lps.as_mut_ptr(), SeqCst);
+        if !gl.barrier(&sh.abort) {
+            return Ok(());
+        }
+        if self.w == 0 {
+            let before = gl
+                .heads
+                .iter()
+                .map(|h| f64::from_bits(h.load(SeqCst)))
+                .fold(Time::INFINITY, f64::min);
+            let next = if before.is_finite() {
+                let mut q = gl.queue.lock().unwrap_or_else(|p| p.into_inner());
+                let view = PhaseStates { sh };
+                match q.run_before(sh.model, sh.n, &view, before, sh.end) {
+                    Ok(()) => q.next_time(sh.end),
+                    Err(e) => {
+                        sh.fail(e);
+                        Time::INFINITY
+                    }
+                }
+            } else {
+                // No LP event left: no global event may run (as under every executor).
+                Time::INFINITY
+            };
+            gl.next.store(next.to_bits(), SeqCst);
+        }
+        if !gl.barrier(&sh.abort) {
+            return Ok(());
+        }
+        self.global_next = gl.next();
+        Ok(())
+    }
+
+    /// The time of the earliest pending event that is not cancelled (`+inf`: none); drops the
+    /// cancelled ones in front of it.
+    fn live_head(&mut self) -> Time {
+        while let Some(head) = self.queue.peek() {
+            let (id, time) = (head.id, head.ev.time);
+            if self.cancelled.remove(&id) {
+                self.queue.pop();
+                continue;
+            }
+            return time;
+        }
+        Time::INFINITY
+    }
+}
