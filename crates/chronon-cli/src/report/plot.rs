@@ -62,6 +62,23 @@ pub(crate) enum Panel {
 const PANEL_W: u32 = 560;
 const PANEL_H: u32 = 400;
 
+/// An axis label: short, with k/M/G for large magnitudes.
+fn tick(v: &f64) -> String {
+    let a = v.abs();
+    let (x, unit) = if a >= 1e9 {
+        (v / 1e9, "G")
+    } else if a >= 1e6 {
+        (v / 1e6, "M")
+    } else if a >= 1e4 {
+        (v / 1e3, "k")
+    } else {
+        (*v, "")
+    };
+    let s = format!("{x:.3}");
+    let s = s.trim_end_matches('0').trim_end_matches('.');
+    format!("{s}{unit}")
+}
+
 fn err(e: impl std::fmt::Display) -> Failure {
     Failure::runtime(format!("cannot draw the figure: {e}"))
 }
@@ -141,10 +158,25 @@ fn lines(
         .y_label_area_size(60)
         .build_cartesian_2d(padded(x0, x1, false), padded(0.0, y1, true))
         .map_err(err)?;
+    // Counts on the x axis (threads, processes): label the whole numbers only.
+    let integral = series
+        .iter()
+        .flat_map(|s| s.points.iter())
+        .all(|p| p.0.fract() == 0.0)
+        && x1 - x0 <= 64.0;
+    let x_tick = move |x: &f64| {
+        if integral && x.fract().abs() > 1e-9 {
+            String::new()
+        } else {
+            tick(x)
+        }
+    };
     chart
         .configure_mesh()
         .x_desc(x_desc)
         .y_desc(y_desc)
+        .x_label_formatter(&x_tick)
+        .y_label_formatter(&tick)
         .draw()
         .map_err(err)?;
     for (i, s) in series.iter().enumerate() {
@@ -222,6 +254,7 @@ fn bars(
             }
         })
         .y_desc(y_desc)
+        .y_label_formatter(&tick)
         .draw()
         .map_err(err)?;
     let k = groups.len().max(1) as f64;
@@ -265,6 +298,14 @@ fn bars(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn ticks_are_short() {
+        assert_eq!(tick(&12_500_000.0), "12.5M");
+        assert_eq!(tick(&0.25), "0.25");
+        assert_eq!(tick(&20000.0), "20k");
+        assert_eq!(tick(&3.0), "3");
+    }
 
     #[test]
     fn a_figure_names_its_series_and_title() {
