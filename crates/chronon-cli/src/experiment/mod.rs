@@ -2,7 +2,7 @@
 //! in its own child process (repetitions interleaved), then writes to the output directory:
 //!
 //! * `NAME.csv`: the raw measurements, one row per repetition;
-//! * `NAME.md`: the table(s) in the seed's layout (medians over the repetitions);
+//! * `NAME.md`: the table(s) in the seed's layout (each cell from the fastest repetition);
 //! * `NAME.svg`: the figure in the seed's layout;
 //! * `runs/`: every child's JSON report (`chronon report DIR/runs` plots them).
 //!
@@ -46,6 +46,10 @@ pub(crate) struct ExperimentCmd {
     /// Repetitions of each measurement, interleaved [default: 3, 1 with --quick].
     #[arg(long)]
     pub reps: Option<u32>,
+    /// Measure nothing: redraw the table and figure from `NAME.csv` in this directory (an
+    /// earlier run's), into --out [default: the same directory].
+    #[arg(long, conflicts_with_all = ["quick", "threads", "reps"])]
+    pub from: Option<PathBuf>,
 }
 
 /// What an experiment's plan and tables see of the command line.
@@ -224,6 +228,7 @@ pub(crate) fn run(cmd: ExperimentCmd) -> Result<u8, Failure> {
     let dir = cmd
         .out
         .clone()
+        .or_else(|| cmd.from.clone())
         .unwrap_or_else(|| PathBuf::from("experiments").join(name));
     let files = ["csv", "md", "svg"].map(|ext| dir.join(format!("{name}.{ext}")));
     let runs = dir.join("runs");
@@ -238,19 +243,43 @@ pub(crate) fn run(cmd: ExperimentCmd) -> Result<u8, Failure> {
         &[],
     )?;
     drop(outputs);
-    let points = (ready.plan)(&settings)?;
     let started = std::time::Instant::now();
-    let results = runner::sweep(points, settings.reps, &runs, ready.extract)?;
+    let (results, how) = match &cmd.from {
+        Some(from) => {
+            let csv = from.join(format!("{name}.csv"));
+            let text = std::fs::read_to_string(&csv).map_err(|e| {
+                Failure::bad_input(format!("--from: cannot read {}: {e}", csv.display()))
+            })?;
+            let r = Results::from_csv(&text, &[]).map_err(|e| {
+                Failure::bad_input(format!(
+                    "--from: {} is not an experiment CSV: {e}",
+                    csv.display()
+                ))
+            })?;
+            let reps = r.samples.iter().map(Vec::len).max().unwrap_or(0);
+            (
+                r,
+                format!("redrawn from {} ({reps} repetition(s))", csv.display()),
+            )
+        }
+        None => {
+            let points = (ready.plan)(&settings)?;
+            let r = runner::sweep(points, settings.reps, &runs, ready.extract)?;
+            let how = format!(
+                "`chronon experiment {name}{}` — {} repetition(s), {} core(s), {:.0} s",
+                if settings.quick { " --quick" } else { "" },
+                settings.reps,
+                settings.cores,
+                started.elapsed().as_secs_f64()
+            );
+            (r, how)
+        }
+    };
     let rendered = (ready.render)(&settings, &results)?;
     let header = format!(
-        "# {name}: seed {} {}\n\n`chronon experiment {name}{}` — {} repetition(s), {} core(s), \
-         {:.0} s; medians over the repetitions; raw data in {name}.csv.\n\n",
-        e.seed,
-        e.what,
-        if settings.quick { " --quick" } else { "" },
-        settings.reps,
-        settings.cores,
-        started.elapsed().as_secs_f64()
+        "# {name}: seed {} {}\n\n{how}; each cell is from the fastest repetition (the least \
+         disturbed on a shared machine); every repetition is in {name}.csv.\n\n",
+        e.seed, e.what,
     );
     let partial = if e.partial.is_empty() {
         String::new()
@@ -260,6 +289,9 @@ pub(crate) fn run(cmd: ExperimentCmd) -> Result<u8, Failure> {
     let md = format!("{header}{}{partial}", rendered.table);
     for (path, text) in files.iter().zip([results.csv(), md, rendered.figure]) {
         crate::output::write_or_rescue("--out", path, text.as_bytes())?;
+    }
+    if cmd.from.is_some() {
+        let _ = std::fs::remove_dir(&runs);
     }
     println!("{}", files.map(|f| f.display().to_string()).join("\n"));
     Ok(0)
