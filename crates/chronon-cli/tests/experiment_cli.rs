@@ -171,6 +171,16 @@ fn bad_experiment_arguments_get_one_line() {
         &["experiment", "001-barriers", "--reps", "0"],
         "--reps is 0",
     );
+    let nothing = scratch("from-nothing");
+    one_line(
+        &[
+            "experiment",
+            "001-campus",
+            "--from",
+            nothing.to_str().unwrap(),
+        ],
+        "--from: cannot read",
+    );
     let _ = std::fs::remove_file(&file);
 }
 
