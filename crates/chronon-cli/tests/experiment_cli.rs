@@ -181,6 +181,7 @@ fn bad_experiment_arguments_get_one_line() {
         ],
         "--from: cannot read",
     );
+    assert!(!nothing.exists(), "a failed --from creates nothing");
     let _ = std::fs::remove_file(&file);
 }
 

@@ -230,6 +230,27 @@ pub(crate) fn run(cmd: ExperimentCmd) -> Result<u8, Failure> {
         .clone()
         .or_else(|| cmd.from.clone())
         .unwrap_or_else(|| PathBuf::from("experiments").join(name));
+    // An earlier run's CSV is read before anything is created.
+    let earlier = match &cmd.from {
+        Some(from) => {
+            let csv = from.join(format!("{name}.csv"));
+            let text = std::fs::read_to_string(&csv).map_err(|e| {
+                Failure::bad_input(format!("--from: cannot read {}: {e}", csv.display()))
+            })?;
+            let r = Results::from_csv(&text, &[]).map_err(|e| {
+                Failure::bad_input(format!(
+                    "--from: {} is not an experiment CSV: {e}",
+                    csv.display()
+                ))
+            })?;
+            let reps = r.samples.iter().map(Vec::len).max().unwrap_or(0);
+            Some((
+                r,
+                format!("redrawn from {} ({reps} repetition(s))", csv.display()),
+            ))
+        }
+        None => None,
+    };
     let files = ["csv", "md", "svg"].map(|ext| dir.join(format!("{name}.{ext}")));
     let runs = dir.join("runs");
     // Every output is checked (directories created, writable) before anything runs.
@@ -244,24 +265,8 @@ pub(crate) fn run(cmd: ExperimentCmd) -> Result<u8, Failure> {
     )?;
     drop(outputs);
     let started = std::time::Instant::now();
-    let (results, how) = match &cmd.from {
-        Some(from) => {
-            let csv = from.join(format!("{name}.csv"));
-            let text = std::fs::read_to_string(&csv).map_err(|e| {
-                Failure::bad_input(format!("--from: cannot read {}: {e}", csv.display()))
-            })?;
-            let r = Results::from_csv(&text, &[]).map_err(|e| {
-                Failure::bad_input(format!(
-                    "--from: {} is not an experiment CSV: {e}",
-                    csv.display()
-                ))
-            })?;
-            let reps = r.samples.iter().map(Vec::len).max().unwrap_or(0);
-            (
-                r,
-                format!("redrawn from {} ({reps} repetition(s))", csv.display()),
-            )
-        }
+    let (results, how) = match earlier {
+        Some(x) => x,
         None => {
             let points = (ready.plan)(&settings)?;
             let r = runner::sweep(points, settings.reps, &runs, ready.extract)?;
