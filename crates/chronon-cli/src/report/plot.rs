@@ -156,7 +156,11 @@ fn lines(
         .margin(12)
         .x_label_area_size(40)
         .y_label_area_size(60)
-        .build_cartesian_2d(padded(x0, x1, false), padded(0.0, y1, true))
+        // Headroom above the data for the legend (upper left), so it hides no point.
+        .build_cartesian_2d(
+            padded(x0, x1, false),
+            padded(0.0, y1 * (1.0 + 0.1 * series.len().min(6) as f64), true),
+        )
         .map_err(err)?;
     // Counts on the x axis (threads, processes): label the whole numbers only.
     let integral = series
