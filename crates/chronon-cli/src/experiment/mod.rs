@@ -43,7 +43,8 @@ pub(crate) struct ExperimentCmd {
     /// Thread counts of the sweep [default: per experiment, up to the cores available].
     #[arg(long, value_delimiter = ',')]
     pub threads: Option<Vec<usize>>,
-    /// Repetitions of each measurement, interleaved [default: 3, 1 with --quick].
+    /// Repetitions of each measurement, interleaved [default: per experiment, 3 for most; 1
+    /// with --quick].
     #[arg(long)]
     pub reps: Option<u32>,
     /// Measure nothing: redraw the table and figure from `NAME.csv` in this directory (an
@@ -129,6 +130,9 @@ pub(crate) struct Experiment {
     pub needs: &'static str,
     /// Parts of the seed's layout that wait for another issue (empty: none).
     pub partial: &'static str,
+    /// Repetitions at full size unless `--reps` says otherwise (1 where one repetition already
+    /// takes minutes).
+    pub reps: u32,
     pub status: Status,
 }
 
@@ -222,7 +226,7 @@ pub(crate) fn run(cmd: ExperimentCmd) -> Result<u8, Failure> {
     let settings = Settings {
         quick: cmd.quick,
         threads: cmd.threads.clone(),
-        reps: cmd.reps.unwrap_or(if cmd.quick { 1 } else { 3 }),
+        reps: cmd.reps.unwrap_or(if cmd.quick { 1 } else { e.reps }),
         cores: std::thread::available_parallelism().map_or(1, |n| n.get()),
     };
     let dir = cmd

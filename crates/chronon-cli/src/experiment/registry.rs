@@ -22,6 +22,7 @@ pub(crate) const EXPERIMENTS: &[Experiment] = &[
         what: "§3.1: GSU LBTS cost vs message-based LBTS",
         needs: "processes/MPI",
         partial: "",
+        reps: 3,
         status: Status::Waits(
             "issue 11 (a message-based LBTS: reductions over MPI ranks; the threads transport \
              has only the GSU)",
@@ -33,6 +34,7 @@ pub(crate) const EXPERIMENTS: &[Experiment] = &[
         what: "Fig. 7: SimpleSim payload sweep",
         needs: "8 processes, MPI",
         partial: "",
+        reps: 3,
         status: Status::Waits(
             "issue 10 (multi-process runs, zero-copy BPtr, copy transport) and issue 11 (MPI)",
         ),
@@ -43,6 +45,7 @@ pub(crate) const EXPERIMENTS: &[Experiment] = &[
         what: "Fig. 8: SimpleSim process sweep",
         needs: "2-8 processes, MPI",
         partial: "",
+        reps: 3,
         status: Status::Waits("issue 10 (multi-process runs) and issue 11 (MPI)"),
     },
     Experiment {
@@ -51,6 +54,7 @@ pub(crate) const EXPERIMENTS: &[Experiment] = &[
         what: "Fig. 9: star-of-stars network process sweep",
         needs: "2-8 processes, MPI",
         partial: "",
+        reps: 3,
         status: Status::Waits("issue 10 (multi-process runs) and issue 11 (MPI)"),
     },
     Experiment {
@@ -59,6 +63,7 @@ pub(crate) const EXPERIMENTS: &[Experiment] = &[
         what: "Tables 1-2: barrier wait() cost",
         needs: "threads",
         partial: "",
+        reps: 3,
         status: Status::Ready(Ready {
             plan: seed001::barriers_plan,
             extract: seed001::barriers_extract,
@@ -71,6 +76,7 @@ pub(crate) const EXPERIMENTS: &[Experiment] = &[
         what: "Tables 3-8: thread-safe reference counting",
         needs: "threads",
         partial: "",
+        reps: 3,
         status: Status::Waits("issue 13 (the Shared<T> reference-counting variants)"),
     },
     Experiment {
@@ -79,6 +85,7 @@ pub(crate) const EXPERIMENTS: &[Experiment] = &[
         what: "Tables 9-10: dedicated/shared partition sets",
         needs: "threads",
         partial: "",
+        reps: 3,
         status: ready(seed001::balance_plan, seed001::balance_render),
     },
     Experiment {
@@ -87,6 +94,7 @@ pub(crate) const EXPERIMENTS: &[Experiment] = &[
         what: "§1.3: campus ring speedup",
         needs: "threads",
         partial: "",
+        reps: 3,
         status: ready(seed001::campus_plan, seed001::campus_render),
     },
     Experiment {
@@ -95,6 +103,7 @@ pub(crate) const EXPERIMENTS: &[Experiment] = &[
         what: "Graph 1: speedup vs event-handling time",
         needs: "threads, processes",
         partial: "",
+        reps: 3,
         status: Status::Waits(
             "issue 13 (manufacturing --work-us, work-stealing runtime, thresholds) and issue \
              10 (BSP over processes)",
@@ -106,6 +115,7 @@ pub(crate) const EXPERIMENTS: &[Experiment] = &[
         what: "Graph 2: speedup vs threads (lock-step)",
         needs: "threads",
         partial: "work-stealing and BSP runtimes and 25 µs events (issues 13, 10)",
+        reps: 3,
         status: ready(seed002::graph2_plan, seed002::graph2_render),
     },
     Experiment {
@@ -114,6 +124,7 @@ pub(crate) const EXPERIMENTS: &[Experiment] = &[
         what: "Fig. 5: tick overhead vs period",
         needs: "threads",
         partial: "",
+        reps: 3,
         status: Status::Waits("issue 12 (fine-grain ticks, `chronon calibrate ticks`)"),
     },
     Experiment {
@@ -122,6 +133,7 @@ pub(crate) const EXPERIMENTS: &[Experiment] = &[
         what: "Fig. 6 / Table I: PHOLD phases",
         needs: "threads",
         partial: "time-sharing columns (issue 12)",
+        reps: 3,
         status: ready(seed003::phases_plan, seed003::phases_render),
     },
     Experiment {
@@ -130,6 +142,7 @@ pub(crate) const EXPERIMENTS: &[Experiment] = &[
         what: "Fig. 7-8 / Table II: data store",
         needs: "threads",
         partial: "time-sharing, Fig. 8 and Table II (issues 12, 13)",
+        reps: 3,
         status: ready(seed003::datastore_plan, seed003::datastore_render),
     },
     Experiment {
@@ -138,6 +151,7 @@ pub(crate) const EXPERIMENTS: &[Experiment] = &[
         what: "Fig. 9-11 / Table III: PCS",
         needs: "threads",
         partial: "time-sharing, Fig. 9 and 11 (issue 12)",
+        reps: 3,
         status: ready(seed003::pcs_plan, seed003::pcs_render),
     },
     Experiment {
@@ -146,6 +160,7 @@ pub(crate) const EXPERIMENTS: &[Experiment] = &[
         what: "PHOLD std/big/huge: executors vs bare heap",
         needs: "threads",
         partial: "",
+        reps: 1,
         status: ready(ours::executors_plan, ours::executors_render),
     },
     Experiment {
@@ -154,6 +169,7 @@ pub(crate) const EXPERIMENTS: &[Experiment] = &[
         what: "PHOLD scaling over threads",
         needs: "threads",
         partial: "",
+        reps: 3,
         status: ready(ours::scaling_plan, ours::scaling_render),
     },
 ];

@@ -215,6 +215,7 @@ pub(super) fn datastore_render(_: &Settings, r: &Results) -> Result<Rendered, Fa
         }
         eff.push(Series::new(format!("{name}, traditional"), e_pts));
         wall.push(Series::new(format!("{name}, traditional"), w_pts));
+        wall.push(Series::new(format!("{name}, sequential"), vec![(1.0, seq)]));
     }
     let table = format!(
         "Data store (64 nodes, batches of 10 (light) or 20 (heavy) transactions, 25 µs of work \

@@ -133,7 +133,12 @@ fn padded(lo: f64, hi: f64, from_zero: bool) -> std::ops::Range<f64> {
         lo = lo.min(0.0);
     }
     if hi - lo <= f64::EPSILON * hi.abs().max(1.0) {
-        hi = lo + lo.abs().max(1.0);
+        // One value: centre it.
+        let half = lo.abs().max(1.0) / 2.0;
+        if !from_zero {
+            lo -= half;
+        }
+        hi = lo.max(0.0) + 2.0 * half;
     }
     let pad = (hi - lo) * 0.05;
     (if from_zero && lo >= 0.0 { lo } else { lo - pad })..hi + pad
