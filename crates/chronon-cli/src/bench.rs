@@ -26,6 +26,46 @@ pub(crate) enum BenchWhich {
     /// The pending-event sets on adversarial patterns (equal times, rollbacks, more time bands
     /// than rungs) and on the hold model, side by side in one run.
     Queue(QueueBench),
+    /// The reference-counting schemes of `chronon::refcount` (seed 001 Tables 3-8): the cost
+    /// of a clone + drop on one shared item, and the run time of a model sharing payloads.
+    Refcount(RefcountBench),
+}
+
+#[derive(Debug, Args)]
+pub(crate) struct RefcountBench {
+    /// Thread counts (rows).
+    #[arg(long, value_delimiter = ',', default_value = "1,2,4")]
+    pub threads: Vec<usize>,
+    /// Clone + drop pairs per thread in Tables 3 and 4.
+    #[arg(long, default_value_t = 2_000_000)]
+    pub ops: u64,
+    /// LPs of the relay model (Tables 5-8).
+    #[arg(long, default_value_t = 1024)]
+    pub lps: u32,
+    /// End time of the relay model.
+    #[arg(long, default_value_t = 1000.0)]
+    pub end: f64,
+    /// Packets each LP of the relay model keeps.
+    #[arg(long, default_value_t = 4)]
+    pub keep: usize,
+    /// Repetitions of each measurement, interleaved (the fastest is kept).
+    #[arg(long, default_value_t = 2)]
+    pub reps: u32,
+}
+
+/// Reads the time-stamp counter (x86_64), or `None` elsewhere.
+pub(crate) fn tsc() -> Option<u64> {
+    #[cfg(target_arch = "x86_64")]
+    {
+        // Safety: `rdtsc` has no preconditions on x86_64 (it only reads a counter).
+        #[allow(unused_unsafe)]
+        let t = unsafe { core::arch::x86_64::_rdtsc() };
+        Some(t)
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    {
+        None
+    }
 }
 
 #[derive(Debug, Args)]
@@ -97,5 +137,6 @@ pub(crate) fn run(cmd: BenchCmd) -> Result<u8, Failure> {
         BenchWhich::Barriers(b) => crate::bench_barriers::run(b),
         BenchWhich::BarrierOnce(a) => crate::bench_barriers::once(a),
         BenchWhich::Queue(b) => crate::bench_queue::run(b),
+        BenchWhich::Refcount(b) => crate::bench_refcount::run(b),
     }
 }

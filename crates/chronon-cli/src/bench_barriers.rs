@@ -6,23 +6,8 @@ use std::time::Instant;
 
 use chronon::barrier::{Barrier, BarrierKind};
 
-use crate::bench::BarrierBench;
+use crate::bench::{tsc, BarrierBench};
 use crate::Failure;
-
-/// Reads the time-stamp counter (x86_64), or `None` elsewhere.
-fn tsc() -> Option<u64> {
-    #[cfg(target_arch = "x86_64")]
-    {
-        // Safety: `rdtsc` has no preconditions on x86_64 (it only reads a counter).
-        #[allow(unused_unsafe)]
-        let t = unsafe { core::arch::x86_64::_rdtsc() };
-        Some(t)
-    }
-    #[cfg(not(target_arch = "x86_64"))]
-    {
-        None
-    }
-}
 
 /// Average (ns, TSC ticks) per wait over `waits` waits of `threads` threads.
 fn measure(kind: BarrierKind, threads: usize, waits: u64) -> (f64, Option<f64>) {

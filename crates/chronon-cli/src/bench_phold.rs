@@ -57,6 +57,8 @@ struct Row {
     events: u64,
     secs: f64,
     peak_rss: u64,
+    /// User + system CPU seconds of the whole child process (init included).
+    cpu: f64,
 }
 
 /// One measured runner: a label and the arguments of the child process that measures it.
@@ -139,6 +141,7 @@ fn measure(r: &Runner, c: &Config, out_dir: &std::path::Path) -> Result<Row, Fai
         events: v["committed"].as_u64().unwrap_or(0),
         secs: v["wall_s"].as_f64().unwrap_or(f64::NAN),
         peak_rss: v["peak_rss_bytes"].as_u64().unwrap_or(0),
+        cpu: v["process_cpu_s"].as_f64().unwrap_or(f64::NAN),
     })
 }
 
@@ -154,11 +157,12 @@ pub(crate) fn run(b: PholdBench) -> Result<u8, Failure> {
     std::fs::create_dir_all(&out_dir)
         .map_err(|e| Failure::runtime(format!("cannot create {}: {e}", out_dir.display())))?;
     println!(
-        "{:<6} {:<18} {:>12} {:>9} {:>12} {:>8} {:>8} {:>11} {:>10}",
+        "{:<6} {:<18} {:>12} {:>9} {:>8} {:>12} {:>8} {:>8} {:>11} {:>10}",
         "config",
         "runner",
         "events",
         "wall s",
+        "cpu s",
         "events/s",
         "x bare",
         "x first",
@@ -185,11 +189,12 @@ pub(crate) fn run(b: PholdBench) -> Result<u8, Failure> {
         let first_rate = rows.get(first).map_or(f64::NAN, rate);
         for r in &rows {
             println!(
-                "{:<6} {:<18} {:>12} {:>9.3} {:>12.0} {:>8.2} {:>8.2} {:>7.1} MiB {:>10.1}",
+                "{:<6} {:<18} {:>12} {:>9.3} {:>8.2} {:>12.0} {:>8.2} {:>8.2} {:>7.1} MiB {:>10.1}",
                 c.name,
                 r.what,
                 r.events,
                 r.secs,
+                r.cpu,
                 rate(r),
                 rate(r) / bare_rate,
                 rate(r) / first_rate,
@@ -224,6 +229,7 @@ pub(crate) fn bare(a: BareArgs) -> Result<u8, Failure> {
         "wall_s": r.wall_s,
         "events_per_s": r.events as f64 / r.wall_s,
         "peak_rss_bytes": sys::peak_rss_bytes(),
+        "process_cpu_s": sys::cpu_seconds(),
     });
     println!("{} events in {:.3} s", r.events, r.wall_s);
     if let Some(path) = outputs.path("--output") {

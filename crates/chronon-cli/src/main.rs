@@ -5,6 +5,7 @@ mod bench;
 mod bench_barriers;
 mod bench_phold;
 mod bench_queue;
+mod bench_refcount;
 mod check;
 mod experiment;
 mod models;

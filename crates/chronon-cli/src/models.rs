@@ -242,12 +242,16 @@ model_command! {
         delay_min: f64,
         /// Largest random part of a delay [default: 5].
         delay_max: f64,
-        /// Payload bytes per message, read by the receiver [default: 7000].
+        /// Payload bytes per message [default: 7000].
         payload_bytes: usize,
         /// Start events fall in [0, this) [default: 5].
         start_window: f64,
         /// Events before this time are left out of steady_events [default: 0].
         warmup: f64,
+        /// What the model does with each payload byte: none (untouched, the seed's), read
+        /// (the receiver sums it) or write (the sender fills it, the receiver checks it)
+        /// [default: none].
+        touch: chronon_models::simplesim::Touch,
     }
 }
 
@@ -279,6 +283,8 @@ model_command! {
         transfer: f64,
         /// Statistics count parts arriving after this time [default: 0].
         warmup: f64,
+        /// Busy work per event, microseconds (seed 002: 1-50) [default: 0].
+        work_us: f64,
     }
 }
 
@@ -299,8 +305,11 @@ model_command! {
         residence: f64,
         /// Handoff transfer time, the lookahead, minutes [default: 0.01].
         handoff_delay: f64,
-        /// Fading recomputation passes over the active calls per event [default: 0].
+        /// Fading recomputation passes over the active calls per call setup [default: 0].
         fading_work: u32,
+        /// Minutes between periodic fading recomputations per cell; 0 = none, else at least
+        /// handoff-delay [default: 0].
+        fading_period: f64,
         /// Statistics count calls after this time [default: 0].
         warmup: f64,
     }
@@ -328,10 +337,14 @@ model_command! {
         hold: f64,
         /// One-way network delay, the lookahead [default: 0.05].
         net_delay: f64,
-        /// Busy work per transaction and per remote request, microseconds [default: 0].
+        /// Busy work per transaction and per remote request, microseconds (the example's
+        /// figure, about the seed's 300 us per batch of 10) [default: 30].
         work_us: f64,
         /// Statistics count transactions decided after this time [default: 0].
         warmup: f64,
+        /// When a batch allocates its request meta-data: round-robin (per access, the seed's
+        /// original) or upfront (all at the batch start, the seed's "varied") [default: round-robin].
+        alloc: chronon_models::datastore::Alloc,
     }
 }
 

@@ -16,3 +16,19 @@ fn status_kib(field: &str) -> u64 {
         })
         .unwrap_or(0)
 }
+
+/// User plus system CPU seconds of this process so far, every thread included (`utime` and
+/// `stime` of /proc/self/stat, in the kernel's 1/100 s ticks; 0 where /proc is unavailable).
+pub(crate) fn cpu_seconds() -> f64 {
+    std::fs::read_to_string("/proc/self/stat")
+        .ok()
+        .and_then(|s| {
+            // The command name can hold spaces: the fields after it start after the last ')'.
+            let rest = &s[s.rfind(')')? + 1..];
+            let f: Vec<&str> = rest.split_whitespace().collect();
+            // After the name: state (3rd field of the line) ... utime is the 14th, stime the 15th.
+            let ticks = |i: usize| f.get(i - 3)?.parse::<u64>().ok();
+            Some((ticks(14)? + ticks(15)?) as f64 / 100.0)
+        })
+        .unwrap_or(0.0)
+}

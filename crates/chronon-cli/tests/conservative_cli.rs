@@ -297,3 +297,48 @@ fn null_messages_with_workers_that_start_idle_commit_the_sequential_history() {
         }
     }
 }
+
+#[test]
+fn bench_refcount_prints_tables_3_to_8_with_one_history() {
+    let (code, stdout, stderr) = chronon(&[
+        "bench",
+        "refcount",
+        "--threads",
+        "1,2",
+        "--ops",
+        "2000",
+        "--lps",
+        "64",
+        "--end",
+        "20",
+        "--reps",
+        "1",
+    ]);
+    assert_eq!(code, 0, "{stderr}");
+    for table in 3..=8 {
+        assert!(stdout.contains(&format!("Table {table}")), "{stdout}");
+    }
+    // Raw counts are single-threaded only; every scheme's column has a figure at 2 threads.
+    let two = stdout
+        .lines()
+        .find(|l| l.starts_with("2 threads"))
+        .expect("a 2-thread row");
+    assert!(two.contains("unsafe"), "{two}");
+    assert!(
+        two.split_whitespace()
+            .filter(|w| w.parse::<f64>().is_ok())
+            .count()
+            >= 4,
+        "{two}"
+    );
+    // The scheme never changes the relay model's history (the bench fails otherwise).
+    assert!(
+        stdout.contains("Every relay run committed the same history"),
+        "{stdout}"
+    );
+    bad(&["bench", "refcount", "--threads", "0"], "at least 1");
+    bad(
+        &["bench", "refcount", "--end=-1"],
+        "--end must be a positive number",
+    );
+}

@@ -70,6 +70,25 @@ fn simplesim_cli() {
         &["delay-max", "delay-min"],
     );
     rejects(&["run", "simplesim", "--lps", "0"], &["lps", "at least 1"]);
+    rejects(
+        &["run", "simplesim", "--touch", "all"],
+        &[
+            "--touch",
+            "unknown touch 'all'",
+            "allowed: none, read, write",
+        ],
+    );
+    let out = runs(&[
+        "run",
+        "simplesim",
+        "--end",
+        "30",
+        "--queue-bound",
+        "20",
+        "--touch",
+        "write",
+    ]);
+    assert!(out.contains("committed"), "{out}");
     let out = runs(&[
         "run",
         "simplesim",
@@ -93,6 +112,19 @@ fn manufacturing_cli() {
         &["run", "manufacturing", "--testing-stations", "0"],
         &["testing-stations", "at least 1"],
     );
+    rejects(
+        &["run", "manufacturing", "--work-us", "-1"],
+        &["work-us", ">= 0"],
+    );
+    // The zero-transfer cycle named by null messages is one the model declares: with a
+    // round-robin mapping, processing station 1 and its control station 2 (rework goes back).
+    rejects(
+        &[
+            "run", "manufacturing", "--transfer", "0", "--sync", "null-message", "--threads",
+            "2", "--mapping", "round-robin",
+        ],
+        &["cycle of zero-lookahead links: LP 1 -> LP 2 (worker 1 -> 0), LP 2 -> LP 1 (worker 0 -> 1)"],
+    );
     let out = runs(&[
         "run",
         "manufacturing",
@@ -113,6 +145,10 @@ fn pcs_cli() {
     rejects(
         &["run", "pcs", "--call-duration", "nan"],
         &["call-duration", "> 0"],
+    );
+    rejects(
+        &["run", "pcs", "--fading-period", "0.001"],
+        &["fading-period", "at least handoff-delay"],
     );
     let out = runs(&[
         "run",
@@ -138,6 +174,10 @@ fn datastore_cli() {
     rejects(
         &["run", "datastore", "--remote", "-0.5"],
         &["remote", "[0, 1]"],
+    );
+    rejects(
+        &["run", "datastore", "--alloc", "later"],
+        &["--alloc", "allowed: round-robin, upfront"],
     );
     let out = runs(&[
         "run",

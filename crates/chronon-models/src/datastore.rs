@@ -59,6 +59,52 @@ pub struct DataStore {
     pub work_us: f64,
     /// Statistics count transactions decided at or after this time.
     pub warmup: f64,
+    /// When a batch allocates the meta-data of its transactional requests (seed 003 §3.3).
+    pub alloc: Alloc,
+}
+
+/// When a batch event allocates the meta-data of its transactional requests (one heap record
+/// per access). Both give the same history; they differ in how allocation interleaves with the
+/// event's work (seed 003 §3.3, Fig. 8).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "kebab-case", try_from = "String")]
+pub enum Alloc {
+    /// The seed's original model: each access's record is allocated when the round-robin
+    /// service reaches it, between slices of the per-transaction work.
+    #[default]
+    RoundRobin,
+    /// The seed's "varied" configuration: every record of the batch is allocated at the start
+    /// of the batch event, then the accesses are served.
+    Upfront,
+}
+
+impl std::str::FromStr for Alloc {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Self, String> {
+        match s {
+            "round-robin" => Ok(Alloc::RoundRobin),
+            "upfront" => Ok(Alloc::Upfront),
+            _ => Err(format!(
+                "unknown alloc '{s}' (allowed: round-robin, upfront)"
+            )),
+        }
+    }
+}
+
+impl TryFrom<String> for Alloc {
+    type Error = String;
+    fn try_from(s: String) -> Result<Self, String> {
+        s.parse()
+    }
+}
+
+/// The meta-data of one transactional request, allocated on the heap per access.
+#[derive(Debug, Default)]
+struct RequestMeta {
+    tx: u16,
+    op: u32,
+    key: u64,
+    remote: Option<LpId>,
 }
 
 impl Default for DataStore {
@@ -74,8 +120,9 @@ impl Default for DataStore {
             batch_interarrival: 1.0,
             hold: 0.5,
             net_delay: 0.05,
-            work_us: 0.0,
+            work_us: 30.0,
             warmup: 0.0,
+            alloc: Alloc::RoundRobin,
         }
     }
 }
@@ -212,6 +259,8 @@ pub struct Node {
     pub accesses: u64,
     /// Of those, failed on a lease.
     pub conflicts: u64,
+    /// Request meta-data records allocated (one per access of every batch).
+    pub metas_allocated: u64,
     last: f64,
 }
 
@@ -277,21 +326,40 @@ impl Model for DataStore {
                 node.in_flight += b as u64;
                 let mut txs = vec![TxStatus::default(); b];
                 let mut remote: BTreeMap<LpId, Vec<(u16, u64)>> = BTreeMap::new();
+                let ops = b * self.ops_per_tx as usize;
+                // The per-transaction work, sliced over the transaction's operations.
+                let slice_us = self.work_us / f64::from(self.ops_per_tx);
+                let mut metas: Vec<Box<RequestMeta>> = Vec::with_capacity(ops);
+                if self.alloc == Alloc::Upfront {
+                    metas.extend((0..ops).map(|_| Box::default()));
+                }
                 // Round-robin: operation r of every transaction, then operation r + 1.
-                for _round in 0..self.ops_per_tx {
+                for round in 0..self.ops_per_tx {
                     for (i, tx) in txs.iter_mut().enumerate() {
-                        let key = ctx.rng().below(self.keys_per_node());
+                        let k = round as usize * b + i;
+                        if self.alloc == Alloc::RoundRobin {
+                            metas.push(Box::default());
+                        }
+                        let meta = &mut metas[k];
+                        meta.tx = i as u16;
+                        meta.op = round;
+                        meta.key = ctx.rng().below(self.keys_per_node());
                         if self.remote > 0.0 && ctx.rng().bernoulli(self.remote) {
                             let other = ctx.rng().below(u64::from(self.nodes) - 1) as LpId;
                             let dst = if other >= me { other + 1 } else { other };
-                            remote.entry(dst).or_default().push((i as u16, key));
+                            meta.remote = Some(dst);
+                            remote.entry(dst).or_default().push((meta.tx, meta.key));
                             tx.waiting += 1;
-                        } else if !self.access(node, owner(me, batch, i as u16), key, now) {
+                        } else if !self.access(node, owner(me, batch, meta.tx), meta.key, now) {
                             tx.failed = true;
                         }
+                        spin_for_us(slice_us);
                     }
                 }
-                spin_for_us(self.work_us * b as f64);
+                node.metas_allocated += metas.len() as u64;
+                // The records are the model's working memory: keep the optimizer from eliding
+                // their allocation.
+                drop(std::hint::black_box(metas));
                 for (dst, requests) in remote {
                     ctx.send(
                         dst,
@@ -382,6 +450,7 @@ impl Model for DataStore {
         stats.add("tx_started", node.started as f64);
         stats.add("tx_in_flight", node.in_flight as f64);
         stats.add("tx_decided", node.decided as f64);
+        stats.add("request_metas_allocated", node.metas_allocated as f64);
         let undecided: usize = node
             .pending
             .values()

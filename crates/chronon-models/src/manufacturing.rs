@@ -23,6 +23,10 @@
 //! departure. Sources generate their arrivals one window ahead. So every send after `init` waits
 //! at least `transfer`, the model's lookahead, and no LP needs a timer shorter than that.
 //!
+//! **Links.** Every LP declares its links ([`Manufacturing::links`]), so the conservative
+//! executors see the line structure rather than a full mesh at the smallest delay.
+//! `work_us` spins on every event (seed 002's event-handling time).
+//!
 //! Each station records the time-average number of parts in it (from the departure times it
 //! holds), the mean wait in queue and the mean time in station, counting only parts that arrive
 //! after `warmup`.
@@ -31,6 +35,8 @@ use std::cmp::Reverse;
 use std::collections::{BinaryHeap, VecDeque};
 
 use chronon::{Ctx, LpId, Model, ModelStats, SizeHint};
+
+use crate::phold::spin_for_us;
 
 /// The manufacturing model's parameters.
 #[derive(Clone, Debug, PartialEq, serde::Serialize)]
@@ -59,6 +65,9 @@ pub struct Manufacturing {
     pub transfer: f64,
     /// Statistics count parts arriving at or after this time.
     pub warmup: f64,
+    /// Busy work per event, microseconds (seed 002's event-handling time, 1–50 µs in its
+    /// Graph 1): the handler spins this long after doing its part.
+    pub work_us: f64,
 }
 
 impl Default for Manufacturing {
@@ -76,6 +85,7 @@ impl Default for Manufacturing {
             rework: 0.1,
             transfer: 0.5,
             warmup: 0.0,
+            work_us: 0.0,
         }
     }
 }
@@ -153,7 +163,42 @@ impl Manufacturing {
             return Err("rework is 1; it must be < 1 or no part ever leaves".into());
         }
         nonneg("transfer", self.transfer)?;
-        nonneg("warmup", self.warmup)
+        nonneg("warmup", self.warmup)?;
+        nonneg("work-us", self.work_us)?;
+        if self.work_us > 1e6 {
+            return Err(format!(
+                "work-us is {}; it must be at most 1000000 (one second per event)",
+                self.work_us
+            ));
+        }
+        Ok(())
+    }
+
+    /// The links of LP `lp` (see [`Model::topology`]): a source feeds its line's first
+    /// processing station one generation window ahead; a processing station sends to its
+    /// control station; a control station back to its processing station (rework) and on to
+    /// the next processing station, or from the last stage to every assembly station; an
+    /// assembly station to every testing station. Every station link's lookahead is
+    /// `transfer` (a part leaves after a service time >= 0, then travels `transfer`).
+    pub fn links(&self, lp: LpId) -> Vec<(LpId, f64)> {
+        let t = self.transfer;
+        match self.role(lp) {
+            Role::Source { line } => vec![(self.processing(line, 0), self.window())],
+            Role::Processing { .. } => vec![(lp + 1, t)],
+            Role::Control { stage, .. } => {
+                let mut v = vec![(lp - 1, t)];
+                if stage + 1 < self.stations_per_line {
+                    v.push((lp + 1, t));
+                } else {
+                    v.extend((0..self.assembly_stations).map(|a| (self.assembly(a), t)));
+                }
+                v
+            }
+            Role::Assembly { .. } => (0..self.testing_stations)
+                .map(|k| (self.testing(k), t))
+                .collect(),
+            Role::Testing { .. } => Vec::new(),
+        }
     }
 
     /// The role of LP `lp`.
@@ -349,6 +394,7 @@ impl Model for Manufacturing {
     }
 
     fn on_event(&self, state: &mut MfgState, ev: &Flow, ctx: &mut Ctx<'_, Self>) {
+        spin_for_us(self.work_us);
         let now = ctx.now();
         let me = ctx.me();
         let role = self.role(me);
@@ -438,6 +484,10 @@ impl Model for Manufacturing {
 
     fn lookahead(&self) -> f64 {
         self.transfer
+    }
+
+    fn topology(&self, lp: LpId) -> Option<Vec<(LpId, f64)>> {
+        Some(self.links(lp))
     }
 
     /// Each line's source keeps the arrivals of its next two windows pending; each assembly

@@ -15,8 +15,11 @@
 //! A cell decides when each accepted call will release its channel the moment it accepts it,
 //! and keeps those release times in its state, so releases need no events; the handoff is sent
 //! at once with the full delay. New calls are generated one window ahead (see the crate docs).
-//! `fading_work` adds the seed's optional recomputation of fading coefficients: on every event
-//! the cell makes that many floating-point passes over its active calls.
+//! Fading (seed 003 §3.4: fading coefficients and SIR are recomputed "both on the occurrence of
+//! specific events (e.g. the startup of a call) and periodically"): on every call setup (a new
+//! call or a handoff) the cell makes `fading_work` floating-point passes over its active calls,
+//! and with `fading_period > 0` every cell also recomputes them every `fading_period` minutes
+//! (a self-event; `max(1, fading_work)` passes over the calls still active).
 //!
 //! With handoffs off every cell is an M/M/c/c loss system, so the blocking probability must be
 //! Erlang B of the offered load `call_duration / call_interarrival` (the tests check it).
@@ -43,8 +46,11 @@ pub struct Pcs {
     pub residence: f64,
     /// Time a handed-off call takes to reach the next cell: the lookahead (minutes).
     pub handoff_delay: f64,
-    /// Passes of fading recomputation over the active calls per event (0: none).
+    /// Passes of fading recomputation over the active calls per call setup (0: none).
     pub fading_work: u32,
+    /// Minutes between periodic fading recomputations in every cell (0: none; else at least
+    /// `handoff_delay`, the lookahead that self-events keep too).
+    pub fading_period: f64,
     /// Statistics count calls arriving at or after this time.
     pub warmup: f64,
 }
@@ -62,6 +68,7 @@ impl Default for Pcs {
             residence: 5.0,
             handoff_delay: 0.01,
             fading_work: 0,
+            fading_period: 0.0,
             warmup: 0.0,
         }
     }
@@ -91,6 +98,13 @@ impl Pcs {
             );
         }
         positive("handoff-delay", self.handoff_delay)?;
+        nonneg("fading-period", self.fading_period)?;
+        if self.fading_period > 0.0 && self.fading_period < self.handoff_delay {
+            return Err(format!(
+                "fading-period is {}; it must be 0 (off) or at least handoff-delay {}",
+                self.fading_period, self.handoff_delay
+            ));
+        }
         nonneg("warmup", self.warmup)
     }
 
@@ -164,9 +178,9 @@ impl Pcs {
         true
     }
 
-    fn fading(&self, cell: &mut Cell) {
+    fn fading(&self, cell: &mut Cell, passes: u32) {
         let mut x = cell.fading;
-        for _ in 0..self.fading_work {
+        for _ in 0..passes {
             for (i, r) in cell.busy.iter().enumerate() {
                 // A stand-in for recomputing one channel's fading gain and SIR.
                 let g = (f64::from_bits(r.0) * 0.37 + i as f64).sin().abs() + 1e-3;
@@ -202,6 +216,8 @@ pub struct Cell {
     pub dropped: u64,
     /// The fading recomputation's running value.
     fading: f64,
+    /// Periodic fading recomputations run.
+    fading_runs: u64,
 }
 
 /// What a cell receives.
@@ -216,6 +232,8 @@ pub enum CellEvent {
         /// Remaining call duration.
         remaining: f64,
     },
+    /// The periodic fading recomputation.
+    Fading,
 }
 
 impl Model for Pcs {
@@ -230,6 +248,9 @@ impl Model for Pcs {
         self.generate(&mut cell, 2.0 * self.window(), ctx);
         let me = ctx.me();
         ctx.send(me, self.window(), CellEvent::Tick);
+        if self.fading_period > 0.0 {
+            ctx.send(me, self.fading_period, CellEvent::Fading);
+        }
         cell
     }
 
@@ -241,6 +262,16 @@ impl Model for Pcs {
                 self.generate(cell, now + 2.0 * self.window(), ctx);
                 let me = ctx.me();
                 ctx.send(me, self.window(), CellEvent::Tick);
+                return;
+            }
+            CellEvent::Fading => {
+                while cell.busy.peek().is_some_and(|r| f64::from_bits(r.0) <= now) {
+                    cell.busy.pop();
+                }
+                self.fading(cell, self.fading_work.max(1));
+                cell.fading_runs += 1;
+                let me = ctx.me();
+                ctx.send(me, self.fading_period, CellEvent::Fading);
                 return;
             }
             CellEvent::NewCall => {
@@ -261,7 +292,7 @@ impl Model for Pcs {
                 }
             }
         }
-        self.fading(cell);
+        self.fading(cell, self.fading_work);
     }
 
     /// Each cell keeps the call arrivals of its next two windows pending, and an end or a
@@ -279,6 +310,16 @@ impl Model for Pcs {
         self.handoff_delay
     }
 
+    /// A cell hands calls off only to its hexagonal neighbours, `handoff_delay` or more ahead.
+    fn topology(&self, lp: LpId) -> Option<Vec<(LpId, f64)>> {
+        Some(
+            self.neighbours(lp)
+                .into_iter()
+                .map(|d| (d, self.handoff_delay))
+                .collect(),
+        )
+    }
+
     fn finish(&self, lp: LpId, cell: &Cell, stats: &mut ModelStats) {
         stats.add("calls", cell.calls as f64);
         stats.add("blocked", cell.blocked as f64);
@@ -291,6 +332,7 @@ impl Model for Pcs {
             (cell.scheduled_calls - cell.arrived_calls) as f64,
         );
         stats.add("fading_checksum", cell.fading);
+        stats.add("fading_recomputations", cell.fading_runs as f64);
         if lp + 1 == self.lps() {
             let get = |s: &ModelStats, n: &str| s.get(n).unwrap_or(0.0);
             let (calls, handoffs) = (get(stats, "calls"), get(stats, "handoffs"));

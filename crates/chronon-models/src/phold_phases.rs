@@ -199,6 +199,16 @@ impl Model for PholdPhases {
         self.lookahead
     }
 
+    /// An object sends only to its mesh neighbours, each at least `lookahead` ahead.
+    fn topology(&self, lp: LpId) -> Option<Vec<(LpId, f64)>> {
+        Some(
+            self.neighbours(lp)
+                .into_iter()
+                .map(|d| (d, self.lookahead))
+                .collect(),
+        )
+    }
+
     fn reverse(&self, obj: &mut MeshObject, hop: &Hop, ctx: &ReverseCtx) {
         obj.events[self.phase(ctx.now)] -= 1;
         let (near, n) = self.near(ctx.me);

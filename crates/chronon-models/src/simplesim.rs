@@ -2,10 +2,16 @@
 //! of configurable size.
 //!
 //! Each LP starts with one event at a uniform time in `[0, start_window)`. Handling an event, an
-//! LP reads the message's payload (it sums every byte and checks the sum the sender wrote), then
-//! sends one message to a uniformly random LP (itself included) and, while its *queue* holds
+//! LP does with the message's payload what `touch` says, then sends one message to a uniformly random LP (itself included) and, while its *queue* holds
 //! fewer than `queue_bound` messages, a second one. Every message arrives `lookahead +
 //! U(delay_min, delay_max)` later and carries `payload_bytes` bytes and a unique id.
+//!
+//! **The payload** is, as in the seed, memory the model does not look at: by default
+//! ([`Touch::None`]) the sender allocates `payload_bytes` and neither end reads or writes them,
+//! so a comparison of transports measures the cost of moving (or copying) the payload and not
+//! the model's own per-byte work. [`Touch::Read`]: the sender allocates zeroed bytes and the
+//! receiver sums every byte. [`Touch::Write`]: the sender writes a pattern into every byte and
+//! the receiver sums them and checks the sum the sender wrote.
 //!
 //! **What "queue" means here.** In the seed each LP looks at the size of its own event list,
 //! which grows because of messages *other* LPs send to it; an LP of a parallel engine cannot see
@@ -39,6 +45,40 @@ pub struct SimpleSim {
     pub start_window: f64,
     /// Events before this time are left out of `steady_events`.
     pub warmup: f64,
+    /// What the model does with each payload byte.
+    pub touch: Touch,
+}
+
+/// What SimpleSim does with each payload byte (see the module docs).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "kebab-case", try_from = "String")]
+pub enum Touch {
+    /// The payload is allocated and never read or written (the seed's untouched memory).
+    #[default]
+    None,
+    /// Allocated zeroed; the receiver reads every byte.
+    Read,
+    /// The sender writes every byte; the receiver reads them and checks their sum.
+    Write,
+}
+
+impl std::str::FromStr for Touch {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Self, String> {
+        match s {
+            "none" => Ok(Touch::None),
+            "read" => Ok(Touch::Read),
+            "write" => Ok(Touch::Write),
+            _ => Err(format!("unknown touch '{s}' (allowed: none, read, write)")),
+        }
+    }
+}
+
+impl TryFrom<String> for Touch {
+    type Error = String;
+    fn try_from(s: String) -> Result<Self, String> {
+        s.parse()
+    }
 }
 
 impl Default for SimpleSim {
@@ -53,6 +93,7 @@ impl Default for SimpleSim {
             payload_bytes: 7000,
             start_window: 5.0,
             warmup: 0.0,
+            touch: Touch::None,
         }
     }
 }
@@ -94,14 +135,22 @@ impl SimpleSim {
         self.lookahead + 0.5 * (self.delay_min + self.delay_max)
     }
 
+    /// A payload of `payload_bytes` and its byte sum, as `touch` says: `None` allocates
+    /// the bytes without touching them (an empty `Vec` with that capacity).
     fn payload(&self, id: u64) -> (Vec<u8>, u64) {
-        let mut data = vec![0u8; self.payload_bytes];
-        let mut sum = 0u64;
-        for (i, b) in data.iter_mut().enumerate() {
-            *b = (id as u8).wrapping_add((i as u8).wrapping_mul(31));
-            sum += u64::from(*b);
+        match self.touch {
+            Touch::None => (Vec::with_capacity(self.payload_bytes), 0),
+            Touch::Read => (vec![0u8; self.payload_bytes], 0),
+            Touch::Write => {
+                let mut data = vec![0u8; self.payload_bytes];
+                let mut sum = 0u64;
+                for (i, b) in data.iter_mut().enumerate() {
+                    *b = (id as u8).wrapping_add((i as u8).wrapping_mul(31));
+                    sum += u64::from(*b);
+                }
+                (data, sum)
+            }
         }
-        (data, sum)
     }
 }
 
@@ -110,7 +159,7 @@ impl SimpleSim {
 pub struct Message {
     /// Unique id: sender in the high 32 bits, the sender's message number in the low ones.
     pub id: u64,
-    /// The payload the receiver reads.
+    /// The payload: `payload_bytes` of capacity (of length 0 with [`Touch::None`]).
     pub data: Vec<u8>,
     /// The sum of the payload's bytes, written by the sender.
     pub checksum: u64,
@@ -129,6 +178,8 @@ pub struct SimpleLp {
     pub steady_events: u64,
     /// Payload bytes read.
     pub bytes_read: u64,
+    /// Payload bytes received (allocated by the sender, read or not).
+    pub bytes_carried: u64,
     /// Messages whose payload did not match its checksum (always 0).
     pub bad_payloads: u64,
 }
@@ -163,10 +214,13 @@ impl Model for SimpleSim {
         let now = ctx.now();
         if msg.id != u64::MAX {
             lp.received += 1;
-            let sum: u64 = msg.data.iter().map(|&b| u64::from(b)).sum();
-            lp.bytes_read += msg.data.len() as u64;
-            if sum != msg.checksum {
-                lp.bad_payloads += 1;
+            lp.bytes_carried += msg.data.capacity().max(msg.data.len()) as u64;
+            if self.touch != Touch::None {
+                let sum: u64 = msg.data.iter().map(|&b| u64::from(b)).sum();
+                lp.bytes_read += msg.data.len() as u64;
+                if sum != msg.checksum {
+                    lp.bad_payloads += 1;
+                }
             }
         }
         if now >= self.warmup {
@@ -217,6 +271,7 @@ impl Model for SimpleSim {
         stats.add("messages_received", lp.received as f64);
         stats.add("steady_events", lp.steady_events as f64);
         stats.add("bytes_read", lp.bytes_read as f64);
+        stats.add("bytes_carried", lp.bytes_carried as f64);
         stats.add("bad_payloads", lp.bad_payloads as f64);
         stats.add("queue_len_at_end", lp.outstanding.len() as f64);
     }

@@ -196,6 +196,8 @@ fn load_balanced_window_matches_sequential() {
         };
         let seq = run(&p, 10.0, seed, Executor::Sequential);
         assert!(seq.committed > 100);
+        // Shared-LP runs by a worker other than the LP's owner in the mapping (2+ threads).
+        let mut foreign = 0.0;
         for threads in 1..=4 {
             for (dedicated, sets) in [(0.0, 1), (0.0, 2), (0.5, 1), (0.5, 2), (0.5, 3)] {
                 let c = ConservativeConfig::new(threads)
@@ -209,8 +211,17 @@ fn load_balanced_window_matches_sequential() {
                 assert_eq!(events as u64, seq.committed, "{what}");
                 let shared: f64 = r.workers.iter().map(|w| w["shared_events"]).sum();
                 assert!(shared > 0.0, "{what}");
+                foreign += r
+                    .workers
+                    .iter()
+                    .map(|w| w["foreign_shared_lp_runs"])
+                    .sum::<f64>();
             }
         }
+        assert!(
+            foreign > 0.0,
+            "seed {seed}: no worker ever claimed a shared LP of another worker"
+        );
     }
 }
 
@@ -241,4 +252,33 @@ fn hot_lps_leave_the_history_unchanged() {
     }
     .validate()
     .is_err());
+}
+
+/// Null-message workers leave without receiving events at or after the end; the GSU's TMC
+/// registers count those still in a mailbox, and the run reports them as pending, as many as
+/// the sequential run leaves.
+#[test]
+fn events_left_in_transit_are_counted_by_the_gsu() {
+    let p = Phold {
+        lps: 16,
+        start_events: 4,
+        remote: 1.0,
+        lookahead: 0.5,
+        ..Phold::default()
+    };
+    let mut seen_in_transit = false;
+    for seed in 1..=6 {
+        let seq = run(&p, 10.0, seed, Executor::Sequential);
+        let r = run(
+            &p,
+            10.0,
+            seed,
+            Executor::NullMessage(ConservativeConfig::new(2)),
+        );
+        assert_eq!(r.pending_at_end, seq.pending_at_end, "seed {seed}");
+        let in_transit = r.executor_stats["in_transit_at_end"];
+        assert!(in_transit <= r.pending_at_end as f64);
+        seen_in_transit |= in_transit > 0.0;
+    }
+    assert!(seen_in_transit, "no run left an event in transit");
 }

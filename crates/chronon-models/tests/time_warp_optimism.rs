@@ -16,6 +16,7 @@ fn simplesim() -> SimpleSim {
         payload_bytes: 64,
         start_window: 1.0,
         warmup: 0.0,
+        ..SimpleSim::default()
     }
 }
 
@@ -28,6 +29,7 @@ fn datastore() -> DataStore {
         batching_factor: 20,
         ops_per_tx: 8,
         remote: 1.0,
+        work_us: 0.0,
         ..DataStore::default()
     }
 }

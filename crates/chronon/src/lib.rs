@@ -147,6 +147,7 @@
 
 pub mod barrier;
 pub mod comm;
+mod cpu;
 mod error;
 pub mod event;
 pub mod executor;
@@ -158,7 +159,10 @@ mod model;
 pub mod partition;
 mod progress;
 pub mod queue;
+pub mod refcount;
 mod rng;
+#[cfg(target_os = "linux")]
+pub mod shm;
 mod sim;
 mod stats;
 

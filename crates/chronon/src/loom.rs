@@ -6,10 +6,10 @@
 pub(crate) use loom::sync::atomic;
 #[cfg(chronon_loom)]
 #[allow(unused_imports)]
-pub(crate) use loom::{sync::Arc, thread};
+pub(crate) use loom::{sync::Arc, sync::Mutex, thread};
 
 #[cfg(not(chronon_loom))]
 pub(crate) use std::sync::atomic;
 #[cfg(not(chronon_loom))]
 #[allow(unused_imports)]
-pub(crate) use std::{sync::Arc, thread};
+pub(crate) use std::{sync::Arc, sync::Mutex, thread};

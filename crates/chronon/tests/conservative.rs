@@ -453,6 +453,9 @@ fn load_balanced_window_matches_the_sequential_history() {
         let end = 12.0;
         let seq = run(&m, Executor::Sequential, end).unwrap();
         assert!(seq.committed > 50, "seed {seed}: {}", seq.committed);
+        // Runs of a shared LP by a worker the mapping did not give it to, over this seed's
+        // runs with 2 or more threads: 0 would mean no worker ever took another's load.
+        let mut foreign = 0.0;
         for threads in 1..=4 {
             for (dedicated, sets) in [(0.0, 1), (0.5, 2), (0.0, 3), (0.5, 1)] {
                 let c = ConservativeConfig::new(threads)
@@ -466,8 +469,17 @@ fn load_balanced_window_matches_the_sequential_history() {
                 assert!(r.executor_stats["shared_lps"] > 0.0, "{name}");
                 let shared: f64 = r.workers.iter().map(|w| w["shared_events"]).sum();
                 assert!(shared > 0.0, "{name}: no shared LP ran");
+                let f: f64 = r.workers.iter().map(|w| w["foreign_shared_lp_runs"]).sum();
+                if threads == 1 {
+                    assert_eq!(f, 0.0, "{name}: one worker owns every LP");
+                }
+                foreign += f;
             }
         }
+        assert!(
+            foreign > 0.0,
+            "seed {seed}: no worker ever claimed a shared LP of another worker"
+        );
     }
 }
 
@@ -623,4 +635,46 @@ fn time_warp_keeps_topologies_and_refuses_global_events() {
         e.is_config() && e.to_string().contains("global events"),
         "{e}"
     );
+}
+
+/// Lock-step with zero-lookahead links between workers (cycles included) runs batches of
+/// events, not one per round (`lockstep.rs`), and still commits the sequential history:
+/// random zero-lookahead models with many equal timestamps, 2–4 threads, both mappings.
+/// `CHRONON_STRESS=N` runs seeds 0..N instead of 0..40 and 184 (the seed that caught a rule
+/// which forgot this round's own sends to other workers).
+#[test]
+fn lockstep_with_zero_lookahead_links_matches_the_sequential_history() {
+    let seeds: Vec<u64> = match std::env::var("CHRONON_STRESS")
+        .ok()
+        .and_then(|s| s.parse().ok())
+    {
+        Some(n) => (0..n).collect(),
+        None => (0..40).chain([184]).collect(),
+    };
+    for seed in seeds {
+        let m = Random {
+            lps: 4 + (seed as u32 * 5) % 11,
+            seed: seed + 1000,
+            las: [vec![0.0], vec![0.0, 0.25], vec![0.0, 0.0, 1.0]][seed as usize % 3].clone(),
+            degree: 1 + (seed as u32 % 3),
+            max_fanout: 1 + (seed as u32 % 3),
+            quantum: 0.25,
+            period: if seed % 4 == 0 { 1.25 } else { 0.0 },
+            acyclic_zero: seed % 2 == 0,
+            cheat_at: None,
+            log: None,
+        };
+        let end = 12.0;
+        let seq = run(&m, Executor::Sequential, end).unwrap();
+        for threads in 2..=4 {
+            for mapping in [Mapping::Block, Mapping::RoundRobin] {
+                let exec =
+                    Executor::Lockstep(ConservativeConfig::new(threads).mapping(mapping.clone()));
+                let name = format!("seed {seed}, lockstep x{threads} {mapping:?}");
+                let r = run(&m, exec, end).unwrap_or_else(|e| panic!("{name}: {e}"));
+                assert_eq!(r.fingerprint, seq.fingerprint, "{name}");
+                assert_eq!(r.model_stats, seq.model_stats, "{name}");
+            }
+        }
+    }
 }

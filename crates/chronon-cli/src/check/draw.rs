@@ -134,6 +134,7 @@ pub(crate) fn model_flags(model: &str, d: &mut Draw) -> Flags {
                 .set("payload-bytes", d.pick(&["0", "8", "64", "300"]))
                 .set("start-window", d.pick(&["0.5", "1", "5"]))
                 .set("warmup", d.pick(&["0", "5"]))
+                .set("touch", d.pick(&["none", "read", "write"]))
                 .set("end", d.int(10, 60));
         }
         "manufacturing" => {
@@ -146,6 +147,7 @@ pub(crate) fn model_flags(model: &str, d: &mut Draw) -> Flags {
                 .set("rework", d.pick(&["0", "0.1", "0.3"]))
                 .set("transfer", d.pick(&["0.5", "0.5", "1", "0"]))
                 .set("warmup", d.pick(&["0", "20"]))
+                .set("work-us", d.pick(&["0", "0", "0", "2"]))
                 .set("end", d.int(50, 300));
         }
         "pcs" => {
@@ -157,6 +159,7 @@ pub(crate) fn model_flags(model: &str, d: &mut Draw) -> Flags {
                 .set("residence", d.pick(&["0", "0.5", "2", "5"]))
                 .set("handoff-delay", d.pick(&["0.01", "0.05", "0.1"]))
                 .set("fading-work", d.int(0, 2))
+                .set("fading-period", d.pick(&["0", "0", "0.5", "1.5"]))
                 .set("warmup", d.pick(&["0", "1"]))
                 .set("end", d.int(2, 8));
         }
@@ -171,6 +174,8 @@ pub(crate) fn model_flags(model: &str, d: &mut Draw) -> Flags {
                 .set("batch-interarrival", d.pick(&["0.5", "1", "2"]))
                 .set("hold", d.pick(&["0", "0.2", "0.5"]))
                 .set("net-delay", d.pick(&["0.01", "0.05", "0.2"]))
+                .set("work-us", d.pick(&["0", "0", "0", "1"]))
+                .set("alloc", d.pick(&["round-robin", "upfront"]))
                 .set("end", d.int(2, 8));
         }
         "star-clique" => {

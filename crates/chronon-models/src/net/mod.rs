@@ -3,8 +3,10 @@
 //! sinks. [`star_clique`] and [`campus`] build the seeds' topologies on it.
 //!
 //! Every node is one LP. A packet crossing a link is one event at the far node, so a link's
-//! propagation delay bounds every cross-LP send from below: the network's smallest link delay
-//! is the model's lookahead.
+//! propagation delay plus its transmission time bounds every cross-LP send from below. Each
+//! node declares its links ([`Model::topology`]): a neighbour per link, with lookahead the
+//! link's delay plus the transmission time of the smallest packet any source sends; the
+//! network's smallest link delay is the model's (global) lookahead, which self-sends keep.
 //!
 //! **Interfaces without timers.** Each end of a link is an interface with a FIFO transmit queue
 //! that holds at most `queue_packets` packets waiting besides the one being transmitted (drop
@@ -302,6 +304,7 @@ impl Network {
             core: c,
             next,
             lookahead: 0.0,
+            min_bytes: 0,
         };
         let lookahead = model
             .ifaces
@@ -309,12 +312,20 @@ impl Network {
             .flatten()
             .map(|i| i.spec.delay)
             .fold(f64::INFINITY, f64::min);
+        let min_bytes = model
+            .apps
+            .iter()
+            .flatten()
+            .map(|a| a.packet_bytes)
+            .min()
+            .unwrap_or(0);
         let model = NetModel {
             lookahead: if lookahead.is_finite() {
                 lookahead
             } else {
                 1.0
             },
+            min_bytes,
             ..model
         };
         for (src, apps) in model.apps.iter().enumerate() {
@@ -366,9 +377,19 @@ pub struct NetModel {
     core: usize,
     next: Vec<u16>,
     lookahead: f64,
+    /// The smallest packet any source sends (bytes; 0 without sources): every packet a link
+    /// carries takes at least its transmission time.
+    min_bytes: u32,
 }
 
 impl NetModel {
+    /// The lookahead of the link from `node` through interface `i`: its propagation delay
+    /// plus the transmission time of the smallest packet any source sends.
+    pub fn link_lookahead(&self, node: NodeId, i: usize) -> f64 {
+        let spec = self.ifaces[node as usize][i].spec;
+        spec.delay + spec.transmit_time(self.min_bytes)
+    }
+
     /// The number of LPs: one per node.
     pub fn lps(&self) -> u32 {
         self.ifaces.len() as u32
@@ -617,15 +638,26 @@ impl Model for NetModel {
         q.sent += 1;
         p.hops += 1;
         p.link = iface.back;
-        ctx.send(
-            iface.peer,
-            end - now + iface.spec.delay,
-            NetEvent::Packet(p),
-        );
+        // `max`: `end - now` may round an ulp below the transmission time, and the delay must
+        // not fall below the link's declared lookahead (delay + smallest transmission).
+        let transmit = (end - now).max(iface.spec.transmit_time(p.bytes));
+        ctx.send(iface.peer, transmit + iface.spec.delay, NetEvent::Packet(p));
     }
 
     fn lookahead(&self) -> f64 {
         self.lookahead
+    }
+
+    /// A node sends only to its neighbours, each link with its own lookahead
+    /// ([`NetModel::link_lookahead`]).
+    fn topology(&self, lp: LpId) -> Option<Vec<(LpId, f64)>> {
+        Some(
+            self.ifaces[lp as usize]
+                .iter()
+                .enumerate()
+                .map(|(i, f)| (f.peer, self.link_lookahead(lp, i)))
+                .collect(),
+        )
     }
 
     fn finish(&self, lp: LpId, st: &NodeState, stats: &mut ModelStats) {

@@ -1,4 +1,5 @@
 use chronon::QueueKind;
+use chronon_models::datastore::Alloc;
 use chronon_models::DataStore;
 
 use crate::{check_fingerprints, rel, run, stat};
@@ -11,6 +12,7 @@ fn transactions_are_conserved() {
         nodes: 16,
         hold: 2.0,
         keys_per_partition: 20,
+        work_us: 0.0,
         ..DataStore::default()
     };
     let r = run(m.clone(), m.lps(), 200.0, 3, QueueKind::Ladder);
@@ -37,6 +39,7 @@ fn no_conflicts_means_no_aborts_and_full_throughput() {
         partitions_per_node: 1,
         ops_per_tx: 2,
         warmup: 10.0,
+        work_us: 0.0,
         ..DataStore::default()
     };
     let r = run(m.clone(), m.lps(), 510.0, 4, QueueKind::Ladder);
@@ -63,6 +66,7 @@ fn conflict_rate_matches_erlang_b_one_server() {
         remote: 0.5,
         batch_interarrival: 1.0,
         hold: 25.0,
+        work_us: 0.0,
         ..DataStore::default()
     };
     let r = run(m.clone(), m.lps(), 5000.0, 5, QueueKind::Ladder);
@@ -83,15 +87,53 @@ fn fingerprints() {
     let m = DataStore {
         nodes: 8,
         keys_per_partition: 10,
+        work_us: 0.0,
         ..DataStore::default()
     };
     check_fingerprints(|| m.clone(), m.lps(), 60.0);
+}
+
+/// The seed's "varied" configuration allocates the same request meta-data at another point of
+/// the batch event: same history, same statistics, one record per access in both.
+#[test]
+fn upfront_allocation_is_the_same_model() {
+    let m = DataStore {
+        nodes: 8,
+        keys_per_partition: 10,
+        work_us: 0.0,
+        ..DataStore::default()
+    };
+    let rr = run(m.clone(), m.lps(), 40.0, 3, QueueKind::Ladder);
+    let up = DataStore {
+        alloc: Alloc::Upfront,
+        ..m.clone()
+    };
+    let up = run(up, m.lps(), 40.0, 3, QueueKind::Ladder);
+    assert_eq!(rr.fingerprint, up.fingerprint);
+    assert_eq!(rr.model_stats, up.model_stats);
+    let accesses = stat(&rr, "tx_started") * f64::from(m.ops_per_tx);
+    assert_eq!(stat(&rr, "request_metas_allocated"), accesses);
+}
+
+#[test]
+fn the_default_work_is_the_examples() {
+    assert_eq!(DataStore::default().work_us, 30.0);
+    let example = std::fs::read_to_string(concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../../examples/datastore.toml"
+    ))
+    .unwrap();
+    assert!(example.contains("work-us = 30.0"), "{example}");
+    assert_eq!("upfront".parse::<Alloc>(), Ok(Alloc::Upfront));
+    let e = "later".parse::<Alloc>().unwrap_err();
+    assert_eq!(e, "unknown alloc 'later' (allowed: round-robin, upfront)");
 }
 
 #[test]
 fn bad_parameters_are_named() {
     let e = DataStore {
         net_delay: 0.0,
+        work_us: 0.0,
         ..DataStore::default()
     }
     .validate()
@@ -99,6 +141,7 @@ fn bad_parameters_are_named() {
     assert!(e.starts_with("net-delay"), "{e}");
     let e = DataStore {
         batching_factor: 0,
+        work_us: 0.0,
         ..DataStore::default()
     }
     .validate()

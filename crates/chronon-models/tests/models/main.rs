@@ -64,16 +64,27 @@ pub(crate) fn check_fingerprints<M: Model>(make: impl Fn() -> M, lps: u32, end: 
     }
 }
 
-/// Every parallel executor, at thread counts that exercise cross-worker traffic.
+/// Every parallel executor at 1 to 4 threads (lock-step with both mappings), so each model's
+/// declared topology is used and checked (a send along an undeclared link, or below its
+/// lookahead, fails the run) with links inside and between workers.
 pub(crate) fn parallel_executors() -> Vec<Executor> {
+    use chronon::partition::Mapping;
     use chronon::ConservativeConfig;
-    vec![
-        Executor::Window(ConservativeConfig::new(2)),
-        Executor::Lockstep(ConservativeConfig::new(3)),
-        Executor::NullMessage(ConservativeConfig::new(2)),
-        Executor::TimeWarp { threads: 2 },
-        Executor::TimeWarp { threads: 3 },
-    ]
+    let mut v = Vec::new();
+    for t in 1..=4 {
+        let c = ConservativeConfig::new(t);
+        v.push(Executor::Window(c.clone()));
+        v.push(Executor::Lockstep(c.clone()));
+        v.push(Executor::Lockstep(c.clone().mapping(Mapping::RoundRobin)));
+        v.push(Executor::NullMessage(c));
+        v.push(Executor::TimeWarp { threads: t });
+    }
+    v
+}
+
+/// Whether `m` declares links for every one of its `lps` LPs (none falls back to the full mesh).
+pub(crate) fn declares_topology<M: Model>(m: &M, lps: u32) -> bool {
+    (0..lps).all(|lp| m.topology(lp).is_some())
 }
 
 /// The named model statistic (panics when it is missing).

@@ -117,7 +117,157 @@ fn single_line_products_count_once() {
 #[test]
 fn fingerprints() {
     let m = Manufacturing::default();
+    assert!(crate::declares_topology(&m, m.lps()));
     check_fingerprints(|| m.clone(), m.lps(), 500.0);
+}
+
+/// The seed's own case: zero transfer time, so every station link has lookahead 0. Window and
+/// lock-step (both mappings) at 1–4 threads and Time Warp commit the sequential history.
+#[test]
+fn zero_transfer_fingerprints() {
+    use chronon::partition::Mapping;
+    use chronon::{ConservativeConfig, Executor, Simulation};
+    let m = Manufacturing {
+        transfer: 0.0,
+        ..Manufacturing::default()
+    };
+    let seq = run(m.clone(), m.lps(), 300.0, 7, QueueKind::Ladder);
+    assert!(seq.committed > 500);
+    for t in 1..=4 {
+        let c = ConservativeConfig::new(t);
+        for exec in [
+            Executor::Window(c.clone()),
+            Executor::Lockstep(c.clone()),
+            Executor::Lockstep(c.clone().mapping(Mapping::RoundRobin)),
+            Executor::TimeWarp { threads: t },
+        ] {
+            let r = Simulation::new(m.clone())
+                .lps(m.lps())
+                .end_time(300.0)
+                .seed(7)
+                .executor(exec.clone())
+                .run()
+                .unwrap_or_else(|e| panic!("{exec:?}: {e}"));
+            assert_eq!(r.fingerprint, seq.fingerprint, "{exec:?}");
+            assert_eq!(r.model_stats, seq.model_stats, "{exec:?}");
+        }
+    }
+}
+
+/// Lock-step on zero-lookahead links is not serialized to one event per round: on the
+/// default manufacturing model with `transfer` 0 and 2 threads, the old rule (a worker with a
+/// zero-lookahead link to another runs only the event at GST) took one round per event
+/// (1 759 rounds for 1 759 events up to time 500); now at most 0.6 rounds per event.
+#[test]
+fn zero_transfer_lockstep_runs_several_events_per_round() {
+    use chronon::{ConservativeConfig, Executor, Simulation};
+    let m = Manufacturing {
+        transfer: 0.0,
+        ..Manufacturing::default()
+    };
+    let r = Simulation::new(m.clone())
+        .lps(m.lps())
+        .end_time(500.0)
+        .seed(1)
+        .executor(Executor::Lockstep(ConservativeConfig::new(2)))
+        .run()
+        .unwrap();
+    let rounds = r.executor_stats["rounds"];
+    assert!(r.committed > 1000);
+    assert!(
+        rounds <= 0.6 * r.committed as f64,
+        "{rounds} rounds for {} events",
+        r.committed
+    );
+}
+
+/// Null messages refuse zero transfer time, naming links the model declares with lookahead 0:
+/// with a round-robin mapping a processing station and its control station (which sends
+/// rework back) sit on two workers — a real cycle; with blocks, a line's last control station
+/// feeds an assembly station on the other worker — a real link, and no cycle is claimed.
+#[test]
+fn null_message_errors_name_declared_zero_links() {
+    use chronon::partition::Mapping;
+    use chronon::{ConservativeConfig, Executor, Simulation};
+    let m = Manufacturing {
+        transfer: 0.0,
+        ..Manufacturing::default()
+    };
+    let run_nm = |mapping: Mapping| {
+        Simulation::new(m.clone())
+            .lps(m.lps())
+            .end_time(100.0)
+            .executor(Executor::NullMessage(
+                ConservativeConfig::new(2).mapping(mapping),
+            ))
+            .run()
+            .unwrap_err()
+            .to_string()
+    };
+    // Every "LP a -> LP b" named is a declared zero-lookahead link.
+    let hops = |msg: &str| -> Vec<(u32, u32)> {
+        msg.split("LP ")
+            .skip(1)
+            .collect::<Vec<_>>()
+            .chunks(2)
+            .map(|p| {
+                let num = |s: &str| {
+                    s.split(|c: char| !c.is_ascii_digit())
+                        .next()
+                        .unwrap()
+                        .parse()
+                        .unwrap()
+                };
+                (num(p[0]), num(p[1]))
+            })
+            .collect()
+    };
+    let rr = run_nm(Mapping::RoundRobin);
+    assert!(rr.contains("cycle of zero-lookahead links"), "{rr}");
+    let cycle = hops(&rr);
+    assert!(cycle.len() >= 2, "{rr}");
+    assert_eq!(cycle.first().unwrap().0, cycle.last().unwrap().1, "{rr}");
+    for &(a, b) in &cycle {
+        assert!(m.links(a).contains(&(b, 0.0)), "{rr}: LP {a} -> LP {b}");
+    }
+    let block = run_nm(Mapping::Block);
+    assert!(!block.contains("cycle"), "{block}");
+    for (a, b) in hops(&block) {
+        assert!(m.links(a).contains(&(b, 0.0)), "{block}: LP {a} -> LP {b}");
+    }
+}
+
+/// `work_us` spins on every event: the run takes at least events × work.
+#[test]
+fn work_us_spins_on_every_event() {
+    let m = Manufacturing {
+        work_us: 200.0,
+        ..Manufacturing::default()
+    };
+    let start = std::time::Instant::now();
+    let r = run(m.clone(), m.lps(), 200.0, 1, QueueKind::Ladder);
+    let spent = start.elapsed().as_secs_f64();
+    assert!(r.committed > 50);
+    assert!(
+        spent >= r.committed as f64 * 200e-6,
+        "{spent} s for {} events",
+        r.committed
+    );
+    let plain = run(
+        Manufacturing::default(),
+        m.lps(),
+        200.0,
+        1,
+        QueueKind::Ladder,
+    );
+    assert_eq!(plain.fingerprint, r.fingerprint);
+    let e = Manufacturing {
+        work_us: -1.0,
+        ..Manufacturing::default()
+    }
+    .validate()
+    .unwrap_err();
+    assert!(e.starts_with("work-us"), "{e}");
 }
 
 #[test]

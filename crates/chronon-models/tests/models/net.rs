@@ -1,4 +1,4 @@
-use chronon::QueueKind;
+use chronon::{Model, QueueKind};
 use chronon_models::net::{LinkSpec, NetModel, Network, OnOff};
 use chronon_models::{Campus, StarClique};
 
@@ -195,6 +195,37 @@ fn campus_ring_delivers_its_load() {
     );
 }
 
+/// A node declares one link per neighbour, with lookahead = propagation delay + transmission
+/// time of the smallest packet any source sends (here 500 bytes at 1 Mb/s: 4 ms).
+#[test]
+fn nodes_declare_their_links_with_delay_plus_smallest_transmission() {
+    let mut net = Network::new(3);
+    net.link(0, 1, LINK).unwrap();
+    let slow = LinkSpec {
+        bandwidth_bps: 0.5e6,
+        delay: 0.02,
+        queue_packets: 4,
+    };
+    net.link(1, 2, slow).unwrap();
+    // On/off sources, so that the seed changes the history.
+    let onoff = |dst, bytes| OnOff {
+        on_mean: 0.1,
+        off_mean: 0.1,
+        ..OnOff::cbr(dst, 1e5, bytes, 0.0, 10.0)
+    };
+    net.app(0, onoff(2, 1000)).unwrap();
+    net.app(2, onoff(0, 500)).unwrap();
+    let m = net.build().unwrap();
+    assert_eq!(m.topology(0), Some(vec![(1, 0.01 + 0.004)]));
+    assert_eq!(
+        m.topology(1),
+        Some(vec![(0, 0.01 + 0.004), (2, 0.02 + 0.008)])
+    );
+    assert_eq!(m.topology(2), Some(vec![(1, 0.02 + 0.008)]));
+    // Every executor keeps to them (a send below a link's lookahead would fail the run).
+    check_fingerprints(|| m.clone(), 3, 10.0);
+}
+
 #[test]
 fn fingerprints() {
     let m = StarClique {
@@ -202,6 +233,8 @@ fn fingerprints() {
         leaf_bandwidth: 1e6,
         ..StarClique::default()
     };
+    let built = m.build().unwrap();
+    assert!(crate::declares_topology(&built, m.lps()));
     check_fingerprints(|| m.build().unwrap(), m.lps(), 3.0);
 }
 
@@ -214,6 +247,7 @@ fn campus_fingerprints() {
         load: 0.001,
         ..Campus::default()
     };
+    assert!(crate::declares_topology(&c.build().unwrap(), c.lps()));
     check_fingerprints(|| c.build().unwrap(), c.lps(), 0.5);
 }
 

@@ -1,4 +1,4 @@
-use chronon::QueueKind;
+use chronon::{Model, QueueKind};
 use chronon_models::Pcs;
 
 use crate::{check_fingerprints, pending, rel, run, stat};
@@ -97,9 +97,46 @@ fn fingerprints() {
         channels: 8,
         call_interarrival: 0.5,
         fading_work: 1,
+        fading_period: 7.5,
         ..Pcs::default()
     };
+    assert!(crate::declares_topology(&m, m.lps()));
+    assert_eq!(m.topology(7).unwrap().len(), m.neighbours(7).len());
     check_fingerprints(|| m.clone(), m.lps(), 100.0);
+}
+
+/// The periodic fading recomputation runs in every cell every `fading-period` minutes and
+/// changes no call figure (it only reads the active calls).
+#[test]
+fn periodic_fading_runs_every_period_and_changes_no_call() {
+    let m = Pcs {
+        width: 4,
+        height: 4,
+        channels: 5,
+        call_interarrival: 0.5,
+        fading_work: 2,
+        ..Pcs::default()
+    };
+    let periodic = Pcs {
+        fading_period: 10.0,
+        ..m.clone()
+    };
+    let a = run(m.clone(), m.lps(), 100.0, 2, QueueKind::Ladder);
+    let b = run(periodic, m.lps(), 100.0, 2, QueueKind::Ladder);
+    // Every cell at 10, 20, ..., 90 (events at the end time never run).
+    assert_eq!(stat(&b, "fading_recomputations"), 16.0 * 9.0);
+    assert_eq!(stat(&a, "fading_recomputations"), 0.0);
+    for k in ["calls", "blocked", "handoffs", "dropped", "handoffs_sent"] {
+        assert_eq!(stat(&a, k), stat(&b, k), "{k}");
+    }
+    assert_ne!(stat(&a, "fading_checksum"), stat(&b, "fading_checksum"));
+    let e = Pcs {
+        fading_period: 0.001,
+        ..Pcs::default()
+    }
+    .validate()
+    .unwrap_err();
+    assert!(e.starts_with("fading-period"), "{e}");
 }
 
 #[test]

@@ -79,6 +79,7 @@ fn fingerprints() {
         phase_length: 5.0,
         ..small()
     };
+    assert!(crate::declares_topology(&m, m.lps()));
     check_fingerprints(|| m.clone(), m.lps(), 15.0);
 }
 

@@ -1,4 +1,5 @@
 use chronon::QueueKind;
+use chronon_models::simplesim::Touch;
 use chronon_models::SimpleSim;
 
 use crate::{check_fingerprints, pending, run, stat};
@@ -15,10 +16,13 @@ fn small() -> SimpleSim {
 
 /// Every message is received exactly once or still pending: sent + start events = received +
 /// start events + pending (the pending count is the engine's, not the model's). Every payload
-/// arrives intact.
+/// arrives intact (with `--touch write`, which writes and checks every byte).
 #[test]
 fn messages_are_conserved_and_payloads_read() {
-    let m = small();
+    let m = SimpleSim {
+        touch: Touch::Write,
+        ..small()
+    };
     let r = run(m.clone(), m.lps, 300.0, 5, QueueKind::Ladder);
     let sent = stat(&r, "messages_sent");
     let received = stat(&r, "messages_received");
@@ -63,6 +67,41 @@ fn fingerprints() {
         ..small()
     };
     check_fingerprints(|| m.clone(), m.lps, 100.0);
+}
+
+/// `--touch`: the history does not depend on it; `none` reads nothing although every
+/// message still carries its payload; `read` and `write` read every byte; only `write` has
+/// sums to check.
+#[test]
+fn touch_changes_only_the_work_on_the_payload() {
+    let base = SimpleSim {
+        queue_bound: 20,
+        payload_bytes: 100,
+        ..small()
+    };
+    let runs: Vec<_> = [Touch::None, Touch::Read, Touch::Write]
+        .into_iter()
+        .map(|touch| {
+            let m = SimpleSim {
+                touch,
+                ..base.clone()
+            };
+            run(m, base.lps, 50.0, 5, QueueKind::Ladder)
+        })
+        .collect();
+    let received = stat(&runs[0], "messages_received");
+    assert!(received > 100.0);
+    for r in &runs {
+        assert_eq!(r.fingerprint, runs[0].fingerprint);
+        assert_eq!(stat(r, "bytes_carried"), received * 100.0);
+        assert_eq!(stat(r, "bad_payloads"), 0.0);
+    }
+    assert_eq!(stat(&runs[0], "bytes_read"), 0.0);
+    assert_eq!(stat(&runs[1], "bytes_read"), received * 100.0);
+    assert_eq!(stat(&runs[2], "bytes_read"), received * 100.0);
+    assert_eq!(SimpleSim::default().touch, Touch::None);
+    let e = "all".parse::<Touch>().unwrap_err();
+    assert_eq!(e, "unknown touch 'all' (allowed: none, read, write)");
 }
 
 #[test]

@@ -3,7 +3,7 @@
 
 mod mailbox;
 
-pub use mailbox::Mailbox;
+pub use mailbox::{Batch, BatchPool, Mailbox};
 
 #[cfg(all(test, chronon_loom))]
 mod loom_tests;

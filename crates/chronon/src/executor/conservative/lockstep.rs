@@ -12,11 +12,24 @@
 //!
 //! Zero lookahead between workers: an event at time `t` may then cause, at once, events at `t`
 //! on another worker whose keys are *smaller* than events already pending there; the sequential
-//! executor interleaves them by pop order, not by key. A worker with such a link therefore runs
-//! only the event at GST (the one event nothing can precede); its receivers are held at `t` by
-//! their InClock. Positive lookahead between workers has no such restriction.
+//! executor interleaves them by pop order, not by key. Only events of *crossing* LPs (a
+//! zero-lookahead path to another worker) can do that; such an event runs outside GST only
+//! while its time is below the [`frontier`] — no other worker holds or can create anything at
+//! that time — lowered by this lock-step's own sends (`Worker::run_lockstep`; proof sketch in
+//! README.md, rule 4). Positive lookahead between workers has no such restriction.
 
 use crate::gsu::Snapshot;
+
+/// The earliest time at which a worker other than `me` holds an event (pending or in transit)
+/// in this round's snapshot.
+pub(super) fn frontier(snap: &Snapshot, me: usize) -> f64 {
+    snap.workers
+        .iter()
+        .enumerate()
+        .filter(|&(v, _)| v != me)
+        .map(|(_, v)| v.published.moe.time.min(v.mom))
+        .fold(f64::INFINITY, f64::min)
+}
 
 /// Scratch space for the closure.
 #[derive(Debug, Default)]

@@ -16,7 +16,7 @@
 use std::sync::atomic::Ordering;
 use std::time::Instant;
 
-use super::lockstep::Closure;
+use super::lockstep::{self, Closure};
 use super::{window, Outcome, Protocol, Worker};
 use crate::barrier::Barrier;
 use crate::event::Event;
@@ -41,7 +41,7 @@ pub(super) fn run<M: Model, Q: PendingSet<Event<M::Event>>>(
     let mut failed = false;
     let mut outcome = Outcome::default();
     let mut bound_sum = 0.0;
-    let (mut shared_runs, mut shared_events) = (0u64, 0u64);
+    let (mut shared_runs, mut shared_events, mut foreign_runs) = (0u64, 0u64, 0u64);
     loop {
         let t0 = Instant::now();
         let stop = me == 0 && sh.cfg.progress.stop_requested();
@@ -113,9 +113,6 @@ pub(super) fn run<M: Model, Q: PendingSet<Event<M::Event>>>(
         }
         let below = match protocol {
             Protocol::Window => window::lbts(&snap, &sh.worker_la),
-            // A worker with a zero-lookahead link to another worker runs only the event at
-            // GST (lockstep.rs: equal-time cascades across workers).
-            _ if sh.worker_la[me] == 0.0 => t_min.min(closure.in_clock(&snap, &sh.link_la, me)),
             _ => closure.in_clock(&snap, &sh.link_la, me),
         };
         bound_sum += (below.min(end) - t_min).max(0.0);
@@ -130,7 +127,11 @@ pub(super) fn run<M: Model, Q: PendingSet<Event<M::Event>>>(
             sh.cap(g)
         };
         w.stats.sync_s += t0.elapsed().as_secs_f64();
-        if let Err(e) = w.run_below(below, cap, Some(min_key)) {
+        let ran = match protocol {
+            Protocol::Window => w.run_below(below, cap, Some(min_key)),
+            _ => w.run_lockstep(below, cap, min_key, lockstep::frontier(&snap, me)),
+        };
+        if let Err(e) = ran {
             sh.record_error(e);
             failed = true;
         }
@@ -139,9 +140,13 @@ pub(super) fn run<M: Model, Q: PendingSet<Event<M::Event>>>(
             'sets: for k in 0..n {
                 let s = (me + k) % n;
                 while let Some(j) = b.cursors[s].claim(b.sets[s].len()) {
-                    match w.run_shared(b.sets[s][j], below, cap, Some(min_key)) {
+                    let lp = b.sets[s][j];
+                    match w.run_shared(lp, below, cap, Some(min_key)) {
                         Ok(done) => {
                             shared_runs += u64::from(done > 0);
+                            // An LP the mapping gave another worker: the balancing at work.
+                            foreign_runs +=
+                                u64::from(done > 0 && sh.owner[lp as usize] as usize != me);
                             shared_events += done;
                         }
                         Err(e) => {
@@ -167,6 +172,9 @@ pub(super) fn run<M: Model, Q: PendingSet<Event<M::Event>>>(
     }
     if sh.balance.is_some() {
         outcome.extra.push(("shared_lp_runs", shared_runs as f64));
+        outcome
+            .extra
+            .push(("foreign_shared_lp_runs", foreign_runs as f64));
         outcome.extra.push(("shared_events", shared_events as f64));
     }
     if w.stats.rounds > 0 {

@@ -4,7 +4,6 @@
 use std::cmp::Ordering;
 use std::collections::VecDeque;
 
-use crate::error::ModelError;
 use crate::event::{Event, EventKey, Keyed};
 use crate::fingerprint::LpDigest;
 use crate::model::{LpId, LpMeta};
@@ -115,24 +114,6 @@ impl<P> Keyed for Msg<P> {
     }
 }
 
-/// A processed event: the event itself, the LP's bookkeeping before it, how many sends and
-/// counter deltas it made (the first of each inline, the rest in the LP's `sent` and `counts`
-/// logs: most events send at most one event and count at most once, so one record is all
-/// they touch), and a model error it raised (reported only if the event commits: a
-/// speculative error may be rolled back).
-#[derive(Debug)]
-pub(crate) struct Done<P> {
-    pub(crate) ev: TwEvent<P>,
-    pub(crate) meta: LpMeta,
-    pub(crate) sent: u32,
-    pub(crate) counts: u32,
-    pub(crate) error: Option<Box<ModelError>>,
-    /// The first send (meaningful when `sent >= 1`).
-    pub(crate) first_sent: Sent,
-    /// The first counter delta (meaningful when `counts >= 1`).
-    pub(crate) first_count: (u32, i64),
-}
-
 /// One send of a processed event, kept to cancel it on rollback. The rest of its key is
 /// known: the sender is the LP, and the `k`-th send of an event carried the send counter
 /// `meta.seq + k` of the event's record.
@@ -152,48 +133,45 @@ pub(crate) struct Checkpoint<S> {
 }
 
 /// One LP under Time Warp: the part every event touches (its *hot* record). What only
-/// fossil collection, rollback or unusual events touch lives in the LP's [`TwCold`] record, in
-/// a parallel vector (same index), so that the per-event touch is two cache lines for a small
-/// state instead of four (with 16 384 LPs per worker the records no longer fit in L2).
+/// fossil collection or copy state saving touch lives in the LP's [`TwCold`] record, in a
+/// parallel vector (same index).
 ///
-/// Processed events are numbered from 0 in processing order; `done[i]` is number `base + i`.
-/// Numbers below `cold.committed` are committed (their commit hooks ran); `done` still holds
-/// committed records after the newest checkpoint at or before `committed` (copy state saving
-/// coasts forward over them).
+/// Processed events are numbered from 0 in processing order; `next` is the number of the next
+/// one. The records themselves are in the worker's history arena (`history.rs`): `last` is the
+/// position of the newest, and each record links to the LP's previous one.
 #[derive(Debug)]
-#[repr(C, align(64))] // bookkeeping first (88 bytes), then the state: 2 lines for a 32-byte state
-pub(crate) struct TwLp<S, P> {
+#[repr(C, align(64))] // bookkeeping first (80 bytes), then the state
+pub(crate) struct TwLp<S> {
     pub(crate) id: LpId,
-    /// Listed in the worker's set of LPs with uncommitted events.
-    pub(crate) dirty: bool,
     /// Whether the last processed event's order stack is its key alone.
     pub(crate) last_plain: bool,
-    /// Key of the last processed event (of `done.back()`; zero when `done` is empty).
+    /// Key of the last processed event still in the arena (zero when there is none).
     pub(crate) last_key: EventKey,
     pub(crate) meta: LpMeta,
-    pub(crate) base: u64,
-    pub(crate) done: VecDeque<Done<P>>,
+    /// The digest of every event processed and not rolled back (committed or not): folded when
+    /// an event runs, restored from the record on rollback. At the end of an incomplete run the
+    /// oldest uncommitted record's digest is the committed one.
+    pub(crate) digest: LpDigest,
+    /// Arena position of the newest record (`history::NONE`: none).
+    pub(crate) last: u64,
+    /// Number of the next event this LP processes.
+    pub(crate) next: u64,
     pub(crate) state: S,
 }
 
-/// The rarely touched part of an LP (see [`TwLp`]): the commit point, the digest, the logs of
-/// further sends and counter deltas (events that send or count more than once), and the
-/// checkpoints (copy state saving).
+/// The rarely touched part of an LP (see [`TwLp`]); used by copy state saving only: the
+/// commit point, the checkpoints, and the committed events that a rollback may still coast
+/// over once the arena has freed their records.
 #[derive(Debug)]
-pub(crate) struct TwCold<S> {
+pub(crate) struct TwCold<S, P> {
+    /// Number of events committed.
     pub(crate) committed: u64,
-    pub(crate) digest: LpDigest,
-    pub(crate) sent: VecDeque<Sent>,
-    pub(crate) counts: VecDeque<(u32, i64)>,
     pub(crate) checkpoints: VecDeque<Checkpoint<S>>,
-}
-
-impl<S, P> TwLp<S, P> {
-    /// Number of the next event this LP processes.
-    #[inline(always)]
-    pub(crate) fn next_index(&self) -> u64 {
-        self.base + self.done.len() as u64
-    }
+    /// Committed events numbered `coast_base ..` (up to `arena_base`), oldest first.
+    pub(crate) coast: VecDeque<TwEvent<P>>,
+    pub(crate) coast_base: u64,
+    /// Number of the LP's oldest record still in the arena.
+    pub(crate) arena_base: u64,
 }
 
 #[cfg(test)]

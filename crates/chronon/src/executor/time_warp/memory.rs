@@ -7,8 +7,8 @@
 //! - **Estimate**: `fixed + Σ workers' dynamic bytes + correction`. `fixed` is *measured* once
 //!   the LPs and initial events are in place (VmRSS then, less the dynamic bytes counted at
 //!   that moment): binary, LP records, queue structure, allocator slack at start. The dynamic
-//!   bytes are counted by the workers: pending events, processed records at the capacity of
-//!   their deques, send and counter logs, checkpoints, cancelled ids. `correction` is raised
+//!   bytes are counted by the workers: pending events, processed records (the history arena and
+//!   its extras log at their capacity), coast logs, checkpoints, cancelled ids. `correction` is raised
 //!   whenever a sample of VmRSS (at most every `SAMPLE_EVERY`, taken by the worker that
 //!   completes a GVT round) exceeds the estimate while within `CALIBRATE_FROM` of the bound.
 //! - **Cap**: the worker that completes a GVT round gives the speculative part (processed,
@@ -193,7 +193,7 @@ impl MemoryBound {
         let est = estimate(&c);
         c.summary.peak_estimate = c.summary.peak_estimate.max(est);
         c.summary.correction = c.correction;
-        // Bytes per history record as measured (deque capacity, logs, checkpoints included).
+        // Bytes per history record as measured (arena capacity and holes, logs, checkpoints included).
         let per = (t.history as f64 / t.records.max(1) as f64).max(record_size as f64);
         let base = est - t.history;
         let room = self.bound as f64 * TARGET - base as f64;

@@ -1,0 +1,118 @@
+//! The conservative executors' settings ([`ConservativeConfig`]) and the protocol names.
+
+use crate::barrier::BarrierKind;
+use crate::error::SimError;
+use crate::partition::Mapping;
+
+/// Settings shared by the conservative executors.
+#[derive(Clone, Debug, PartialEq)]
+#[non_exhaustive]
+pub struct ConservativeConfig {
+    /// Worker threads (at least 1).
+    pub threads: usize,
+    /// How LPs are assigned to workers.
+    pub mapping: Mapping,
+    /// The barrier used between rounds (and for global events under null messages).
+    pub barrier: BarrierKind,
+    /// Load balancing (window only): the fraction of each worker's LPs dedicated to it, in
+    /// [0, 1]; the rest go to the shared sets (seed 001 §3.4). 1.0: no balancing.
+    pub dedicated: f64,
+    /// Load balancing (window only): the number of shared LP sets (at least 1 when
+    /// `dedicated < 1`).
+    pub shared_sets: usize,
+    /// Null messages only: the most null messages a channel between two workers may need to
+    /// carry its clock from 0 to the end time (about `end / link lookahead`); a lookahead so
+    /// small that it needs more is refused before the run
+    /// ([`DEFAULT_MAX_NULL_MESSAGES`] by default).
+    pub max_null_messages: u64,
+}
+
+/// The default of [`ConservativeConfig::max_null_messages`]: 10^10 per channel. A fixed cap
+/// (the engine cannot know the event count in advance); a legitimate run that needs as many
+/// null messages, such as lookahead 0.5 up to end 10^9, also commits billions of events.
+pub const DEFAULT_MAX_NULL_MESSAGES: u64 = 10_000_000_000;
+
+impl ConservativeConfig {
+    /// `threads` workers, block mapping, the default barrier.
+    pub fn new(threads: usize) -> Self {
+        ConservativeConfig {
+            threads,
+            mapping: Mapping::Block,
+            barrier: BarrierKind::default(),
+            dedicated: 1.0,
+            shared_sets: 0,
+            max_null_messages: DEFAULT_MAX_NULL_MESSAGES,
+        }
+    }
+
+    /// Sets the null-message cap per channel (see [`ConservativeConfig::max_null_messages`]).
+    pub fn max_null_messages(mut self, cap: u64) -> Self {
+        self.max_null_messages = cap;
+        self
+    }
+
+    /// Sets the dedicated fraction (load balancing, `--sync window` only).
+    pub fn dedicated(mut self, fraction: f64) -> Self {
+        self.dedicated = fraction;
+        self
+    }
+
+    /// Sets the number of shared LP sets (load balancing, `--sync window` only).
+    pub fn shared_sets(mut self, sets: usize) -> Self {
+        self.shared_sets = sets;
+        self
+    }
+
+    /// Checks the load-balancing settings against `protocol`.
+    pub(super) fn check_balance(&self, protocol: Protocol) -> Result<(), SimError> {
+        let d = self.dedicated;
+        let given = d != 1.0 || self.shared_sets != 0;
+        if given && protocol != Protocol::Window {
+            return Err(SimError::Config(format!(
+                "--dedicated and --shared-sets apply to --sync window only; got --sync {}",
+                protocol.name()
+            )));
+        }
+        if !(0.0..=1.0).contains(&d) {
+            return Err(SimError::Config(format!(
+                "--dedicated is {d}; it must be in [0, 1]"
+            )));
+        }
+        if d < 1.0 && self.shared_sets == 0 {
+            return Err(SimError::Config(format!(
+                "--dedicated {d} leaves LPs to share, so --shared-sets must be at least 1; got 0"
+            )));
+        }
+        Ok(())
+    }
+
+    /// Sets the LP mapping.
+    pub fn mapping(mut self, mapping: Mapping) -> Self {
+        self.mapping = mapping;
+        self
+    }
+
+    /// Sets the barrier.
+    pub fn barrier(mut self, barrier: BarrierKind) -> Self {
+        self.barrier = barrier;
+        self
+    }
+}
+
+/// Which conservative protocol.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Protocol {
+    Window,
+    Lockstep,
+    NullMessage,
+}
+
+impl Protocol {
+    pub(crate) fn name(self) -> &'static str {
+        match self {
+            Protocol::Window => "window",
+            Protocol::Lockstep => "lockstep",
+            Protocol::NullMessage => "null-message",
+        }
+    }
+}

@@ -1,0 +1,281 @@
+//! Starting a conservative run: checks, initial events, the worker threads, and the report.
+
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize};
+use std::sync::Mutex;
+use std::time::Instant;
+
+use crossbeam_utils::CachePadded;
+
+use super::balance::Balance;
+use super::lookahead::{balance_lookaheads, crossing_lps, worker_lookaheads};
+use super::lp_table::LpTable;
+use super::{null_message, rounds, zero_links};
+use super::{ConservativeConfig, Protocol, Shared, Worker, WorkerStats};
+use crate::barrier::park::Sleepers;
+use crate::comm::Mailbox;
+use crate::error::SimError;
+use crate::event::{Event, EventKey, Keyed};
+use crate::executor::global::GlobalQueue;
+use crate::executor::links::Links;
+use crate::executor::{finish_report, init_lps, LpSlot, RunConfig};
+use crate::gsu::{Gsu, Published};
+use crate::model::{Model, Time};
+use crate::queue::{HeapQueue, LadderQueue, PendingSet, QueueKind};
+use crate::stats::Report;
+
+/// Runs `model` with `protocol`.
+pub(crate) fn run<M: Model>(
+    model: &M,
+    cfg: &RunConfig,
+    protocol: Protocol,
+    cc: &ConservativeConfig,
+) -> Result<Report, SimError> {
+    match cfg.queue {
+        QueueKind::Heap => run_with::<M, HeapQueue<Event<M::Event>>>(model, cfg, protocol, cc),
+        QueueKind::Ladder => run_with::<M, LadderQueue<Event<M::Event>>>(model, cfg, protocol, cc),
+    }
+}
+
+fn run_with<M: Model, Q: PendingSet<Event<M::Event>>>(
+    model: &M,
+    cfg: &RunConfig,
+    protocol: Protocol,
+    cc: &ConservativeConfig,
+) -> Result<Report, SimError> {
+    let w = cc.threads;
+    if w == 0 {
+        return Err(SimError::Config(format!(
+            "--sync {} needs at least 1 thread; got 0",
+            protocol.name()
+        )));
+    }
+    cc.check_balance(protocol)?;
+    let owner = cc.mapping.owners(cfg.lps, w).map_err(SimError::Config)?;
+    let links = Links::new(model, cfg.lps)?;
+    let (mut worker_la, link_la) = worker_lookaheads(&links, &owner, w);
+    let balance = if cc.dedicated < 1.0 {
+        let set_of = crate::partition::shared_split(&owner, w, cc.dedicated, cc.shared_sets);
+        let shared_la = balance_lookaheads(&links, &owner, &set_of, &mut worker_la);
+        Some(Balance::new(
+            cc.dedicated,
+            &set_of,
+            cc.shared_sets,
+            shared_la,
+        ))
+    } else {
+        None
+    };
+    if protocol == Protocol::NullMessage {
+        zero_links::check_links(&links, &owner, &link_la, w)?;
+        null_message::check_budget(&link_la, w, cfg.end, cc.max_null_messages)?;
+    }
+    let crossing = if protocol == Protocol::Lockstep {
+        crossing_lps(&links, &owner, w)
+    } else {
+        Vec::new()
+    };
+    let globals = GlobalQueue::new(model)?;
+    let first_global = globals.next_time(cfg.end);
+
+    let init_start = Instant::now();
+    let mut counters = vec![0i64; model.counter_names().len()];
+    let (slots, initial) = init_lps(model, cfg, &mut counters)?;
+    let mut queues: Vec<Q> = (0..w).map(|_| Q::new()).collect();
+    for ev in initial {
+        match &balance {
+            Some(b) if b.is_shared(ev.dst) => b.push(ev),
+            _ => queues[owner[ev.dst as usize] as usize].push(ev),
+        }
+    }
+    let first: Vec<EventKey> = queues
+        .iter_mut()
+        .map(|q| q.peek().map_or(Published::IDLE.moe, |e| e.key()))
+        .collect();
+    let mut report = Report::new(protocol.name(), w, cfg.queue.name(), cfg.lps, cfg.end);
+    report.init_s = init_start.elapsed().as_secs_f64();
+
+    let shared = Shared {
+        model,
+        cfg,
+        lps: LpTable::new(slots),
+        owner,
+        links,
+        workers: w,
+        worker_la,
+        link_la,
+        crossing,
+        mail: (0..w).map(|_| CachePadded::new(Mailbox::new())).collect(),
+        // Seeded with every queue's first event before any worker runs (G0 in gsu/README.md):
+        // a worker that starts idle must not see the others as idle before they publish.
+        gsu: Gsu::seeded(&first),
+        globals: Mutex::new(globals),
+        error: Mutex::new(None),
+        global_next: AtomicU64::new(first_global.to_bits()),
+        chan: (0..w * w)
+            .map(|_| CachePadded::new(AtomicU64::new(0f64.to_bits())))
+            .collect(),
+        sleepers: Sleepers::new(w),
+        abort: AtomicBool::new(false),
+        arrived: AtomicUsize::new(0),
+        generation: AtomicU64::new(0),
+        balance,
+    };
+    let barrier = cc.barrier.build(w);
+    let start = Instant::now();
+    let results: Vec<WorkerResult> = std::thread::scope(|s| {
+        let handles: Vec<_> = queues
+            .into_iter()
+            .enumerate()
+            .map(|(me, q)| {
+                let shared = &shared;
+                let barrier = &*barrier;
+                s.spawn(move || {
+                    let mut worker = Worker::new(me, shared, q);
+                    let outcome = match protocol {
+                        Protocol::Window | Protocol::Lockstep => {
+                            rounds::run(&mut worker, barrier, protocol)
+                        }
+                        Protocol::NullMessage => null_message::run(&mut worker, barrier),
+                    };
+                    worker.report_progress();
+                    WorkerResult {
+                        stats: worker.stats,
+                        counters: worker.counters,
+                        pending: worker.queue.len(),
+                        last_time: worker.last_time,
+                        stopped: outcome.stopped,
+                        extra: outcome.extra,
+                    }
+                })
+            })
+            .collect();
+        handles
+            .into_iter()
+            .map(|h| {
+                h.join()
+                    .expect("a worker thread panicked outside a model handler")
+            })
+            .collect()
+    });
+    let wall = start.elapsed().as_secs_f64();
+    if let Some(e) = shared
+        .error
+        .lock()
+        .unwrap_or_else(|p| p.into_inner())
+        .take()
+    {
+        return Err(e);
+    }
+    let mut shared = shared;
+    let balance = shared.balance.take();
+    let globals = shared
+        .globals
+        .into_inner()
+        .unwrap_or_else(|p| p.into_inner());
+    let lps: Vec<LpSlot<M::State>> = shared.lps.into_vec();
+    for r in &results {
+        for (c, x) in counters.iter_mut().zip(&r.counters) {
+            *c += x;
+        }
+    }
+    report.processed = results.iter().map(|r| r.stats.events).sum();
+    report.complete = !results.iter().any(|r| r.stopped);
+    report.last_time = results.iter().map(|r| r.last_time).fold(0.0, f64::max);
+    cfg.progress.set_now(report.last_time);
+    finish_report(model, &lps, &counters, &mut report)?;
+    globals.add_to(&mut report);
+    report.set_wall(wall);
+    let mut pending: usize = results.iter().map(|r| r.pending).sum();
+    if let Some(b) = &balance {
+        pending += b.pending();
+        let st = &mut report.executor_stats;
+        st.insert("dedicated".into(), b.dedicated);
+        st.insert("shared_sets".into(), b.sets.len() as f64);
+        st.insert("shared_lps".into(), b.shared_lps() as f64);
+    }
+    // Every worker has stopped: what is still in a mailbox was sent by a committed event and
+    // is pending too (null messages leave without waiting for events at or after the end).
+    // The GSU's TMC registers count it — the count a transport that cannot drain another
+    // process's mailbox will rely on; here the drain checks it.
+    let mut snap = crate::gsu::Snapshot::default();
+    shared
+        .gsu
+        .snapshot(|i| shared.mail[i].min_time(), &mut snap);
+    let in_transit = snap.in_transit();
+    let mut drained = 0i64;
+    for m in shared.mail.iter() {
+        m.take(|_| drained += 1);
+    }
+    assert_eq!(
+        in_transit, drained,
+        "the GSU's TMC registers disagree with the mailboxes at the end of the run"
+    );
+    pending += in_transit as usize;
+    report.pending_at_end = pending as u64;
+    report
+        .executor_stats
+        .insert("in_transit_at_end".into(), in_transit as f64);
+    if let crate::barrier::BarrierKind::Tree { fan_in } = cc.barrier {
+        report
+            .executor_stats
+            .insert("tree_fan_in".into(), fan_in as f64);
+    }
+    let rounds = results.iter().map(|r| r.stats.rounds).max().unwrap_or(0);
+    if protocol != Protocol::NullMessage {
+        report.executor_stats.insert("rounds".into(), rounds as f64);
+        if rounds > 0 {
+            report
+                .executor_stats
+                .insert("round_us".into(), wall * 1e6 / rounds as f64);
+            report.executor_stats.insert(
+                "events_per_round".into(),
+                report.processed as f64 / rounds as f64,
+            );
+        }
+    } else {
+        let nulls: u64 = results.iter().map(|r| r.stats.null_messages).sum();
+        report
+            .executor_stats
+            .insert("null_messages".into(), nulls as f64);
+    }
+    for r in results {
+        let s = &r.stats;
+        let mut m = std::collections::BTreeMap::new();
+        m.insert("events".to_string(), s.events as f64);
+        if protocol == Protocol::NullMessage {
+            m.insert("null_messages".to_string(), s.null_messages as f64);
+        } else {
+            m.insert("rounds".to_string(), s.rounds as f64);
+        }
+        m.insert("remote_sent".to_string(), s.remote_sent as f64);
+        m.insert("batches_sent".to_string(), s.batches_sent as f64);
+        m.insert("wait_s".to_string(), s.wait_s);
+        m.insert("sync_s".to_string(), s.sync_s);
+        m.insert("busy_s".to_string(), s.busy_s);
+        if wall > 0.0 {
+            m.insert("wait_share".to_string(), s.wait_s / wall);
+            m.insert("sync_share".to_string(), s.sync_s / wall);
+        }
+        for (k, v) in r.extra {
+            m.insert(k.to_string(), v);
+        }
+        report.workers.push(m);
+    }
+    Ok(report)
+}
+
+/// What a protocol's worker loop returns besides its figures.
+#[derive(Debug, Default)]
+pub(crate) struct Outcome {
+    pub stopped: bool,
+    pub extra: Vec<(&'static str, f64)>,
+}
+
+struct WorkerResult {
+    stats: WorkerStats,
+    counters: Vec<i64>,
+    pending: usize,
+    last_time: Time,
+    stopped: bool,
+    extra: Vec<(&'static str, f64)>,
+}

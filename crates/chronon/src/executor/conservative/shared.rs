@@ -1,0 +1,128 @@
+//! What every worker of a conservative run shares: the LP table, links and lookaheads, the
+//! mailboxes and GSU, the global-event queue, the first error; and each worker's figures.
+
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize};
+use std::sync::Mutex;
+
+use crossbeam_utils::CachePadded;
+
+use super::balance::Balance;
+use super::lp_table::{self, LpTable};
+use crate::barrier::park::Sleepers;
+use crate::comm::Mailbox;
+use crate::error::SimError;
+use crate::event::{Event, EventKey, ENGINE_SENDER};
+use crate::executor::global::GlobalQueue;
+use crate::executor::links::Links;
+use crate::executor::RunConfig;
+use crate::gsu::Gsu;
+use crate::model::{Model, Time};
+
+/// Per-worker figures for the report.
+#[derive(Clone, Debug, Default)]
+pub(crate) struct WorkerStats {
+    pub events: u64,
+    pub rounds: u64,
+    pub null_messages: u64,
+    pub remote_sent: u64,
+    pub batches_sent: u64,
+    /// Seconds waiting at barriers (or for input bounds, under null messages).
+    pub wait_s: f64,
+    /// Seconds in synchronization: waiting plus receiving, publishing and computing bounds.
+    pub sync_s: f64,
+    pub busy_s: f64,
+}
+
+/// What every worker shares.
+pub(crate) struct Shared<'a, M: Model> {
+    pub model: &'a M,
+    pub cfg: &'a RunConfig,
+    pub lps: LpTable<M::State>,
+    pub owner: Vec<u32>,
+    pub links: Links,
+    pub workers: usize,
+    /// Per worker: the smallest lookahead of a link from one of its LPs to an LP of another
+    /// worker (events sent inside a worker go through its own pending set, in key order).
+    pub worker_la: Vec<Time>,
+    /// `link_la[v * W + w]`: the smallest lookahead of a link from an LP of worker `v` to an LP
+    /// of worker `w != v` (`+inf` when none).
+    pub link_la: Vec<Time>,
+    /// Lock-step: per LP, whether a zero-lookahead path leads from it to another worker
+    /// ([`crossing_lps`](super::lookahead::crossing_lps); empty for the other protocols).
+    pub crossing: Vec<bool>,
+    pub mail: Vec<CachePadded<Mailbox<Event<M::Event>>>>,
+    pub gsu: Gsu,
+    pub globals: Mutex<GlobalQueue>,
+    /// The first error any worker met, with its (time, LP) for a deterministic choice.
+    pub error: Mutex<Option<SimError>>,
+    /// The next global event's time after the last safe point (bits; written by the thread
+    /// that ran the global events, before the barrier or rendezvous that ends the safe point).
+    pub global_next: AtomicU64,
+    /// Null messages: `chan[v * W + w]` holds the bits of the time below which no event will
+    /// ever come from worker `v` to worker `w`.
+    pub chan: Vec<CachePadded<AtomicU64>>,
+    /// Null messages: parking slots, one per worker.
+    pub sleepers: Sleepers,
+    /// Null messages: every worker stops (error or stop request).
+    pub abort: AtomicBool,
+    /// Null messages: the global-event rendezvous (arrivals, generation).
+    pub arrived: AtomicUsize,
+    pub generation: AtomicU64,
+    /// Window load balancing: the shared LP sets (`None`: every LP is dedicated).
+    pub balance: Option<Balance<M::Event>>,
+}
+
+impl<M: Model> std::fmt::Debug for Shared<'_, M> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Shared")
+            .field("workers", &self.workers)
+            .finish_non_exhaustive()
+    }
+}
+
+impl<M: Model> Shared<'_, M> {
+    /// Records an error; of several, the one at the earliest (time, LP) wins.
+    pub(crate) fn record_error(&self, e: SimError) {
+        let mut slot = self.error.lock().unwrap_or_else(|p| p.into_inner());
+        let rank = |e: &SimError| match e {
+            SimError::Model(m) => (m.time, m.lp),
+            SimError::Panic { lp, time, .. } => (*time, *lp),
+            _ => (f64::INFINITY, ENGINE_SENDER),
+        };
+        let better = match &*slot {
+            None => true,
+            Some(old) => {
+                let (a, b) = (rank(&e), rank(old));
+                a.0 < b.0 || (a.0 == b.0 && a.1 < b.1)
+            }
+        };
+        if better {
+            *slot = Some(e);
+        }
+    }
+
+    /// The key below which nothing may run: the end time, capped by global event `g`.
+    pub(crate) fn cap(&self, next_global: Time) -> EventKey {
+        if next_global < self.cfg.end {
+            EventKey {
+                time: next_global,
+                seq: 0,
+                src: ENGINE_SENDER,
+            }
+        } else {
+            EventKey {
+                time: self.cfg.end,
+                seq: 0,
+                src: 0,
+            }
+        }
+    }
+
+    /// Runs the global events before `before` (every worker must be quiescent).
+    pub(crate) fn run_globals(&self, before: Time) -> Result<Time, SimError> {
+        let mut g = self.globals.lock().unwrap_or_else(|p| p.into_inner());
+        let view = lp_table::AllStates(&self.lps);
+        g.run_before(self.model, self.cfg.lps, &view, before, self.cfg.end)?;
+        Ok(g.next_time(self.cfg.end))
+    }
+}

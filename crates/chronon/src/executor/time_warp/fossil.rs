@@ -1,0 +1,198 @@
+//! GVT reports, commit and fossil collection (README.md, "Fossil collection and commit").
+
+use std::sync::atomic::Ordering;
+
+use super::history::Extra;
+use super::lp::{Checkpoint, TwCold, TwEvent};
+use super::memory;
+use super::optimism::Delta;
+use super::shared::{Saving, AUTO_K_MAX};
+use super::worker::{Census, Worker};
+use crate::error::SimError;
+use crate::model::{CommitCtx, Model};
+use crate::queue::PendingSet;
+
+impl<'s, 'a, M: Model, Q: PendingSet<TwEvent<M::Event>>> Worker<'s, 'a, M, Q> {
+    /// Reports this worker's local minimum in GVT round `r` (the mailbox was just drained).
+    pub(super) fn report_gvt(&mut self, r: u64) {
+        let sh = self.sh;
+        let pending = self.queue.peek().map_or(f64::INFINITY, |e| e.ev.time);
+        let local_min = pending.min(self.send_min);
+        self.update_memory();
+        self.stats.reports += 1;
+        if sh.optimism.adaptive() {
+            self.hand_in();
+        }
+        if let Some(g) = sh.gvt.report(self.w, r, local_min) {
+            // The last reporter keeps the round's figures and adjusts the optimism window.
+            let wall = sh.start.elapsed().as_secs_f64();
+            sh.optimism.adjust(g, wall);
+            if let Ok(mut s) = sh.series.lock() {
+                if s.last().is_none_or(|&(t, _)| wall - t >= 1e-3) || g >= sh.end {
+                    s.push((wall, g.min(sh.end)));
+                }
+            }
+            if sh.mem.bounded() && g < sh.end {
+                if let Some(m) = sh.mem.adjust(sh.totals(), wall, sh.record_size) {
+                    sh.fail(SimError::Resource(m));
+                }
+            }
+        }
+        self.reported = r;
+        self.send_min = f64::INFINITY;
+    }
+
+    /// Hands the optimism controller what this worker did since its last GVT report.
+    pub(super) fn hand_in(&mut self) {
+        let (now, then) = (&self.stats, &self.handed_in);
+        self.sh.optimism.record(&Delta {
+            processed: now.processed - then.processed,
+            rolled_back: now.rolled_back - then.rolled_back,
+            rollbacks: now.primary + now.secondary - then.primary - then.secondary,
+            committed: now.committed - then.committed,
+            horizon: self.horizon,
+            blocked: self.window_blocked,
+        });
+        self.handed_in = self.stats;
+        self.horizon = 0.0;
+        self.window_blocked = false;
+    }
+
+    /// Publishes this worker's memory estimate (the figures the memory bound's cap is computed
+    /// from at each GVT round, and the peak for the report).
+    pub(super) fn update_memory(&mut self) {
+        let sh = self.sh;
+        let c = self.census;
+        // Records at the capacity of their deques (what is allocated); the logs and
+        // checkpoints at twice their length (deque growth); cancelled ids at their table's
+        // capacity (an id and a control byte each).
+        // The arena and its extras log at their capacity; coast logs and checkpoints at twice
+        // their length (deque growth); cancelled ids at their table's capacity (an id and a
+        // control byte each).
+        let history = self.history.bytes()
+            + 2 * c.coast * std::mem::size_of::<TwEvent<M::Event>>() as u64
+            + 2 * c.checkpoints * std::mem::size_of::<Checkpoint<M::State>>() as u64;
+        let bytes = history
+            + memory::QUEUE_SLACK
+                * self.queue.len() as u64
+                * std::mem::size_of::<TwEvent<M::Event>>() as u64
+            + self.cancelled.capacity() as u64 * 9;
+        self.stats.peak_bytes = self.stats.peak_bytes.max(bytes);
+        // Ordering: self-contained figures (see `Shared::total_bytes`).
+        sh.bytes[self.w].store(bytes, Ordering::Relaxed);
+        sh.history[self.w].store(history, Ordering::Relaxed);
+        sh.records[self.w].store(self.history.live(), Ordering::Relaxed);
+        let total = sh.total_bytes();
+        // Ordering: a monotone statistic. Read first: writing the shared line only when the
+        // peak grows keeps it from bouncing between cores.
+        if total > sh.peak.load(Ordering::Relaxed) {
+            sh.peak.fetch_max(total, Ordering::Relaxed);
+        }
+    }
+
+    /// Commits every processed event older than the new GVT `g` (commit hooks, digests,
+    /// counters, deferred model errors) and frees what no rollback can need any more.
+    pub(super) fn fossil(&mut self, g: f64) -> Result<(), SimError> {
+        let sh = self.sh;
+        self.gvt = g;
+        let reverse = sh.saving == Saving::Reverse;
+        let (counters, stats, current) = (&mut self.counters, &mut self.stats, &mut self.current);
+        let (cold, census) = (&mut self.cold, &mut self.census);
+        // Stream the arena: every record older than GVT commits, in arena order (which is each
+        // LP's order: history.rs).
+        self.history.commit_older(
+            g,
+            |rec, extras| {
+                let (me, now) = (rec.ev.ev.dst, rec.ev.ev.time);
+                *current = (me, now);
+                sh.model.commit(&rec.ev.ev.payload, &CommitCtx { me, now });
+                for e in extras {
+                    if let &Extra::Count(idx, delta) = e {
+                        counters[idx as usize] += delta;
+                    }
+                }
+                stats.committed += 1;
+                stats.last_committed = stats.last_committed.max(now);
+                if !reverse {
+                    // Copy state saving: the newest checkpoint at or below the commit point
+                    // is the oldest one a rollback can need.
+                    let c = &mut cold[sh.local_of(me)];
+                    c.committed += 1;
+                    while c.checkpoints.len() > 1 && c.checkpoints[1].at <= c.committed {
+                        c.checkpoints.pop_front();
+                        census.checkpoints -= 1;
+                    }
+                    trim_coast(c, census);
+                }
+                // Under reverse computation nothing needs a committed record: drop it now.
+                Ok(reverse)
+            },
+            |_, e| SimError::Model(*e),
+        )?;
+        // Free the arena's front. Copy state saving keeps a committed event in its LP's coast
+        // log while a checkpoint before it may be restored.
+        self.history.free_front(|rec| {
+            if reverse {
+                return;
+            }
+            let c = &mut cold[sh.local_of(rec.ev.ev.dst)];
+            c.arena_base += 1;
+            c.coast.push_back(rec.ev);
+            census.coast += 1;
+            trim_coast(c, census);
+        });
+        if sh.mem.bounded() {
+            self.history.shrink();
+        }
+        self.tune_checkpoints();
+        Ok(())
+    }
+
+    /// Leaves each LP with the digest of its committed events only: the digest before its
+    /// oldest uncommitted record (an LP's digest folds events when they run). Called once the
+    /// worker has stopped; on a complete run every record is committed and nothing changes.
+    pub(super) fn committed_digests(&mut self) {
+        let mut seen = vec![false; self.lps.len()];
+        for rec in self.history.uncommitted() {
+            let li = self.sh.local_of(rec.ev.ev.dst);
+            if !std::mem::replace(&mut seen[li], true) {
+                self.lps[li].digest = rec.digest;
+            }
+        }
+    }
+
+    /// Automatic checkpoint interval: minimizes `save / k + rollbacks * (k - 1) / 2 * event`
+    /// per processed event, i.e. `k = sqrt(2 save / (rollback rate * event))`.
+    pub(super) fn tune_checkpoints(&mut self) {
+        if self.sh.fixed_k.is_some() || self.sh.saving != Saving::Copy {
+            return;
+        }
+        let processed = self.stats.processed - self.processed_at_tune;
+        if processed < 1024 {
+            return;
+        }
+        let rollbacks = self.stats.primary + self.stats.secondary - self.rollbacks_at_tune;
+        self.processed_at_tune = self.stats.processed;
+        self.rollbacks_at_tune = self.stats.primary + self.stats.secondary;
+        let rate = rollbacks as f64 / processed as f64;
+        let k = if rate <= 0.0 || self.event_ns <= 0.0 {
+            f64::from(AUTO_K_MAX)
+        } else {
+            (2.0 * self.save_ns.max(1.0) / (rate * self.event_ns)).sqrt()
+        };
+        self.k = (k.round() as u32).clamp(1, AUTO_K_MAX);
+    }
+}
+
+/// Drops the coast-log events before the LP's oldest checkpoint (no rollback restores a state
+/// older than it, so none coasts over them).
+fn trim_coast<S, P>(c: &mut TwCold<S, P>, census: &mut Census) {
+    let keep_from = c.checkpoints.front().map_or(c.arena_base, |k| k.at);
+    while c.coast_base < keep_from && c.coast.pop_front().is_some() {
+        c.coast_base += 1;
+        census.coast -= 1;
+    }
+    if c.coast.is_empty() {
+        c.coast_base = c.arena_base;
+    }
+}

@@ -1,0 +1,153 @@
+//! The Time Warp executor's settings: state saving, memory bound, optimism window, mapping.
+
+use crate::error::SimError;
+use crate::model::Time;
+use crate::partition::Mapping;
+
+/// How Time Warp restores an LP's state on rollback.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum StateSaving {
+    /// Save a copy of the state every k events and coast forward from it.
+    Copy,
+    /// Undo events with the model's reverse handler ([`Model::reverse`]).
+    Reverse,
+    /// Reverse computation when the model has a reverse handler, copies otherwise.
+    #[default]
+    Auto,
+}
+
+impl std::str::FromStr for StateSaving {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Self, String> {
+        match s {
+            "copy" => Ok(StateSaving::Copy),
+            "reverse" => Ok(StateSaving::Reverse),
+            "auto" => Ok(StateSaving::Auto),
+            _ => Err(format!(
+                "unknown state saving '{s}' (allowed: copy, reverse, auto)"
+            )),
+        }
+    }
+}
+
+/// Settings of the Time Warp executor (see docs/timewarp.md).
+#[derive(Clone, Debug, PartialEq)]
+#[non_exhaustive]
+pub struct TimeWarpOptions {
+    /// How states are saved.
+    pub state_saving: StateSaving,
+    /// Copy state saving: save every `k` events (`None`: chosen from measured costs).
+    pub checkpoint: Option<u32>,
+    /// Bound on the resident memory of the whole process (docs/timewarp.md, "Memory bound"):
+    /// speculation is capped to stay under it, and the run fails with [`SimError::Resource`]
+    /// naming a bound that would do when it cannot.
+    pub max_memory: Option<u64>,
+    /// Optimism window: no event later than GVT + window runs. The window adapts to the
+    /// measured rollbacks (docs/timewarp.md, "Optimism control"), starting unbounded (`None`,
+    /// the default) or at the given value, which it then never exceeds (a cap).
+    pub window: Option<Time>,
+    /// Keep [`window`](Self::window) fixed: the controller is off (with `window: None` or
+    /// `Some(f64::INFINITY)`, unbounded optimism, which can thrash). Default false.
+    pub fixed_window: bool,
+    /// LP to worker mapping.
+    pub mapping: Mapping,
+    /// Events a worker processes between two GVT rounds it starts.
+    pub gvt_every: u32,
+    /// The most processed, uncommitted events a worker keeps: past it, it runs only events at
+    /// or before GVT until fossil collection catches up (`None`: 4 × `gvt_every`). Bounds how
+    /// far one worker races ahead while another is descheduled.
+    pub max_uncommitted: Option<u64>,
+    /// Run every event forward, then backward, and compare the states (set by
+    /// [`Simulation::check_reverse`](crate::Simulation::check_reverse)).
+    pub(crate) check_reverse: bool,
+}
+
+impl Default for TimeWarpOptions {
+    fn default() -> Self {
+        TimeWarpOptions {
+            state_saving: StateSaving::Auto,
+            checkpoint: None,
+            max_memory: None,
+            window: None,
+            fixed_window: false,
+            mapping: Mapping::Block,
+            gvt_every: 1024,
+            max_uncommitted: None,
+            check_reverse: false,
+        }
+    }
+}
+
+impl TimeWarpOptions {
+    /// The default settings.
+    pub fn new() -> Self {
+        Self::default()
+    }
+    /// Sets [`state_saving`](Self::state_saving).
+    pub fn state_saving(mut self, s: StateSaving) -> Self {
+        self.state_saving = s;
+        self
+    }
+    /// Sets [`checkpoint`](Self::checkpoint).
+    pub fn checkpoint(mut self, k: Option<u32>) -> Self {
+        self.checkpoint = k;
+        self
+    }
+    /// Sets [`max_memory`](Self::max_memory).
+    pub fn max_memory(mut self, bytes: Option<u64>) -> Self {
+        self.max_memory = bytes;
+        self
+    }
+    /// Sets [`window`](Self::window).
+    pub fn window(mut self, w: Option<Time>) -> Self {
+        self.window = w;
+        self
+    }
+    /// Sets [`fixed_window`](Self::fixed_window).
+    pub fn fixed_window(mut self, fixed: bool) -> Self {
+        self.fixed_window = fixed;
+        self
+    }
+    /// Sets [`mapping`](Self::mapping).
+    pub fn mapping(mut self, m: Mapping) -> Self {
+        self.mapping = m;
+        self
+    }
+    /// Sets [`max_uncommitted`](Self::max_uncommitted).
+    pub fn max_uncommitted(mut self, n: Option<u64>) -> Self {
+        self.max_uncommitted = n;
+        self
+    }
+    /// Sets [`gvt_every`](Self::gvt_every).
+    pub fn gvt_every(mut self, n: u32) -> Self {
+        self.gvt_every = n;
+        self
+    }
+
+    pub(super) fn validate(&self) -> Result<(), SimError> {
+        if self.checkpoint == Some(0) {
+            return Err(SimError::Config(
+                "checkpoint interval is 0; it must be at least 1 event".into(),
+            ));
+        }
+        if self.max_memory == Some(0) {
+            return Err(SimError::Config(
+                "max memory is 0 bytes; it must be at least 1".into(),
+            ));
+        }
+        if let Some(w) = self.window {
+            if w.is_nan() || w < 0.0 {
+                return Err(SimError::Config(format!(
+                    "optimism window {w} is not allowed; it must be >= 0"
+                )));
+            }
+        }
+        if self.gvt_every == 0 {
+            return Err(SimError::Config(
+                "GVT interval is 0 events; it must be at least 1".into(),
+            ));
+        }
+        Ok(())
+    }
+}

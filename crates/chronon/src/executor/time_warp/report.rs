@@ -1,0 +1,198 @@
+//! The Time Warp run report: per-worker counters, the LPs reassembled in order, totals.
+
+use std::collections::HashSet;
+use std::hash::BuildHasherDefault;
+use std::sync::atomic::Ordering;
+
+use super::lp::{Msg, TwEvent};
+use super::options::TimeWarpOptions;
+use super::setup::WorkerResult;
+use super::shared::{IdHasher, Saving, Shared};
+use super::transport::Wires;
+use crate::error::SimError;
+use crate::executor::{finish_report, LpSlot, RunConfig};
+use crate::model::{Model, Time};
+use crate::queue::PendingSet;
+use crate::stats::Report;
+
+/// Per-worker counters, reported in `workers`.
+#[derive(Clone, Copy, Debug, Default)]
+pub(super) struct Stats {
+    pub(super) processed: u64,
+    pub(super) committed: u64,
+    pub(super) rolled_back: u64,
+    pub(super) primary: u64,
+    pub(super) secondary: u64,
+    pub(super) antis: u64,
+    pub(super) coasted: u64,
+    pub(super) checkpoints: u64,
+    pub(super) reports: u64,
+    pub(super) peak_bytes: u64,
+    /// Copy state saving: the checkpoint interval in use at the end.
+    pub(super) checkpoint_interval: u64,
+    /// The latest time of an event this worker committed.
+    pub(super) last_committed: Time,
+    /// User and system CPU seconds of the worker's thread (from the OS; 0 where unreported).
+    pub(super) cpu_user: f64,
+    pub(super) cpu_sys: f64,
+}
+
+#[allow(clippy::too_many_arguments)]
+pub(super) fn finish<M: Model, Q: PendingSet<TwEvent<M::Event>>>(
+    model: &M,
+    cfg: &RunConfig,
+    opts: &TimeWarpOptions,
+    sh: Shared<'_, M>,
+    results: Vec<WorkerResult<M, Q>>,
+    mut counters: Vec<i64>,
+    mut report: Report,
+    wall: f64,
+    saving: Saving,
+) -> Result<Report, SimError> {
+    // Reassemble the LPs in LP order for the report.
+    let mut complete = true;
+    // In LP order as they come (block mapping: no second table of LPs at the end, which with
+    // millions of LPs would raise the peak footprint); scattered through a table otherwise.
+    let mut in_order: Vec<LpSlot<M::State>> = Vec::with_capacity(cfg.lps as usize);
+    let mut all: Vec<Option<LpSlot<M::State>>> = Vec::new();
+    let mut stats = Vec::new();
+    let mut pending = 0;
+    for (w, (lps, cold, c, st, done, (queue, cancelled))) in results.into_iter().enumerate() {
+        complete &= done;
+        pending += pending_at_end(queue, cancelled, &sh.wires, w);
+        for (a, b) in counters.iter_mut().zip(&c) {
+            *a += b;
+        }
+        drop(cold);
+        for lp in lps {
+            let slot = LpSlot {
+                state: lp.state,
+                meta: lp.meta,
+                digest: lp.digest,
+            };
+            if all.is_empty() && lp.id as usize == in_order.len() {
+                in_order.push(slot);
+                continue;
+            }
+            if all.is_empty() {
+                all = (0..cfg.lps).map(|_| None).collect();
+                for (i, s) in in_order.drain(..).enumerate() {
+                    all[i] = Some(s);
+                }
+            }
+            all[lp.id as usize] = Some(slot);
+        }
+        stats.push(st);
+    }
+    let lps: Vec<LpSlot<M::State>> = if all.is_empty() {
+        in_order
+    } else {
+        all.into_iter()
+            .map(|s| s.expect("every LP returns"))
+            .collect()
+    };
+    finish_report(model, &lps, &counters, &mut report)?;
+    let sum = |f: fn(&Stats) -> u64| stats.iter().map(f).sum::<u64>();
+    report.processed = sum(|s| s.processed);
+    report.rolled_back = sum(|s| s.rolled_back);
+    report.complete = complete;
+    report.last_time = stats.iter().map(|s| s.last_committed).fold(0.0, f64::max);
+    report.pending_at_end = pending;
+    report.set_wall(wall);
+    let es = &mut report.executor_stats;
+    let processed = report.processed.max(1) as f64;
+    es.insert("efficiency".into(), report.committed as f64 / processed);
+    es.insert("primary_rollbacks".into(), sum(|s| s.primary) as f64);
+    es.insert("secondary_rollbacks".into(), sum(|s| s.secondary) as f64);
+    es.insert("anti_messages".into(), sum(|s| s.antis) as f64);
+    es.insert("coasted_events".into(), sum(|s| s.coasted) as f64);
+    es.insert("checkpoints".into(), sum(|s| s.checkpoints) as f64);
+    es.insert("gvt_rounds".into(), sh.gvt.rounds() as f64);
+    es.insert(
+        "peak_tracked_bytes".into(),
+        sh.peak.load(Ordering::SeqCst) as f64,
+    );
+    es.insert(
+        "reverse_computation".into(),
+        f64::from(u8::from(saving == Saving::Reverse)),
+    );
+    if let Some(m) = opts.max_memory {
+        es.insert("max_memory".into(), m as f64);
+        let ms = sh.mem.summary();
+        es.insert("memory_fixed_bytes".into(), ms.fixed as f64);
+        es.insert("memory_correction_bytes".into(), ms.correction as f64);
+        es.insert("memory_peak_estimate".into(), ms.peak_estimate as f64);
+        es.insert("memory_cap_min".into(), ms.min_cap as f64);
+        es.insert("memory_capped_rounds".into(), ms.capped_rounds as f64);
+        es.insert("memory_rss_samples".into(), ms.rss_samples as f64);
+    }
+    let (user, sys) = stats
+        .iter()
+        .fold((0.0, 0.0), |(u, y), s| (u + s.cpu_user, y + s.cpu_sys));
+    insert_cpu(es, user, sys, report.committed);
+    let window = sh.optimism.summary();
+    window.insert_into(es);
+    report.workers = stats
+        .iter()
+        .map(|s| {
+            let mut m = std::collections::BTreeMap::new();
+            m.insert("processed".into(), s.processed as f64);
+            m.insert("committed".into(), s.committed as f64);
+            m.insert("rolled_back".into(), s.rolled_back as f64);
+            m.insert("primary_rollbacks".into(), s.primary as f64);
+            m.insert("secondary_rollbacks".into(), s.secondary as f64);
+            m.insert("anti_messages".into(), s.antis as f64);
+            m.insert("coasted_events".into(), s.coasted as f64);
+            m.insert("checkpoints".into(), s.checkpoints as f64);
+            m.insert("gvt_reports".into(), s.reports as f64);
+            if saving == Saving::Copy {
+                m.insert("checkpoint_interval".into(), s.checkpoint_interval as f64);
+            }
+            m.insert("peak_tracked_bytes".into(), s.peak_bytes as f64);
+            insert_cpu(&mut m, s.cpu_user, s.cpu_sys, s.committed);
+            m.insert(
+                "efficiency".into(),
+                s.committed as f64 / s.processed.max(1) as f64,
+            );
+            m
+        })
+        .collect();
+    report.gvt_series = sh.series.into_inner().unwrap_or_default();
+    report.window_series = window.series;
+    Ok(report)
+}
+
+/// The events a worker leaves scheduled and uncommitted once every worker has stopped: its
+/// pending set and its mailbox, less the positives that an anti-message cancels. On a
+/// complete run none of them was processed (nothing at or after the end runs), so an
+/// anti-message can only cancel a positive here, never roll anything back.
+pub(super) fn pending_at_end<P: Send, Q: PendingSet<TwEvent<P>>>(
+    mut queue: Q,
+    mut cancelled: HashSet<u64, BuildHasherDefault<IdHasher>>,
+    wires: &Wires<P>,
+    w: usize,
+) -> u64 {
+    let mut ids = Vec::new();
+    wires.leftovers(w, |m| match m {
+        Msg::Event(e) => ids.push(e.id),
+        Msg::Anti(a) => {
+            cancelled.insert(a.id);
+        }
+    });
+    while let Some(e) = queue.pop() {
+        ids.push(e.id);
+    }
+    ids.iter().filter(|id| !cancelled.remove(id)).count() as u64
+}
+
+/// The CPU figures of a worker (or of all of them): user and system seconds of its thread, and
+/// committed events per CPU second, so that a slow worker shows up as cost, not only as wall
+/// time. Nothing is inserted where the OS reports no per-thread times.
+fn insert_cpu(m: &mut std::collections::BTreeMap<String, f64>, user: f64, sys: f64, events: u64) {
+    if user + sys <= 0.0 {
+        return;
+    }
+    m.insert("cpu_user_s".into(), user);
+    m.insert("cpu_sys_s".into(), sys);
+    m.insert("events_per_cpu_s".into(), events as f64 / (user + sys));
+}

@@ -1,0 +1,174 @@
+//! Rollback, anti-messages and annihilation (README.md, "Rollback, cancellation, annihilation").
+
+use super::history::Extra;
+use super::lp::{Anti, Msg, TwEvent};
+use super::shared::Saving;
+use super::worker::Worker;
+use crate::error::SimError;
+use crate::event::{EventKey, Keyed};
+use crate::model::{Ctx, Model, ReverseCtx};
+use crate::queue::PendingSet;
+
+impl<M: Model, Q: PendingSet<TwEvent<M::Event>>> Worker<'_, '_, M, Q> {
+    /// Applies the local anti-messages that rollbacks produced (they may roll back more).
+    pub(super) fn settle(&mut self) -> Result<(), SimError> {
+        while let Some(a) = self.local_antis.pop() {
+            self.annihilate(a)?;
+        }
+        Ok(())
+    }
+
+    /// An anti-message for LP `a.dst`: rolls back past its event if processed (secondary
+    /// rollback), otherwise remembers it so that the event is dropped where it is met.
+    pub(super) fn annihilate(&mut self, a: Anti) -> Result<(), SimError> {
+        let li = self.sh.local_of(a.dst);
+        let lp = &self.lps[li];
+        // Newest first, stopping at earlier times (committed records are older than GVT).
+        let mut found = None;
+        let (mut seq, mut number) = (lp.last, lp.next);
+        while let Some(r) = self.history.get(seq) {
+            number -= 1;
+            if r.committed || r.ev.ev.time < a.key.time {
+                break;
+            }
+            if r.ev.id == a.id {
+                found = Some(number);
+                break;
+            }
+            seq = r.prev;
+        }
+        match found {
+            Some(at) => {
+                self.stats.secondary += 1;
+                self.rollback(li, at, Some(a.id))
+            }
+            None => {
+                self.cancelled.insert(a.id);
+                Ok(())
+            }
+        }
+    }
+
+    /// Undoes LP `li`'s events numbered `at` and later: sends anti-messages for what they sent,
+    /// restores state and bookkeeping, and puts the events back (except `annihilate`).
+    pub(super) fn rollback(
+        &mut self,
+        li: usize,
+        at: u64,
+        annihilate: Option<u64>,
+    ) -> Result<(), SimError> {
+        let sh = self.sh;
+        let lp = &mut self.lps[li];
+        let me = lp.id;
+        while lp.next > at {
+            let d = self.history.take(lp.last);
+            debug_assert!(!d.committed, "a rollback below the commit point");
+            // Send k carried the send counter `meta.seq + k`.
+            for k in 0..d.sent {
+                let Extra::Sent(s) = self.history.extra(d.log_at + u64::from(k)) else {
+                    unreachable!("a record's sends come first among its extras");
+                };
+                let anti = Anti {
+                    dst: s.dst,
+                    key: EventKey {
+                        time: s.time,
+                        seq: d.meta.seq + u64::from(k),
+                        src: me,
+                    },
+                    id: s.id,
+                };
+                let o = sh.owner_of(s.dst);
+                if o == self.w {
+                    self.local_antis.push(anti);
+                } else {
+                    self.endpoint.send(&sh.wires, o, Msg::Anti(anti));
+                }
+                self.stats.antis += 1;
+            }
+            if sh.saving == Saving::Reverse {
+                self.current = (me, d.ev.ev.time);
+                let rctx = ReverseCtx {
+                    me,
+                    now: d.ev.ev.time,
+                };
+                sh.model.reverse(&mut lp.state, &d.ev.ev.payload, &rctx);
+            }
+            lp.meta = d.meta;
+            lp.digest = d.digest;
+            lp.last = d.prev;
+            lp.next -= 1;
+            self.stats.rolled_back += 1;
+            if Some(d.ev.id) != annihilate {
+                self.queue.push(d.ev);
+            }
+        }
+        match self.history.get(lp.last) {
+            Some(d) => {
+                lp.last_key = d.ev.ev.key();
+                lp.last_plain = d.ev.stack.is_none();
+            }
+            None => {
+                // Only committed events (or none) precede: nothing new sorts before them.
+                lp.last_key.time = 0.0;
+                lp.last_key.src = 0;
+                lp.last_key.seq = 0;
+                lp.last_plain = true;
+            }
+        }
+        if sh.saving == Saving::Copy {
+            let cold = &mut self.cold[li];
+            while cold.checkpoints.back().is_some_and(|c| c.at > at) {
+                cold.checkpoints.pop_back();
+                self.census.checkpoints -= 1;
+            }
+            let c = cold
+                .checkpoints
+                .back()
+                .expect("a checkpoint at or below the commit point");
+            lp.state = c.state.clone();
+            lp.meta = c.meta;
+            // Events c.at.. are in the coast log up to `arena_base`, then in the arena: collect
+            // the arena part (newest first) from the LP's chain.
+            debug_assert!(
+                c.at >= cold.coast_base,
+                "the coast log reaches back to the checkpoint"
+            );
+            self.coast_seqs.clear();
+            let mut seq = lp.last;
+            for _ in cold.arena_base.max(c.at)..at {
+                self.coast_seqs.push(seq);
+                seq = self.history.get(seq).expect("a record to coast over").prev;
+            }
+            let from_log = (c.at..cold.arena_base.min(at))
+                .map(|i| &cold.coast[(i - cold.coast_base) as usize]);
+            let from_arena = self
+                .coast_seqs
+                .iter()
+                .rev()
+                .map(|&s| &self.history.get(s).expect("a record to coast over").ev);
+            for ev in from_log.chain(from_arena) {
+                let now = ev.ev.time;
+                self.current = (me, now);
+                {
+                    let mut ctx = Ctx::new(
+                        now,
+                        me,
+                        sh.n,
+                        sh.lookahead,
+                        &mut lp.meta,
+                        &mut self.coast_out,
+                        &mut self.coast_scratch,
+                        &mut self.err,
+                    );
+                    sh.model.on_event(&mut lp.state, &ev.ev.payload, &mut ctx);
+                }
+                // What a coasted event sends and counts was recorded when it first ran.
+                self.coast_out.clear();
+                self.coast_scratch.iter_mut().for_each(|c| *c = 0);
+                self.err = None;
+                self.stats.coasted += 1;
+            }
+        }
+        Ok(())
+    }
+}

@@ -1,0 +1,338 @@
+//! Setting up a Time Warp run: checks, LPs and initial events per worker, shared state, threads.
+
+use std::collections::{HashSet, VecDeque};
+use std::hash::BuildHasherDefault;
+use std::panic::{catch_unwind, AssertUnwindSafe};
+use std::sync::atomic::{AtomicBool, AtomicU64};
+use std::sync::Mutex;
+use std::time::Instant;
+
+use super::gvt::GvtRegisters;
+use super::history::{Extra, Rec, NONE};
+use super::lp::{Checkpoint, TwCold, TwEvent, TwLp};
+use super::memory::{self, MemoryBound};
+use super::optimism::Optimism;
+use super::options::{StateSaving, TimeWarpOptions};
+use super::report::{finish, Stats};
+use super::shared::{IdHasher, Saving, Shared, StateEq};
+use super::transport::Wires;
+use super::worker::Worker;
+use crate::error::SimError;
+use crate::event::EventKey;
+use crate::executor::{init_lps_with, LpSlot, RunConfig};
+use crate::model::{LpId, Model};
+use crate::partition::Mapping;
+use crate::queue::{HeapQueue, LadderQueue, PendingSet, QueueKind};
+use crate::stats::Report;
+
+/// What a worker hands back: its LPs, committed counter totals, figures, and whether it saw
+/// the run complete.
+pub(super) type WorkerResult<M, Q> = (
+    Vec<TwLp<<M as Model>::State>>,
+    Vec<TwCold<<M as Model>::State, <M as Model>::Event>>,
+    Vec<i64>,
+    Stats,
+    bool,
+    (Q, HashSet<u64, BuildHasherDefault<IdHasher>>),
+);
+
+/// Runs `model` under Time Warp on `threads` workers.
+pub(crate) fn run<M: Model>(
+    model: &M,
+    cfg: &RunConfig,
+    threads: usize,
+    opts: &TimeWarpOptions,
+    check_eq: Option<StateEq<M::State>>,
+) -> Result<Report, SimError> {
+    match cfg.queue {
+        QueueKind::Heap => {
+            run_with::<M, HeapQueue<TwEvent<M::Event>>>(model, cfg, threads, opts, check_eq)
+        }
+        QueueKind::Ladder => {
+            run_with::<M, LadderQueue<TwEvent<M::Event>>>(model, cfg, threads, opts, check_eq)
+        }
+    }
+}
+
+pub(super) fn run_with<M: Model, Q: PendingSet<TwEvent<M::Event>>>(
+    model: &M,
+    cfg: &RunConfig,
+    threads: usize,
+    opts: &TimeWarpOptions,
+    check_eq: Option<StateEq<M::State>>,
+) -> Result<Report, SimError> {
+    opts.validate()?;
+    if threads == 0 {
+        return Err(SimError::Config(
+            "Time Warp needs at least 1 thread; got 0".into(),
+        ));
+    }
+    if !crate::error::guard("Model::global_events", None, || model.global_events())?.is_empty() {
+        return Err(SimError::Config(
+            "the model schedules global events, which --sync timewarp does not run yet; use seq, window, null-message or lockstep".into(),
+        ));
+    }
+    let links = crate::executor::links::Links::new(model, cfg.lps)?;
+    if threads >= 1 << 15 {
+        return Err(SimError::Config(format!(
+            "Time Warp runs at most 32767 threads; got {threads}"
+        )));
+    }
+    let saving = match opts.state_saving {
+        StateSaving::Copy => Saving::Copy,
+        StateSaving::Reverse if !model.has_reverse() => {
+            return Err(SimError::Config(
+                "reverse state saving needs a model with a reverse handler (has_reverse() is false); use copy or auto".into(),
+            ))
+        }
+        StateSaving::Reverse => Saving::Reverse,
+        StateSaving::Auto if model.has_reverse() => Saving::Reverse,
+        StateSaving::Auto => Saving::Copy,
+    };
+    if saving == Saving::Reverse && opts.checkpoint.is_some() {
+        return Err(SimError::Config(format!(
+            "a checkpoint interval applies to copy state saving only; this run uses reverse state saving ({}), which saves no states",
+            if opts.state_saving == StateSaving::Reverse {
+                "asked for"
+            } else {
+                "chosen automatically because the model has a reverse handler; ask for copy to use checkpoints"
+            }
+        )));
+    }
+    if opts.check_reverse && (saving != Saving::Reverse || check_eq.is_none()) {
+        return Err(SimError::Config(
+            "checking reverse handlers needs reverse state saving (a model with has_reverse() true) and comparable states".into(),
+        ));
+    }
+    let owner = opts
+        .mapping
+        .owners(cfg.lps, threads)
+        .map_err(SimError::Config)?;
+    let mut local = vec![0u32; cfg.lps as usize];
+    let mut sizes = vec![0u32; threads];
+    for (i, &o) in owner.iter().enumerate() {
+        local[i] = sizes[o as usize];
+        sizes[o as usize] += 1;
+    }
+
+    let block = opts.mapping == Mapping::Block;
+    let init_start = Instant::now();
+    let mut counters = vec![0i64; model.counter_names().len()];
+    if counters.len() > usize::from(u16::MAX) {
+        return Err(SimError::Config(format!(
+            "Time Warp supports at most {} model counters; the model declares {}",
+            u16::MAX,
+            counters.len()
+        )));
+    }
+    // The memory bound covers the process (memory.rs). Refuse at once a bound that cannot
+    // even hold what the process holds now plus the LP records.
+    let lp_bytes = (std::mem::size_of::<TwLp<M::State>>()
+        + std::mem::size_of::<TwCold<M::State, M::Event>>()
+        + std::mem::size_of::<LpSlot<M::State>>()) as f64
+        * f64::from(cfg.lps);
+    if let Some(bound) = opts.max_memory {
+        let least = (memory::resident_bytes().unwrap_or(0) as f64 + lp_bytes) / memory::TARGET;
+        if least > bound as f64 {
+            return Err(SimError::Resource(format!(
+                "Time Warp needs at least {} bytes for the process and {} LPs before any event, above --max-memory {bound}; try --max-memory {} or more",
+                least as u64,
+                cfg.lps,
+                memory::mib(least)
+            )));
+        }
+    }
+    // Initial events go straight into the owners' pending sets (no second copy of them).
+    let mut queues: Vec<Q> = (0..threads).map(|_| Q::new()).collect();
+    // Initial events get ids from an id space no worker uses (worker number `threads`).
+    let init_ids = (threads as u64) << 48;
+    let mut initial = 0u64;
+    let slots = init_lps_with(model, cfg, &mut counters, |ev| {
+        let o = owner[ev.dst as usize] as usize;
+        queues[o].push(TwEvent {
+            ev,
+            id: init_ids + initial,
+            stack: None,
+        });
+        initial += 1;
+    })?;
+    let mut per_worker: Vec<Vec<TwLp<M::State>>> = sizes
+        .iter()
+        .map(|&s| Vec::with_capacity(s as usize))
+        .collect();
+    let mut per_worker_cold: Vec<Vec<TwCold<M::State, M::Event>>> = sizes
+        .iter()
+        .map(|&s| Vec::with_capacity(s as usize))
+        .collect();
+    for (i, slot) in slots.into_iter().enumerate() {
+        let checkpoints = match saving {
+            Saving::Copy => VecDeque::from([Checkpoint {
+                at: 0,
+                state: slot.state.clone(),
+                meta: slot.meta,
+            }]),
+            Saving::Reverse => VecDeque::new(),
+        };
+        per_worker_cold[owner[i] as usize].push(TwCold {
+            committed: 0,
+            checkpoints,
+            coast: VecDeque::new(),
+            coast_base: 0,
+            arena_base: 0,
+        });
+        per_worker[owner[i] as usize].push(TwLp {
+            id: i as LpId,
+            state: slot.state,
+            meta: slot.meta,
+            digest: slot.digest,
+            last: NONE,
+            next: 0,
+            last_key: EventKey {
+                time: 0.0,
+                seq: 0,
+                src: 0,
+            },
+            last_plain: true,
+        });
+    }
+    // Calibration: what the process holds now, less the dynamic bytes the workers will count
+    // (initial events, initial checkpoints), is the fixed footprint (memory.rs).
+    let ev_size = std::mem::size_of::<TwEvent<M::Event>>() as u64;
+    let cp_size = std::mem::size_of::<Checkpoint<M::State>>() as u64;
+    // A record in the arena and one send in the extras log.
+    let record_size =
+        (std::mem::size_of::<Option<Rec<M::Event>>>() + std::mem::size_of::<Extra>()) as u64;
+    let dynamic0 = initial * ev_size
+        + if saving == Saving::Copy {
+            u64::from(cfg.lps) * cp_size
+        } else {
+            0
+        };
+    let fixed = match memory::resident_bytes() {
+        Some(rss) => rss.saturating_sub(dynamic0),
+        // Without /proc: the LP records and a few MiB for the program itself.
+        None => lp_bytes as u64 + (8 << 20),
+    };
+    let default_cap = opts
+        .max_uncommitted
+        .unwrap_or(4 * u64::from(opts.gvt_every))
+        .max(1);
+    let mem = MemoryBound::new(opts.max_memory, threads, default_cap, fixed);
+    if let Some(bound) = opts.max_memory {
+        // The pending set counts at QUEUE_SLACK times its events once the run starts.
+        let projected = fixed + dynamic0 + (memory::QUEUE_SLACK - 1) * initial * ev_size;
+        let least = mem
+            .minimum_for(projected as f64, 2.0 * record_size as f64)
+            .max(memory::peak_resident_bytes().unwrap_or(0) as f64);
+        if least > bound as f64 {
+            return Err(SimError::Resource(format!(
+                "Time Warp needs at least {} bytes ({} resident after init: {} LPs, {initial} initial events) to run, above --max-memory {bound}; try --max-memory {} or more",
+                least as u64,
+                fixed + dynamic0,
+                cfg.lps,
+                memory::mib(least)
+            )));
+        }
+    }
+    let mut report = Report::new("timewarp", threads, cfg.queue.name(), cfg.lps, cfg.end);
+    report.init_s = init_start.elapsed().as_secs_f64();
+
+    let sh = Shared {
+        links,
+        model,
+        n: cfg.lps,
+        end: cfg.end,
+        lookahead: model.lookahead(),
+        saving,
+        fixed_k: opts.checkpoint,
+        optimism: Optimism::new(
+            opts.window,
+            !opts.fixed_window,
+            model.lookahead(),
+            threads,
+            cfg.end,
+        ),
+        mem,
+        record_size,
+        gvt_every: u64::from(opts.gvt_every),
+        check_eq: if opts.check_reverse { check_eq } else { None },
+        block_first: if block {
+            (0..=threads)
+                .map(|w| (w as u64 * u64::from(cfg.lps)).div_ceil(threads as u64))
+                .collect()
+        } else {
+            Vec::new()
+        },
+        owner: if block { Vec::new() } else { owner },
+        local: if block { Vec::new() } else { local },
+        workers: threads,
+        wires: Wires::new(threads),
+        gvt: GvtRegisters::new(threads),
+        abort: AtomicBool::new(false),
+        error: Mutex::new(None),
+        bytes: (0..threads).map(|_| AtomicU64::new(0)).collect(),
+        history: (0..threads).map(|_| AtomicU64::new(0)).collect(),
+        records: (0..threads).map(|_| AtomicU64::new(0)).collect(),
+        peak: AtomicU64::new(0),
+        series: Mutex::new(Vec::new()),
+        start: Instant::now(),
+        progress: &cfg.progress,
+    };
+    let ncounters = counters.len();
+    let results: Vec<WorkerResult<M, Q>> = std::thread::scope(|s| {
+        let handles: Vec<_> = per_worker
+            .into_iter()
+            .zip(per_worker_cold)
+            .zip(queues)
+            .enumerate()
+            .map(|(w, ((lps, cold), queue))| {
+                let sh = &sh;
+                s.spawn(move || {
+                    let mut worker = Worker::new(w, sh, lps, cold, queue, ncounters);
+                    let outcome = catch_unwind(AssertUnwindSafe(|| worker.run_loop()));
+                    let complete = match outcome {
+                        Ok(Ok(complete)) => complete,
+                        Ok(Err(e)) => {
+                            sh.fail(e);
+                            false
+                        }
+                        Err(payload) => {
+                            sh.fail(SimError::from_panic(
+                                worker.current.0,
+                                worker.current.1,
+                                payload.as_ref(),
+                            ));
+                            false
+                        }
+                    };
+                    worker.stats.checkpoint_interval = u64::from(worker.k);
+                    worker.committed_digests();
+                    if let Some((user, sys)) = crate::cpu::thread_times() {
+                        worker.stats.cpu_user = user;
+                        worker.stats.cpu_sys = sys;
+                    }
+                    (
+                        worker.lps,
+                        worker.cold,
+                        worker.counters,
+                        worker.stats,
+                        complete,
+                        (worker.queue, worker.cancelled),
+                    )
+                })
+            })
+            .collect();
+        handles
+            .into_iter()
+            .map(|h| h.join().expect("worker panics are caught"))
+            .collect()
+    });
+    if let Some(e) = sh.error.lock().ok().and_then(|mut e| e.take()) {
+        return Err(e);
+    }
+    let wall = sh.start.elapsed().as_secs_f64();
+
+    finish(
+        model, cfg, opts, sh, results, counters, report, wall, saving,
+    )
+}

@@ -1,0 +1,168 @@
+//! What every Time Warp worker shares (the model, the LP mapping, mailboxes, GVT registers,
+//! memory figures, the first error), and small helpers used across the executor.
+
+use std::hash::Hasher;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::Mutex;
+use std::time::Instant;
+
+use super::gvt::GvtRegisters;
+use super::memory::{self, MemoryBound};
+use super::optimism::Optimism;
+use super::transport::Wires;
+use crate::error::SimError;
+use crate::model::{LpId, Model, Time};
+
+/// Hashes event ids (unique `u64`s, no adversary) with one multiplication.
+#[derive(Debug, Default)]
+pub(super) struct IdHasher(u64);
+
+impl Hasher for IdHasher {
+    fn finish(&self) -> u64 {
+        self.0
+    }
+    fn write(&mut self, bytes: &[u8]) {
+        for &b in bytes {
+            self.0 = (self.0 ^ u64::from(b)).wrapping_mul(0x100_0000_01B3);
+        }
+    }
+    fn write_u64(&mut self, id: u64) {
+        self.0 = id.wrapping_mul(0x9E37_79B9_7F4A_7C15);
+    }
+}
+
+/// Asks the CPU to start loading the first (at most two) cache lines of `*r`: a hint that
+/// hides the cache miss of a record the worker will touch soon. No effect on results.
+#[inline(always)]
+pub(super) fn prefetch<T>(r: &T) {
+    #[cfg(target_arch = "x86_64")]
+    {
+        use std::arch::x86_64::{_mm_prefetch, _MM_HINT_T0};
+        let p = (r as *const T).cast::<i8>();
+        for line in 0..std::mem::size_of::<T>().div_ceil(64).min(2) {
+            // Safety: a prefetch never faults and has no architectural effect; the address is
+            // inside `*r` (`line * 64 < size_of::<T>()`), so `add` stays in bounds.
+            unsafe { _mm_prefetch::<_MM_HINT_T0>(p.add(line * 64)) };
+        }
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    let _ = r;
+}
+
+/// Compares two states (for `--check-reverse`).
+pub(crate) type StateEq<S> = fn(&S, &S) -> bool;
+
+/// Copy state saving's largest automatic checkpoint interval.
+pub(super) const AUTO_K_MAX: u32 = 32;
+/// How many events run between two looks at the progress figures and the stop flag.
+pub(super) const POLL_EVERY: u64 = 1 << 13;
+/// How many events run between two updates of the memory figures.
+pub(super) const MEMORY_EVERY: u64 = 16;
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(super) enum Saving {
+    Copy,
+    Reverse,
+}
+
+/// What every worker shares.
+pub(super) struct Shared<'a, M: Model> {
+    pub(super) model: &'a M,
+    pub(super) n: LpId,
+    pub(super) end: Time,
+    pub(super) lookahead: Time,
+    pub(super) saving: Saving,
+    pub(super) fixed_k: Option<u32>,
+    /// The optimism window and its controller.
+    pub(super) optimism: Optimism,
+    /// The memory bound and its speculation cap (memory.rs).
+    pub(super) mem: MemoryBound,
+    /// `size_of` a processed-event record.
+    pub(super) record_size: u64,
+    pub(super) gvt_every: u64,
+    pub(super) check_eq: Option<StateEq<M::State>>,
+    /// LP -> (worker, index among the worker's LPs); empty for block mapping, which is
+    /// computed (no table lookups, a cache miss each with millions of LPs).
+    pub(super) owner: Vec<u32>,
+    pub(super) local: Vec<u32>,
+    /// Block mapping: the first LP of every worker (and `lps` at the end).
+    pub(super) block_first: Vec<u64>,
+    pub(super) workers: usize,
+    /// How workers reach each other (transport.rs).
+    pub(super) wires: Wires<M::Event>,
+    pub(super) gvt: GvtRegisters,
+    pub(super) abort: AtomicBool,
+    pub(super) error: Mutex<Option<SimError>>,
+    /// Per worker: dynamic bytes counted, the history part of them, history records held.
+    pub(super) bytes: Vec<AtomicU64>,
+    pub(super) history: Vec<AtomicU64>,
+    pub(super) records: Vec<AtomicU64>,
+    pub(super) peak: AtomicU64,
+    pub(super) series: Mutex<Vec<(f64, f64)>>,
+    pub(super) start: Instant,
+    pub(super) progress: &'a crate::progress::Progress,
+    /// The model's declared topology: a send along an undeclared link, or below its link's
+    /// lookahead, is a model error here as under every executor.
+    pub(super) links: crate::executor::links::Links,
+}
+
+impl<M: Model> Shared<'_, M> {
+    pub(super) fn fail(&self, e: SimError) {
+        if let Ok(mut slot) = self.error.lock() {
+            if slot.is_none() {
+                *slot = Some(e);
+            }
+        }
+        self.abort.store(true, Ordering::SeqCst);
+    }
+
+    /// The worker that owns LP `lp`.
+    #[inline(always)]
+    pub(super) fn owner_of(&self, lp: LpId) -> usize {
+        if self.block_first.is_empty() {
+            self.owner[lp as usize] as usize
+        } else {
+            // Block mapping puts LP i on worker floor(i * W / n), that is, on the last worker
+            // whose first LP is <= i. A few comparisons beat a 64-bit division.
+            let w = self.block_first.len() - 1;
+            if w <= 8 {
+                let lp = u64::from(lp);
+                self.block_first[1..w]
+                    .iter()
+                    .take_while(|&&f| f <= lp)
+                    .count()
+            } else {
+                (u64::from(lp) * w as u64 / u64::from(self.n)) as usize
+            }
+        }
+    }
+
+    /// LP `lp`'s index among its worker's LPs.
+    #[inline(always)]
+    pub(super) fn local_of(&self, lp: LpId) -> usize {
+        if self.block_first.is_empty() {
+            self.local[lp as usize] as usize
+        } else {
+            (u64::from(lp) - self.block_first[self.owner_of(lp)]) as usize
+        }
+    }
+
+    pub(super) fn total_bytes(&self) -> u64 {
+        sum_figures(&self.bytes)
+    }
+
+    /// The workers' memory figures added up.
+    pub(super) fn totals(&self) -> memory::Totals {
+        memory::Totals {
+            dynamic: sum_figures(&self.bytes),
+            history: sum_figures(&self.history),
+            records: sum_figures(&self.records),
+        }
+    }
+}
+
+/// One per-worker memory figure summed over the workers.
+pub(super) fn sum_figures(v: &[AtomicU64]) -> u64 {
+    // Ordering: each figure is a self-contained estimate; a stale one only delays the cap.
+    v.iter().map(|b| b.load(Ordering::Relaxed)).sum()
+}

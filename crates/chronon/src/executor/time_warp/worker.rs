@@ -1,0 +1,401 @@
+//! One Time Warp worker: its state, its loop, and how it picks and processes events.
+
+use std::collections::HashSet;
+use std::hash::BuildHasherDefault;
+use std::sync::atomic::Ordering;
+use std::time::{Duration, Instant};
+
+use crossbeam_utils::Backoff;
+
+use super::history::{Extra, History, Rec};
+use super::lp::{Anti, Checkpoint, Msg, Sent, TwCold, TwEvent, TwLp};
+use super::report::Stats;
+use super::shared::{prefetch, IdHasher, Saving, Shared, MEMORY_EVERY, POLL_EVERY};
+use super::transport::Endpoint;
+use crate::error::{ModelError, SimError};
+use crate::event::{Event, Keyed};
+use crate::model::{Ctx, LpId, Model, ReverseCtx, Time};
+use crate::queue::PendingSet;
+
+/// Counts behind the memory estimate (besides the arena, which knows its own size).
+#[derive(Clone, Copy, Debug, Default)]
+pub(super) struct Census {
+    /// Events in the LPs' coast logs (copy state saving).
+    pub(super) coast: u64,
+    pub(super) checkpoints: u64,
+}
+
+pub(super) struct Worker<'s, 'a, M: Model, Q> {
+    pub(super) w: usize,
+    pub(super) sh: &'s Shared<'a, M>,
+    pub(super) lps: Vec<TwLp<M::State>>,
+    /// The cold halves of `lps`, at the same indices.
+    pub(super) cold: Vec<TwCold<M::State, M::Event>>,
+    /// The processed events of every LP of this worker, in processing order (history.rs).
+    pub(super) history: History<M::Event>,
+    /// Scratch for coasting forward: arena positions of the records to re-execute.
+    pub(super) coast_seqs: Vec<u64>,
+    pub(super) queue: Q,
+    pub(super) cancelled: HashSet<u64, BuildHasherDefault<IdHasher>>,
+    pub(super) endpoint: Endpoint<M::Event>,
+    pub(super) local_antis: Vec<Anti>,
+    pub(super) next_id: u64,
+    pub(super) send_min: f64,
+    pub(super) reported: u64,
+    pub(super) gvt: f64,
+    pub(super) counters: Vec<i64>,
+    pub(super) scratch: Vec<i64>,
+    pub(super) coast_scratch: Vec<i64>,
+    pub(super) out: Vec<Event<M::Event>>,
+    pub(super) coast_out: Vec<Event<M::Event>>,
+    pub(super) err: Option<ModelError>,
+    pub(super) current: (LpId, Time),
+    pub(super) k: u32,
+    pub(super) census: Census,
+    pub(super) stats: Stats,
+    // Measurements for the automatic checkpoint interval (nanoseconds, sampled).
+    pub(super) save_ns: f64,
+    pub(super) event_ns: f64,
+    pub(super) rollbacks_at_tune: u64,
+    pub(super) processed_at_tune: u64,
+    // For the optimism controller: the figures handed in at the last GVT report, the latest
+    // timestamp processed since, and whether the window stopped this worker since.
+    pub(super) handed_in: Stats,
+    pub(super) horizon: Time,
+    pub(super) window_blocked: bool,
+}
+
+impl<'s, 'a, M: Model, Q: PendingSet<TwEvent<M::Event>>> Worker<'s, 'a, M, Q> {
+    pub(super) fn new(
+        w: usize,
+        sh: &'s Shared<'a, M>,
+        lps: Vec<TwLp<M::State>>,
+        cold: Vec<TwCold<M::State, M::Event>>,
+        queue: Q,
+        ncounters: usize,
+    ) -> Self {
+        let census = Census {
+            checkpoints: cold.iter().map(|l| l.checkpoints.len() as u64).sum(),
+            ..Census::default()
+        };
+        Worker {
+            w,
+            sh,
+            lps,
+            cold,
+            queue,
+            cancelled: HashSet::default(),
+            endpoint: Endpoint::new(w, sh.workers),
+            local_antis: Vec::new(),
+            history: History::default(),
+            coast_seqs: Vec::new(),
+            next_id: (w as u64) << 48,
+            send_min: f64::INFINITY,
+            reported: 0,
+            gvt: 0.0,
+            counters: vec![0; ncounters],
+            scratch: vec![0; ncounters],
+            coast_scratch: vec![0; ncounters],
+            out: Vec::with_capacity(16),
+            coast_out: Vec::with_capacity(16),
+            err: None,
+            current: (0, 0.0),
+            k: sh.fixed_k.unwrap_or(8),
+            census,
+            stats: Stats::default(),
+            save_ns: 0.0,
+            event_ns: 0.0,
+            rollbacks_at_tune: 0,
+            processed_at_tune: 0,
+            handed_in: Stats::default(),
+            horizon: 0.0,
+            window_blocked: false,
+        }
+    }
+
+    /// The worker's loop. Returns whether the run completed (GVT reached the end time) rather
+    /// than stopping on request; errors abort every worker.
+    pub(super) fn run_loop(&mut self) -> Result<bool, SimError> {
+        let sh = self.sh;
+        let backoff = Backoff::new();
+        let mut since_gvt = 0u64;
+        let mut reported_progress = 0u64;
+        loop {
+            if sh.abort.load(Ordering::SeqCst) {
+                return Ok(false);
+            }
+            self.drain()?;
+            if let Some(r) = sh.gvt.active_round() {
+                if r > self.reported {
+                    // Drain after seeing the round (README, rule R1), then report.
+                    self.drain()?;
+                    self.report_gvt(r);
+                }
+            }
+            let g = sh.gvt.gvt();
+            if g > self.gvt {
+                self.fossil(g)?;
+                sh.progress.set_now(g.min(sh.end));
+            }
+            if self.gvt >= sh.end {
+                sh.progress
+                    .add_events(self.stats.processed - reported_progress);
+                return Ok(true);
+            }
+            match self.next_event() {
+                Some(ev) => {
+                    backoff.reset();
+                    self.process(ev)?;
+                    since_gvt += 1;
+                    // Under a memory cap, rounds start twice per cap's worth of events, so that
+                    // fossil collection keeps up with a small cap.
+                    let every = if sh.mem.bounded() {
+                        sh.gvt_every.min(sh.mem.cap() / 2).max(1)
+                    } else {
+                        sh.gvt_every
+                    };
+                    if since_gvt >= every {
+                        since_gvt = 0;
+                        sh.gvt.try_start();
+                    }
+                    let p = self.stats.processed;
+                    // Without a bound the figures are only for the report: GVT reports update them.
+                    if p % MEMORY_EVERY == 0 && sh.mem.bounded() {
+                        self.update_memory();
+                    }
+                    if p - reported_progress >= POLL_EVERY {
+                        sh.progress.add_events(p - reported_progress);
+                        reported_progress = p;
+                        if sh.progress.stop_requested() {
+                            return Ok(false);
+                        }
+                    }
+                }
+                None => {
+                    if sh.progress.stop_requested() {
+                        sh.progress
+                            .add_events(self.stats.processed - reported_progress);
+                        return Ok(false);
+                    }
+                    self.update_memory();
+                    sh.gvt.try_start();
+                    if backoff.is_completed() {
+                        std::thread::sleep(Duration::from_micros(50));
+                    } else {
+                        backoff.snooze();
+                    }
+                }
+            }
+        }
+    }
+
+    /// The next event to run, if one may run now (before the end time, inside the optimism
+    /// window, under the uncommitted-event cap).
+    pub(super) fn next_event(&mut self) -> Option<TwEvent<M::Event>> {
+        loop {
+            let head = self.queue.peek()?;
+            if !self.cancelled.is_empty() && self.cancelled.contains(&head.id) {
+                let id = head.id;
+                self.cancelled.remove(&id);
+                self.queue.pop();
+                continue;
+            }
+            let t = head.ev.time;
+            if t >= self.sh.end {
+                return None;
+            }
+            let st = &self.stats;
+            let uncommitted = st.processed - st.committed - st.rolled_back;
+            // `max_uncommitted` without a memory bound, at most that under one.
+            let cap = self.sh.mem.cap();
+            let limit = if uncommitted >= cap {
+                self.gvt
+            } else {
+                let limit = self.gvt + self.sh.optimism.window();
+                self.window_blocked |= t > limit;
+                limit
+            };
+            if t > limit {
+                return None;
+            }
+            let ev = self.queue.pop();
+            // The next event's LP record is most likely a cache miss (LPs are touched in
+            // timestamp order, all over the table): start loading it while this one runs.
+            if let Some(next) = self.queue.peek() {
+                if let Some(lp) = self.lps.get(self.sh.local_of(next.ev.dst)) {
+                    prefetch(lp);
+                }
+            }
+            return ev;
+        }
+    }
+
+    /// Runs one event: rolls its LP back first if the event is in the LP's past (primary
+    /// rollback), saves state as configured, and records what it did.
+    pub(super) fn process(&mut self, ev: TwEvent<M::Event>) -> Result<(), SimError> {
+        let sh = self.sh;
+        let li = sh.local_of(ev.ev.dst);
+        {
+            let lp = &self.lps[li];
+            // The LP keeps its last key by its state, so the common check does not touch the
+            // history (a cache miss per event otherwise).
+            let straggler = if lp.last_plain && ev.stack.is_none() {
+                ev.ev.key() < lp.last_key
+            } else {
+                self.history
+                    .get(lp.last)
+                    .is_some_and(|last| ev.order(&last.ev) == std::cmp::Ordering::Less)
+            };
+            if straggler {
+                // Undo the records that sort after the straggler (newest first).
+                let mut undo = 0;
+                let mut seq = lp.last;
+                while let Some(r) = self.history.get(seq) {
+                    if r.committed || r.ev.order(&ev) != std::cmp::Ordering::Greater {
+                        break;
+                    }
+                    undo += 1;
+                    seq = r.prev;
+                }
+                let at = lp.next - undo;
+                self.stats.primary += 1;
+                self.rollback(li, at, None)?;
+                self.settle()?;
+                if !self.cancelled.is_empty() && self.cancelled.remove(&ev.id) {
+                    // The rollback's anti-messages cancelled this very event.
+                    self.flush();
+                    return Ok(());
+                }
+            }
+        }
+        let now = ev.ev.time;
+        let me = ev.ev.dst;
+        self.horizon = self.horizon.max(now);
+        let lp = &mut self.lps[li];
+        if sh.saving == Saving::Copy {
+            let cold = &mut self.cold[li];
+            let last = cold.checkpoints.back().map_or(0, |c| c.at);
+            if lp.next - last >= u64::from(self.k) {
+                let sample = self.stats.checkpoints % 128 == 0;
+                let t0 = sample.then(Instant::now);
+                cold.checkpoints.push_back(Checkpoint {
+                    at: lp.next,
+                    state: lp.state.clone(),
+                    meta: lp.meta,
+                });
+                if let Some(t0) = t0 {
+                    self.save_ns = t0.elapsed().as_nanos() as f64;
+                }
+                self.stats.checkpoints += 1;
+                self.census.checkpoints += 1;
+            }
+        }
+        let meta = lp.meta;
+        self.current = (me, now);
+        let before = sh.check_eq.map(|_| lp.state.clone());
+        let sample =
+            sh.fixed_k.is_none() && sh.saving == Saving::Copy && self.stats.processed % 128 == 0;
+        let t0 = sample.then(Instant::now);
+        {
+            let mut ctx = Ctx::new(
+                now,
+                me,
+                sh.n,
+                sh.lookahead,
+                &mut lp.meta,
+                &mut self.out,
+                &mut self.scratch,
+                &mut self.err,
+            );
+            sh.model.on_event(&mut lp.state, &ev.ev.payload, &mut ctx);
+        }
+        if sh.links.declared && self.err.is_none() {
+            // Deferred like every model error: reported only if this event commits.
+            if let Err(e) = sh.links.check(me, now, &self.out) {
+                self.err = Some(e);
+            }
+        }
+        if let Some(t0) = t0 {
+            self.event_ns = t0.elapsed().as_nanos() as f64;
+        }
+        if let (Some(eq), Some(before)) = (sh.check_eq, before) {
+            let mut undone = lp.state.clone();
+            let rctx = ReverseCtx { me, now };
+            sh.model.reverse(&mut undone, &ev.ev.payload, &rctx);
+            if !eq(&undone, &before) {
+                return Err(SimError::Model(ModelError {
+                    lp: me,
+                    time: now,
+                    message: "the reverse handler did not restore the state the event started from (checked by --check-reverse)".into(),
+                }));
+            }
+        }
+        let error = self.err.take().map(Box::new);
+        if error.is_some() {
+            // A failed handler's sends never leave; the error is reported if the event commits.
+            self.out.clear();
+        }
+        // The record's extras: its sends, then its counter deltas.
+        let log_at = self.history.log_next();
+        let mut sent = 0u32;
+        for e in self.out.drain(..) {
+            let id = self.next_id;
+            self.next_id += 1;
+            let key = e.key();
+            let dst = e.dst;
+            let tw = TwEvent {
+                stack: ev.child_stack(key),
+                ev: e,
+                id,
+            };
+            debug_assert_eq!(
+                key.seq,
+                meta.seq + u64::from(sent),
+                "sends are numbered from meta.seq"
+            );
+            self.history.push_extra(Extra::Sent(Sent {
+                dst,
+                time: key.time,
+                id,
+            }));
+            sent += 1;
+            let o = sh.owner_of(dst);
+            if o == self.w {
+                self.queue.push(tw);
+            } else {
+                self.endpoint.send(&sh.wires, o, Msg::Event(tw));
+            }
+        }
+        let mut counts = 0u16;
+        for (i, c) in self.scratch.iter_mut().enumerate() {
+            if *c != 0 {
+                self.history.push_extra(Extra::Count(i as u32, *c));
+                *c = 0;
+                counts += 1;
+            }
+        }
+        lp.last_key = ev.ev.key();
+        lp.last_plain = ev.stack.is_none();
+        let digest = lp.digest;
+        lp.digest.commit(&lp.last_key);
+        let is_error = error.is_some();
+        lp.last = self.history.push(
+            Rec {
+                ev,
+                meta,
+                digest,
+                prev: lp.last,
+                log_at,
+                sent,
+                counts,
+                committed: false,
+                error: is_error,
+            },
+            error,
+        );
+        lp.next += 1;
+        self.stats.processed += 1;
+        self.flush();
+        Ok(())
+    }
+}

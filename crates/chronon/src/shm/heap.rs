@@ -1,0 +1,463 @@
+//! A per-process shared heap of fixed-size items in size classes (seed 000 §3.3.3, "Shared
+//! Heap"), and the free path that other processes use.
+//!
+//! Layout of one heap segment: a [`SegHeader`] (the size-class table and the return stack's
+//! head), then, per class, `count` items of `stride` bytes, each an [`ItemHeader`] followed by
+//! the data. Only the owning process allocates, from private free lists, so allocation takes
+//! no lock any other process contends for. An item whose last reference is dropped (in any
+//! process) is pushed onto its segment's *return stack*, a Treiber stack in shared memory that
+//! only pushes and that the owner empties with one swap (mimalloc's remote free lists in
+//! spirit); the owner then keeps it *dormant* until a GVT above its time-to-zero arrives, and
+//! only then reuses it. Protocol and proof: README.md, "Heap".
+
+use std::cell::Cell;
+use std::cmp::{Ordering as CmpOrdering, Reverse};
+use std::collections::BinaryHeap;
+use std::io;
+use std::mem::{align_of, size_of};
+use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
+
+use super::retstack;
+use crate::loom::atomic::AtomicU32 as LinkWord;
+use std::sync::Arc;
+
+use super::registry::{self, SEGMENTS_PER_OWNER};
+use super::{BPtr, Segment, ShmSafe};
+
+/// The largest alignment an item's data gets.
+pub const ITEM_ALIGN: usize = 32;
+const MAX_CLASSES: usize = 8;
+const HEAP_MAGIC: u32 = 0x4250_7472; // "BPtr"
+
+/// The header of every item.
+#[repr(C, align(32))]
+pub(crate) struct ItemHeader {
+    /// References (`BPtr`s) to the item, in every process.
+    pub(crate) refs: AtomicU32,
+    /// The item's size class.
+    class: u32,
+    /// The next item on the return stack (an offset; 0 = end).
+    next: LinkWord,
+    _pad: u32,
+    /// Bits of the simulation time at which the count dropped to zero.
+    pub(crate) ttz: AtomicU64,
+}
+
+#[repr(C)]
+#[derive(Clone, Copy, Debug)]
+struct ClassInfo {
+    size: u32,
+    stride: u32,
+    count: u32,
+    first: u32,
+}
+
+#[repr(C, align(64))]
+struct SegHeader {
+    magic: u32,
+    classes: u32,
+    class: [ClassInfo; MAX_CLASSES],
+    /// Head of the return stack (offset of an item header; 0 = empty).
+    returned: LinkWord,
+}
+
+/// The size classes of a heap: item data sizes (bytes) and how many of each a segment holds.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct HeapConfig {
+    classes: Vec<(u32, u32)>,
+}
+
+impl Default for HeapConfig {
+    /// 64 B × 1024, 512 B × 256, 4 KiB × 64, 64 KiB × 8 (about 1 MiB per segment).
+    fn default() -> Self {
+        HeapConfig {
+            classes: vec![(64, 1024), (512, 256), (4096, 64), (65536, 8)],
+        }
+    }
+}
+
+impl HeapConfig {
+    /// No classes yet; add them with [`class`](Self::class).
+    pub fn empty() -> Self {
+        HeapConfig {
+            classes: Vec::new(),
+        }
+    }
+
+    /// Adds a class of `count` items of `size` data bytes each.
+    pub fn class(mut self, size: u32, count: u32) -> Self {
+        self.classes.push((size, count));
+        self
+    }
+
+    /// Adds a class of `size`-byte items, as many as fit in `budget` bytes (at least one).
+    pub fn class_budget(self, size: u32, budget: usize) -> Self {
+        let count = (budget / stride(size) as usize).max(1);
+        self.class(size, u32::try_from(count).unwrap_or(u32::MAX))
+    }
+
+    fn check(&self) -> io::Result<()> {
+        let bad = |m: String| Err(io::Error::new(io::ErrorKind::InvalidInput, m));
+        if self.classes.is_empty() || self.classes.len() > MAX_CLASSES {
+            return bad(format!(
+                "1..={MAX_CLASSES} size classes, got {}",
+                self.classes.len()
+            ));
+        }
+        if self.classes.windows(2).any(|w| w[0].0 >= w[1].0) {
+            return bad("size classes must grow strictly".into());
+        }
+        if self.classes.iter().any(|&(s, c)| s == 0 || c == 0) {
+            return bad("size classes need a size and a count above 0".into());
+        }
+        if self.segment_bytes() > u32::MAX as u64 {
+            return bad("a heap segment must stay under 4 GiB".into());
+        }
+        Ok(())
+    }
+
+    fn segment_bytes(&self) -> u64 {
+        let items: u64 = self
+            .classes
+            .iter()
+            .map(|&(s, c)| u64::from(stride(s)) * u64::from(c))
+            .sum();
+        size_of::<SegHeader>().next_multiple_of(ITEM_ALIGN) as u64 + items
+    }
+}
+
+fn stride(size: u32) -> u32 {
+    (size_of::<ItemHeader>() as u32 + size).next_multiple_of(ITEM_ALIGN as u32)
+}
+
+/// Why an allocation failed.
+#[derive(Debug)]
+#[non_exhaustive]
+pub enum HeapError {
+    /// The value is larger than the largest class, or more aligned than [`ITEM_ALIGN`].
+    TooLarge {
+        /// Its size in bytes.
+        size: usize,
+        /// Its alignment.
+        align: usize,
+    },
+    /// The class is empty and the heap already has its last segment.
+    Exhausted {
+        /// The class's item size.
+        class_size: u32,
+    },
+    /// The OS refused a new segment.
+    Io(io::Error),
+}
+
+impl std::fmt::Display for HeapError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            HeapError::TooLarge { size, align } => write!(
+                f,
+                "a {size}-byte value (alignment {align}) fits no size class of the shared heap"
+            ),
+            HeapError::Exhausted { class_size } => write!(
+                f,
+                "shared heap class of {class_size}-byte items is full in all {SEGMENTS_PER_OWNER} segments"
+            ),
+            HeapError::Io(e) => write!(f, "cannot create a shared heap segment: {e}"),
+        }
+    }
+}
+impl std::error::Error for HeapError {}
+
+/// A dormant item: its count reached zero at `ttz`; reusable once GVT passes it.
+#[derive(Debug, Clone, Copy)]
+struct Dormant {
+    ttz: f64,
+    seg: u32,
+    off: u32,
+}
+impl PartialEq for Dormant {
+    fn eq(&self, o: &Self) -> bool {
+        self.cmp(o) == CmpOrdering::Equal
+    }
+}
+impl Eq for Dormant {}
+impl PartialOrd for Dormant {
+    fn partial_cmp(&self, o: &Self) -> Option<CmpOrdering> {
+        Some(self.cmp(o))
+    }
+}
+impl Ord for Dormant {
+    fn cmp(&self, o: &Self) -> CmpOrdering {
+        self.ttz
+            .total_cmp(&o.ttz)
+            .then((self.seg, self.off).cmp(&(o.seg, o.off)))
+    }
+}
+
+/// Counts of a heap's items, for tests and reports.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct HeapStats {
+    /// Segments the heap has (1 + growths).
+    pub segments: usize,
+    /// Items ready for reuse.
+    pub free: usize,
+    /// Items whose count reached zero, waiting for GVT.
+    pub dormant: usize,
+    /// Items handed out and not yet seen back (live, or returned but not yet collected).
+    pub outstanding: usize,
+}
+
+/// The owner's side of one process's shared heap. Only its owner allocates (`&mut self`);
+/// any process holding a [`BPtr`] into it may drop references.
+#[derive(Debug)]
+pub struct Heap {
+    owner: u32,
+    config: HeapConfig,
+    segs: Vec<Arc<Segment>>,
+    /// Per class: free items as (segment index, offset).
+    free: Vec<Vec<(u32, u32)>>,
+    dormant: BinaryHeap<Reverse<Dormant>>,
+    gvt: f64,
+    outstanding: usize,
+}
+
+impl Heap {
+    /// Creates process `owner`'s heap (its first segment, heap number
+    /// `owner * SEGMENTS_PER_OWNER`), mapped and announced in this process. GVT starts at
+    /// `-inf`: nothing dormant is reused until [`set_gvt`](Self::set_gvt) says so. A
+    /// conservative executor calls `set_gvt(f64::INFINITY)` once: then items are reused as soon
+    /// as their count drops to zero.
+    pub fn new(owner: u32, config: HeapConfig) -> io::Result<Heap> {
+        config.check()?;
+        if owner >= registry::MAX_OWNERS {
+            return Err(io::Error::other(format!("owner {owner} out of range")));
+        }
+        let mut heap = Heap {
+            owner,
+            free: vec![Vec::new(); config.classes.len()],
+            config,
+            segs: Vec::new(),
+            dormant: BinaryHeap::new(),
+            gvt: f64::NEG_INFINITY,
+            outstanding: 0,
+        };
+        heap.grow()?;
+        Ok(heap)
+    }
+
+    /// The heap number of this heap's segment `k`.
+    pub fn heap_number(&self, k: usize) -> u32 {
+        self.owner * SEGMENTS_PER_OWNER + k as u32
+    }
+
+    /// This heap's segments (to hand their descriptors to other processes).
+    pub fn segments(&self) -> &[Arc<Segment>] {
+        &self.segs
+    }
+
+    fn grow(&mut self) -> io::Result<()> {
+        let k = self.segs.len() as u32;
+        if k >= SEGMENTS_PER_OWNER {
+            return Err(io::Error::other("heap has its last segment"));
+        }
+        let seg = Segment::create(self.config.segment_bytes() as usize)?;
+        let mut hdr = SegHeader {
+            magic: HEAP_MAGIC,
+            classes: self.config.classes.len() as u32,
+            class: [ClassInfo {
+                size: 0,
+                stride: 0,
+                count: 0,
+                first: 0,
+            }; MAX_CLASSES],
+            returned: LinkWord::new(0),
+        };
+        let mut at = size_of::<SegHeader>().next_multiple_of(ITEM_ALIGN) as u32;
+        for (c, &(size, count)) in self.config.classes.iter().enumerate() {
+            let st = stride(size);
+            hdr.class[c] = ClassInfo {
+                size,
+                stride: st,
+                count,
+                first: at,
+            };
+            for i in (0..count).rev() {
+                let off = at + i * st;
+                // Safety: `off` lies inside the new, zero-filled segment, ITEM_ALIGN aligned,
+                // and no one else knows the segment yet.
+                unsafe {
+                    seg.base()
+                        .as_ptr()
+                        .add(off as usize)
+                        .cast::<ItemHeader>()
+                        .write(ItemHeader {
+                            refs: AtomicU32::new(0),
+                            class: c as u32,
+                            next: LinkWord::new(0),
+                            _pad: 0,
+                            ttz: AtomicU64::new(0),
+                        })
+                };
+                self.free[c].push((k, off));
+            }
+            at += st * count;
+        }
+        // Safety: the header fits at the start of the fresh segment, which no one else knows.
+        unsafe { seg.base().cast::<SegHeader>().as_ptr().write(hdr) };
+        let seg = registry::register(self.heap_number(k as usize), seg)?;
+        self.segs.push(seg);
+        Ok(())
+    }
+
+    fn class_for<T>(&self) -> Result<usize, HeapError> {
+        let (size, align) = (size_of::<T>(), align_of::<T>());
+        if align > ITEM_ALIGN {
+            return Err(HeapError::TooLarge { size, align });
+        }
+        self.config
+            .classes
+            .iter()
+            .position(|&(s, _)| s as usize >= size)
+            .ok_or(HeapError::TooLarge { size, align })
+    }
+
+    /// Moves `value` into a free item of the smallest class it fits and returns the one
+    /// reference to it. Collects returned items first if the class is empty, and grows the
+    /// heap by a segment (announced in the directory) if it is still empty.
+    pub fn alloc<T: ShmSafe>(&mut self, value: T) -> Result<BPtr<T>, HeapError> {
+        let c = self.class_for::<T>()?;
+        if self.free[c].is_empty() {
+            self.collect();
+        }
+        if self.free[c].is_empty() {
+            self.grow().map_err(|e| {
+                if self.segs.len() as u32 >= SEGMENTS_PER_OWNER {
+                    HeapError::Exhausted {
+                        class_size: self.config.classes[c].0,
+                    }
+                } else {
+                    HeapError::Io(e)
+                }
+            })?;
+        }
+        let (k, off) = self.free[c].pop().expect("a free item after growth");
+        let base = self.segs[k as usize].base().as_ptr();
+        // Safety: (k, off) is a free item of this heap: no `BPtr` refers to it (its count
+        // reached zero and it came back through the return stack, or it was never used), so
+        // this process is its only user until the `BPtr` made below is shared.
+        unsafe {
+            let item = &*base.add(off as usize).cast::<ItemHeader>();
+            // Ordering: Relaxed: a debug check of a value this process synchronized with in
+            // `collect` (or wrote itself).
+            debug_assert_eq!(item.refs.load(Ordering::Relaxed), 0);
+            // Ordering: Relaxed: the item reaches another thread or process only through a
+            // send that publishes it (ring `tail` store, SeqCst), as for `Arc::new`.
+            item.refs.store(1, Ordering::Relaxed);
+            base.add(off as usize + size_of::<ItemHeader>())
+                .cast::<T>()
+                .write(value);
+        }
+        self.outstanding += 1;
+        Ok(BPtr::from_parts(self.heap_number(k as usize), off))
+    }
+
+    /// Takes in every item whose count reached zero (in any process) since the last call,
+    /// makes it dormant, and frees the dormant items GVT has passed.
+    pub fn collect(&mut self) {
+        for (k, seg) in self.segs.iter().enumerate() {
+            let base = seg.base().as_ptr();
+            // Safety: the segment starts with the header written in `grow`.
+            let hdr = unsafe { &*base.cast::<SegHeader>() };
+            // The items' `next` and `ttz`, written before their push, are visible (README, H2).
+            let mut off = retstack::take_all(&hdr.returned);
+            while off != 0 {
+                // Safety: offsets on the return stack are item headers of this segment, and
+                // the swap above made this list ours alone.
+                let item = unsafe { &*base.add(off as usize).cast::<ItemHeader>() };
+                if self.gvt == f64::INFINITY {
+                    // Every time-to-zero is passed: straight back to the free list.
+                    self.free[item.class as usize].push((k as u32, off));
+                } else {
+                    self.dormant.push(Reverse(Dormant {
+                        // Ordering: Relaxed: made visible by the Acquire swap above.
+                        ttz: f64::from_bits(item.ttz.load(Ordering::Relaxed)),
+                        seg: k as u32,
+                        off,
+                    }));
+                }
+                self.outstanding -= 1;
+                off = retstack::next_of(&item.next);
+            }
+        }
+        while let Some(Reverse(d)) = self.dormant.peek().copied() {
+            if !(d.ttz < self.gvt || self.gvt == f64::INFINITY) {
+                break;
+            }
+            self.dormant.pop();
+            // Safety: `d` is an item header of segment `d.seg` of this heap.
+            let class = unsafe {
+                (*self.segs[d.seg as usize]
+                    .base()
+                    .as_ptr()
+                    .add(d.off as usize)
+                    .cast::<ItemHeader>())
+                .class
+            };
+            self.free[class as usize].push((d.seg, d.off));
+        }
+    }
+
+    /// Tells the heap a new GVT (or LBTS): dormant items whose time-to-zero is strictly below
+    /// it become reusable (all of them once it is `+inf`). GVT never goes down.
+    pub fn set_gvt(&mut self, gvt: f64) {
+        if gvt > self.gvt {
+            self.gvt = gvt;
+        }
+        self.collect();
+    }
+
+    /// Item counts (after collecting what came back).
+    pub fn stats(&mut self) -> HeapStats {
+        self.collect();
+        HeapStats {
+            segments: self.segs.len(),
+            free: self.free.iter().map(Vec::len).sum(),
+            dormant: self.dormant.len(),
+            outstanding: self.outstanding,
+        }
+    }
+}
+
+thread_local! {
+    static NOW: Cell<f64> = const { Cell::new(f64::INFINITY) };
+}
+
+/// Sets this thread's simulation time: a `BPtr` dropped on this thread records it as its
+/// item's time-to-zero. Until a thread sets it, it is `+inf` (the item then waits for a GVT of
+/// `+inf`, which is safe and, under a conservative executor, immediate).
+pub fn set_time(now: f64) {
+    NOW.with(|n| n.set(now));
+}
+
+/// This thread's simulation time (see [`set_time`]).
+pub fn time() -> f64 {
+    NOW.with(Cell::get)
+}
+
+/// Returns the item at (`heap`, `off`) to its owner: called once, by whoever dropped its last
+/// reference, after dropping the value (README, H1–H2).
+///
+/// # Safety
+/// The caller dropped the item's last reference, so no other process uses it.
+pub(crate) unsafe fn give_back(heap: u32, off: u32, ttz: f64) {
+    let base = registry::base(heap);
+    // Safety: `base` maps heap `heap`, whose segment starts with its header; `off` is an item.
+    let (hdr, item) = unsafe {
+        (
+            &*base.cast::<SegHeader>(),
+            &*base.add(off as usize).cast::<ItemHeader>(),
+        )
+    };
+    // Ordering: Relaxed: published by the push's Release CAS.
+    item.ttz.store(ttz.to_bits(), Ordering::Relaxed);
+    retstack::push(&hdr.returned, off, &item.next);
+}

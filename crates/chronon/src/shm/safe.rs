@@ -1,0 +1,115 @@
+//! What may cross a process boundary, checked by the type system.
+//!
+//! A value that another process reads out of shared memory (a ring record, a shared-heap item)
+//! must mean the same thing there: no address of this process's memory may hide inside it.
+//! [`ShmSafe`] marks such types. It is implemented for plain data (integers, floats, `bool`,
+//! `char`, `()`), arrays, tuples and `Option` of them, and for [`BPtr`](super::BPtr) (a heap
+//! number and an offset, valid in every process); not for `Box`, `Vec`, `String`, `Rc`, `Arc` or
+//! references. A user's struct gets it with [`impl_shm_safe!`](crate::impl_shm_safe), which
+//! checks every field.
+//!
+//! ```compile_fail
+//! use chronon::shm::ShmSafe;
+//! fn cross<T: ShmSafe>(_: T) {}
+//! cross(vec![1u8, 2, 3]); // error: `Vec<u8>` cannot cross a process boundary
+//! ```
+//!
+//! ```compile_fail
+//! struct Job { hops: u32, route: Vec<u32> }
+//! chronon::impl_shm_safe!(Job { hops, route }); // error: `Vec<u32>` ... not `ShmSafe`
+//! ```
+//!
+//! ```
+//! #[derive(Clone, Copy)]
+//! struct Job { hops: u32, weight: [f64; 4] }
+//! chronon::impl_shm_safe!(Job { hops, weight });
+//! fn cross<T: chronon::shm::ShmSafe>(_: T) {}
+//! cross(Job { hops: 1, weight: [0.0; 4] });
+//! ```
+
+/// A type whose values may be moved into shared memory and read by another process: it holds
+/// no pointer into one process's address space.
+///
+/// # Safety
+/// Implement it only for types every field of which is `ShmSafe` (plain data, arrays,
+/// [`BPtr`](super::BPtr)); [`impl_shm_safe!`](crate::impl_shm_safe) checks that for you. A
+/// type with a `Box`, `Vec`, `String`, reference, raw pointer, `Rc`/`Arc` or function pointer
+/// inside is not `ShmSafe`.
+#[diagnostic::on_unimplemented(
+    message = "`{Self}` cannot cross a process boundary: it may hold a pointer into one process's memory",
+    label = "not `ShmSafe`",
+    note = "only plain data, arrays and tuples of it, and `BPtr`s into a shared heap may travel between processes",
+    note = "put variable-size data (a `Vec`, a `String`) in a shared-heap item and send its `BPtr`; mark your own struct with `chronon::impl_shm_safe!`"
+)]
+pub unsafe trait ShmSafe: Send + Sync + 'static {}
+
+macro_rules! plain {
+    ($($t:ty),* $(,)?) => { $(
+        // Safety: plain data, no pointers.
+        unsafe impl ShmSafe for $t {}
+    )* };
+}
+plain!(
+    u8,
+    u16,
+    u32,
+    u64,
+    u128,
+    usize,
+    i8,
+    i16,
+    i32,
+    i64,
+    i128,
+    isize,
+    f32,
+    f64,
+    bool,
+    char,
+    ()
+);
+
+// Safety: an array of pointer-free values holds no pointer.
+unsafe impl<T: ShmSafe, const N: usize> ShmSafe for [T; N] {}
+// Safety: an option of a pointer-free value holds no pointer.
+unsafe impl<T: ShmSafe> ShmSafe for Option<T> {}
+
+macro_rules! tuples {
+    ($(($($n:ident),+)),* $(,)?) => { $(
+        // Safety: every element is `ShmSafe`.
+        unsafe impl<$($n: ShmSafe),+> ShmSafe for ($($n,)+) {}
+    )* };
+}
+tuples!(
+    (A),
+    (A, B),
+    (A, B, C),
+    (A, B, C, D),
+    (A, B, C, D, E),
+    (A, B, C, D, E, F)
+);
+
+/// Implements [`ShmSafe`](crate::shm::ShmSafe) for a struct after checking, at compile time,
+/// that *every* field is `ShmSafe` (the field list must be complete: it is matched as an
+/// exhaustive pattern). Non-generic structs with named fields.
+///
+/// ```
+/// struct Packet { id: u64, size: u32, data: chronon::shm::BPtr<[u8; 256]> }
+/// chronon::impl_shm_safe!(Packet { id, size, data });
+/// ```
+#[macro_export]
+macro_rules! impl_shm_safe {
+    ($name:ident { $($field:ident),* $(,)? }) => {
+        const _: () = {
+            #[allow(dead_code)]
+            fn __chronon_every_field_is_shm_safe(v: &$name) {
+                fn is_shm_safe<T: $crate::shm::ShmSafe>(_: &T) {}
+                let $name { $($field),* } = v;
+                $( is_shm_safe($field); )*
+            }
+        };
+        // Safety: every field was just checked to be `ShmSafe`, and the pattern above is
+        // exhaustive, so no field was left out.
+        unsafe impl $crate::shm::ShmSafe for $name {}
+    };
+}
