@@ -77,7 +77,10 @@ pub(crate) const EXPERIMENTS: &[Experiment] = &[
         needs: "threads",
         partial: "",
         reps: 3,
-        status: Status::Waits("issue 13 (the Shared<T> reference-counting variants)"),
+        status: Status::Waits(
+            "an entry of its own: issue 13's Shared<T> variants have landed and `chronon bench \
+             refcount` prints Tables 3-8 meanwhile",
+        ),
     },
     Experiment {
         name: "001-balance",
@@ -105,8 +108,8 @@ pub(crate) const EXPERIMENTS: &[Experiment] = &[
         partial: "",
         reps: 3,
         status: Status::Waits(
-            "issue 13 (manufacturing --work-us, work-stealing runtime, thresholds) and issue \
-             10 (BSP over processes)",
+            "issue 13 (the work-stealing runtime and its thresholds) and issue 10 (BSP over \
+             processes)",
         ),
     },
     Experiment {
@@ -114,7 +117,7 @@ pub(crate) const EXPERIMENTS: &[Experiment] = &[
         seed: "002",
         what: "Graph 2: speedup vs threads (lock-step)",
         needs: "threads",
-        partial: "work-stealing and BSP runtimes and 25 µs events (issues 13, 10)",
+        partial: "work-stealing and BSP runtimes (issues 13, 10)",
         reps: 3,
         status: ready(seed002::graph2_plan, seed002::graph2_render),
     },
@@ -141,7 +144,7 @@ pub(crate) const EXPERIMENTS: &[Experiment] = &[
         seed: "003",
         what: "Fig. 7-8 / Table II: data store",
         needs: "threads",
-        partial: "time-sharing, Fig. 8 and Table II (issues 12, 13)",
+        partial: "time-sharing, Fig. 8 and Table II (issue 12)",
         reps: 3,
         status: ready(seed003::datastore_plan, seed003::datastore_render),
     },

@@ -221,8 +221,8 @@ pub(super) fn datastore_render(_: &Settings, r: &Results) -> Result<Rendered, Fa
         "Data store (64 nodes, batches of 10 (light) or 20 (heavy) transactions, 25 µs of work \
          per transaction and per remote request), traditional Time Warp against the sequential \
          executor.\n\nFig. 7: efficiency and wall time by threads\n\n{}\n\
-         Table II (time-sharing, original vs varied allocation pattern) {WAITS_12} (preemption) \
-         and issue 13 (the varied configuration).\n",
+         Table II (time-sharing runs of the original and the varied allocation pattern, \
+         `--alloc`) {WAITS_12} (preemption).\n",
         md_table(&header, &rows)
     );
     let svg = figure(
