@@ -28,6 +28,11 @@ pub(crate) enum Command {
     /// Differential suite: random configurations of every model under every executor,
     /// compared with the sequential run (see docs/testing.md).
     Check(crate::check::CheckCmd),
+    /// Run one seed experiment end to end: CSV, Markdown table and SVG figure (see
+    /// docs/experiments.md; `--list` names them all).
+    Experiment(crate::experiment::ExperimentCmd),
+    /// Draw SVG plots from run reports (throughput, speedup, progress, per-worker shares).
+    Report(crate::report::ReportCmd),
 }
 
 #[derive(Debug, Args)]

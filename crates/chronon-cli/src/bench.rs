@@ -20,6 +20,9 @@ pub(crate) enum BenchWhich {
     BareLoop(crate::bench_phold::BareArgs),
     /// The average cost of one barrier wait (seed 001 Tables 1 and 2).
     Barriers(BarrierBench),
+    /// One barrier measurement written as JSON (used by `chronon experiment 001-barriers`).
+    #[command(hide = true)]
+    BarrierOnce(crate::bench_barriers::OnceArgs),
     /// The pending-event sets on adversarial patterns (equal times, rollbacks, more time bands
     /// than rungs) and on the hold model, side by side in one run.
     Queue(QueueBench),
@@ -132,6 +135,7 @@ pub(crate) fn run(cmd: BenchCmd) -> Result<u8, Failure> {
         BenchWhich::Phold(b) => crate::bench_phold::run(b),
         BenchWhich::BareLoop(a) => crate::bench_phold::bare(a),
         BenchWhich::Barriers(b) => crate::bench_barriers::run(b),
+        BenchWhich::BarrierOnce(a) => crate::bench_barriers::once(a),
         BenchWhich::Queue(b) => crate::bench_queue::run(b),
         BenchWhich::Refcount(b) => crate::bench_refcount::run(b),
     }

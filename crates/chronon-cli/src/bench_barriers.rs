@@ -117,3 +117,44 @@ pub(crate) fn run(b: BarrierBench) -> Result<u8, Failure> {
     }
     Ok(0)
 }
+
+/// Flags of `chronon bench barrier-once`.
+#[derive(Debug, clap::Args)]
+pub(crate) struct OnceArgs {
+    /// std, semaphore, spin or tree.
+    #[arg(long)]
+    kind: String,
+    /// Fan-in of the tree barrier.
+    #[arg(long, default_value_t = 4)]
+    fan_in: usize,
+    #[arg(long)]
+    threads: usize,
+    #[arg(long)]
+    waits: u64,
+    /// Where to write the JSON result.
+    #[arg(long)]
+    output: std::path::PathBuf,
+}
+
+/// `chronon bench barrier-once`: one barrier measurement, written as JSON (`ns` and `ticks` per
+/// wait, `wall_s` of the whole measurement).
+pub(crate) fn once(a: OnceArgs) -> Result<u8, Failure> {
+    if a.threads == 0 || a.waits == 0 || a.fan_in == 0 {
+        return Err(Failure::bad_input(
+            "--threads, --waits and --fan-in must be at least 1",
+        ));
+    }
+    let kind = BarrierKind::parse(&a.kind, a.fan_in).map_err(Failure::bad_input)?;
+    let outputs = crate::output::Outputs::plan(&[("--output", a.output.clone())], &[])?;
+    let t0 = Instant::now();
+    let (ns, ticks) = measure(kind, a.threads, a.waits);
+    let v = serde_json::json!({
+        "ns": ns,
+        "ticks": ticks,
+        "wall_s": t0.elapsed().as_secs_f64(),
+    });
+    if let Some(p) = outputs.path("--output") {
+        crate::output::write_or_rescue("--output", p, v.to_string().as_bytes())?;
+    }
+    Ok(0)
+}

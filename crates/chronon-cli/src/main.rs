@@ -7,9 +7,12 @@ mod bench_phold;
 mod bench_queue;
 mod bench_refcount;
 mod check;
+mod experiment;
 mod models;
 mod output;
+mod report;
 mod run;
+mod series;
 mod sys;
 
 use std::panic::{catch_unwind, AssertUnwindSafe};
@@ -68,6 +71,8 @@ fn main() -> ExitCode {
         args::Command::Run(cmd) => models::run(cmd),
         args::Command::Bench(cmd) => bench::run(cmd),
         args::Command::Check(cmd) => check::run(cmd),
+        args::Command::Experiment(cmd) => experiment::run(cmd),
+        args::Command::Report(cmd) => report::run(cmd),
     }));
     match outcome {
         Ok(Ok(code)) => ExitCode::from(code),

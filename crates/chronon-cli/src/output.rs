@@ -132,6 +132,14 @@ impl Outputs {
             .find(|o| o.flag == flag)
             .map(|o| o.path.as_path())
     }
+
+    /// Every file `flag` writes, in the order planned.
+    pub(crate) fn paths<'a>(&'a self, flag: &'a str) -> impl Iterator<Item = &'a Path> + 'a {
+        self.files
+            .iter()
+            .filter(move |o| o.flag == flag)
+            .map(|o| o.path.as_path())
+    }
 }
 
 /// The directory `path` is in (`.` for a bare file name).

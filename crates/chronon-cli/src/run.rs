@@ -303,6 +303,7 @@ pub(crate) fn run_simulation_checked<M: Model>(
         }
     };
     let bar = spawn_progress_bar(progress.clone(), done.clone(), end, stall_after);
+    let sampler = crate::series::Sampler::start(progress.clone());
 
     let sim = Simulation::new(model)
         .lps(lps)
@@ -322,6 +323,7 @@ pub(crate) fn run_simulation_checked<M: Model>(
     // Wake it from its pause so a short run does not wait for the rest of it.
     bar.thread().unpark();
     let _ = bar.join();
+    let samples = sampler.finish();
     let report = result?;
 
     let config = report_config(&common, &executor, end, seed, queue, model_config);
@@ -330,10 +332,14 @@ pub(crate) fn run_simulation_checked<M: Model>(
     let written = [
         outputs
             .path("--output")
-            .map_or(Ok(()), |p| write_report(p, name, config, &report)),
+            .map_or(Ok(()), |p| write_report(p, name, config, &report, &samples)),
         outputs
             .path("--gvt-csv")
             .map_or(Ok(()), |p| write_gvt_csv(p, &report)),
+        // `--output DIR/` plans report.json first, then progress.csv.
+        outputs.paths(PROGRESS_CSV).nth(1).map_or(Ok(()), |p| {
+            output::write_or_rescue("--output", p, crate::series::csv(&samples).as_bytes())
+        }),
     ];
     for w in written {
         w?;
@@ -426,9 +432,13 @@ fn report_config(
     Value::Object(c)
 }
 
+/// The label of `DIR/progress.csv` among the planned outputs (errors name the flag `--output`
+/// and the file).
+const PROGRESS_CSV: &str = "--output";
+
 /// The run's output files, checked before it starts (see [`output`]): `--output FILE` or
-/// `--output DIR/` (`DIR/report.json`, and `DIR/gvt.csv` under Time Warp unless `--gvt-csv`
-/// names another file).
+/// `--output DIR/` (`DIR/report.json`, `DIR/progress.csv`, and `DIR/gvt.csv` under Time Warp
+/// unless `--gvt-csv` names another file).
 fn plan_outputs(common: &CommonArgs, executor: &Executor) -> Result<Outputs, Failure> {
     let mut wanted = Vec::new();
     if let Some(out) = common.output.as_deref() {
@@ -441,6 +451,9 @@ fn plan_outputs(common: &CommonArgs, executor: &Executor) -> Result<Outputs, Fai
                 out.to_path_buf()
             },
         ));
+        if dir {
+            wanted.push((PROGRESS_CSV, out.join("progress.csv")));
+        }
         if dir && common.gvt_csv.is_none() && matches!(executor, Executor::TimeWarp { .. }) {
             wanted.push(("--gvt-csv", out.join("gvt.csv")));
         }
@@ -583,9 +596,11 @@ fn write_report(
     name: &str,
     config: serde_json::Value,
     report: &Report,
+    samples: &[crate::series::Sample],
 ) -> Result<(), Failure> {
     let mut v = serde_json::to_value(report).expect("reports serialize");
     let obj = v.as_object_mut().expect("a report is an object");
+    obj.insert("progress_series".into(), serde_json::json!(samples));
     obj.insert("model".into(), name.into());
     obj.insert("config".into(), config);
     obj.insert("peak_rss_bytes".into(), sys::peak_rss_bytes().into());

@@ -1,0 +1,204 @@
+//! Every experiment `chronon experiment` knows. To add one: write its plan, extract and render
+//! functions (see `seed001.rs` for the shape) and add an entry here; an experiment whose parts
+//! have not landed is an entry with `Status::Waits` naming the issue.
+
+use super::{ours, run_metrics, seed001, seed002, seed003, Experiment, Ready, Status};
+
+const fn ready(
+    plan: fn(&super::Settings) -> Result<Vec<super::Point>, crate::Failure>,
+    render: fn(&super::Settings, &super::Results) -> Result<super::Rendered, crate::Failure>,
+) -> Status {
+    Status::Ready(Ready {
+        plan,
+        extract: run_metrics,
+        render,
+    })
+}
+
+pub(crate) const EXPERIMENTS: &[Experiment] = &[
+    Experiment {
+        name: "000-gsu",
+        seed: "000",
+        what: "§3.1: GSU LBTS cost vs message-based LBTS",
+        needs: "processes/MPI",
+        partial: "",
+        reps: 3,
+        status: Status::Waits(
+            "issue 11 (a message-based LBTS: reductions over MPI ranks; the threads transport \
+             has only the GSU)",
+        ),
+    },
+    Experiment {
+        name: "000-fig7",
+        seed: "000",
+        what: "Fig. 7: SimpleSim payload sweep",
+        needs: "8 processes, MPI",
+        partial: "",
+        reps: 3,
+        status: Status::Waits(
+            "issue 10 (multi-process runs, zero-copy BPtr, copy transport) and issue 11 (MPI)",
+        ),
+    },
+    Experiment {
+        name: "000-fig8",
+        seed: "000",
+        what: "Fig. 8: SimpleSim process sweep",
+        needs: "2-8 processes, MPI",
+        partial: "",
+        reps: 3,
+        status: Status::Waits("issue 10 (multi-process runs) and issue 11 (MPI)"),
+    },
+    Experiment {
+        name: "000-fig9",
+        seed: "000",
+        what: "Fig. 9: star-of-stars network process sweep",
+        needs: "2-8 processes, MPI",
+        partial: "",
+        reps: 3,
+        status: Status::Waits("issue 10 (multi-process runs) and issue 11 (MPI)"),
+    },
+    Experiment {
+        name: "001-barriers",
+        seed: "001",
+        what: "Tables 1-2: barrier wait() cost",
+        needs: "threads",
+        partial: "",
+        reps: 3,
+        status: Status::Ready(Ready {
+            plan: seed001::barriers_plan,
+            extract: seed001::barriers_extract,
+            render: seed001::barriers_render,
+        }),
+    },
+    Experiment {
+        name: "001-refcount",
+        seed: "001",
+        what: "Tables 3-8: thread-safe reference counting",
+        needs: "threads",
+        partial: "",
+        reps: 3,
+        status: Status::Waits(
+            "an entry of its own: issue 13's Shared<T> variants have landed and `chronon bench \
+             refcount` prints Tables 3-8 meanwhile",
+        ),
+    },
+    Experiment {
+        name: "001-balance",
+        seed: "001",
+        what: "Tables 9-10: dedicated/shared partition sets",
+        needs: "threads",
+        partial: "",
+        reps: 3,
+        status: ready(seed001::balance_plan, seed001::balance_render),
+    },
+    Experiment {
+        name: "001-campus",
+        seed: "001",
+        what: "§1.3: campus ring speedup",
+        needs: "threads",
+        partial: "",
+        reps: 3,
+        status: ready(seed001::campus_plan, seed001::campus_render),
+    },
+    Experiment {
+        name: "002-graph1",
+        seed: "002",
+        what: "Graph 1: speedup vs event-handling time",
+        needs: "threads, processes",
+        partial: "",
+        reps: 3,
+        status: Status::Waits(
+            "issue 13 (the work-stealing runtime and its thresholds) and issue 10 (BSP over \
+             processes)",
+        ),
+    },
+    Experiment {
+        name: "002-graph2",
+        seed: "002",
+        what: "Graph 2: speedup vs threads (lock-step)",
+        needs: "threads",
+        partial: "work-stealing and BSP runtimes (issues 13, 10)",
+        reps: 3,
+        status: ready(seed002::graph2_plan, seed002::graph2_render),
+    },
+    Experiment {
+        name: "003-fig5",
+        seed: "003",
+        what: "Fig. 5: tick overhead vs period",
+        needs: "threads",
+        partial: "",
+        reps: 3,
+        status: Status::Waits("issue 12 (fine-grain ticks, `chronon calibrate ticks`)"),
+    },
+    Experiment {
+        name: "003-phold-phases",
+        seed: "003",
+        what: "Fig. 6 / Table I: PHOLD phases",
+        needs: "threads",
+        partial: "time-sharing columns (issue 12)",
+        reps: 3,
+        status: ready(seed003::phases_plan, seed003::phases_render),
+    },
+    Experiment {
+        name: "003-datastore",
+        seed: "003",
+        what: "Fig. 7-8 / Table II: data store",
+        needs: "threads",
+        partial: "time-sharing, Fig. 8 and Table II (issue 12)",
+        reps: 3,
+        status: ready(seed003::datastore_plan, seed003::datastore_render),
+    },
+    Experiment {
+        name: "003-pcs",
+        seed: "003",
+        what: "Fig. 9-11 / Table III: PCS",
+        needs: "threads",
+        partial: "time-sharing, Fig. 9 and 11 (issue 12)",
+        reps: 3,
+        status: ready(seed003::pcs_plan, seed003::pcs_render),
+    },
+    Experiment {
+        name: "ours-phold",
+        seed: "ours",
+        what: "PHOLD std/big/huge: executors vs bare heap",
+        needs: "threads",
+        partial: "",
+        reps: 1,
+        status: ready(ours::executors_plan, ours::executors_render),
+    },
+    Experiment {
+        name: "ours-scaling",
+        seed: "ours",
+        what: "PHOLD scaling over threads",
+        needs: "threads",
+        partial: "",
+        reps: 3,
+        status: ready(ours::scaling_plan, ours::scaling_render),
+    },
+];
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn names_are_unique_and_every_ready_plan_is_nonempty() {
+        let s = crate::experiment::Settings {
+            quick: true,
+            threads: None,
+            reps: 1,
+            cores: 2,
+        };
+        for (i, e) in EXPERIMENTS.iter().enumerate() {
+            assert!(
+                EXPERIMENTS[..i].iter().all(|o| o.name != e.name),
+                "{} twice",
+                e.name
+            );
+            if let Status::Ready(r) = e.status {
+                let points = (r.plan)(&s).unwrap();
+                assert!(!points.is_empty(), "{}", e.name);
+            }
+        }
+    }
+}

@@ -1,0 +1,354 @@
+//! Seed 003 (fine-grain time-sharing Time Warp): PHOLD in three phases (Fig. 6, Table I), the
+//! data store model (Fig. 7, Table II) and the personal communication system (Fig. 10, Table
+//! III), in their traditional (non-preemptive) Time Warp form. Every time-sharing column waits
+//! for issue 12 (preemptive Time Warp) and is marked so, never filled.
+
+use super::{md_table, num, Point, Rendered, Results, Settings};
+use crate::report::plot::{figure, Bars, Panel, Series};
+use crate::Failure;
+
+const WAITS_12: &str = "waits for issue 12";
+
+/// `seq` and `timewarp` at each parallel thread count, for `base` and `params`.
+fn tw_points(s: &Settings, base: &[&str], params: &[(&'static str, &str)]) -> Vec<Point> {
+    let mut p = params.to_vec();
+    p.extend([("sync", "seq"), ("threads", "1")]);
+    let mut out = vec![Point::new(&p, base)];
+    for t in s.parallel_threads() {
+        let ts = t.to_string();
+        let mut args = base.to_vec();
+        args.extend(["--sync", "timewarp", "--threads", &ts]);
+        let mut p = params.to_vec();
+        p.extend([("sync", "timewarp"), ("threads", ts.as_str())]);
+        out.push(Point::new(&p, &args));
+    }
+    out
+}
+
+fn runners(r: &Results) -> Vec<(String, String, String)> {
+    let mut out = vec![("seq".to_string(), "1".to_string(), "sequential".to_string())];
+    for t in r.values("threads").into_iter().filter(|t| t != "1") {
+        out.push(("timewarp".into(), t.clone(), format!("Time Warp ×{t}")));
+    }
+    out
+}
+
+// ---- Fig. 6 / Table I: PHOLD phases --------------------------------------------------------
+
+const PHASES: [&str; 3] = ["A", "B", "C"];
+
+fn phase_length(s: &Settings) -> f64 {
+    if s.quick {
+        2.0
+    } else {
+        4.0
+    }
+}
+
+pub(super) fn phases_plan(s: &Settings) -> Result<Vec<Point>, Failure> {
+    let (side, len) = (if s.quick { "15" } else { "45" }, phase_length(s));
+    let len_s = len.to_string();
+    let mut out = Vec::new();
+    // Each phase's figures are the difference of two runs: to the end of the phase and to
+    // its start (every run is deterministic, so both runs share the history before).
+    for k in 1..=3 {
+        let end = (len * k as f64).to_string();
+        let ks = k.to_string();
+        let base = [
+            "run",
+            "phold-phases",
+            "--width",
+            side,
+            "--height",
+            side,
+            "--phase-length",
+            &len_s,
+            "--end",
+            &end,
+            "--stall-secs",
+            "0",
+        ];
+        out.extend(tw_points(s, &base, &[("phases", &ks)]));
+    }
+    Ok(out)
+}
+
+pub(super) fn phases_render(_: &Settings, r: &Results) -> Result<Rendered, Failure> {
+    let runners = runners(r);
+    // Per phase k: the figures of the run to phase k minus those of the run to phase k-1.
+    let phase = |sync: &str, t: &str, k: usize, m: &str| {
+        let at = |k: usize| {
+            if k == 0 {
+                0.0
+            } else {
+                let ks = k.to_string();
+                r.get(&[("phases", &ks), ("sync", sync), ("threads", t)], m)
+            }
+        };
+        at(k) - at(k - 1)
+    };
+    let mut h6 = vec!["phase".to_string()];
+    h6.extend(runners.iter().map(|x| format!("{} wall s", x.2)));
+    h6.push("time-sharing".into());
+    let mut h1 = vec!["phase".to_string()];
+    for (_, _, l) in runners.iter().skip(1) {
+        h1.push(format!("{l} efficiency"));
+    }
+    h1.push("traditional / time-sharing".into());
+    let (mut rows6, mut rows1) = (Vec::new(), Vec::new());
+    for (i, p) in PHASES.iter().enumerate() {
+        let mut row6 = vec![p.to_string()];
+        let mut row1 = vec![p.to_string()];
+        for (sync, t, _) in &runners {
+            row6.push(num(phase(sync, t, i + 1, "wall_s")));
+            if sync != "seq" {
+                let c = phase(sync, t, i + 1, "committed");
+                let pr = phase(sync, t, i + 1, "processed");
+                row1.push(num(c / pr));
+            }
+        }
+        row6.push(WAITS_12.into());
+        row1.push(WAITS_12.into());
+        rows6.push(row6);
+        rows1.push(row1);
+    }
+    let table = format!(
+        "PHOLD in three phases on a 2-D mesh (events of ~30, 150 and 300 µs of busy work), \
+         traditional Time Warp. Per-phase figures are differences of cumulative runs (to the \
+         end of phase A, B, C), so a phase's wall time carries the noise of two runs.\n\n\
+         Fig. 6: wall time per phase\n\n{}\n\
+         Table I: efficiency per phase (committed / processed events)\n\n{}",
+        md_table(&h6, &rows6),
+        md_table(&h1, &rows1)
+    );
+    let groups: Vec<Bars> = runners
+        .iter()
+        .map(|(sync, t, l)| Bars {
+            name: if sync == "seq" {
+                l.clone()
+            } else {
+                format!("{l} (traditional)")
+            },
+            values: (1..=3).map(|k| phase(sync, t, k, "wall_s")).collect(),
+        })
+        .collect();
+    let svg = figure(
+        "Seed 003 Fig. 6: PHOLD phases, traditional Time Warp (time-sharing: issue 12)",
+        &[Panel::Grouped {
+            title: "wall time per phase".into(),
+            y: "wall s".into(),
+            categories: PHASES.iter().map(|p| format!("phase {p}")).collect(),
+            groups,
+        }],
+    )?;
+    Ok(Rendered { table, figure: svg })
+}
+
+// ---- Fig. 7 / Table II: data store ---------------------------------------------------------
+
+const STORE: [(&str, &str); 2] = [("light", "10"), ("heavy", "20")];
+
+pub(super) fn datastore_plan(s: &Settings) -> Result<Vec<Point>, Failure> {
+    let end = if s.quick { "4" } else { "30" };
+    let mut out = Vec::new();
+    for (name, batch) in STORE {
+        // 25 µs per transaction: a batch costs ~250 µs (light) and ~500 µs (heavy) of work, the
+        // seed's ~300 and ~500 µs.
+        let base = [
+            "run",
+            "datastore",
+            "--batching-factor",
+            batch,
+            "--work-us",
+            "25",
+            "--end",
+            end,
+            "--stall-secs",
+            "0",
+        ];
+        out.extend(tw_points(s, &base, &[("config", name)]));
+    }
+    Ok(out)
+}
+
+pub(super) fn datastore_render(_: &Settings, r: &Results) -> Result<Rendered, Failure> {
+    let runners = runners(r);
+    let header: Vec<String> = [
+        "configuration",
+        "executor",
+        "wall s",
+        "speedup",
+        "efficiency",
+        "time-sharing",
+    ]
+    .map(String::from)
+    .to_vec();
+    let mut rows = Vec::new();
+    let (mut eff, mut wall) = (Vec::new(), Vec::new());
+    for (name, _) in STORE {
+        let seq = r.get(&[("config", name), ("sync", "seq")], "wall_s");
+        let (mut e_pts, mut w_pts) = (Vec::new(), Vec::new());
+        for (sync, t, l) in &runners {
+            let p = [
+                ("config", name),
+                ("sync", sync.as_str()),
+                ("threads", t.as_str()),
+            ];
+            let (w, e) = (r.get(&p, "wall_s"), r.get(&p, "efficiency"));
+            rows.push(vec![
+                name.to_string(),
+                l.clone(),
+                num(w),
+                num(seq / w),
+                num(e),
+                if sync == "seq" {
+                    String::new()
+                } else {
+                    WAITS_12.into()
+                },
+            ]);
+            if sync != "seq" {
+                let x = t.parse().unwrap_or(f64::NAN);
+                e_pts.push((x, e));
+                w_pts.push((x, w));
+            }
+        }
+        eff.push(Series::new(format!("{name}, traditional"), e_pts));
+        wall.push(Series::new(format!("{name}, traditional"), w_pts));
+        wall.push(Series::new(format!("{name}, sequential"), vec![(1.0, seq)]));
+    }
+    let table = format!(
+        "Data store (64 nodes, batches of 10 (light) or 20 (heavy) transactions, 25 µs of work \
+         per transaction and per remote request), traditional Time Warp against the sequential \
+         executor.\n\nFig. 7: efficiency and wall time by threads\n\n{}\n\
+         Table II (time-sharing runs of the original and the varied allocation pattern, \
+         `--alloc`) {WAITS_12} (preemption).\n",
+        md_table(&header, &rows)
+    );
+    let svg = figure(
+        "Seed 003 Fig. 7: data store, traditional Time Warp (time-sharing: issue 12)",
+        &[
+            Panel::Lines {
+                title: "efficiency".into(),
+                x: "threads".into(),
+                y: "committed / processed".into(),
+                series: eff,
+            },
+            Panel::Lines {
+                title: "execution time".into(),
+                x: "threads".into(),
+                y: "wall s".into(),
+                series: wall,
+            },
+        ],
+    )?;
+    Ok(Rendered { table, figure: svg })
+}
+
+// ---- Fig. 10 / Table III: personal communication system ------------------------------------
+
+/// Channel utilization factor and the call interarrival that gives it: utilization =
+/// duration / (interarrival × channels) with 2-minute calls and 1000 channels.
+const UTIL: [(&str, &str); 3] = [("25", "0.008"), ("50", "0.004"), ("75", "0.0026667")];
+
+pub(super) fn pcs_plan(s: &Settings) -> Result<Vec<Point>, Failure> {
+    let (side, fading, end) = if s.quick {
+        ("8", "5", "0.5")
+    } else {
+        ("16", "10", "1")
+    };
+    let mut out = Vec::new();
+    for (u, ia) in UTIL {
+        let base = [
+            "run",
+            "pcs",
+            "--width",
+            side,
+            "--height",
+            side,
+            "--fading-work",
+            fading,
+            "--call-interarrival",
+            ia,
+            "--end",
+            end,
+            "--stall-secs",
+            "0",
+        ];
+        out.extend(tw_points(s, &base, &[("utilization", u)]));
+    }
+    Ok(out)
+}
+
+pub(super) fn pcs_render(_: &Settings, r: &Results) -> Result<Rendered, Failure> {
+    let runners = runners(r);
+    let mut h10 = vec!["utilization %".to_string()];
+    for (_, _, l) in runners.iter().skip(1) {
+        h10.extend([
+            format!("{l} wall s"),
+            format!("{l} efficiency"),
+            "speedup".into(),
+        ]);
+    }
+    h10.push("time-sharing".into());
+    let mut rows10 = Vec::new();
+    let mut h3 = vec![String::new()];
+    h3.extend(UTIL.iter().map(|(u, _)| format!("{u}%")));
+    let mut row3 = vec!["execution time (s)".to_string()];
+    let mut series: Vec<Series> = Vec::new();
+    for (sync, t, l) in &runners {
+        let pts = UTIL
+            .iter()
+            .map(|(u, _)| {
+                let w = r.get(
+                    &[("utilization", u), ("sync", sync), ("threads", t)],
+                    "wall_s",
+                );
+                (u.parse().unwrap_or(f64::NAN), w)
+            })
+            .collect();
+        let name = if sync == "seq" {
+            l.clone()
+        } else {
+            format!("{l}, traditional")
+        };
+        series.push(Series::new(name, pts));
+    }
+    for (u, _) in UTIL {
+        let seq = r.get(&[("utilization", u), ("sync", "seq")], "wall_s");
+        row3.push(num(seq));
+        let mut row = vec![u.to_string()];
+        for (sync, t, _) in runners.iter().skip(1) {
+            let p = [
+                ("utilization", u),
+                ("sync", sync.as_str()),
+                ("threads", t.as_str()),
+            ];
+            let w = r.get(&p, "wall_s");
+            row.extend([num(w), num(r.get(&p, "efficiency")), num(seq / w)]);
+        }
+        row.push(WAITS_12.into());
+        rows10.push(row);
+    }
+    let table = format!(
+        "Personal communication system (hexagonal grid of cells, 1000 channels each, 2-minute \
+         calls, 5-minute residence, periodic fading recomputation over the active calls), \
+         channel utilization 25/50/75 %.\n\n\
+         Fig. 10: execution time, traditional Time Warp\n\n{}\n\
+         Table III: the sequential simulator\n\n{}\n\
+         Fig. 9 (overhead of contexts and ticks without handoffs) and Fig. 11 (preemptions per \
+         second) {WAITS_12}.\n",
+        md_table(&h10, &rows10),
+        md_table(&h3, &[row3])
+    );
+    let svg = figure(
+        "Seed 003 Fig. 10: PCS, traditional Time Warp (time-sharing: issue 12)",
+        &[Panel::Lines {
+            title: "execution time".into(),
+            x: "channel utilization %".into(),
+            y: "wall s".into(),
+            series,
+        }],
+    )?;
+    Ok(Rendered { table, figure: svg })
+}

@@ -1,0 +1,325 @@
+//! `chronon report DIR|report.json...`: SVG plots from run reports.
+//!
+//! * `throughput.svg`: events/s and speedup over threads, a line per (model, executor);
+//!   speedup is over the sequential report of the same model, or else over the fewest threads
+//!   of that executor;
+//! * `progress.svg`: simulated time (GVT under Time Warp, else the executor's lower bound)
+//!   and events/s per interval over wall time, a line per report;
+//! * `workers.svg`: per worker, the busy / waiting / synchronizing shares of the conservative
+//!   executors, and Time Warp's efficiency and rolled-back events.
+//!
+//! A plot is written only when some report holds its data; the files written are printed.
+
+pub(crate) mod plot;
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+
+use clap::Args;
+use serde_json::Value;
+
+use crate::output::{is_dir_arg, Outputs};
+use crate::Failure;
+use plot::{figure, Bars, Panel, Series};
+
+/// Flags of `chronon report`.
+#[derive(Debug, Args)]
+pub(crate) struct ReportCmd {
+    /// Reports: JSON files, or directories holding them (`report.json`, `runs/*.json`, `*.json`).
+    #[arg(required = true)]
+    pub inputs: Vec<PathBuf>,
+    /// Directory for the plots [default: the first input's directory].
+    #[arg(long)]
+    pub out: Option<PathBuf>,
+}
+
+/// One report read from disk.
+#[derive(Debug)]
+struct Loaded {
+    label: String,
+    v: Value,
+}
+
+fn json_files(dir: &Path) -> Vec<PathBuf> {
+    let mut out = Vec::new();
+    for d in [dir.to_path_buf(), dir.join("runs")] {
+        if let Ok(rd) = std::fs::read_dir(&d) {
+            let mut v: Vec<PathBuf> = rd
+                .filter_map(|e| e.ok().map(|e| e.path()))
+                .filter(|p| p.extension().is_some_and(|x| x == "json") && p.is_file())
+                .collect();
+            v.sort();
+            out.extend(v);
+        }
+    }
+    out
+}
+
+fn load(inputs: &[PathBuf]) -> Result<Vec<Loaded>, Failure> {
+    let mut files = Vec::new();
+    for i in inputs {
+        if i.is_dir() {
+            let found = json_files(i);
+            if found.is_empty() {
+                return Err(Failure::bad_input(format!(
+                    "{} holds no JSON report (looked in it and in its runs/)",
+                    i.display()
+                )));
+            }
+            files.extend(found);
+        } else if i.is_file() {
+            files.push(i.clone());
+        } else {
+            return Err(Failure::bad_input(format!(
+                "{} does not exist; give report files or directories",
+                i.display()
+            )));
+        }
+    }
+    let mut out = Vec::new();
+    for f in files {
+        let text = std::fs::read_to_string(&f)
+            .map_err(|e| Failure::bad_input(format!("cannot read {}: {e}", f.display())))?;
+        let v: Value = serde_json::from_str(&text).map_err(|e| {
+            Failure::bad_input(format!("{} is not a JSON report: {e}", f.display()))
+        })?;
+        // Only run reports (an experiment's `runs/` may also hold barrier measurements).
+        if v.get("sync").is_none() || v.get("wall_s").is_none() {
+            continue;
+        }
+        out.push(Loaded {
+            label: label(&v),
+            v,
+        });
+    }
+    if out.is_empty() {
+        return Err(Failure::bad_input(
+            "no run report among the inputs (a report is what `chronon run --output` writes)",
+        ));
+    }
+    Ok(out)
+}
+
+fn s<'a>(v: &'a Value, k: &str) -> &'a str {
+    v.get(k).and_then(Value::as_str).unwrap_or("?")
+}
+
+fn f(v: &Value, k: &str) -> f64 {
+    v.get(k).and_then(Value::as_f64).unwrap_or(f64::NAN)
+}
+
+fn label(v: &Value) -> String {
+    format!("{} {} ×{}", s(v, "model"), s(v, "sync"), f(v, "threads"))
+}
+
+/// Pairs of numbers from a JSON array of arrays, columns `a` and `b`.
+fn pairs(v: Option<&Value>, a: usize, b: usize) -> Vec<(f64, f64)> {
+    v.and_then(Value::as_array)
+        .map(|rows| {
+            rows.iter()
+                .filter_map(|r| Some((r.get(a)?.as_f64()?, r.get(b)?.as_f64()?)))
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+fn throughput(reports: &[Loaded]) -> Option<Vec<Panel>> {
+    // (model, sync) -> threads -> best events/s (several repetitions: the fastest).
+    let mut groups: BTreeMap<(String, String), BTreeMap<u64, (f64, f64)>> = BTreeMap::new();
+    for r in reports {
+        let key = (s(&r.v, "model").to_string(), s(&r.v, "sync").to_string());
+        let t = f(&r.v, "threads") as u64;
+        let (rate, wall) = (f(&r.v, "events_per_s"), f(&r.v, "wall_s"));
+        let e = groups
+            .entry(key)
+            .or_default()
+            .entry(t)
+            .or_insert((rate, wall));
+        if rate > e.0 {
+            *e = (rate, wall);
+        }
+    }
+    let mut rate_series = Vec::new();
+    let mut speedup = Vec::new();
+    for ((model, sync), by_t) in &groups {
+        let name = format!("{model} {sync}");
+        rate_series.push(Series::new(
+            &name,
+            by_t.iter().map(|(&t, &(r, _))| (t as f64, r)).collect(),
+        ));
+        let base = groups
+            .get(&(model.clone(), "seq".to_string()))
+            .and_then(|m| m.values().next())
+            .or_else(|| by_t.values().next())
+            .map_or(f64::NAN, |x| x.1);
+        speedup.push(Series::new(
+            &name,
+            by_t.iter()
+                .map(|(&t, &(_, w))| (t as f64, base / w))
+                .collect(),
+        ));
+    }
+    Some(vec![
+        Panel::Lines {
+            title: "events/s".into(),
+            x: "threads".into(),
+            y: "committed events / s".into(),
+            series: rate_series,
+        },
+        Panel::Lines {
+            title: "speedup (over seq, or the fewest threads)".into(),
+            x: "threads".into(),
+            y: "speedup".into(),
+            series: speedup,
+        },
+    ])
+}
+
+fn progress(reports: &[Loaded]) -> Option<Vec<Panel>> {
+    let mut sim = Vec::new();
+    let mut rate = Vec::new();
+    for r in reports {
+        let gvt = pairs(r.v.get("gvt_series"), 0, 1);
+        let prog = pairs(r.v.get("progress_series"), 0, 1);
+        if !gvt.is_empty() {
+            sim.push(Series::new(format!("{} GVT", r.label), gvt));
+        } else if !prog.is_empty() {
+            sim.push(Series::new(format!("{} LBTS", r.label), prog));
+        }
+        let ev = pairs(r.v.get("progress_series"), 0, 2);
+        if ev.len() >= 2 {
+            let pts = ev
+                .windows(2)
+                .filter(|w| w[1].0 > w[0].0)
+                .map(|w| (w[1].0, (w[1].1 - w[0].1) / (w[1].0 - w[0].0)))
+                .collect();
+            rate.push(Series::new(r.label.clone(), pts));
+        }
+    }
+    if sim.is_empty() && rate.is_empty() {
+        return None;
+    }
+    let mut panels = vec![Panel::Lines {
+        title: "simulated time (GVT / LBTS) over wall time".into(),
+        x: "wall s".into(),
+        y: "simulated time".into(),
+        series: sim,
+    }];
+    if !rate.is_empty() {
+        panels.push(Panel::Lines {
+            title: "events/s per interval (processed)".into(),
+            x: "wall s".into(),
+            y: "events / s".into(),
+            series: rate,
+        });
+    }
+    Some(panels)
+}
+
+fn workers(reports: &[Loaded]) -> Option<Vec<Panel>> {
+    let mut panels = Vec::new();
+    for r in reports {
+        let Some(ws) = r.v.get("workers").and_then(Value::as_array) else {
+            continue;
+        };
+        let cats: Vec<String> = (0..ws.len()).map(|i| format!("w{i}")).collect();
+        let col = |k: &str| ws.iter().map(|w| f(w, k)).collect::<Vec<f64>>();
+        if ws.iter().any(|w| w.get("busy_s").is_some()) {
+            let (busy, wait, sync) = (col("busy_s"), col("wait_s"), col("sync_s"));
+            let share = |x: &[f64]| -> Vec<f64> {
+                x.iter()
+                    .enumerate()
+                    .map(|(i, v)| v / (busy[i] + wait[i] + sync[i]))
+                    .collect()
+            };
+            panels.push(Panel::Stacked {
+                title: format!("{}: time shares per worker", r.label),
+                y: "share of wall time".into(),
+                categories: cats,
+                layers: vec![
+                    Bars {
+                        name: "busy".into(),
+                        values: share(&busy),
+                    },
+                    Bars {
+                        name: "waiting".into(),
+                        values: share(&wait),
+                    },
+                    Bars {
+                        name: "synchronizing".into(),
+                        values: share(&sync),
+                    },
+                ],
+            });
+        } else if ws.iter().any(|w| w.get("rolled_back").is_some()) {
+            let (processed, rolled) = (col("processed"), col("rolled_back"));
+            panels.push(Panel::Stacked {
+                title: format!(
+                    "{}: events per worker (efficiency {:.3})",
+                    r.label,
+                    r.v.pointer("/executor_stats/efficiency")
+                        .and_then(Value::as_f64)
+                        .unwrap_or(f64::NAN)
+                ),
+                y: "events".into(),
+                categories: cats,
+                layers: vec![
+                    Bars {
+                        name: "committed".into(),
+                        values: processed.iter().zip(&rolled).map(|(p, r)| p - r).collect(),
+                    },
+                    Bars {
+                        name: "rolled back".into(),
+                        values: rolled,
+                    },
+                ],
+            });
+        }
+        if panels.len() == 4 {
+            break;
+        }
+    }
+    (!panels.is_empty()).then_some(panels)
+}
+
+pub(crate) fn run(cmd: ReportCmd) -> Result<u8, Failure> {
+    let reports = load(&cmd.inputs)?;
+    let first = &cmd.inputs[0];
+    let dir = cmd.out.clone().unwrap_or_else(|| {
+        if is_dir_arg(first) {
+            first.clone()
+        } else {
+            first
+                .parent()
+                .filter(|p| !p.as_os_str().is_empty())
+                .map_or_else(|| PathBuf::from("."), Path::to_path_buf)
+        }
+    });
+    let plots: Vec<(&str, &str, Option<Vec<Panel>>)> = vec![
+        (
+            "throughput.svg",
+            "Throughput and speedup",
+            throughput(&reports),
+        ),
+        (
+            "progress.svg",
+            "Progress over wall time",
+            progress(&reports),
+        ),
+        ("workers.svg", "Per-worker figures", workers(&reports)),
+    ];
+    let wanted: Vec<(&'static str, PathBuf)> = plots
+        .iter()
+        .filter(|p| p.2.is_some())
+        .map(|p| ("--out", dir.join(p.0)))
+        .collect();
+    Outputs::plan(&wanted, &[])?;
+    for (name, title, panels) in plots {
+        let Some(panels) = panels else { continue };
+        let svg = figure(&format!("{title} ({} reports)", reports.len()), &panels)?;
+        let path = dir.join(name);
+        crate::output::write_or_rescue("--out", &path, svg.as_bytes())?;
+        println!("{}", path.display());
+    }
+    Ok(0)
+}
