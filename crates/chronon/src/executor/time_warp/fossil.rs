@@ -69,10 +69,15 @@ impl<'s, 'a, M: Model, Q: PendingSet<TwEvent<M::Event>>> Worker<'s, 'a, M, Q> {
         // The arena and its extras log at their capacity; coast logs and checkpoints at twice
         // their length (deque growth); cancelled ids at their table's capacity (an id and a
         // control byte each).
-        let history = self.history.bytes()
-            + 2 * c.coast * std::mem::size_of::<TwEvent<M::Event>>() as u64
+        let logs = 2 * c.coast * std::mem::size_of::<TwEvent<M::Event>>() as u64
             + 2 * c.checkpoints * std::mem::size_of::<Checkpoint<M::State>>() as u64;
-        let bytes = history
+        // The cap divides `history` by the records held, so it counts the arena's slots in use
+        // only: its spare capacity (up to 4x the slots in use, more below 1024 slots) is held
+        // memory but no cost per record, and counting it there made a small arena look like
+        // kilobytes per record and the bound give up (`memory::MemoryBound::adjust`).
+        let history = self.history.used_bytes() + logs;
+        let bytes = self.history.bytes()
+            + logs
             + memory::QUEUE_SLACK
                 * self.queue.len() as u64
                 * std::mem::size_of::<TwEvent<M::Event>>() as u64

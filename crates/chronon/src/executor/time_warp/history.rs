@@ -232,6 +232,13 @@ impl<P> History<P> {
             + self.log.capacity() * std::mem::size_of::<Extra>()) as u64
     }
 
+    /// Bytes of the slots and log entries in use (holes included, spare capacity not): what
+    /// grows with the records held.
+    pub(super) fn used_bytes(&self) -> u64 {
+        (self.slots.len() * std::mem::size_of::<Option<Rec<P>>>()
+            + self.log.len() * std::mem::size_of::<Extra>()) as u64
+    }
+
     /// Gives back memory that the arena no longer uses (under a memory bound).
     pub(super) fn shrink(&mut self) {
         if self.slots.capacity() > 1024 && self.slots.capacity() > 4 * self.slots.len() {

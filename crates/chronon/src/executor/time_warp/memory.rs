@@ -80,7 +80,8 @@ pub(crate) fn mib(bytes: f64) -> String {
 pub(crate) struct Totals {
     /// All dynamic bytes counted by the workers.
     pub dynamic: u64,
-    /// The part of `dynamic` that is history (records, logs, checkpoints).
+    /// The part of `dynamic` that grows with the history records held: the arena's slots and
+    /// log entries in use (not its spare capacity), coast logs, checkpoints.
     pub history: u64,
     /// History records held.
     pub records: u64,
@@ -193,7 +194,8 @@ impl MemoryBound {
         let est = estimate(&c);
         c.summary.peak_estimate = c.summary.peak_estimate.max(est);
         c.summary.correction = c.correction;
-        // Bytes per history record as measured (arena capacity and holes, logs, checkpoints included).
+        // Bytes per history record as measured (holes, logs, checkpoints included; the arena's
+        // spare capacity is in `base`).
         let per = (t.history as f64 / t.records.max(1) as f64).max(record_size as f64);
         let base = est - t.history;
         let room = self.bound as f64 * TARGET - base as f64;
