@@ -312,6 +312,9 @@ model_command! {
         fading_period: f64,
         /// Statistics count calls after this time [default: 0].
         warmup: f64,
+        /// Minutes between channel-occupancy samples (a global event; the report's
+        /// model_series); 0 = none [default: 0].
+        sample_period: f64,
     }
 }
 

@@ -27,7 +27,7 @@
 use std::cmp::Reverse;
 use std::collections::BinaryHeap;
 
-use chronon::{Ctx, LpId, Model, ModelStats, SizeHint};
+use chronon::{Ctx, GlobalCtx, LpId, Model, ModelStats, SizeHint};
 
 /// The PCS model's parameters.
 #[derive(Clone, Debug, PartialEq, serde::Serialize)]
@@ -53,6 +53,9 @@ pub struct Pcs {
     pub fading_period: f64,
     /// Statistics count calls arriving at or after this time.
     pub warmup: f64,
+    /// Minutes between samples of the channel occupancy, a global event that reads every
+    /// cell and records the report's `model_series["channel_occupancy"]` (0: no sampling).
+    pub sample_period: f64,
 }
 
 impl Default for Pcs {
@@ -70,6 +73,7 @@ impl Default for Pcs {
             fading_work: 0,
             fading_period: 0.0,
             warmup: 0.0,
+            sample_period: 0.0,
         }
     }
 }
@@ -105,6 +109,7 @@ impl Pcs {
                 self.fading_period, self.handoff_delay
             ));
         }
+        nonneg("sample-period", self.sample_period)?;
         nonneg("warmup", self.warmup)
     }
 
@@ -239,6 +244,32 @@ pub enum CellEvent {
 impl Model for Pcs {
     type State = Cell;
     type Event = CellEvent;
+
+    fn global_events(&self) -> Vec<f64> {
+        if self.sample_period > 0.0 {
+            vec![self.sample_period]
+        } else {
+            Vec::new()
+        }
+    }
+
+    /// Samples the channel occupancy: the fraction of all channels in use at this time (a call
+    /// holds its channel until its release time, kept in the cell's `busy` heap).
+    fn on_global(&self, ctx: &mut GlobalCtx<'_, Self>) {
+        let now = ctx.now();
+        let busy: usize = (0..ctx.lps())
+            .map(|lp| {
+                let cell = ctx.state(lp);
+                cell.busy
+                    .iter()
+                    .filter(|r| f64::from_bits(r.0) > now)
+                    .count()
+            })
+            .sum();
+        let occupancy = busy as f64 / (f64::from(ctx.lps()) * f64::from(self.channels));
+        ctx.record("channel_occupancy", occupancy);
+        ctx.schedule(self.sample_period);
+    }
 
     fn init(&self, ctx: &mut Ctx<'_, Self>) -> Cell {
         let mut cell = Cell {

@@ -173,7 +173,9 @@ pub use executor::{
 };
 pub use fingerprint::{Fingerprint, LpDigest};
 pub use limits::SizeHint;
-pub use model::{CommitCtx, Ctx, GlobalCtx, LpId, LpMeta, Model, ModelStats, ReverseCtx, Time};
+pub use model::{
+    CommitCtx, Ctx, GlobalCtx, LpId, LpMeta, Model, ModelSeries, ModelStats, ReverseCtx, Time,
+};
 pub use progress::{Progress, StallDetector};
 pub use queue::QueueKind;
 pub use rng::LpRng;

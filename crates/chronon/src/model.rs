@@ -120,8 +120,13 @@ pub struct GlobalCtx<'a, M: Model + ?Sized> {
     pub(crate) lps: LpId,
     pub(crate) states: &'a dyn LpStates<M::State>,
     pub(crate) stats: &'a mut ModelStats,
+    pub(crate) series: &'a mut ModelSeries,
     pub(crate) scheduled: &'a mut Vec<Time>,
 }
+
+/// Time series recorded by global events: name -> (time, value) points in time order. They
+/// appear in the report's `model_series`, identical under every executor.
+pub type ModelSeries = std::collections::BTreeMap<String, Vec<(Time, f64)>>;
 
 impl<M: Model + ?Sized> std::fmt::Debug for GlobalCtx<'_, M> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
@@ -156,6 +161,21 @@ impl<M: Model + ?Sized> GlobalCtx<'_, M> {
     /// The model's statistics; what is added here appears in the report's `model_stats`.
     pub fn stats(&mut self) -> &mut ModelStats {
         self.stats
+    }
+
+    /// Appends the point (`now`, `value`) to the time series `name` of the report's
+    /// `model_series` (a statistic sampled over time, e.g. channel occupancy every minute).
+    pub fn record(&mut self, name: &str, value: f64) {
+        let now = self.now;
+        self.series
+            .entry(name.to_string())
+            .or_default()
+            .push((now, value));
+    }
+
+    /// The last point recorded in the series `name`, if any (for per-interval figures).
+    pub fn last(&self, name: &str) -> Option<(Time, f64)> {
+        self.series.get(name).and_then(|s| s.last().copied())
     }
 
     /// Schedules another global event `delay` after this one. The delay must be finite and

@@ -55,6 +55,10 @@ pub struct Report {
     /// change the controller made (empty when it made none, and for other executors).
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub window_series: Vec<(f64, Time)>,
+    /// Time series the model's global events recorded (`GlobalCtx::record`): name -> (time,
+    /// value); the same under every executor.
+    #[serde(skip_serializing_if = "std::collections::BTreeMap::is_empty")]
+    pub model_series: crate::model::ModelSeries,
 }
 
 impl Report {
@@ -81,6 +85,7 @@ impl Report {
             workers: Vec::new(),
             gvt_series: Vec::new(),
             window_series: Vec::new(),
+            model_series: Default::default(),
         }
     }
 

@@ -29,6 +29,7 @@ pub(crate) struct Reference {
     fingerprint: Value,
     committed: Value,
     model_stats: Value,
+    model_series: Value,
     last_time: Value,
     pending_at_end: Value,
     wall: Duration,
@@ -97,6 +98,7 @@ impl Runner {
                 fingerprint: r["fingerprint"].clone(),
                 committed: r["committed"].clone(),
                 model_stats: r["model_stats"].clone(),
+                model_series: r["model_series"].clone(),
                 last_time: r["last_time"].clone(),
                 pending_at_end: r["pending_at_end"].clone(),
                 wall,
@@ -149,6 +151,7 @@ impl Runner {
                     ("fingerprint", &reference.fingerprint),
                     ("committed", &reference.committed),
                     ("model_stats", &reference.model_stats),
+                    ("model_series", &reference.model_series),
                     ("last_time", &reference.last_time),
                     ("pending_at_end", &reference.pending_at_end),
                 ] {

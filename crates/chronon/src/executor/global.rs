@@ -20,6 +20,8 @@ pub(crate) struct GlobalQueue {
     heap: BinaryHeap<Reverse<(u64, u64)>>,
     seq: u64,
     pub stats: ModelStats,
+    /// The time series the global handlers recorded (`GlobalCtx::record`).
+    pub series: crate::model::ModelSeries,
     /// Global events run.
     pub ran: u64,
 }
@@ -54,6 +56,7 @@ impl GlobalQueue {
                 .executor_stats
                 .insert("global_events".into(), self.ran as f64);
         }
+        report.model_series.clone_from(&self.series);
     }
 
     /// Whether there are no global events left.
@@ -106,6 +109,7 @@ impl GlobalQueue {
                     lps,
                     states,
                     stats: &mut self.stats,
+                    series: &mut self.series,
                     scheduled: &mut scheduled,
                 };
                 model.on_global(&mut ctx);
