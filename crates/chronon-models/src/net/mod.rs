@@ -50,6 +50,7 @@ pub mod star_clique;
 
 use std::collections::{BinaryHeap, VecDeque};
 
+use chronon::refcount::Shared;
 use chronon::{Ctx, LpId, Model, ModelStats};
 
 /// Checks the UDP on/off source parameters that every topology on this library shares.
@@ -160,6 +161,8 @@ struct Iface {
 pub struct Network {
     ifaces: Vec<Vec<Iface>>,
     apps: Vec<Vec<OnOff>>,
+    /// Per source: the nodes every packet goes to (empty: the source's `dst` alone).
+    groups: Vec<Vec<Vec<NodeId>>>,
 }
 
 impl Network {
@@ -168,6 +171,7 @@ impl Network {
         Network {
             ifaces: vec![Vec::new(); nodes as usize],
             apps: vec![Vec::new(); nodes as usize],
+            groups: vec![Vec::new(); nodes as usize],
         }
     }
 
@@ -241,6 +245,30 @@ impl Network {
             ));
         }
         self.apps[src as usize].push(app);
+        self.groups[src as usize].push(Vec::new());
+        Ok(())
+    }
+
+    /// Adds a multicast source at `src`: every packet it emits goes to each node of `group`
+    /// (`app.dst` is ignored). The copies share one payload (`chronon::refcount::Shared`, seed
+    /// 001 §3.3): allocated once per emission, its body of `app.packet_bytes` bytes is checked
+    /// by every receiver and freed by the last copy to go.
+    pub fn multicast(&mut self, src: NodeId, group: &[NodeId], app: OnOff) -> Result<(), String> {
+        let n = self.nodes();
+        let Some(&first) = group.first() else {
+            return Err(format!("multicast source {src}: the group is empty"));
+        };
+        for (i, &d) in group.iter().enumerate() {
+            if d >= n || d == src || group[..i].contains(&d) {
+                return Err(format!(
+                    "multicast source {src}: group member {d} must be a node below {n}, not the source, and listed once"
+                ));
+            }
+        }
+        self.app(src, OnOff { dst: first, ..app })?;
+        *self.groups[src as usize]
+            .last_mut()
+            .expect("app pushed a group") = group.to_vec();
         Ok(())
     }
 
@@ -300,6 +328,8 @@ impl Network {
         let model = NetModel {
             ifaces: self.ifaces,
             apps: self.apps,
+            multicast: self.groups.iter().flatten().any(|g| !g.is_empty()),
+            groups: self.groups,
             core_index,
             core: c,
             next,
@@ -329,12 +359,11 @@ impl Network {
             ..model
         };
         for (src, apps) in model.apps.iter().enumerate() {
-            for app in apps {
-                if model.path_len(src as NodeId, app.dst).is_none() {
-                    return Err(format!(
-                        "source {src} cannot reach its destination {}",
-                        app.dst
-                    ));
+            for (app, group) in apps.iter().zip(&model.groups[src]) {
+                for &dst in group.iter().chain(std::iter::once(&app.dst)) {
+                    if model.path_len(src as NodeId, dst).is_none() {
+                        return Err(format!("source {src} cannot reach its destination {dst}"));
+                    }
                 }
             }
         }
@@ -373,6 +402,10 @@ impl PartialOrd for DijkstraItem {
 pub struct NetModel {
     ifaces: Vec<Vec<Iface>>,
     apps: Vec<Vec<OnOff>>,
+    /// Per source: its multicast group (empty: unicast to the source's `dst`).
+    groups: Vec<Vec<Vec<NodeId>>>,
+    /// Whether any source multicasts (its receivers' figures go in the report).
+    multicast: bool,
     core_index: Vec<u32>,
     core: usize,
     next: Vec<u16>,
@@ -464,27 +497,48 @@ impl NetModel {
             if st.next >= until || st.next >= app.stop {
                 break;
             }
-            ctx.send(
-                me,
-                st.next - ctx.now(),
+            let packet = |dst, data| {
                 NetEvent::Packet(Packet {
                     src: me,
-                    dst: app.dst,
+                    dst,
                     bytes: app.packet_bytes,
                     created: st.next,
                     hops: 0,
                     link: 0,
-                }),
-            );
-            st.scheduled += 1;
+                    data,
+                })
+            };
+            let group = &self.groups[me as usize][k];
+            if group.is_empty() {
+                ctx.send(me, st.next - ctx.now(), packet(app.dst, None));
+                st.scheduled += 1;
+            } else {
+                // One payload, shared by the copies to every member of the group.
+                let seq = st.scheduled;
+                let body = vec![(seq & 0xff) as u8; app.packet_bytes as usize].into_boxed_slice();
+                let payload = Shared::new(Payload { seq, body });
+                for &dst in group {
+                    ctx.send(me, st.next - ctx.now(), packet(dst, Some(payload.clone())));
+                }
+                st.scheduled += group.len() as u64;
+            }
             st.next += app.interval();
         }
         st.done = st.next >= app.stop;
     }
 }
 
+/// The body a multicast source's packets share (one allocation per emission).
+#[derive(Debug)]
+pub struct Payload {
+    /// The emission's number at its source (the body's bytes are its low byte).
+    pub seq: u64,
+    /// The application data: `packet_bytes` bytes.
+    pub body: Box<[u8]>,
+}
+
 /// A packet.
-#[derive(Clone, Copy, Debug, PartialEq)]
+#[derive(Clone, Debug)]
 pub struct Packet {
     /// Its source node.
     pub src: NodeId,
@@ -498,10 +552,12 @@ pub struct Packet {
     pub hops: u32,
     /// The interface, at the node it arrives at, of the link it last crossed.
     pub link: u16,
+    /// A multicast packet's shared body (`None` for unicast sources, which carry no data).
+    pub data: Option<Shared<Payload>>,
 }
 
 /// What nodes receive.
-#[derive(Clone, Copy, Debug, PartialEq)]
+#[derive(Clone, Debug)]
 pub enum NetEvent {
     /// Source `app` of this node generates its next window of packets.
     Tick {
@@ -553,6 +609,10 @@ pub struct NodeState {
     pub forwarded: u64,
     /// Packets that had no route (always 0 for a built network).
     pub unroutable: u64,
+    /// Multicast packets delivered to it.
+    pub multicast_received: u64,
+    /// Multicast packets delivered to it whose shared body was damaged (always 0).
+    pub multicast_corrupt: u64,
 }
 
 impl Model for NetModel {
@@ -603,13 +663,21 @@ impl Model for NetModel {
                 st.apps[k] = a;
                 return;
             }
-            NetEvent::Packet(p) => p,
+            NetEvent::Packet(ref p) => p.clone(),
         };
         if p.hops == 0 {
             st.sent += 1;
         } else {
             st.ifaces[usize::from(p.link)].arrived += 1;
             if p.dst == me {
+                if let Some(data) = &p.data {
+                    st.multicast_received += 1;
+                    let intact = data.body.len() == p.bytes as usize
+                        && data.body.iter().all(|&b| b == (data.seq & 0xff) as u8);
+                    if !intact {
+                        st.multicast_corrupt += 1;
+                    }
+                }
                 st.received += 1;
                 st.bytes_received += u64::from(p.bytes);
                 st.latency_sum += now - p.created;
@@ -666,6 +734,10 @@ impl Model for NetModel {
         stats.add("packets_dropped", st.dropped as f64);
         stats.add("packets_forwarded", st.forwarded as f64);
         stats.add("packets_unroutable", st.unroutable as f64);
+        if self.multicast {
+            stats.add("multicast_received", st.multicast_received as f64);
+            stats.add("multicast_corrupt", st.multicast_corrupt as f64);
+        }
         stats.add("bytes_received", st.bytes_received as f64);
         stats.add("latency_sum", st.latency_sum);
         // Packets put on a link minus packets that came off it, counted at each end.
