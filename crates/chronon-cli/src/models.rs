@@ -416,6 +416,9 @@ model_command! {
         off_mean: f64,
         /// Sources start uniformly in [0, this) seconds [default: 0.5].
         start_window: f64,
+        /// Seconds between throughput samples (a global event; the report's model_series);
+        /// 0 = none [default: 0].
+        sample_period: f64,
     }
 }
 

@@ -161,6 +161,7 @@ pub(crate) fn model_flags(model: &str, d: &mut Draw) -> Flags {
                 .set("fading-work", d.int(0, 2))
                 .set("fading-period", d.pick(&["0", "0", "0.5", "1.5"]))
                 .set("warmup", d.pick(&["0", "1"]))
+                .set("sample-period", d.pick(&["0", "0", "0.7", "2"]))
                 .set("end", d.int(2, 8));
         }
         "datastore" => {
@@ -202,6 +203,7 @@ pub(crate) fn model_flags(model: &str, d: &mut Draw) -> Flags {
                 .set("on-mean", d.pick(&["0.05", "0.5"]))
                 .set("off-mean", d.pick(&["0", "0.5"]))
                 .set("start-window", d.pick(&["0.05", "0.5"]))
+                .set("sample-period", d.pick(&["0", "0", "0.03", "0.1"]))
                 .set("end", d.grid(0.1, 0.4, 0.05));
         }
         other => unreachable!("model list checked before drawing: {other}"),

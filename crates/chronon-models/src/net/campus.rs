@@ -55,6 +55,9 @@ pub struct Campus {
     pub off_mean: f64,
     /// Sources start uniformly in `[0, start_window)`.
     pub start_window: f64,
+    /// Seconds between throughput samples (a global event; the report's `model_series`);
+    /// 0: none.
+    pub sample_period: f64,
 }
 
 impl Default for Campus {
@@ -76,6 +79,7 @@ impl Default for Campus {
             on_mean: 0.5,
             off_mean: 0.5,
             start_window: 0.5,
+            sample_period: 0.0,
         }
     }
 }
@@ -113,6 +117,7 @@ impl Campus {
                 super::MAX_ROUTERS
             ));
         }
+        nonneg("sample-period", self.sample_period)?;
         positive("lan-bandwidth", self.lan_bandwidth)?;
         positive("lan-delay", self.lan_delay)?;
         positive("backbone-bandwidth", self.backbone_bandwidth)?;
@@ -217,6 +222,7 @@ impl Campus {
                 )?;
             }
         }
+        net.sample_every(self.sample_period)?;
         net.build()
     }
 }

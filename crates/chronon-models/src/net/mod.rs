@@ -51,7 +51,7 @@ pub mod star_clique;
 use std::collections::{BinaryHeap, VecDeque};
 
 use chronon::refcount::Shared;
-use chronon::{Ctx, LpId, Model, ModelStats};
+use chronon::{Ctx, GlobalCtx, LpId, Model, ModelStats};
 
 /// Checks the UDP on/off source parameters that every topology on this library shares.
 fn check_udp(
@@ -163,6 +163,8 @@ pub struct Network {
     apps: Vec<Vec<OnOff>>,
     /// Per source: the nodes every packet goes to (empty: the source's `dst` alone).
     groups: Vec<Vec<Vec<NodeId>>>,
+    /// Seconds between throughput samples (0: none).
+    sample_period: f64,
 }
 
 impl Network {
@@ -172,7 +174,19 @@ impl Network {
             ifaces: vec![Vec::new(); nodes as usize],
             apps: vec![Vec::new(); nodes as usize],
             groups: vec![Vec::new(); nodes as usize],
+            sample_period: 0.0,
         }
+    }
+
+    /// Samples the network's throughput every `period` seconds (0: never): a global event
+    /// that reads every node and records `model_series["throughput_bps"]` (bits delivered per
+    /// second over the last interval) and `model_series["bytes_received"]` (cumulative).
+    pub fn sample_every(&mut self, period: f64) -> Result<(), String> {
+        if !(period >= 0.0 && period.is_finite()) {
+            return Err(format!("sample period {period} must be finite and >= 0"));
+        }
+        self.sample_period = period;
+        Ok(())
     }
 
     /// The number of nodes.
@@ -330,6 +344,7 @@ impl Network {
             apps: self.apps,
             multicast: self.groups.iter().flatten().any(|g| !g.is_empty()),
             groups: self.groups,
+            sample_period: self.sample_period,
             core_index,
             core: c,
             next,
@@ -406,6 +421,8 @@ pub struct NetModel {
     groups: Vec<Vec<Vec<NodeId>>>,
     /// Whether any source multicasts (its receivers' figures go in the report).
     multicast: bool,
+    /// Seconds between throughput samples (0: none).
+    sample_period: f64,
     core_index: Vec<u32>,
     core: usize,
     next: Vec<u16>,
@@ -714,6 +731,27 @@ impl Model for NetModel {
 
     fn lookahead(&self) -> f64 {
         self.lookahead
+    }
+
+    fn global_events(&self) -> Vec<f64> {
+        if self.sample_period > 0.0 {
+            vec![self.sample_period]
+        } else {
+            Vec::new()
+        }
+    }
+
+    /// A throughput sample: bytes delivered in the whole network since the last sample.
+    fn on_global(&self, ctx: &mut GlobalCtx<'_, Self>) {
+        let total: u64 = (0..ctx.lps()).map(|n| ctx.state(n).bytes_received).sum();
+        let (since, before) = ctx.last("bytes_received").unwrap_or((0.0, 0.0));
+        let now = ctx.now();
+        ctx.record(
+            "throughput_bps",
+            (total as f64 - before) * 8.0 / (now - since),
+        );
+        ctx.record("bytes_received", total as f64);
+        ctx.schedule(self.sample_period);
     }
 
     /// A node sends only to its neighbours, each link with its own lookahead

@@ -334,3 +334,47 @@ fn multicast_copies_share_one_payload_under_every_executor() {
         .contains("not the source"));
     assert!(net.multicast(0, &[7], cbr).unwrap_err().contains("below 3"));
 }
+
+/// `Campus::sample_period`: throughput samples in `model_series`, identical under every
+/// executor; the cumulative bytes match the final `bytes_received` figure at the last sample's
+/// time or below it.
+#[test]
+fn campus_throughput_series_is_the_same_under_every_executor() {
+    use chronon::{ConservativeConfig, Executor, Simulation};
+    let c = Campus {
+        campuses: 2,
+        clients_per_lan: 3,
+        sample_period: 0.05,
+        ..Campus::default()
+    };
+    let go = |exec: Executor| {
+        let m = c.build().unwrap();
+        let lps = m.lps();
+        Simulation::new(m)
+            .lps(lps)
+            .end_time(0.5)
+            .seed(5)
+            .executor(exec)
+            .run()
+            .expect("the run succeeds")
+    };
+    let seq = go(Executor::Sequential);
+    let bps = &seq.model_series["throughput_bps"];
+    let bytes = &seq.model_series["bytes_received"];
+    assert_eq!(bps.len(), bytes.len());
+    assert!(bps.len() >= 9, "{bps:?}");
+    assert!(bps.iter().skip(2).all(|&(_, v)| v > 0.0), "{bps:?}");
+    assert!(bytes.last().unwrap().1 <= stat(&seq, "bytes_received"));
+    for threads in [2, 3] {
+        let cc = ConservativeConfig::new(threads);
+        for exec in [
+            Executor::Window(cc.clone()),
+            Executor::NullMessage(cc),
+            Executor::TimeWarp { threads },
+        ] {
+            let name = format!("{} x{threads}", exec.name());
+            let r = go(exec);
+            assert_eq!(r.model_series, seq.model_series, "{name}");
+        }
+    }
+}

@@ -156,3 +156,47 @@ fn bad_parameters_are_named() {
     .unwrap_err();
     assert!(e.starts_with("handoff-delay"), "{e}");
 }
+
+/// `sample_period`: a global event samples the channel occupancy into the report's
+/// `model_series`, the same series under every executor; each sample is a fraction of the
+/// channels and the first comes after the network has filled up from empty.
+#[test]
+fn occupancy_series_is_the_same_under_every_executor() {
+    use chronon::{ConservativeConfig, Executor, Simulation};
+    let m = Pcs {
+        width: 6,
+        height: 6,
+        channels: 20,
+        call_interarrival: 0.2,
+        sample_period: 0.5,
+        ..Pcs::default()
+    };
+    let go = |exec: Executor| {
+        Simulation::new(m.clone())
+            .lps(m.lps())
+            .end_time(6.0)
+            .seed(3)
+            .executor(exec)
+            .run()
+            .expect("the run succeeds")
+    };
+    let seq = go(Executor::Sequential);
+    let series = &seq.model_series["channel_occupancy"];
+    assert_eq!(series.len(), 11, "{series:?}");
+    assert!(series.iter().all(|&(_, v)| (0.0..=1.0).contains(&v)));
+    assert!(series[0].1 < series[10].1, "{series:?}");
+    for threads in [2, 3] {
+        let c = ConservativeConfig::new(threads);
+        for exec in [
+            Executor::Window(c.clone()),
+            Executor::Lockstep(c.clone()),
+            Executor::NullMessage(c),
+            Executor::TimeWarp { threads },
+        ] {
+            let name = format!("{} x{threads}", exec.name());
+            let r = go(exec);
+            assert_eq!(r.model_series, seq.model_series, "{name}");
+            assert_eq!(r.fingerprint, seq.fingerprint, "{name}");
+        }
+    }
+}
