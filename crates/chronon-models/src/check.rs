@@ -41,3 +41,13 @@ pub(crate) fn at_least(name: &str, value: u64, min: u64) -> Result<(), String> {
         Err(format!("{name} is {value}; it must be at least {min}"))
     }
 }
+
+/// The first time of a periodic global event every `period` (none when `period` is 0): the
+/// `Model::global_events` of the models whose sampling is optional.
+pub(crate) fn sampling(period: f64) -> Vec<f64> {
+    if period > 0.0 {
+        vec![period]
+    } else {
+        Vec::new()
+    }
+}

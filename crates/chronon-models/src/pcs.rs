@@ -246,11 +246,7 @@ impl Model for Pcs {
     type Event = CellEvent;
 
     fn global_events(&self) -> Vec<f64> {
-        if self.sample_period > 0.0 {
-            vec![self.sample_period]
-        } else {
-            Vec::new()
-        }
+        crate::check::sampling(self.sample_period)
     }
 
     /// Samples the channel occupancy: the fraction of all channels in use at this time (a call

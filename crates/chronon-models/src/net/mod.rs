@@ -734,11 +734,7 @@ impl Model for NetModel {
     }
 
     fn global_events(&self) -> Vec<f64> {
-        if self.sample_period > 0.0 {
-            vec![self.sample_period]
-        } else {
-            Vec::new()
-        }
+        crate::check::sampling(self.sample_period)
     }
 
     /// A throughput sample: bytes delivered in the whole network since the last sample.
