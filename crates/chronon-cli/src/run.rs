@@ -10,7 +10,7 @@ use std::time::Duration;
 use chronon::barrier::BarrierKind;
 use chronon::partition::Mapping;
 use chronon::{
-    ConservativeConfig, Executor, LpId, Model, Progress, QueueKind, Report, Simulation,
+    ConservativeConfig, Executor, LpId, Model, Progress, QueueKind, Report, Runtime, Simulation,
     StallDetector, StateSaving, TimeWarpOptions,
 };
 
@@ -66,6 +66,7 @@ pub(crate) fn executor_with(
         return Err(Failure::bad_input("--threads is 0; it must be at least 1"));
     }
     let sync = sync.unwrap_or("seq");
+    runtime(sync, common)?;
     if matches!(sync, "seq" | "timewarp" | "null-message") {
         let given = [
             ("--barrier", common.barrier.is_some()),
@@ -206,6 +207,40 @@ fn mapping(common: &CommonArgs) -> Result<Mapping, Failure> {
     }
 }
 
+/// The lock-step runtime from `--runtime` and `--threshold` (checked against `--sync`).
+fn runtime(sync: &str, common: &CommonArgs) -> Result<Runtime, Failure> {
+    let name = common.runtime.as_deref().unwrap_or("threads");
+    let rt = match name {
+        "threads" => Runtime::Threads,
+        "work-stealing" => Runtime::WorkStealing {
+            threshold: common.threshold.unwrap_or(50),
+        },
+        "bsp" => return Err(Failure::bad_input(
+            "--runtime bsp waits for multi-process support (issue 10, \"Beyond one process\"); \
+                 use --runtime threads or work-stealing",
+        )),
+        other => {
+            return Err(Failure::bad_input(format!(
+                "unknown --runtime '{other}' (allowed: threads, work-stealing, bsp)"
+            )))
+        }
+    };
+    if name != "threads" && sync != "lockstep" {
+        return Err(Failure::bad_input(format!(
+            "--runtime {name} applies to --sync lockstep only; got --sync {sync}"
+        )));
+    }
+    match common.threshold {
+        Some(_) if name != "work-stealing" => Err(Failure::bad_input(
+            "--threshold applies to --runtime work-stealing only",
+        )),
+        Some(0) => Err(Failure::bad_input(
+            "--threshold is 0; it must be at least 1 LP per task",
+        )),
+        _ => Ok(rt),
+    }
+}
+
 /// The conservative executors' settings from `--barrier`, `--fan-in` and `--mapping`.
 fn conservative(threads: usize, common: &CommonArgs) -> Result<ConservativeConfig, Failure> {
     let fan_in = common.fan_in.unwrap_or(4);
@@ -232,7 +267,8 @@ fn conservative(threads: usize, common: &CommonArgs) -> Result<ConservativeConfi
         .barrier(barrier)
         .mapping(mapping)
         .dedicated(dedicated)
-        .shared_sets(shared_sets);
+        .shared_sets(shared_sets)
+        .runtime(runtime("lockstep", common)?);
     if let Some(cap) = common.max_null_messages {
         if !(cap >= 1.0) || cap > u64::MAX as f64 {
             return Err(Failure::bad_input(format!(
@@ -383,6 +419,10 @@ fn report_config(
                 if barrier == "tree" {
                     put("fan-in", json!(common.fan_in.unwrap_or(4)));
                 }
+            }
+            if let Runtime::WorkStealing { threshold } = cc.runtime {
+                put("runtime", json!(cc.runtime.name()));
+                put("threshold", json!(threshold));
             }
             if matches!(executor, Executor::NullMessage(_)) {
                 put("max-null-messages", json!(cc.max_null_messages as f64));
