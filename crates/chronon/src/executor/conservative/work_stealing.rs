@@ -55,6 +55,8 @@ struct TaskOut<P> {
     counters: Vec<i64>,
     events: u64,
     last_time: Time,
+    /// The pool thread that ran the task.
+    thread: usize,
     error: Option<SimError>,
 }
 
@@ -151,6 +153,8 @@ pub(super) fn run<M: Model, Q: PendingSet<Event<M::Event>> + Send>(
     let mut outs: Vec<TaskOut<M::Event>> = Vec::new();
     let (mut rounds, mut tasks, mut active_lps, mut processed) = (0u64, 0u64, 0u64, 0u64);
     let mut last_time: Time = 0.0;
+    // Per pool thread: events and tasks run (the report's `workers`).
+    let mut per_thread = vec![(0u64, 0u64); threads];
     let mut stopped = false;
     let mut failure: Option<SimError> = None;
     loop {
@@ -215,6 +219,7 @@ pub(super) fn run<M: Model, Q: PendingSet<Event<M::Event>> + Send>(
                 counters: vec![0; n_counters],
                 events: 0,
                 last_time: 0.0,
+                thread: 0,
                 error: None,
             });
         }
@@ -233,7 +238,11 @@ pub(super) fn run<M: Model, Q: PendingSet<Event<M::Event>> + Send>(
             for (c, x) in counters.iter_mut().zip(out.counters.iter_mut()) {
                 *c += std::mem::take(x);
             }
-            ran += std::mem::take(&mut out.events);
+            let events = std::mem::take(&mut out.events);
+            ran += events;
+            let t = &mut per_thread[out.thread.min(threads - 1)];
+            t.0 += events;
+            t.1 += 1;
             last_time = last_time.max(out.last_time);
             if let Some(e) = out.error.take() {
                 failure = Some(earlier(e, failure.take()));
@@ -275,6 +284,12 @@ pub(super) fn run<M: Model, Q: PendingSet<Event<M::Event>> + Send>(
         st.insert("tasks_per_round".into(), tasks as f64 / r);
         st.insert("lps_per_round".into(), active_lps as f64 / r);
     }
+    for (events, tasks) in per_thread {
+        let mut m = std::collections::BTreeMap::new();
+        m.insert("events".to_string(), events as f64);
+        m.insert("tasks".to_string(), tasks as f64);
+        report.workers.push(m);
+    }
     Ok(report)
 }
 
@@ -285,6 +300,7 @@ fn run_group<M: Model, Q: PendingSet<Event<M::Event>>>(
     out: &mut TaskOut<M::Event>,
 ) {
     let mut current: (LpId, Time) = (0, 0.0);
+    out.thread = rayon::current_thread_index().unwrap_or(0);
     let result = catch_unwind(AssertUnwindSafe(|| -> Result<(), SimError> {
         let mut buf = Vec::with_capacity(16);
         let mut error: Option<ModelError> = None;
