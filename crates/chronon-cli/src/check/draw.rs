@@ -255,6 +255,11 @@ pub(crate) fn executor_flags(model: &str, sync: &str, d: &mut Draw) -> Flags {
             f.set("dedicated", d.pick(&["0", "0.5"]));
             f.set("shared-sets", d.int(1, 3));
         }
+        // Lock-step on the work-stealing runtime (seed 002), a few LPs per task to many.
+        if sync == "lockstep" && d.chance(0.4) {
+            f.set("runtime", "work-stealing");
+            f.set("threshold", d.pick(&["1", "2", "7", "50"]));
+        }
     }
     f
 }
