@@ -104,13 +104,10 @@ pub(crate) const EXPERIMENTS: &[Experiment] = &[
         name: "002-graph1",
         seed: "002",
         what: "Graph 1: speedup vs event-handling time",
-        needs: "threads, processes",
-        partial: "",
+        needs: "threads",
+        partial: "BSP runtime over processes (issue 10)",
         reps: 3,
-        status: Status::Waits(
-            "issue 13 (the work-stealing runtime and its thresholds) and issue 10 (BSP over \
-             processes)",
-        ),
+        status: ready(seed002::graph1_plan, seed002::graph1_render),
     },
     Experiment {
         name: "002-graph2",
