@@ -230,6 +230,19 @@ fn runtime(sync: &str, common: &CommonArgs) -> Result<Runtime, Failure> {
             "--runtime {name} applies to --sync lockstep only; got --sync {sync}"
         )));
     }
+    if name == "work-stealing" {
+        let given = [
+            ("--mapping", common.mapping.is_some()),
+            ("--barrier", common.barrier.is_some()),
+            ("--fan-in", common.fan_in.is_some()),
+        ];
+        if let Some((flag, _)) = given.iter().find(|(_, g)| *g) {
+            return Err(Failure::bad_input(format!(
+                "{flag} applies to --runtime threads only (the work-stealing runtime has no LP \
+                 owners and no barrier)"
+            )));
+        }
+    }
     match common.threshold {
         Some(_) if name != "work-stealing" => Err(Failure::bad_input(
             "--threshold applies to --runtime work-stealing only",

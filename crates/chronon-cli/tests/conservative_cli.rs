@@ -388,6 +388,14 @@ fn bad_runtime_flags_are_one_line_errors() {
             &["--threshold", "5"],
             "--threshold applies to --runtime work-stealing only",
         ),
+        (
+            &["--runtime", "work-stealing", "--mapping", "round-robin"],
+            "--mapping applies to --runtime threads only",
+        ),
+        (
+            &["--runtime", "work-stealing", "--barrier", "spin"],
+            "--barrier applies to --runtime threads only",
+        ),
     ];
     for (extra, needle) in cases {
         let args = with(&[&ls[..], extra].concat());

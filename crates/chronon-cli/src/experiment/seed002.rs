@@ -181,7 +181,7 @@ pub(super) fn graph1_render(s: &Settings, r: &Results) -> Result<Rendered, Failu
         rows.push(row);
     }
     let table = format!(
-        "Manufacturing model as in Graph 2 (1 056 LPs), lock-step protocol at {threads} threads; \
+        "Manufacturing model as in Graph 2 (1 120 LPs), lock-step protocol at {threads} threads; \
          speedup over the sequential executor (wall time, initialization excluded) for each \
          event-handling time. `threads`: persistent workers, block mapping; `work-stealing, N`: \
          a rayon pool of {threads} threads, one task per group of N LPs with events below \
