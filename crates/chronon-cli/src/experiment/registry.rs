@@ -114,7 +114,7 @@ pub(crate) const EXPERIMENTS: &[Experiment] = &[
         seed: "002",
         what: "Graph 2: speedup vs threads (lock-step)",
         needs: "threads",
-        partial: "work-stealing and BSP runtimes (issues 13, 10)",
+        partial: "work-stealing runtime (measured in 002-graph1) and BSP runtime (issue 10)",
         reps: 3,
         status: ready(seed002::graph2_plan, seed002::graph2_render),
     },
