@@ -90,6 +90,14 @@ pub(crate) struct CommonArgs {
     /// [default: 1e10].
     #[arg(long, help_heading = CONSERVATIVE)]
     pub max_null_messages: Option<f64>,
+    /// Lock-step runtime system (seed 002): threads (persistent workers), work-stealing (a
+    /// rayon task per group of --threshold LPs each lock-step) or bsp (waits for issue 10)
+    /// [default: threads].
+    #[arg(long, help_heading = CONSERVATIVE)]
+    pub runtime: Option<String>,
+    /// Work-stealing runtime: LPs per task (>= 1) [default: 50].
+    #[arg(long, help_heading = CONSERVATIVE)]
+    pub threshold: Option<usize>,
     /// Warn on stderr when simulated time has not advanced for this many wall seconds
     /// (0: never) [default: 10].
     #[arg(long, help_heading = RUN)]
@@ -184,6 +192,8 @@ pub(crate) const COMMON_KEYS: &[&str] = &[
     "dedicated",
     "shared-sets",
     "max-null-messages",
+    "runtime",
+    "threshold",
     "stall-secs",
 ];
 
@@ -202,6 +212,8 @@ impl CommonArgs {
             dedicated: self.dedicated.or(file.dedicated),
             shared_sets: self.shared_sets.or(file.shared_sets),
             max_null_messages: self.max_null_messages.or(file.max_null_messages),
+            runtime: self.runtime.or(file.runtime),
+            threshold: self.threshold.or(file.threshold),
             stall_secs: self.stall_secs.or(file.stall_secs),
             output: self.output.or(file.output),
             state_saving: self.state_saving.or(file.state_saving),

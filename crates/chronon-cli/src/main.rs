@@ -8,6 +8,7 @@ mod bench_queue;
 mod bench_refcount;
 mod check;
 mod experiment;
+mod lockstep_runtime;
 mod models;
 mod output;
 mod report;

@@ -7,10 +7,11 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
+use crate::lockstep_runtime::runtime;
 use chronon::barrier::BarrierKind;
 use chronon::partition::Mapping;
 use chronon::{
-    ConservativeConfig, Executor, LpId, Model, Progress, QueueKind, Report, Simulation,
+    ConservativeConfig, Executor, LpId, Model, Progress, QueueKind, Report, Runtime, Simulation,
     StallDetector, StateSaving, TimeWarpOptions,
 };
 
@@ -66,6 +67,7 @@ pub(crate) fn executor_with(
         return Err(Failure::bad_input("--threads is 0; it must be at least 1"));
     }
     let sync = sync.unwrap_or("seq");
+    runtime(sync, common)?;
     if matches!(sync, "seq" | "timewarp" | "null-message") {
         let given = [
             ("--barrier", common.barrier.is_some()),
@@ -232,7 +234,8 @@ fn conservative(threads: usize, common: &CommonArgs) -> Result<ConservativeConfi
         .barrier(barrier)
         .mapping(mapping)
         .dedicated(dedicated)
-        .shared_sets(shared_sets);
+        .shared_sets(shared_sets)
+        .runtime(runtime("lockstep", common)?);
     if let Some(cap) = common.max_null_messages {
         if !(cap >= 1.0) || cap > u64::MAX as f64 {
             return Err(Failure::bad_input(format!(
@@ -383,6 +386,10 @@ fn report_config(
                 if barrier == "tree" {
                     put("fan-in", json!(common.fan_in.unwrap_or(4)));
                 }
+            }
+            if let Runtime::WorkStealing { threshold } = cc.runtime {
+                put("runtime", json!(cc.runtime.name()));
+                put("threshold", json!(threshold));
             }
             if matches!(executor, Executor::NullMessage(_)) {
                 put("max-null-messages", json!(cc.max_null_messages as f64));

@@ -342,3 +342,77 @@ fn bench_refcount_prints_tables_3_to_8_with_one_history() {
         "--end must be a positive number",
     );
 }
+
+#[test]
+fn the_work_stealing_runtime_prints_the_sequential_fingerprint() {
+    let seq = run_ok(&[]);
+    for (threads, threshold) in [("1", "1"), ("2", "7"), ("3", "50"), ("4", "7")] {
+        let fp = run_ok(&[
+            "--sync",
+            "lockstep",
+            "--runtime",
+            "work-stealing",
+            "--threshold",
+            threshold,
+            "--threads",
+            threads,
+        ]);
+        assert_eq!(fp, seq, "work-stealing x{threads}, threshold {threshold}");
+    }
+    // The default runtime, named.
+    let fp = run_ok(&[
+        "--sync",
+        "lockstep",
+        "--runtime",
+        "threads",
+        "--threads",
+        "2",
+    ]);
+    assert_eq!(fp, seq);
+}
+
+#[test]
+fn bad_runtime_flags_are_one_line_errors() {
+    let ls = ["--sync", "lockstep", "--threads", "2"];
+    let cases: &[(&[&str], &str)] = &[
+        (
+            &["--runtime", "bsp"],
+            "waits for multi-process support (issue 10",
+        ),
+        (
+            &["--runtime", "work-stealing", "--threshold", "0"],
+            "--threshold is 0",
+        ),
+        (&["--runtime", "fibers"], "unknown --runtime 'fibers'"),
+        (
+            &["--threshold", "5"],
+            "--threshold applies to --runtime work-stealing only",
+        ),
+        (
+            &["--runtime", "work-stealing", "--mapping", "round-robin"],
+            "--mapping applies to --runtime threads only",
+        ),
+        (
+            &["--runtime", "work-stealing", "--barrier", "spin"],
+            "--barrier applies to --runtime threads only",
+        ),
+    ];
+    for (extra, needle) in cases {
+        let args = with(&[&ls[..], extra].concat());
+        let refs: Vec<&str> = args.iter().map(|s| s.as_str()).collect();
+        bad(&refs, needle);
+    }
+    for sync in ["window", "null-message", "timewarp", "seq"] {
+        let threads = if sync == "seq" { "1" } else { "2" };
+        let args = with(&[
+            "--sync",
+            sync,
+            "--threads",
+            threads,
+            "--runtime",
+            "work-stealing",
+        ]);
+        let refs: Vec<&str> = args.iter().map(|s| s.as_str()).collect();
+        bad(&refs, "applies to --sync lockstep only");
+    }
+}

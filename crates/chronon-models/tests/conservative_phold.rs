@@ -2,7 +2,7 @@
 
 use chronon::barrier::BarrierKind;
 use chronon::partition::Mapping;
-use chronon::{ConservativeConfig, Executor, Simulation};
+use chronon::{ConservativeConfig, Executor, Runtime, Simulation};
 use chronon_models::phold::{Phold, PholdTopology};
 
 fn run(p: &Phold, end: f64, seed: u64, exec: Executor) -> chronon::Report {
@@ -28,6 +28,10 @@ fn check(p: &Phold, end: f64, seed: u64, protocols: &[&str]) {
             let exec = match name {
                 "window" => Executor::Window(c),
                 "lockstep" => Executor::Lockstep(c),
+                // The work-stealing runtime, 1, 7 or 50 LPs per task.
+                "lockstep-ws" => Executor::Lockstep(c.runtime(Runtime::WorkStealing {
+                    threshold: [1, 7, 50][threads % 3],
+                })),
                 _ => Executor::NullMessage(c),
             };
             let r = run(p, end, seed, exec);
@@ -51,7 +55,12 @@ fn positive_lookahead_every_protocol() {
             lookahead: 0.2,
             ..Phold::default()
         };
-        check(&p, 12.0, seed, &["window", "lockstep", "null-message"]);
+        check(
+            &p,
+            12.0,
+            seed,
+            &["window", "lockstep", "lockstep-ws", "null-message"],
+        );
     }
 }
 
@@ -65,7 +74,7 @@ fn zero_lookahead_window_and_lockstep() {
             lookahead: 0.0,
             ..Phold::default()
         };
-        check(&p, 8.0, seed, &["window", "lockstep"]);
+        check(&p, 8.0, seed, &["window", "lockstep", "lockstep-ws"]);
     }
 }
 
@@ -79,7 +88,12 @@ fn mesh2d_topology_every_protocol() {
         topology: PholdTopology::Mesh2d,
         ..Phold::default()
     };
-    check(&p, 10.0, 6, &["window", "lockstep", "null-message"]);
+    check(
+        &p,
+        10.0,
+        6,
+        &["window", "lockstep", "lockstep-ws", "null-message"],
+    );
     // Under null messages the graph is sparse: fewer channels than a full mesh would have.
     let r = run(
         &p,

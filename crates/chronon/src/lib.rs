@@ -169,7 +169,7 @@ mod stats;
 pub use error::{ModelError, SimError};
 pub use event::{Event, EventKey};
 pub use executor::{
-    ConservativeConfig, Executor, StateSaving, TimeWarpOptions, DEFAULT_MAX_NULL_MESSAGES,
+    ConservativeConfig, Executor, Runtime, StateSaving, TimeWarpOptions, DEFAULT_MAX_NULL_MESSAGES,
 };
 pub use fingerprint::{Fingerprint, LpDigest};
 pub use limits::SizeHint;

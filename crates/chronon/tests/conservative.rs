@@ -6,7 +6,8 @@
 use chronon::barrier::BarrierKind;
 use chronon::partition::Mapping;
 use chronon::{
-    ConservativeConfig, Ctx, Executor, GlobalCtx, LpId, Model, ModelStats, SimError, Simulation,
+    ConservativeConfig, Ctx, Executor, GlobalCtx, LpId, Model, ModelStats, Runtime, SimError,
+    Simulation,
 };
 
 /// A random model. Every LP has a few out-links, each with a lookahead from `las`; an event
@@ -162,8 +163,46 @@ fn executors(threads: usize) -> Vec<Executor> {
     vec![
         Executor::Window(c.clone()),
         Executor::Lockstep(c.clone().mapping(Mapping::RoundRobin)),
+        // The work-stealing runtime with 1, 7 or 50 LPs per task.
+        Executor::Lockstep(c.clone().runtime(Runtime::WorkStealing {
+            threshold: [1, 7, 50][threads % 3],
+        })),
         Executor::NullMessage(c),
     ]
+}
+
+#[test]
+fn work_stealing_settings_are_checked() {
+    let m = Random {
+        lps: 4,
+        seed: 0,
+        las: vec![1.0],
+        degree: 1,
+        max_fanout: 1,
+        quantum: 0.5,
+        period: 0.0,
+        acyclic_zero: true,
+        cheat_at: None,
+        log: None,
+    };
+    let ws = |threshold| ConservativeConfig::new(2).runtime(Runtime::WorkStealing { threshold });
+    let e = run(&m, Executor::Lockstep(ws(0)), 5.0).unwrap_err();
+    assert!(
+        e.is_config() && e.to_string().contains("--threshold"),
+        "{e}"
+    );
+    for exec in [Executor::Window(ws(5)), Executor::NullMessage(ws(5))] {
+        let e = run(&m, exec, 5.0).unwrap_err();
+        assert!(
+            e.is_config() && e.to_string().contains("lockstep only"),
+            "{e}"
+        );
+    }
+    let r = run(&m, Executor::Lockstep(ws(3)), 5.0).unwrap();
+    assert_eq!(r.workers.len(), 2, "one entry per pool thread");
+    let events: f64 = r.workers.iter().map(|w| w["events"]).sum();
+    assert_eq!(events as u64, r.committed);
+    assert_eq!(r.executor_stats["threshold"], 3.0);
 }
 
 fn run(m: &Random, exec: Executor, end: f64) -> Result<chronon::Report, SimError> {

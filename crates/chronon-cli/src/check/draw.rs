@@ -223,7 +223,13 @@ pub(crate) fn executor_flags(model: &str, sync: &str, d: &mut Draw) -> Flags {
     f.set("sync", sync)
         .set("threads", d.int(1, 4))
         .set("queue", d.pick(&["ladder", "heap"]));
-    if d.chance(0.3) {
+    // Lock-step on the work-stealing runtime (seed 002), a few LPs per task to many; it has no
+    // LP owners and no barrier, so no --mapping or --barrier.
+    let ws = sync == "lockstep" && d.chance(0.4);
+    if ws {
+        f.set("runtime", "work-stealing");
+        f.set("threshold", d.pick(&["1", "2", "7", "50"]));
+    } else if d.chance(0.3) {
         f.set("mapping", d.pick(&["block", "round-robin"]));
     }
     if sync == "timewarp" {
@@ -244,7 +250,7 @@ pub(crate) fn executor_flags(model: &str, sync: &str, d: &mut Draw) -> Flags {
         if d.chance(0.25) {
             f.set("window", d.pick(&["0.5", "2", "10"]));
         }
-    } else if sync != "null-message" {
+    } else if sync != "null-message" && !ws {
         // Null messages use no barrier.
         let barrier = d.pick(&["tree", "std", "semaphore", "spin"]);
         if d.chance(0.5) {

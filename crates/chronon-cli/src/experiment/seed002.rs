@@ -1,13 +1,17 @@
-//! Seed 002 (runtime systems for conservative simulation): Graph 2, speedup of the lock-step
-//! protocol over the number of threads on the manufacturing model at the seed's 25 µs of
-//! event-handling time. Only the persistent-thread runtime exists; the work-stealing and BSP
-//! runtimes wait for issue 13 (and BSP over processes for issue 10).
+//! Seed 002 (runtime systems for conservative simulation) on the manufacturing model:
+//! Graph 1, speedup of the lock-step protocol vs event-handling time (1–50 µs) for the
+//! persistent-thread runtime and the work-stealing runtime at thresholds 50, 300 and 600 LPs
+//! per task (BSP waits for issue 10); Graph 2, speedup vs threads at 25 µs (threads runtime).
 
 use super::{md_table, num, Point, Rendered, Results, Settings};
 use crate::report::plot::{figure, Panel, Series};
 use crate::Failure;
 
 fn base(s: &Settings) -> Vec<&'static str> {
+    base_at(s, "25")
+}
+
+fn base_at(s: &Settings, work_us: &'static str) -> Vec<&'static str> {
     let mut v = vec![
         "run",
         "manufacturing",
@@ -20,7 +24,7 @@ fn base(s: &Settings) -> Vec<&'static str> {
         "--testing-stations",
         "16",
         "--work-us",
-        "25",
+        work_us,
         "--stall-secs",
         "0",
     ];
@@ -90,6 +94,112 @@ pub(super) fn graph2_render(_: &Settings, r: &Results) -> Result<Rendered, Failu
             x: "threads".into(),
             y: "speedup".into(),
             series: vec![Series::new("threads runtime", pts)],
+        }],
+    )?;
+    Ok(Rendered { table, figure: svg })
+}
+
+/// Graph 1's event-handling times (µs) and work-stealing thresholds (LPs per task).
+const WORKS: [&str; 5] = ["1", "5", "10", "25", "50"];
+const THRESHOLDS: [&str; 3] = ["50", "300", "600"];
+
+/// Graph 1 runs every runtime at one thread count: the largest of `--threads` (default: the
+/// cores, at least 2).
+fn graph1_threads(s: &Settings) -> usize {
+    s.parallel_threads().into_iter().max().unwrap_or(2)
+}
+
+pub(super) fn graph1_plan(s: &Settings) -> Result<Vec<Point>, Failure> {
+    let ts = graph1_threads(s).to_string();
+    let mut out = Vec::new();
+    for work in WORKS {
+        let b = base_at(s, work);
+        out.push(Point::new(
+            &[("work_us", work), ("runtime", "seq"), ("threshold", "-")],
+            &b,
+        ));
+        let mut args = b.clone();
+        args.extend(["--sync", "lockstep", "--threads", &ts]);
+        out.push(Point::new(
+            &[
+                ("work_us", work),
+                ("runtime", "threads"),
+                ("threshold", "-"),
+            ],
+            &args,
+        ));
+        for th in THRESHOLDS {
+            let mut a = args.clone();
+            a.extend(["--runtime", "work-stealing", "--threshold", th]);
+            out.push(Point::new(
+                &[
+                    ("work_us", work),
+                    ("runtime", "work-stealing"),
+                    ("threshold", th),
+                ],
+                &a,
+            ));
+        }
+    }
+    Ok(out)
+}
+
+pub(super) fn graph1_render(s: &Settings, r: &Results) -> Result<Rendered, Failure> {
+    let threads = graph1_threads(s);
+    let columns: Vec<(String, &str, &str)> =
+        std::iter::once(("threads".to_string(), "threads", "-"))
+            .chain(
+                THRESHOLDS
+                    .iter()
+                    .map(|th| (format!("work-stealing, {th}"), "work-stealing", *th)),
+            )
+            .collect();
+    let mut header = vec!["work µs".to_string(), "seq s".to_string()];
+    header.extend(columns.iter().map(|c| c.0.clone()));
+    header.push("BSP".into());
+    let mut rows = Vec::new();
+    let mut series: Vec<Vec<(f64, f64)>> = vec![Vec::new(); columns.len()];
+    for work in WORKS {
+        let seq = r.get(&[("work_us", work), ("runtime", "seq")], "wall_s");
+        let mut row = vec![work.to_string(), num(seq)];
+        for (i, (_, runtime, th)) in columns.iter().enumerate() {
+            let w = r.get(
+                &[("work_us", work), ("runtime", runtime), ("threshold", th)],
+                "wall_s",
+            );
+            let speedup = seq / w;
+            row.push(if speedup.is_finite() {
+                format!("{} ({} s)", num(speedup), num(w))
+            } else {
+                "-".into()
+            });
+            if speedup.is_finite() {
+                series[i].push((work.parse().unwrap_or(f64::NAN), speedup));
+            }
+        }
+        row.push("waits for issue 10".into());
+        rows.push(row);
+    }
+    let table = format!(
+        "Manufacturing model as in Graph 2 (1 120 LPs), lock-step protocol at {threads} threads; \
+         speedup over the sequential executor (wall time, initialization excluded) for each \
+         event-handling time. `threads`: persistent workers, block mapping; `work-stealing, N`: \
+         a rayon pool of {threads} threads, one task per group of N LPs with events below \
+         SafeTime each lock-step. BSP over processes waits for issue 10 (\"Beyond one \
+         process\").\n\n{}",
+        md_table(&header, &rows)
+    );
+    let svg = figure(
+        "Seed 002 Graph 1: speedup vs event-handling time (manufacturing, lock-step)",
+        &[Panel::Lines {
+            title: format!("speedup over the sequential simulator, {threads} threads"),
+            x: "event-handling time (µs)".into(),
+            y: "speedup".into(),
+            series: columns
+                .iter()
+                .zip(series)
+                .map(|(c, pts)| Series::new(format!("{} runtime", c.0), pts))
+                .collect(),
         }],
     )?;
     Ok(Rendered { table, figure: svg })

@@ -64,18 +64,24 @@ pub(crate) fn check_fingerprints<M: Model>(make: impl Fn() -> M, lps: u32, end: 
     }
 }
 
-/// Every parallel executor at 1 to 4 threads (lock-step with both mappings), so each model's
+/// Every parallel executor at 1 to 4 threads (lock-step with both mappings, and on the
+/// work-stealing runtime with 1, 7 and 50 LPs per task), so each model's
 /// declared topology is used and checked (a send along an undeclared link, or below its
 /// lookahead, fails the run) with links inside and between workers.
 pub(crate) fn parallel_executors() -> Vec<Executor> {
     use chronon::partition::Mapping;
-    use chronon::ConservativeConfig;
+    use chronon::{ConservativeConfig, Runtime};
     let mut v = Vec::new();
     for t in 1..=4 {
         let c = ConservativeConfig::new(t);
         v.push(Executor::Window(c.clone()));
         v.push(Executor::Lockstep(c.clone()));
         v.push(Executor::Lockstep(c.clone().mapping(Mapping::RoundRobin)));
+        for threshold in [1, 7, 50] {
+            v.push(Executor::Lockstep(
+                c.clone().runtime(Runtime::WorkStealing { threshold }),
+            ));
+        }
         v.push(Executor::NullMessage(c));
         v.push(Executor::TimeWarp { threads: t });
     }

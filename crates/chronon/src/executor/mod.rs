@@ -10,7 +10,7 @@ pub mod time_warp;
 
 pub use time_warp::{StateSaving, TimeWarpOptions};
 
-pub use conservative::{ConservativeConfig, DEFAULT_MAX_NULL_MESSAGES};
+pub use conservative::{ConservativeConfig, Runtime, DEFAULT_MAX_NULL_MESSAGES};
 
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::sync::Arc;

@@ -25,6 +25,35 @@ pub struct ConservativeConfig {
     /// small that it needs more is refused before the run
     /// ([`DEFAULT_MAX_NULL_MESSAGES`] by default).
     pub max_null_messages: u64,
+    /// Lock-step only: who executes the LPs' events within a lock-step
+    /// ([`Runtime::Threads`] by default).
+    pub runtime: Runtime,
+}
+
+/// The runtime system under the lock-step protocol (seed 002 §3): the protocol (SafeTime =
+/// max(InClock, GST)) is the same; the runtime decides who executes the events below it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
+#[non_exhaustive]
+pub enum Runtime {
+    /// Persistent worker threads, each owning a block of LPs (the default).
+    #[default]
+    Threads,
+    /// A rayon work-stealing pool of `threads` threads: each lock-step spawns one task per group
+    /// of `threshold` LPs that have events below SafeTime (the seed's Cilk runtime).
+    WorkStealing {
+        /// LPs per task (at least 1).
+        threshold: usize,
+    },
+}
+
+impl Runtime {
+    /// The name used on the command line (`--runtime`).
+    pub fn name(self) -> &'static str {
+        match self {
+            Runtime::Threads => "threads",
+            Runtime::WorkStealing { .. } => "work-stealing",
+        }
+    }
 }
 
 /// The default of [`ConservativeConfig::max_null_messages`]: 10^10 per channel. A fixed cap
@@ -42,6 +71,30 @@ impl ConservativeConfig {
             dedicated: 1.0,
             shared_sets: 0,
             max_null_messages: DEFAULT_MAX_NULL_MESSAGES,
+            runtime: Runtime::Threads,
+        }
+    }
+
+    /// Sets the runtime system (lock-step only).
+    pub fn runtime(mut self, runtime: Runtime) -> Self {
+        self.runtime = runtime;
+        self
+    }
+
+    /// Checks the runtime against `protocol`.
+    pub(super) fn check_runtime(&self, protocol: Protocol) -> Result<(), SimError> {
+        match self.runtime {
+            Runtime::Threads => Ok(()),
+            Runtime::WorkStealing { .. } if protocol != Protocol::Lockstep => {
+                Err(SimError::Config(format!(
+                    "--runtime work-stealing applies to --sync lockstep only; got --sync {}",
+                    protocol.name()
+                )))
+            }
+            Runtime::WorkStealing { threshold: 0 } => Err(SimError::Config(
+                "--threshold must be at least 1 LP per task; got 0".into(),
+            )),
+            Runtime::WorkStealing { .. } => Ok(()),
         }
     }
 

@@ -50,6 +50,10 @@ fn run_with<M: Model, Q: PendingSet<Event<M::Event>>>(
         )));
     }
     cc.check_balance(protocol)?;
+    cc.check_runtime(protocol)?;
+    if let super::Runtime::WorkStealing { threshold } = cc.runtime {
+        return super::work_stealing::run::<M, Q>(model, cfg, cc, threshold);
+    }
     let owner = cc.mapping.owners(cfg.lps, w).map_err(SimError::Config)?;
     let links = Links::new(model, cfg.lps)?;
     let (mut worker_la, link_la) = worker_lookaheads(&links, &owner, w);

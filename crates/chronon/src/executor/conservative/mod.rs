@@ -3,6 +3,8 @@
 //!
 //! - [`window`]: the barrier (YAWNS) algorithm of seed 001 §2.2.2 — one global LBTS per round.
 //! - [`lockstep`]: seed 002 Fig. 1 — per-worker SafeTime = max(InClock, GST) per lock-step.
+//!   On the work-stealing runtime (`work_stealing.rs`) the same rule at LP granularity runs
+//!   each lock-step's LPs as rayon tasks of `threshold` LPs.
 //! - [`null_message`]: Chandy-Misra-Bryant (seed 001 §2.2.1) with per-link lookahead and null
 //!   messages between workers.
 //!
@@ -29,11 +31,12 @@ mod null_message;
 mod rounds;
 mod shared;
 mod window;
+mod work_stealing;
 mod worker;
 mod zero_links;
 
 pub(crate) use config::Protocol;
-pub use config::{ConservativeConfig, DEFAULT_MAX_NULL_MESSAGES};
+pub use config::{ConservativeConfig, Runtime, DEFAULT_MAX_NULL_MESSAGES};
 pub(crate) use launch::{run, Outcome};
 pub(crate) use shared::{Shared, WorkerStats};
 pub(crate) use worker::Worker;

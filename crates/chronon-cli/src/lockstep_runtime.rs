@@ -1,0 +1,53 @@
+//! `--runtime` and `--threshold`: the lock-step runtime system (seed 002).
+
+use chronon::Runtime;
+
+use crate::args::CommonArgs;
+use crate::Failure;
+
+/// The lock-step runtime from `--runtime` and `--threshold` (checked against `--sync`).
+pub(crate) fn runtime(sync: &str, common: &CommonArgs) -> Result<Runtime, Failure> {
+    let name = common.runtime.as_deref().unwrap_or("threads");
+    let rt = match name {
+        "threads" => Runtime::Threads,
+        "work-stealing" => Runtime::WorkStealing {
+            threshold: common.threshold.unwrap_or(50),
+        },
+        "bsp" => return Err(Failure::bad_input(
+            "--runtime bsp waits for multi-process support (issue 10, \"Beyond one process\"); \
+                 use --runtime threads or work-stealing",
+        )),
+        other => {
+            return Err(Failure::bad_input(format!(
+                "unknown --runtime '{other}' (allowed: threads, work-stealing, bsp)"
+            )))
+        }
+    };
+    if name != "threads" && sync != "lockstep" {
+        return Err(Failure::bad_input(format!(
+            "--runtime {name} applies to --sync lockstep only; got --sync {sync}"
+        )));
+    }
+    if name == "work-stealing" {
+        let given = [
+            ("--mapping", common.mapping.is_some()),
+            ("--barrier", common.barrier.is_some()),
+            ("--fan-in", common.fan_in.is_some()),
+        ];
+        if let Some((flag, _)) = given.iter().find(|(_, g)| *g) {
+            return Err(Failure::bad_input(format!(
+                "{flag} applies to --runtime threads only (the work-stealing runtime has no LP \
+                 owners and no barrier)"
+            )));
+        }
+    }
+    match common.threshold {
+        Some(_) if name != "work-stealing" => Err(Failure::bad_input(
+            "--threshold applies to --runtime work-stealing only",
+        )),
+        Some(0) => Err(Failure::bad_input(
+            "--threshold is 0; it must be at least 1 LP per task",
+        )),
+        _ => Ok(rt),
+    }
+}
