@@ -171,9 +171,9 @@ fn executors(threads: usize) -> Vec<Executor> {
     ]
 }
 
-#[test]
-fn work_stealing_settings_are_checked() {
-    let m = Random {
+/// Four LPs, one link each, lookahead 1: the small model of the settings tests.
+fn tiny() -> Random {
+    Random {
         lps: 4,
         seed: 0,
         las: vec![1.0],
@@ -184,7 +184,12 @@ fn work_stealing_settings_are_checked() {
         acyclic_zero: true,
         cheat_at: None,
         log: None,
-    };
+    }
+}
+
+#[test]
+fn work_stealing_settings_are_checked() {
+    let m = tiny();
     let ws = |threshold| ConservativeConfig::new(2).runtime(Runtime::WorkStealing { threshold });
     let e = run(&m, Executor::Lockstep(ws(0)), 5.0).unwrap_err();
     assert!(
@@ -366,18 +371,7 @@ fn breaking_the_declared_links_is_a_model_error_everywhere() {
 
 #[test]
 fn zero_threads_is_a_config_error() {
-    let m = Random {
-        lps: 4,
-        seed: 0,
-        las: vec![1.0],
-        degree: 1,
-        max_fanout: 1,
-        quantum: 0.5,
-        period: 0.0,
-        acyclic_zero: true,
-        cheat_at: None,
-        log: None,
-    };
+    let m = tiny();
     for exec in executors(0) {
         let e = run(&m, exec, 5.0).unwrap_err();
         assert!(e.is_config() && e.to_string().contains("at least 1"), "{e}");

@@ -298,26 +298,17 @@ fn multicast_copies_share_one_payload_under_every_executor() {
     assert_eq!(stat(&seq, "multicast_received"), emitted);
     assert_eq!(stat(&seq, "packets_received"), emitted);
     assert_eq!(stat(&seq, "multicast_corrupt"), 0.0);
-    use chronon::{ConservativeConfig, Executor, Simulation};
-    for threads in [1, 2, 3] {
-        let c = ConservativeConfig::new(threads);
-        for exec in [
-            Executor::Window(c.clone()),
-            Executor::Lockstep(c.clone()),
-            Executor::NullMessage(c),
-            Executor::TimeWarp { threads },
-        ] {
-            let name = format!("{} x{threads}", exec.name());
-            let r = Simulation::new(make())
-                .lps(5)
-                .end_time(5.0)
-                .seed(1)
-                .executor(exec)
-                .run()
-                .unwrap_or_else(|e| panic!("{name}: {e}"));
-            assert_eq!(r.fingerprint, seq.fingerprint, "{name}");
-            assert_eq!(r.model_stats, seq.model_stats, "{name}");
-        }
+    for exec in crate::parallel_executors() {
+        let name = format!("{exec:?}");
+        let r = chronon::Simulation::new(make())
+            .lps(5)
+            .end_time(5.0)
+            .seed(1)
+            .executor(exec)
+            .run()
+            .unwrap_or_else(|e| panic!("{name}: {e}"));
+        assert_eq!(r.fingerprint, seq.fingerprint, "{name}");
+        assert_eq!(r.model_stats, seq.model_stats, "{name}");
     }
     let mut net = Network::new(3);
     net.link(0, 1, LINK).unwrap();
@@ -340,7 +331,7 @@ fn multicast_copies_share_one_payload_under_every_executor() {
 /// time or below it.
 #[test]
 fn campus_throughput_series_is_the_same_under_every_executor() {
-    use chronon::{ConservativeConfig, Executor, Simulation};
+    use chronon::{Executor, Simulation};
     let c = Campus {
         campuses: 2,
         clients_per_lan: 3,
@@ -365,16 +356,9 @@ fn campus_throughput_series_is_the_same_under_every_executor() {
     assert!(bps.len() >= 9, "{bps:?}");
     assert!(bps.iter().skip(2).all(|&(_, v)| v > 0.0), "{bps:?}");
     assert!(bytes.last().unwrap().1 <= stat(&seq, "bytes_received"));
-    for threads in [2, 3] {
-        let cc = ConservativeConfig::new(threads);
-        for exec in [
-            Executor::Window(cc.clone()),
-            Executor::NullMessage(cc),
-            Executor::TimeWarp { threads },
-        ] {
-            let name = format!("{} x{threads}", exec.name());
-            let r = go(exec);
-            assert_eq!(r.model_series, seq.model_series, "{name}");
-        }
+    for exec in crate::parallel_executors() {
+        let name = format!("{exec:?}");
+        let r = go(exec);
+        assert_eq!(r.model_series, seq.model_series, "{name}");
     }
 }

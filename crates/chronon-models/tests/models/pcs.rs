@@ -162,7 +162,7 @@ fn bad_parameters_are_named() {
 /// channels and the first comes after the network has filled up from empty.
 #[test]
 fn occupancy_series_is_the_same_under_every_executor() {
-    use chronon::{ConservativeConfig, Executor, Simulation};
+    use chronon::{Executor, Simulation};
     let m = Pcs {
         width: 6,
         height: 6,
@@ -185,18 +185,10 @@ fn occupancy_series_is_the_same_under_every_executor() {
     assert_eq!(series.len(), 11, "{series:?}");
     assert!(series.iter().all(|&(_, v)| (0.0..=1.0).contains(&v)));
     assert!(series[0].1 < series[10].1, "{series:?}");
-    for threads in [2, 3] {
-        let c = ConservativeConfig::new(threads);
-        for exec in [
-            Executor::Window(c.clone()),
-            Executor::Lockstep(c.clone()),
-            Executor::NullMessage(c),
-            Executor::TimeWarp { threads },
-        ] {
-            let name = format!("{} x{threads}", exec.name());
-            let r = go(exec);
-            assert_eq!(r.model_series, seq.model_series, "{name}");
-            assert_eq!(r.fingerprint, seq.fingerprint, "{name}");
-        }
+    for exec in crate::parallel_executors() {
+        let name = format!("{exec:?}");
+        let r = go(exec);
+        assert_eq!(r.model_series, seq.model_series, "{name}");
+        assert_eq!(r.fingerprint, seq.fingerprint, "{name}");
     }
 }
