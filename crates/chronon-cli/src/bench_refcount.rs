@@ -86,7 +86,7 @@ fn pair_cost<S: Scheme>(threads: usize, ops: u64) -> (f64, Option<f64>) {
             .collect()
     });
     drop(item);
-    settle::<S>();
+    S::flush();
     let n = results.len() as f64;
     let ns = results.iter().map(|r| r.0).sum::<f64>() / n;
     let ticks = results
@@ -95,15 +95,6 @@ fn pair_cost<S: Scheme>(threads: usize, ops: u64) -> (f64, Option<f64>) {
         .collect::<Option<Vec<f64>>>()
         .map(|v| v.iter().sum::<f64>() / n);
     (ns, ticks)
-}
-
-/// Lets the buffered schemes apply what the finished threads pushed.
-fn settle<S: Scheme>() {
-    if S::NAME == Buffered::NAME {
-        Buffered::flush();
-    } else if S::NAME == BufferedDeferred::NAME {
-        BufferedDeferred::flush();
-    }
 }
 
 /// A payload shared by many events.
@@ -211,7 +202,7 @@ fn model_run<S: Scheme>(b: &RefcountBench, threads: usize) -> Result<(f64, Strin
         .seed(1)
         .executor(executor)
         .run()?;
-    settle::<S>();
+    S::flush();
     Ok((t0.elapsed().as_secs_f64(), report.fingerprint.to_string()))
 }
 

@@ -453,4 +453,8 @@ unsafe impl<const D: bool> Scheme for BufferedScheme<D> {
     unsafe fn drop_ref(_: &mut (), raw: Raw) {
         record(D, Op(raw), false);
     }
+
+    fn flush() {
+        BufferedScheme::<D>::flush();
+    }
 }

@@ -46,7 +46,7 @@ use std::marker::PhantomData;
 use std::ops::Deref;
 use std::ptr::NonNull;
 
-pub use buffered::{set_buffer_capacity, Buffered, BufferedDeferred};
+pub use buffered::{set_buffer_capacity, Buffered, BufferedDeferred, BufferedScheme};
 pub use counters::{Cas, LockAdd, Locked, XAdd};
 pub use per_thread::PerThread;
 
@@ -111,6 +111,11 @@ pub unsafe trait Scheme: Sized + Send + Sync + 'static {
     /// `raw` is the item of the handle being dropped, `local` its local part, called once per
     /// handle.
     unsafe fn drop_ref(local: &mut Self::Local, raw: Raw);
+
+    /// Applies whatever this thread has recorded but not applied yet, and returns once it is
+    /// applied. Nothing to do for schemes that count immediately (the default); the buffered
+    /// schemes push this thread's buffers ([`BufferedScheme::flush`]).
+    fn flush() {}
 }
 
 #[repr(C)]

@@ -30,7 +30,8 @@ fn thread_token() -> usize {
     TOKEN.with(|t| t as *const u8 as usize)
 }
 
-/// Local counts through the handles: see the [module docs](self).
+/// Local counts through the handles (seed 001 §3.3.3): each thread counts its own handles to
+/// an item, and the item counts the threads; see `refcount/README.md`.
 #[derive(Debug)]
 pub enum PerThread {}
 

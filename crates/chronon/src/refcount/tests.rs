@@ -29,21 +29,13 @@ impl Drop for Tracked {
     }
 }
 
-fn settle<S: Scheme>() {
-    if S::NAME == Buffered::NAME {
-        Buffered::flush();
-    } else if S::NAME == BufferedDeferred::NAME {
-        BufferedDeferred::flush();
-    }
-}
-
 /// Flushes until `drops` reaches `want`. The buffered schemes free an item once every
 /// registered thread has pushed since its last drop; tests running in parallel share their
 /// global store, so another test's thread may hold frees back until it ends (a few ms).
 fn settle_until<S: Scheme>(drops: &AtomicUsize, want: usize) {
     let start = std::time::Instant::now();
     loop {
-        settle::<S>();
+        S::flush();
         let now = drops.load(SeqCst);
         assert!(now <= want, "{}: {now} drops of {want} items", S::NAME);
         if now == want {
@@ -92,7 +84,7 @@ fn concurrent_clone_drop<S: Scheme>() {
             }
         }
     }
-    settle::<S>();
+    S::flush();
     assert!(
         drops.load(SeqCst) < items,
         "{}: freed while handles exist",

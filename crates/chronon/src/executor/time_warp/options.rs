@@ -10,7 +10,7 @@ use crate::partition::Mapping;
 pub enum StateSaving {
     /// Save a copy of the state every k events and coast forward from it.
     Copy,
-    /// Undo events with the model's reverse handler ([`Model::reverse`]).
+    /// Undo events with the model's reverse handler ([`Model::reverse`](crate::Model::reverse)).
     Reverse,
     /// Reverse computation when the model has a reverse handler, copies otherwise.
     #[default]
