@@ -154,18 +154,4 @@ impl<M: Model, Q: PendingSet<TwEvent<M::Event>>> Worker<'_, '_, M, Q> {
         self.global_next = gl.next();
         Ok(())
     }
-
-    /// The time of the earliest pending event that is not cancelled (`+inf`: none); drops the
-    /// cancelled ones in front of it.
-    fn live_head(&mut self) -> Time {
-        while let Some(head) = self.queue.peek() {
-            let (id, time) = (head.id, head.ev.time);
-            if self.cancelled.remove(&id) {
-                self.queue.pop();
-                continue;
-            }
-            return time;
-        }
-        Time::INFINITY
-    }
 }

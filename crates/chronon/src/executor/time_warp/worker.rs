@@ -200,42 +200,47 @@ impl<'s, 'a, M: Model, Q: PendingSet<TwEvent<M::Event>>> Worker<'s, 'a, M, Q> {
     /// The next event to run, if one may run now (before the end time, inside the optimism
     /// window, under the uncommitted-event cap).
     pub(super) fn next_event(&mut self) -> Option<TwEvent<M::Event>> {
-        loop {
-            let head = self.queue.peek()?;
-            if !self.cancelled.is_empty() && self.cancelled.contains(&head.id) {
-                let id = head.id;
-                self.cancelled.remove(&id);
+        let t = self.live_head();
+        if t >= self.sh.end || t > self.global_next {
+            return None;
+        }
+        let st = &self.stats;
+        let uncommitted = st.processed - st.committed - st.rolled_back;
+        // `max_uncommitted` without a memory bound, at most that under one.
+        let cap = self.sh.mem.cap();
+        let limit = if uncommitted >= cap {
+            self.gvt
+        } else {
+            let limit = self.gvt + self.sh.optimism.window();
+            self.window_blocked |= t > limit;
+            limit
+        };
+        if t > limit {
+            return None;
+        }
+        let ev = self.queue.pop();
+        // The next event's LP record is most likely a cache miss (LPs are touched in
+        // timestamp order, all over the table): start loading it while this one runs.
+        if let Some(next) = self.queue.peek() {
+            if let Some(lp) = self.lps.get(self.sh.local_of(next.ev.dst)) {
+                prefetch(lp);
+            }
+        }
+        ev
+    }
+
+    /// The time of the earliest pending event that is not cancelled (`+inf`: none); drops the
+    /// cancelled ones in front of it.
+    pub(super) fn live_head(&mut self) -> Time {
+        while let Some(head) = self.queue.peek() {
+            let (id, time) = (head.id, head.ev.time);
+            if !self.cancelled.is_empty() && self.cancelled.remove(&id) {
                 self.queue.pop();
                 continue;
             }
-            let t = head.ev.time;
-            if t >= self.sh.end || t > self.global_next {
-                return None;
-            }
-            let st = &self.stats;
-            let uncommitted = st.processed - st.committed - st.rolled_back;
-            // `max_uncommitted` without a memory bound, at most that under one.
-            let cap = self.sh.mem.cap();
-            let limit = if uncommitted >= cap {
-                self.gvt
-            } else {
-                let limit = self.gvt + self.sh.optimism.window();
-                self.window_blocked |= t > limit;
-                limit
-            };
-            if t > limit {
-                return None;
-            }
-            let ev = self.queue.pop();
-            // The next event's LP record is most likely a cache miss (LPs are touched in
-            // timestamp order, all over the table): start loading it while this one runs.
-            if let Some(next) = self.queue.peek() {
-                if let Some(lp) = self.lps.get(self.sh.local_of(next.ev.dst)) {
-                    prefetch(lp);
-                }
-            }
-            return ev;
+            return time;
         }
+        Time::INFINITY
     }
 
     /// Runs one event: rolls its LP back first if the event is in the LP's past (primary
