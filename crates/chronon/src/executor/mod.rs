@@ -1,6 +1,6 @@
 //! Executors: the algorithms that run a model. Each lives in its own file; all of them share the
 //! LP bookkeeping, initialization and report assembly here, and all of them commit the same
-//! history as [`sequential`].
+//! history as the sequential executor (`sequential.rs`).
 
 pub(crate) mod conservative;
 pub(crate) mod global;
