@@ -420,7 +420,10 @@ fn model_series_go_to_series_csv_and_model_svg_and_rollbacks_are_never_made_up()
     let texts = svg_texts(&plots.join("model.svg"));
     assert!(texts.iter().any(|t| t == "channel_occupancy"), "{texts:?}");
     // Both executors recorded the same series: one line, named after the first report.
-    assert!(texts.iter().any(|t| t == "pcs seq ×1"), "{texts:?}");
+    assert!(
+        texts.iter().any(|t| t == "pcs seq ×1 (+1 identical)"),
+        "{texts:?}"
+    );
     assert!(!texts.iter().any(|t| t == "pcs timewarp ×2"), "{texts:?}");
     let _ = std::fs::remove_dir_all(&dir);
 }

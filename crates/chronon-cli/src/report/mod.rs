@@ -285,8 +285,9 @@ fn rollbacks(reports: &[Loaded]) -> Option<Vec<Panel>> {
 const MODEL_PANELS: usize = 4;
 
 fn model_series(reports: &[Loaded]) -> Option<Vec<Panel>> {
-    // name -> distinct point lists, each with the label of the first report holding it.
-    let mut by_name: BTreeMap<String, Vec<(String, Vec<(f64, f64)>)>> = BTreeMap::new();
+    // name -> distinct point lists, each with the label of the first report holding it and
+    // the number of reports holding it.
+    let mut by_name: BTreeMap<String, Vec<(String, Vec<(f64, f64)>, usize)>> = BTreeMap::new();
     for r in reports {
         let Some(series) = r.v.get("model_series").and_then(Value::as_object) else {
             continue;
@@ -294,8 +295,12 @@ fn model_series(reports: &[Loaded]) -> Option<Vec<Panel>> {
         for (name, points) in series {
             let pts = pairs(Some(points), 0, 1);
             let lines = by_name.entry(name.clone()).or_default();
-            if !pts.is_empty() && !lines.iter().any(|l| l.1 == pts) {
-                lines.push((r.label.clone(), pts));
+            if pts.is_empty() {
+                continue;
+            }
+            match lines.iter_mut().find(|l| l.1 == pts) {
+                Some(l) => l.2 += 1,
+                None => lines.push((r.label.clone(), pts, 1)),
             }
         }
     }
@@ -309,7 +314,14 @@ fn model_series(reports: &[Loaded]) -> Option<Vec<Panel>> {
             y: name,
             series: lines
                 .into_iter()
-                .map(|(label, pts)| Series::new(label, pts))
+                .map(|(label, pts, n)| {
+                    let name = if n > 1 {
+                        format!("{label} (+{} identical)", n - 1)
+                    } else {
+                        label
+                    };
+                    Series::new(name, pts)
+                })
                 .collect(),
         })
         .collect();
@@ -492,7 +504,7 @@ mod tests {
         };
         assert_eq!(title, "channel_occupancy");
         assert_eq!(series.len(), 1, "the same points under two executors");
-        assert_eq!(series[0].name, "pcs seq ×1");
+        assert_eq!(series[0].name, "pcs seq ×1 (+1 identical)");
         assert_eq!(series[0].points, [(60.0, 0.5), (120.0, 0.75)]);
         let none = loaded(serde_json::json!({"model": "phold", "sync": "seq", "threads": 1}));
         assert!(model_series(&[none]).is_none());
