@@ -145,6 +145,16 @@ mod tests {
     use std::time::{Duration, Instant};
 
     #[test]
+    fn counts_add_up_independently() {
+        let p = Progress::new();
+        p.add_events(5);
+        p.add_rolled_back(2);
+        p.add_events(5);
+        p.add_rolled_back(1);
+        assert_eq!((p.events(), p.rolled_back()), (10, 3));
+    }
+
+    #[test]
     fn warns_once_when_time_stands_still() {
         let t = Instant::now();
         let s = |x: u64| t + Duration::from_secs(x);

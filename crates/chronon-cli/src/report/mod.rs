@@ -284,10 +284,13 @@ fn rollbacks(reports: &[Loaded]) -> Option<Vec<Panel>> {
 /// At most this many panels in `model.svg` (a panel per series name, side by side).
 const MODEL_PANELS: usize = 4;
 
+/// One line of `model.svg`: the first report's label, the points, how many reports hold them.
+type Line = (String, Vec<(f64, f64)>, usize);
+
 fn model_series(reports: &[Loaded]) -> Option<Vec<Panel>> {
     // name -> distinct point lists, each with the label of the first report holding it and
     // the number of reports holding it.
-    let mut by_name: BTreeMap<String, Vec<(String, Vec<(f64, f64)>, usize)>> = BTreeMap::new();
+    let mut by_name: BTreeMap<String, Vec<Line>> = BTreeMap::new();
     for r in reports {
         let Some(series) = r.v.get("model_series").and_then(Value::as_object) else {
             continue;
