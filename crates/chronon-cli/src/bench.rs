@@ -29,6 +29,10 @@ pub(crate) enum BenchWhich {
     /// The reference-counting schemes of `chronon::refcount` (seed 001 Tables 3-8): the cost
     /// of a clone + drop on one shared item, and the run time of a model sharing payloads.
     Refcount(RefcountBench),
+    /// One reference-counting measurement written as JSON (used by `chronon experiment
+    /// 001-refcount`).
+    #[command(hide = true)]
+    RefcountOnce(crate::bench_refcount::OnceArgs),
 }
 
 #[derive(Debug, Args)]
@@ -138,5 +142,6 @@ pub(crate) fn run(cmd: BenchCmd) -> Result<u8, Failure> {
         BenchWhich::BarrierOnce(a) => crate::bench_barriers::once(a),
         BenchWhich::Queue(b) => crate::bench_queue::run(b),
         BenchWhich::Refcount(b) => crate::bench_refcount::run(b),
+        BenchWhich::RefcountOnce(a) => crate::bench_refcount::once(a),
     }
 }

@@ -394,3 +394,106 @@ pub(crate) fn run(b: RefcountBench) -> Result<u8, Failure> {
     }
     Ok(0)
 }
+
+/// Flags of the hidden `chronon bench refcount-once`: one cell of Tables 3–8.
+#[derive(Debug, clap::Args)]
+pub(crate) struct OnceArgs {
+    /// `pair` (Tables 3-4: clone + drop cost on one shared item) or `model` (Tables 5-8: the
+    /// relay model's run time).
+    #[arg(long)]
+    measure: String,
+    /// raw, locked, lock-add, xadd, cas, per-thread, buffered (B-I) or buffered-thread (B-T).
+    #[arg(long)]
+    scheme: String,
+    #[arg(long)]
+    threads: usize,
+    /// Clone + drop pairs per thread (`pair`).
+    #[arg(long, default_value_t = 2_000_000)]
+    ops: u64,
+    /// Operations per buffer of the buffered schemes.
+    #[arg(long, default_value_t = 10_000)]
+    buffer: usize,
+    /// LPs of the relay model (`model`).
+    #[arg(long, default_value_t = 1024)]
+    lps: u32,
+    /// End time of the relay model.
+    #[arg(long, default_value_t = 1000.0)]
+    end: f64,
+    /// Packets each LP of the relay model keeps.
+    #[arg(long, default_value_t = 4)]
+    keep: usize,
+    /// Where to write the JSON result.
+    #[arg(long)]
+    output: std::path::PathBuf,
+}
+
+/// The schemes `refcount-once` measures, by name: (name, pair cost, relay run).
+const SCHEMES: [(&str, PairFn, ModelFn); 8] = [
+    ("raw", pair_cost::<RawCount>, model_run::<RawCount>),
+    ("locked", pair_cost::<Locked>, model_run::<Locked>),
+    ("lock-add", pair_cost::<LockAdd>, model_run::<LockAdd>),
+    ("xadd", pair_cost::<XAdd>, model_run::<XAdd>),
+    ("cas", pair_cost::<Cas>, model_run::<Cas>),
+    ("per-thread", pair_cost::<PerThread>, model_run::<PerThread>),
+    ("buffered", pair_cost::<Buffered>, model_run::<Buffered>),
+    (
+        "buffered-thread",
+        pair_cost::<BufferedDeferred>,
+        model_run::<BufferedDeferred>,
+    ),
+];
+
+/// `chronon bench refcount-once`: one measurement in its own process, written as JSON: `ns`
+/// and `ticks` per clone + drop (`pair`), or the relay run's `fingerprint` (`model`); `wall_s`
+/// is the whole measurement (for `model`, the run with its final flush: Tables 5-8's figure).
+pub(crate) fn once(a: OnceArgs) -> Result<u8, Failure> {
+    let names: Vec<&str> = SCHEMES.iter().map(|s| s.0).collect();
+    let Some(&(_, pair, model)) = SCHEMES.iter().find(|s| s.0 == a.scheme) else {
+        return Err(Failure::bad_input(format!(
+            "unknown --scheme '{}' (allowed: {})",
+            a.scheme,
+            names.join(", ")
+        )));
+    };
+    if a.threads == 0 || a.ops == 0 || a.buffer == 0 || a.lps == 0 || a.keep == 0 {
+        return Err(Failure::bad_input(
+            "--threads, --ops, --buffer, --lps and --keep must be at least 1",
+        ));
+    }
+    if a.scheme == "raw" && a.threads > 1 {
+        return Err(Failure::bad_input(
+            "--scheme raw is not thread-safe: it runs on 1 thread only",
+        ));
+    }
+    if !(a.end > 0.0 && a.end.is_finite()) {
+        return Err(Failure::bad_input("--end must be a positive number"));
+    }
+    if a.measure != "pair" && a.measure != "model" {
+        return Err(Failure::bad_input(format!(
+            "unknown --measure '{}' (allowed: pair, model)",
+            a.measure
+        )));
+    }
+    let outputs = crate::output::Outputs::plan(&[("--output", a.output.clone())], &[])?;
+    set_buffer_capacity(a.buffer);
+    let t0 = Instant::now();
+    let v = if a.measure == "pair" {
+        let (ns, ticks) = pair(a.threads, a.ops);
+        serde_json::json!({ "ns": ns, "ticks": ticks, "wall_s": t0.elapsed().as_secs_f64() })
+    } else {
+        let b = RefcountBench {
+            threads: vec![a.threads],
+            ops: a.ops,
+            lps: a.lps,
+            end: a.end,
+            keep: a.keep,
+            reps: 1,
+        };
+        let (secs, fp) = model(&b, a.threads)?;
+        serde_json::json!({ "wall_s": secs, "fingerprint": fp })
+    };
+    if let Some(p) = outputs.path("--output") {
+        crate::output::write_or_rescue("--output", p, v.to_string().as_bytes())?;
+    }
+    Ok(0)
+}

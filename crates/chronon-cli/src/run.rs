@@ -17,7 +17,7 @@ use chronon::{
 
 use crate::args::CommonArgs;
 use crate::output::{self, Outputs};
-use crate::{sys, Failure, EXIT_INTERRUPTED};
+use crate::{series, sys, Failure, EXIT_INTERRUPTED};
 
 /// The end time of `model` when neither a flag nor the config gives one: a run of the model's
 /// default configuration that takes a few seconds at most (release build, one thread).
@@ -306,7 +306,7 @@ pub(crate) fn run_simulation_checked<M: Model>(
         }
     };
     let bar = spawn_progress_bar(progress.clone(), done.clone(), end, stall_after);
-    let sampler = crate::series::Sampler::start(progress.clone());
+    let sampler = series::Sampler::start(progress.clone());
 
     let sim = Simulation::new(model)
         .lps(lps)
@@ -328,20 +328,24 @@ pub(crate) fn run_simulation_checked<M: Model>(
     let _ = bar.join();
     let samples = sampler.finish();
     let report = result?;
+    let rb = series::rollbacks_known(&samples, report.rolled_back);
 
     let config = report_config(&common, &executor, end, seed, queue, model_config);
     print_summary(name, &report);
     // Both files are attempted even when the first fails; the first failure is returned.
     let written = [
-        outputs
-            .path("--output")
-            .map_or(Ok(()), |p| write_report(p, name, config, &report, &samples)),
-        outputs
-            .path("--gvt-csv")
-            .map_or(Ok(()), |p| write_gvt_csv(p, &report)),
-        // `--output DIR/` plans report.json first, then progress.csv.
+        outputs.path("--output").map_or(Ok(()), |p| {
+            write_report(p, name, config, &report, &samples, rb)
+        }),
+        outputs.path("--gvt-csv").map_or(Ok(()), |p| {
+            output::write_or_rescue("--gvt-csv", p, series::gvt_csv(&report).as_bytes())
+        }),
+        // `--output DIR/` plans report.json first, then progress.csv, then series.csv.
         outputs.paths(PROGRESS_CSV).nth(1).map_or(Ok(()), |p| {
-            output::write_or_rescue("--output", p, crate::series::csv(&samples).as_bytes())
+            output::write_or_rescue("--output", p, series::csv(&samples, rb).as_bytes())
+        }),
+        outputs.paths(PROGRESS_CSV).nth(2).map_or(Ok(()), |p| {
+            output::write_or_rescue("--output", p, series::model_csv(&report).as_bytes())
         }),
     ];
     for w in written {
@@ -439,13 +443,14 @@ fn report_config(
     Value::Object(c)
 }
 
-/// The label of `DIR/progress.csv` among the planned outputs (errors name the flag `--output`
+/// The label of `DIR/progress.csv` and `DIR/series.csv` among the planned outputs (errors name the flag `--output`
 /// and the file).
 const PROGRESS_CSV: &str = "--output";
 
 /// The run's output files, checked before it starts (see [`output`]): `--output FILE` or
-/// `--output DIR/` (`DIR/report.json`, `DIR/progress.csv`, and `DIR/gvt.csv` under Time Warp
-/// unless `--gvt-csv` names another file).
+/// `--output DIR/` (`DIR/report.json`, `DIR/progress.csv`, `DIR/series.csv` — the model's
+/// global-event series — and `DIR/gvt.csv` under Time Warp unless `--gvt-csv` names another
+/// file).
 fn plan_outputs(common: &CommonArgs, executor: &Executor) -> Result<Outputs, Failure> {
     let mut wanted = Vec::new();
     if let Some(out) = common.output.as_deref() {
@@ -460,6 +465,7 @@ fn plan_outputs(common: &CommonArgs, executor: &Executor) -> Result<Outputs, Fai
         ));
         if dir {
             wanted.push((PROGRESS_CSV, out.join("progress.csv")));
+            wanted.push((PROGRESS_CSV, out.join("series.csv")));
         }
         if dir && common.gvt_csv.is_none() && matches!(executor, Executor::TimeWarp { .. }) {
             wanted.push(("--gvt-csv", out.join("gvt.csv")));
@@ -578,36 +584,17 @@ fn print_summary(name: &str, r: &Report) {
     }
 }
 
-fn write_gvt_csv(path: &Path, report: &Report) -> Result<(), Failure> {
-    // The optimism window in force at each sample: the controller's last change before it, or
-    // where it started (the user's `--window`, or `inf`: unbounded).
-    let initial = report
-        .executor_stats
-        .get("window_cap")
-        .copied()
-        .unwrap_or(f64::INFINITY);
-    let mut changes = report.window_series.iter().peekable();
-    let mut window = initial;
-    let mut text = String::from("wall_s,gvt,window\n");
-    for (wall, gvt) in &report.gvt_series {
-        while let Some(&(_, w)) = changes.next_if(|&&(t, _)| t <= *wall) {
-            window = w;
-        }
-        text.push_str(&format!("{wall},{gvt},{window}\n"));
-    }
-    output::write_or_rescue("--gvt-csv", path, text.as_bytes())
-}
-
 fn write_report(
     path: &Path,
     name: &str,
     config: serde_json::Value,
     report: &Report,
-    samples: &[crate::series::Sample],
+    samples: &[series::Sample],
+    rollbacks: bool,
 ) -> Result<(), Failure> {
     let mut v = serde_json::to_value(report).expect("reports serialize");
     let obj = v.as_object_mut().expect("a report is an object");
-    obj.insert("progress_series".into(), serde_json::json!(samples));
+    obj.insert("progress_series".into(), series::json(samples, rollbacks));
     obj.insert("model".into(), name.into());
     obj.insert("config".into(), config);
     obj.insert("peak_rss_bytes".into(), sys::peak_rss_bytes().into());

@@ -119,20 +119,109 @@ fn phold_phases_marks_the_time_sharing_column_as_waiting() {
 }
 
 #[test]
+fn refcount_measures_every_scheme_and_every_relay_run_commits_the_same_history() {
+    let (rows, md, texts) = quick("001-refcount", &["--threads", "1,2"]);
+    // Clone + drop: 7 schemes on 1 thread, 6 on 2 (no raw); relay: 12 cells on 1 thread, 11 on
+    // 2.
+    assert_eq!(rows.len(), 36);
+    let pairs: Vec<&Row> = rows
+        .iter()
+        .filter(|r| col(r, "measure") == "pair")
+        .collect();
+    assert_eq!(pairs.len(), 13);
+    for r in &pairs {
+        let ns: f64 = col(r, "ns_per_pair").parse().unwrap();
+        assert!(ns > 0.0 && ns.is_finite(), "{r:?}");
+    }
+    let fps: Vec<&str> = rows
+        .iter()
+        .filter(|r| col(r, "measure") == "model")
+        .map(|r| col(r, "fingerprint48"))
+        .collect();
+    assert_eq!(fps.len(), 23);
+    assert!(
+        !fps[0].is_empty() && fps.iter().all(|f| *f == fps[0]),
+        "one history whatever the scheme: {fps:?}"
+    );
+    for t in 3..=8 {
+        assert!(md.contains(&format!("Table {t}:")), "Table {t}: {md}");
+    }
+    assert!(md.contains("committed the same history"), "{md}");
+    assert!(md.contains("| 2 threads | unsafe |"), "{md}");
+    for s in ["locked", "xadd", "per-thread", "B-I 1k", "B-T ×2", "100k"] {
+        assert!(texts.iter().any(|t| t == s), "{s} missing: {texts:?}");
+    }
+}
+
+#[test]
 fn list_names_every_experiment_and_what_waits() {
     let (code, out, _) = chronon(&["experiment", "--list"]);
     assert_eq!(code, 0);
+    let line = |name: &str| {
+        out.lines()
+            .find(|l| l.split_whitespace().next() == Some(name))
+            .unwrap_or_else(|| panic!("{name} missing: {out}"))
+            .to_string()
+    };
+    // Every experiment issue 15 asks for.
     for name in [
         "001-barriers",
+        "001-refcount",
+        "001-balance",
         "001-campus",
+        "002-graph1",
+        "002-graph2",
+        "003-phold-phases",
+        "003-datastore",
         "003-pcs",
         "ours-phold",
-        "000-fig7",
+        "ours-scaling",
     ] {
-        assert!(out.contains(name), "{name} missing: {out}");
+        assert!(line(name).contains(" available"), "{}", line(name));
     }
-    let fig7 = out.lines().find(|l| l.starts_with("000-fig7")).unwrap();
-    assert!(fig7.contains("waits for issue 10"), "{fig7}");
+    for (name, waits) in [
+        ("000-gsu", "waits for issue 11"),
+        ("000-fig7", "waits for issue 10"),
+        ("000-fig8", "waits for issue 10"),
+        ("000-fig9", "waits for issue 10"),
+        ("003-fig5", "waits for issue 12"),
+    ] {
+        assert!(line(name).contains(waits), "{}", line(name));
+    }
+}
+
+#[test]
+fn a_refcount_measurement_refuses_bad_arguments_in_one_line() {
+    let dir = scratch("refcount-once");
+    let out = dir.join("r.json");
+    let o = out.to_str().unwrap();
+    for (args, want) in [
+        (
+            vec!["--measure", "pair", "--scheme", "raw", "--threads", "2"],
+            "not thread-safe",
+        ),
+        (
+            vec!["--measure", "pair", "--scheme", "rc", "--threads", "1"],
+            "unknown --scheme 'rc'",
+        ),
+        (
+            vec!["--measure", "both", "--scheme", "xadd", "--threads", "1"],
+            "unknown --measure 'both'",
+        ),
+        (
+            vec!["--measure", "pair", "--scheme", "xadd", "--threads", "0"],
+            "at least 1",
+        ),
+    ] {
+        let mut a = vec!["bench", "refcount-once", "--output", o];
+        a.extend(args);
+        let (code, _, err) = chronon(&a);
+        assert_eq!(code, 2, "{a:?}: {err}");
+        assert_eq!(err.lines().count(), 1, "{err}");
+        assert!(err.contains(want), "{a:?}: {err}");
+    }
+    assert!(!out.exists());
+    let _ = std::fs::remove_dir_all(&dir);
 }
 
 #[test]
@@ -209,7 +298,11 @@ fn a_run_directory_holds_the_time_series_and_report_plots_them() {
     }
     let csv = read(&w.join("progress.csv"));
     let mut lines = csv.lines();
-    assert_eq!(lines.next(), Some("wall_s,sim_time,events,events_per_s"));
+    // The window executor never rolls back: its rollback column (0) is true, so it is kept.
+    assert_eq!(
+        lines.next(),
+        Some("wall_s,sim_time,events,events_per_s,rolled_back,efficiency")
+    );
     let last: Vec<f64> = lines
         .last()
         .unwrap()
@@ -253,6 +346,85 @@ fn a_run_directory_holds_the_time_series_and_report_plots_them() {
     let (code, _, err) = chronon(&["report", dir.join("nothing").to_str().unwrap()]);
     assert_eq!(code, 2);
     assert!(err.contains("does not exist"), "{err}");
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn model_series_go_to_series_csv_and_model_svg_and_rollbacks_are_never_made_up() {
+    let dir = scratch("series");
+    let mut reports = Vec::new();
+    for (sync, threads) in [("seq", "1"), ("timewarp", "2")] {
+        let out = dir.join(format!("{sync}/"));
+        let (code, _, err) = chronon(&[
+            "run",
+            "pcs",
+            "--width",
+            "4",
+            "--height",
+            "4",
+            "--channels",
+            "50",
+            "--end",
+            "4",
+            "--sample-period",
+            "1",
+            "--sync",
+            sync,
+            "--threads",
+            threads,
+            "--output",
+            out.to_str().unwrap(),
+        ]);
+        assert_eq!(code, 0, "{err}");
+        let csv = read(&out.join("series.csv"));
+        let rows: Vec<&str> = csv.lines().collect();
+        assert_eq!(rows[0], "series,time,value");
+        // Samples at 1, 2 and 3 (4 is the end: events there never run).
+        let times: Vec<&str> = rows[1..]
+            .iter()
+            .map(|r| {
+                let c: Vec<&str> = r.split(',').collect();
+                assert_eq!(c[0], "channel_occupancy", "{r}");
+                let v: f64 = c[2].parse().unwrap();
+                assert!((0.0..=1.0).contains(&v), "{r}");
+                c[1]
+            })
+            .collect();
+        assert_eq!(times, ["1", "2", "3"], "{csv}");
+        // The rollback column, where present, ends at the report's total.
+        let report: serde_json::Value =
+            serde_json::from_str(&read(&out.join("report.json"))).unwrap();
+        let progress = read(&out.join("progress.csv"));
+        if progress.lines().next().unwrap().contains("rolled_back") {
+            let last = progress.lines().last().unwrap().split(',').nth(4).unwrap();
+            assert_eq!(
+                last.parse::<f64>().unwrap(),
+                report["rolled_back"].as_f64().unwrap(),
+                "{sync}"
+            );
+        } else {
+            assert!(report["rolled_back"].as_u64().unwrap() > 0, "{sync}");
+        }
+        reports.push(out);
+    }
+    let plots = dir.join("plots");
+    let (code, out, err) = chronon(&[
+        "report",
+        reports[0].to_str().unwrap(),
+        reports[1].to_str().unwrap(),
+        "--out",
+        plots.to_str().unwrap(),
+    ]);
+    assert_eq!(code, 0, "{err}");
+    assert!(out.contains("model.svg"), "{out}");
+    let texts = svg_texts(&plots.join("model.svg"));
+    assert!(texts.iter().any(|t| t == "channel_occupancy"), "{texts:?}");
+    // Both executors recorded the same series: one line, named after the first report.
+    assert!(
+        texts.iter().any(|t| t == "pcs seq ×1 (+1 identical)"),
+        "{texts:?}"
+    );
+    assert!(!texts.iter().any(|t| t == "pcs timewarp ×2"), "{texts:?}");
     let _ = std::fs::remove_dir_all(&dir);
 }
 

@@ -151,7 +151,7 @@ fn two_outputs_on_one_file_are_refused() {
 }
 
 #[test]
-fn output_dir_gets_the_report_gvt_and_progress_csv_and_nothing_else() {
+fn output_dir_gets_the_report_gvt_progress_and_series_csv_and_nothing_else() {
     let d = scratch("dir");
     let dir = d.join("new/deeper/");
     let dir_arg = format!("{}/", dir.display());
@@ -167,7 +167,15 @@ fn output_dir_gets_the_report_gvt_and_progress_csv_and_nothing_else() {
         "{}",
         String::from_utf8_lossy(&out.stderr)
     );
-    assert_eq!(entries(&dir), ["gvt.csv", "progress.csv", "report.json"]);
+    assert_eq!(
+        entries(&dir),
+        ["gvt.csv", "progress.csv", "report.json", "series.csv"]
+    );
+    // phold records no global-event series: the header alone.
+    assert_eq!(
+        std::fs::read_to_string(dir.join("series.csv")).unwrap(),
+        "series,time,value\n"
+    );
     std::fs::remove_dir_all(&d).unwrap();
 }
 

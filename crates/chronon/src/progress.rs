@@ -1,7 +1,7 @@
 //! Live progress and stop requests, shared between a running simulation and its observers.
 //!
-//! Protocol: the executor's workers publish monotone figures (events done, simulated time
-//! reached) every few thousand events; an observer (the CLI's progress bar) reads them; anyone
+//! Protocol: the executor's workers publish monotone figures (events done, events rolled back,
+//! simulated time reached) every few thousand events; an observer (the CLI's progress bar) reads them; anyone
 //! (a Ctrl-C handler) may raise the stop flag, which workers poll at the same cadence and then
 //! finish cleanly, marking the report incomplete. No data is handed over through these atomics —
 //! each is a self-contained value — so relaxed ordering is enough: a reader may see a slightly
@@ -13,6 +13,7 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 #[derive(Debug, Default)]
 pub struct Progress {
     events: AtomicU64,
+    rolled_back: AtomicU64,
     now_bits: AtomicU64,
     stop: AtomicBool,
 }
@@ -42,6 +43,14 @@ impl Progress {
         self.events.load(Ordering::Relaxed)
     }
 
+    /// Events rolled back so far, as an optimistic executor publishes them (0 for executors
+    /// that never roll back, and for one that does not publish them: compare the run's final
+    /// `Report::rolled_back` to tell the two apart).
+    pub fn rolled_back(&self) -> u64 {
+        // Ordering: an independent counter; a stale value is fine for display.
+        self.rolled_back.load(Ordering::Relaxed)
+    }
+
     /// Simulated time reached so far (a lower bound on every worker's clock).
     pub fn now(&self) -> f64 {
         // Ordering: an independent value; a stale value is fine for display.
@@ -53,6 +62,14 @@ impl Progress {
     pub fn add_events(&self, events: u64) {
         // Ordering: an independent counter (see the module documentation).
         self.events.fetch_add(events, Ordering::Relaxed);
+    }
+
+    /// Adds `events` to the count of events rolled back (an optimistic executor, alongside
+    /// [`add_events`](Progress::add_events), which then counts every event processed).
+    #[inline]
+    pub fn add_rolled_back(&self, events: u64) {
+        // Ordering: an independent counter (see the module documentation).
+        self.rolled_back.fetch_add(events, Ordering::Relaxed);
     }
 
     /// Publishes the simulated time reached.
@@ -126,6 +143,16 @@ impl StallDetector {
 mod tests {
     use super::*;
     use std::time::{Duration, Instant};
+
+    #[test]
+    fn counts_add_up_independently() {
+        let p = Progress::new();
+        p.add_events(5);
+        p.add_rolled_back(2);
+        p.add_events(5);
+        p.add_rolled_back(1);
+        assert_eq!((p.events(), p.rolled_back()), (10, 3));
+    }
 
     #[test]
     fn warns_once_when_time_stands_still() {

@@ -10,6 +10,7 @@
 //! an entry; an entry that waits for another issue says which, and refuses to run.
 
 mod ours;
+mod refcount;
 mod registry;
 mod runner;
 mod seed001;

@@ -2,7 +2,7 @@
 //! functions (see `seed001.rs` for the shape) and add an entry here; an experiment whose parts
 //! have not landed is an entry with `Status::Waits` naming the issue.
 
-use super::{ours, run_metrics, seed001, seed002, seed003, Experiment, Ready, Status};
+use super::{ours, refcount, run_metrics, seed001, seed002, seed003, Experiment, Ready, Status};
 
 const fn ready(
     plan: fn(&super::Settings) -> Result<Vec<super::Point>, crate::Failure>,
@@ -77,10 +77,11 @@ pub(crate) const EXPERIMENTS: &[Experiment] = &[
         needs: "threads",
         partial: "",
         reps: 3,
-        status: Status::Waits(
-            "an entry of its own: issue 13's Shared<T> variants have landed and `chronon bench \
-             refcount` prints Tables 3-8 meanwhile",
-        ),
+        status: Status::Ready(Ready {
+            plan: refcount::plan,
+            extract: refcount::extract,
+            render: refcount::render,
+        }),
     },
     Experiment {
         name: "001-balance",

@@ -5,8 +5,14 @@
 //!   of that executor;
 //! * `progress.svg`: simulated time (GVT under Time Warp, else the executor's lower bound)
 //!   and events/s per interval over wall time, a line per report;
+//! * `rollbacks.svg`: efficiency so far and events rolled back per second over wall time, a line
+//!   per report whose `progress_series` holds rollback counts (a fourth column, present only
+//!   where the executor published them) and some rollback;
 //! * `workers.svg`: per worker, the busy / waiting / synchronizing shares of the conservative
-//!   executors, and Time Warp's efficiency and rolled-back events.
+//!   executors, and Time Warp's efficiency and rolled-back events;
+//! * `model.svg`: the model's global-event series (`model_series`) over simulated time, a panel
+//!   per series, a line per report holding it (reports with the same points drawn once: the
+//!   series are the same under every executor).
 //!
 //! A plot is written only when some report holds its data; the files written are printed.
 
@@ -216,6 +222,115 @@ fn progress(reports: &[Loaded]) -> Option<Vec<Panel>> {
     Some(panels)
 }
 
+/// Rows of a `progress_series` that hold a rollback count: (wall s, events, rolled back).
+fn rollback_rows(v: &Value) -> Vec<(f64, f64, f64)> {
+    v.get("progress_series")
+        .and_then(Value::as_array)
+        .map(|rows| {
+            rows.iter()
+                .filter_map(|r| {
+                    Some((
+                        r.get(0)?.as_f64()?,
+                        r.get(2)?.as_f64()?,
+                        r.get(3)?.as_f64()?,
+                    ))
+                })
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+fn rollbacks(reports: &[Loaded]) -> Option<Vec<Panel>> {
+    let mut eff = Vec::new();
+    let mut rate = Vec::new();
+    for r in reports {
+        let rows = rollback_rows(&r.v);
+        if !rows.iter().any(|x| x.2 > 0.0) {
+            continue;
+        }
+        eff.push(Series::new(
+            r.label.clone(),
+            rows.iter()
+                .filter(|x| x.1 > 0.0)
+                .map(|&(w, e, rb)| (w, 1.0 - rb / e))
+                .collect(),
+        ));
+        rate.push(Series::new(
+            r.label.clone(),
+            rows.windows(2)
+                .filter(|w| w[1].0 > w[0].0)
+                .map(|w| (w[1].0, (w[1].2 - w[0].2) / (w[1].0 - w[0].0)))
+                .collect(),
+        ));
+    }
+    (!eff.is_empty()).then(|| {
+        vec![
+            Panel::Lines {
+                title: "efficiency so far (1 - rolled back / processed)".into(),
+                x: "wall s".into(),
+                y: "efficiency".into(),
+                series: eff,
+            },
+            Panel::Lines {
+                title: "events rolled back per second, per interval".into(),
+                x: "wall s".into(),
+                y: "rolled back / s".into(),
+                series: rate,
+            },
+        ]
+    })
+}
+
+/// At most this many panels in `model.svg` (a panel per series name, side by side).
+const MODEL_PANELS: usize = 4;
+
+/// One line of `model.svg`: the first report's label, the points, how many reports hold them.
+type Line = (String, Vec<(f64, f64)>, usize);
+
+fn model_series(reports: &[Loaded]) -> Option<Vec<Panel>> {
+    // name -> distinct point lists, each with the label of the first report holding it and
+    // the number of reports holding it.
+    let mut by_name: BTreeMap<String, Vec<Line>> = BTreeMap::new();
+    for r in reports {
+        let Some(series) = r.v.get("model_series").and_then(Value::as_object) else {
+            continue;
+        };
+        for (name, points) in series {
+            let pts = pairs(Some(points), 0, 1);
+            let lines = by_name.entry(name.clone()).or_default();
+            if pts.is_empty() {
+                continue;
+            }
+            match lines.iter_mut().find(|l| l.1 == pts) {
+                Some(l) => l.2 += 1,
+                None => lines.push((r.label.clone(), pts, 1)),
+            }
+        }
+    }
+    let panels: Vec<Panel> = by_name
+        .into_iter()
+        .filter(|(_, lines)| !lines.is_empty())
+        .take(MODEL_PANELS)
+        .map(|(name, lines)| Panel::Lines {
+            title: name.clone(),
+            x: "simulated time".into(),
+            y: name,
+            series: lines
+                .into_iter()
+                .map(|(label, pts, n)| {
+                    let name = if n > 1 {
+                        format!("{label} (+{} identical)", n - 1)
+                    } else {
+                        label
+                    };
+                    Series::new(name, pts)
+                })
+                .collect(),
+        })
+        .collect();
+    (!panels.is_empty()).then_some(panels)
+}
+
 fn workers(reports: &[Loaded]) -> Option<Vec<Panel>> {
     let mut panels = Vec::new();
     for r in reports {
@@ -306,7 +421,17 @@ pub(crate) fn run(cmd: ReportCmd) -> Result<u8, Failure> {
             "Progress over wall time",
             progress(&reports),
         ),
+        (
+            "rollbacks.svg",
+            "Rollbacks over wall time",
+            rollbacks(&reports),
+        ),
         ("workers.svg", "Per-worker figures", workers(&reports)),
+        (
+            "model.svg",
+            "Model series (global events)",
+            model_series(&reports),
+        ),
     ];
     let wanted: Vec<(&'static str, PathBuf)> = plots
         .iter()
@@ -322,4 +447,69 @@ pub(crate) fn run(cmd: ReportCmd) -> Result<u8, Failure> {
         println!("{}", path.display());
     }
     Ok(0)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn loaded(v: Value) -> Loaded {
+        Loaded {
+            label: label(&v),
+            v,
+        }
+    }
+
+    #[test]
+    fn rollbacks_are_plotted_only_from_a_fourth_column_with_some_rollback() {
+        let tw = loaded(serde_json::json!({
+            "model": "phold", "sync": "timewarp", "threads": 2,
+            "progress_series": [[0.0, 0.0, 0, 0], [1.0, 5.0, 100, 10], [2.0, 9.0, 300, 60]],
+        }));
+        let panels = rollbacks(&[tw]).expect("a report with rollbacks");
+        let Panel::Lines { series, .. } = &panels[0] else {
+            panic!("lines")
+        };
+        // Efficiency so far, from the first sample with events.
+        assert_eq!(series[0].points, [(1.0, 0.9), (2.0, 0.8)]);
+        let Panel::Lines { series, .. } = &panels[1] else {
+            panic!("lines")
+        };
+        assert_eq!(series[0].points, [(1.0, 10.0), (2.0, 50.0)]);
+        // Three columns (rollbacks not published), or none rolled back: no plot.
+        let three = loaded(serde_json::json!({
+            "model": "phold", "sync": "timewarp", "threads": 2,
+            "progress_series": [[0.0, 0.0, 0], [1.0, 5.0, 100]],
+        }));
+        let none = loaded(serde_json::json!({
+            "model": "phold", "sync": "window", "threads": 2,
+            "progress_series": [[0.0, 0.0, 0, 0], [1.0, 5.0, 100, 0]],
+        }));
+        assert!(rollbacks(&[three, none]).is_none());
+    }
+
+    #[test]
+    fn model_series_get_a_panel_each_and_equal_series_are_drawn_once() {
+        let occ = serde_json::json!([[60.0, 0.5], [120.0, 0.75]]);
+        let a = loaded(serde_json::json!({
+            "model": "pcs", "sync": "seq", "threads": 1,
+            "model_series": {"channel_occupancy": occ},
+        }));
+        let b = loaded(serde_json::json!({
+            "model": "pcs", "sync": "timewarp", "threads": 2,
+            "model_series": {"channel_occupancy": occ, "other": [[1.0, 2.0]]},
+        }));
+        let c = loaded(serde_json::json!({"model": "phold", "sync": "seq", "threads": 1}));
+        let panels = model_series(&[a, b, c]).unwrap();
+        assert_eq!(panels.len(), 2);
+        let Panel::Lines { title, series, .. } = &panels[0] else {
+            panic!("lines")
+        };
+        assert_eq!(title, "channel_occupancy");
+        assert_eq!(series.len(), 1, "the same points under two executors");
+        assert_eq!(series[0].name, "pcs seq ×1 (+1 identical)");
+        assert_eq!(series[0].points, [(60.0, 0.5), (120.0, 0.75)]);
+        let none = loaded(serde_json::json!({"model": "phold", "sync": "seq", "threads": 1}));
+        assert!(model_series(&[none]).is_none());
+    }
 }
