@@ -122,7 +122,8 @@ impl<'s, 'a, M: Model, Q: PendingSet<TwEvent<M::Event>>> Worker<'s, 'a, M, Q> {
         let sh = self.sh;
         let backoff = Backoff::new();
         let mut since_gvt = 0u64;
-        let mut reported_progress = 0u64;
+        // (processed, rolled back) as last published to the progress display.
+        let mut reported = (0u64, 0u64);
         loop {
             if sh.abort.load(Ordering::SeqCst) {
                 return Ok(false);
@@ -146,8 +147,7 @@ impl<'s, 'a, M: Model, Q: PendingSet<TwEvent<M::Event>>> Worker<'s, 'a, M, Q> {
                 continue;
             }
             if self.gvt >= sh.end {
-                sh.progress
-                    .add_events(self.stats.processed - reported_progress);
+                self.publish_progress(&mut reported);
                 return Ok(true);
             }
             match self.next_event() {
@@ -171,9 +171,8 @@ impl<'s, 'a, M: Model, Q: PendingSet<TwEvent<M::Event>>> Worker<'s, 'a, M, Q> {
                     if p % MEMORY_EVERY == 0 && sh.mem.bounded() {
                         self.update_memory();
                     }
-                    if p - reported_progress >= POLL_EVERY {
-                        sh.progress.add_events(p - reported_progress);
-                        reported_progress = p;
+                    if p - reported.0 >= POLL_EVERY {
+                        self.publish_progress(&mut reported);
                         if sh.progress.stop_requested() {
                             return Ok(false);
                         }
@@ -181,8 +180,7 @@ impl<'s, 'a, M: Model, Q: PendingSet<TwEvent<M::Event>>> Worker<'s, 'a, M, Q> {
                 }
                 None => {
                     if sh.progress.stop_requested() {
-                        sh.progress
-                            .add_events(self.stats.processed - reported_progress);
+                        self.publish_progress(&mut reported);
                         return Ok(false);
                     }
                     self.update_memory();
@@ -195,6 +193,15 @@ impl<'s, 'a, M: Model, Q: PendingSet<TwEvent<M::Event>>> Worker<'s, 'a, M, Q> {
                 }
             }
         }
+    }
+
+    /// Adds what this worker processed and rolled back since `reported` to the progress
+    /// display (the rollback column of `progress.csv` and `chronon report`'s rollbacks plot).
+    fn publish_progress(&self, reported: &mut (u64, u64)) {
+        let now = (self.stats.processed, self.stats.rolled_back);
+        self.sh.progress.add_events(now.0 - reported.0);
+        self.sh.progress.add_rolled_back(now.1 - reported.1);
+        *reported = now;
     }
 
     /// The next event to run, if one may run now (before the end time, inside the optimism
