@@ -165,6 +165,7 @@ mod rng;
 pub mod shm;
 mod sim;
 mod stats;
+mod transport;
 
 pub use error::{ModelError, SimError};
 pub use event::{Event, EventKey};
