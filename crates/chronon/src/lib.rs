@@ -180,6 +180,8 @@ pub use model::{
 pub use progress::{Progress, StallDetector};
 pub use queue::QueueKind;
 pub use rng::LpRng;
+#[cfg(target_os = "linux")]
+pub use executor::conservative::procs::is_worker_process;
 pub use sim::Simulation;
 pub use stats::Report;
 

@@ -40,6 +40,65 @@ pub struct Simulation<M: Model> {
     time_warp: TimeWarpOptions,
     state_eq: Option<StateEq<M::State>>,
     memory_limit: Option<MemoryLimit>,
+    #[cfg(target_os = "linux")]
+    procs: Option<(
+        executor::conservative::procs::ProcsOptions,
+        executor::conservative::procs::ProcsFn<M>,
+    )>,
+}
+
+/// Multi-process runs (Linux): only for models whose events may cross a process boundary.
+#[cfg(target_os = "linux")]
+impl<M: Model> Simulation<M>
+where
+    M::Event: crate::shm::ShmSafe,
+{
+    /// Runs the simulation in `procs` worker processes on this machine, each with the
+    /// executor's threads (window, lock-step or null messages; the LP mapping is over every
+    /// thread of every process), and gathers one report whose fingerprint, committed count
+    /// and `model_stats` equal the sequential run's.
+    ///
+    /// The worker processes re-execute this program (with this process's command line, or
+    /// [`process_args`](Simulation::process_args)), so the program keeps a contract: it builds
+    /// the same model and the same `Simulation` from its configuration in every process and
+    /// reaches [`run`](Simulation::run) (which, in a worker process, does the worker's part and
+    /// exits the process instead of returning); side effects before `run` happen once per
+    /// process (test [`is_worker_process`](crate::is_worker_process) early in `main` to skip
+    /// them). `Model::finish` may only add and set figures (not read them), and models with
+    /// global events cannot run across processes. Events are moved between processes through
+    /// shared memory as values, hence the [`ShmSafe`](crate::shm::ShmSafe) bound: a payload
+    /// with a `Vec` does not compile here.
+    pub fn processes(mut self, procs: usize) -> Self {
+        let args = self.procs.take().and_then(|(o, _)| o.args);
+        self.procs = Some((
+            executor::conservative::procs::ProcsOptions { procs, args },
+            executor::conservative::procs::run::<M>,
+        ));
+        self
+    }
+
+    /// The command line (after the program name) the worker processes of
+    /// [`processes`](Simulation::processes) are started with; by default this process's own.
+    /// A test binary passes the name of the test that builds the simulation, say.
+    pub fn process_args<S: Into<std::ffi::OsString>>(
+        mut self,
+        args: impl IntoIterator<Item = S>,
+    ) -> Self {
+        let args: Vec<std::ffi::OsString> = args.into_iter().map(Into::into).collect();
+        match &mut self.procs {
+            Some((o, _)) => o.args = Some(args),
+            None => {
+                self.procs = Some((
+                    executor::conservative::procs::ProcsOptions {
+                        procs: 1,
+                        args: Some(args),
+                    },
+                    executor::conservative::procs::run::<M>,
+                ))
+            }
+        }
+        self
+    }
 }
 
 impl<M: Model> Simulation<M> {
@@ -57,6 +116,8 @@ impl<M: Model> Simulation<M> {
             time_warp: TimeWarpOptions::default(),
             state_eq: None,
             memory_limit: None,
+            #[cfg(target_os = "linux")]
+            procs: None,
         }
     }
 
@@ -177,6 +238,25 @@ impl<M: Model> Simulation<M> {
             ));
         }
         let (name, threads) = (self.executor.name(), self.executor.threads());
+        #[cfg(target_os = "linux")]
+        if let Some((opts, run)) = &self.procs {
+            let (protocol, c) = match &self.executor {
+                Executor::Window(c) => (Protocol::Window, c),
+                Executor::NullMessage(c) => (Protocol::NullMessage, c),
+                Executor::Lockstep(c) => (Protocol::Lockstep, c),
+                Executor::TimeWarp { .. } => {
+                    return Err(SimError::Config(
+                        "Time Warp across processes is not built yet: --procs runs --sync window, lockstep or null-message".into(),
+                    ))
+                }
+                Executor::Sequential => {
+                    return Err(SimError::Config(
+                        "--procs needs a parallel conservative --sync (window, lockstep or null-message); got --sync seq".into(),
+                    ))
+                }
+            };
+            return run(&self.model, &cfg, protocol, c, opts);
+        }
         let result = match self.executor {
             Executor::Sequential => executor::sequential::run(&self.model, &cfg),
             Executor::TimeWarp { threads } => {

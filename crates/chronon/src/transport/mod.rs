@@ -14,7 +14,11 @@ use crate::event::Event;
 use crate::gsu::{Published, Snapshot};
 use crate::model::Time;
 
+#[cfg(target_os = "linux")]
+pub(crate) mod shm;
 pub(crate) mod threads;
+#[cfg(target_os = "linux")]
+pub(crate) mod wire;
 
 /// One worker's view of the transport: send to a worker, receive what waits for me, the GSU
 /// registers (MOE published, MOM and TMC kept by sends and receives, a consistent snapshot),

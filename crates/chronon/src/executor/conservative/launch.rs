@@ -123,7 +123,7 @@ fn run_with<M: Model, Q: PendingSet<Event<M::Event>>>(
             .map(|(me, q)| {
                 let shared = &shared;
                 let net = &net;
-                s.spawn(move || run_worker(Worker::new(shared, q, net.endpoint(me)), protocol))
+                s.spawn(move || run_worker(&mut Worker::new(shared, q, net.endpoint(me)), protocol))
             })
             .collect();
         handles
@@ -204,29 +204,38 @@ fn run_with<M: Model, Q: PendingSet<Event<M::Event>>>(
             .insert("null_messages".into(), nulls as f64);
     }
     for r in results {
-        let s = &r.stats;
-        let mut m = std::collections::BTreeMap::new();
-        m.insert("events".to_string(), s.events as f64);
-        if protocol == Protocol::NullMessage {
-            m.insert("null_messages".to_string(), s.null_messages as f64);
-        } else {
-            m.insert("rounds".to_string(), s.rounds as f64);
-        }
-        m.insert("remote_sent".to_string(), s.remote_sent as f64);
-        m.insert("batches_sent".to_string(), s.batches_sent as f64);
-        m.insert("wait_s".to_string(), s.wait_s);
-        m.insert("sync_s".to_string(), s.sync_s);
-        m.insert("busy_s".to_string(), s.busy_s);
-        if wall > 0.0 {
-            m.insert("wait_share".to_string(), s.wait_s / wall);
-            m.insert("sync_share".to_string(), s.sync_s / wall);
-        }
-        for (k, v) in r.extra {
-            m.insert(k.to_string(), v);
-        }
-        report.workers.push(m);
+        report.workers.push(worker_figures(protocol, &r, wall));
     }
     Ok(report)
+}
+
+/// One worker's figures for the report.
+pub(crate) fn worker_figures(
+    protocol: Protocol,
+    r: &WorkerResult,
+    wall: f64,
+) -> std::collections::BTreeMap<String, f64> {
+    let s = &r.stats;
+    let mut m = std::collections::BTreeMap::new();
+    m.insert("events".to_string(), s.events as f64);
+    if protocol == Protocol::NullMessage {
+        m.insert("null_messages".to_string(), s.null_messages as f64);
+    } else {
+        m.insert("rounds".to_string(), s.rounds as f64);
+    }
+    m.insert("remote_sent".to_string(), s.remote_sent as f64);
+    m.insert("batches_sent".to_string(), s.batches_sent as f64);
+    m.insert("wait_s".to_string(), s.wait_s);
+    m.insert("sync_s".to_string(), s.sync_s);
+    m.insert("busy_s".to_string(), s.busy_s);
+    if wall > 0.0 {
+        m.insert("wait_share".to_string(), s.wait_s / wall);
+        m.insert("sync_share".to_string(), s.sync_s / wall);
+    }
+    for (k, v) in &r.extra {
+        m.insert(k.to_string(), *v);
+    }
+    m
 }
 
 /// What a protocol's worker loop returns besides its figures.
@@ -238,17 +247,17 @@ pub(crate) struct Outcome {
 
 /// Runs one worker's protocol loop and collects what the report needs from it.
 pub(crate) fn run_worker<M: Model, Q: PendingSet<Event<M::Event>>, X: Endpoint<M::Event>>(
-    mut worker: Worker<'_, '_, M, Q, X>,
+    worker: &mut Worker<'_, '_, M, Q, X>,
     protocol: Protocol,
 ) -> WorkerResult {
     let outcome = match protocol {
-        Protocol::Window | Protocol::Lockstep => rounds::run(&mut worker, protocol),
-        Protocol::NullMessage => null_message::run(&mut worker),
+        Protocol::Window | Protocol::Lockstep => rounds::run(worker, protocol),
+        Protocol::NullMessage => null_message::run(worker),
     };
     worker.report_progress();
     WorkerResult {
-        stats: worker.stats,
-        counters: worker.counters,
+        stats: std::mem::take(&mut worker.stats),
+        counters: std::mem::take(&mut worker.counters),
         pending: worker.queue.len(),
         last_time: worker.last_time,
         stopped: outcome.stopped,
@@ -257,10 +266,10 @@ pub(crate) fn run_worker<M: Model, Q: PendingSet<Event<M::Event>>, X: Endpoint<M
 }
 
 pub(crate) struct WorkerResult {
-    stats: WorkerStats,
-    counters: Vec<i64>,
-    pending: usize,
-    last_time: Time,
-    stopped: bool,
-    extra: Vec<(&'static str, f64)>,
+    pub stats: WorkerStats,
+    pub counters: Vec<i64>,
+    pub pending: usize,
+    pub last_time: Time,
+    pub stopped: bool,
+    pub extra: Vec<(&'static str, f64)>,
 }

@@ -28,6 +28,8 @@ mod lockstep;
 mod lookahead;
 mod lp_table;
 mod null_message;
+#[cfg(target_os = "linux")]
+pub(crate) mod procs;
 mod rounds;
 mod shared;
 mod window;
