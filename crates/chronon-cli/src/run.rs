@@ -457,6 +457,9 @@ fn report_config(
     c.insert("queue".into(), json!(queue.name()));
     c.insert("sync".into(), json!(executor.name()));
     c.insert("threads".into(), json!(executor.threads()));
+    if let Some(p) = common.procs {
+        c.insert("procs".into(), json!(p));
+    }
     let mut put = |k: &str, v: Value| {
         c.insert(k.into(), v);
     };
@@ -636,8 +639,12 @@ fn print_summary(name: &str, r: &Report) {
     macro_rules! println {
         ($($t:tt)*) => {{ let _ = writeln!(out, $($t)*); }};
     }
+    let procs = match r.executor_stats.get("procs") {
+        Some(p) => format!(" in each of {p} processes"),
+        None => String::new(),
+    };
     println!(
-        "{name}: sync {} ({} thread{}), queue {}, {} LPs, end {}",
+        "{name}: sync {} ({} thread{}{procs}), queue {}, {} LPs, end {}",
         r.sync,
         r.threads,
         if r.threads == 1 { "" } else { "s" },

@@ -182,59 +182,46 @@ where
     let start = Instant::now();
     let control = Control::create(n).map_err(io_error("cannot create the control segment"))?;
     let net = ShmNet::create::<M::Event>(n).map_err(io_error("cannot create the rings"))?;
-    let mut readers = Vec::with_capacity(procs);
-    let mut writers = Vec::with_capacity(procs);
+    // Per child: a result pipe (child → parent: its report, then finish replies) and a
+    // request pipe (parent → child: finish requests; closing it lets the child exit).
+    let mut results_r = Vec::with_capacity(procs);
+    let mut results_w = Vec::with_capacity(procs);
+    let mut requests_r = Vec::with_capacity(procs);
+    let mut requests_w = Vec::with_capacity(procs);
     for _ in 0..procs {
         let (r, w) = std::io::pipe().map_err(io_error("cannot create a pipe"))?;
-        readers.push(r);
-        writers.push(w);
+        results_r.push(r);
+        results_w.push(w);
+        let (r, w) = std::io::pipe().map_err(io_error("cannot create a pipe"))?;
+        requests_r.push(r);
+        requests_w.push(w);
     }
+    let owner = cc.mapping.owners(cfg.lps, n).map_err(SimError::Config)?;
     let args = opts
         .args
         .clone()
         .unwrap_or_else(|| std::env::args_os().skip(1).collect());
-    // One thread per child reads its report (a child blocks once its pipe is full).
-    let reading: Vec<_> = readers
-        .into_iter()
-        .map(|mut r| {
-            std::thread::spawn(move || -> Option<Vec<u8>> {
-                let mut len = [0u8; 8];
-                r.read_exact(&mut len).ok()?;
-                let mut buf = vec![0u8; usize::try_from(u64::from_le_bytes(len)).ok()?];
-                r.read_exact(&mut buf).ok()?;
-                Some(buf)
-            })
-        })
-        .collect();
-    let mut launcher = Launcher::new(procs)
-        .args(args)
-        .segment(control.segment())
-        .segment(&net)
-        .env(RUN_ENV, sig)
-        .quiet();
-    for w in &writers {
-        launcher = launcher.fd(w.as_fd());
-    }
-    let launched = launcher.run();
-    // Every child is reaped: closing our write ends lets a reader whose child died unread see
-    // the end of its pipe.
-    drop(writers);
-    let outputs: Vec<Option<Vec<u8>>> = reading
-        .into_iter()
-        .map(|h| h.join().unwrap_or(None))
-        .collect();
+    let (launched, gathered) = std::thread::scope(|s| {
+        // The coordinator reads every child's report, then completes `model_stats` (asking
+        // children to run `Model::finish` where it reads figures), then closes the request
+        // pipes so the children exit. It never blocks forever: once every child is gone and
+        // our own write ends are closed (`launch` returns), every read ends.
+        let coordinator = s.spawn(|| {
+            let mut readers = results_r;
+            let mut requests = requests_w;
+            coordinate(model, cfg, &owner, cc.threads, &mut readers, &mut requests)
+        });
+        let launched = launch(procs, args, &control, &net, sig, results_w, requests_r);
+        (launched, coordinator.join().unwrap_or(None))
+    });
     if let Err(e) = launched {
         return Err(SimError::Process(e.to_string()));
     }
-    let mut outs = Vec::with_capacity(procs);
-    for (i, o) in outputs.into_iter().enumerate() {
-        let o = o.and_then(|b| decode(&b)).ok_or_else(|| {
-            SimError::Process(format!(
-                "worker process {i} exited without a readable report"
-            ))
-        })?;
-        outs.push(o);
-    }
+    let Some((mut outs, stats)) = gathered else {
+        return Err(SimError::Process(
+            "a worker process exited without a readable report".into(),
+        ));
+    };
     // The error of the earliest (time, LP) wins, as with threads; "stopped by another
     // process" only when nothing better is known.
     let mut error: Option<SimError> = None;
@@ -249,7 +236,133 @@ where
     if let Some(e) = error {
         return Err(e);
     }
-    gather(model, cfg, protocol, cc, procs, outs, start.elapsed().as_secs_f64())
+    let stats = stats?;
+    gather(cfg, protocol, cc, procs, outs, stats, start.elapsed().as_secs_f64())
+}
+
+/// Starts the children with the segments and their pipe ends, waits for them all, and closes
+/// this process's copies of the children's pipe ends.
+fn launch(
+    procs: usize,
+    args: Vec<OsString>,
+    control: &Control,
+    net: &crate::shm::Segment,
+    sig: &str,
+    results_w: Vec<std::io::PipeWriter>,
+    requests_r: Vec<std::io::PipeReader>,
+) -> Result<(), crate::shm::LaunchError> {
+    let mut launcher = Launcher::new(procs)
+        .args(args)
+        .segment(control.segment())
+        .segment(net)
+        .env(RUN_ENV, sig)
+        .quiet();
+    for w in &results_w {
+        launcher = launcher.fd(w.as_fd());
+    }
+    for r in &requests_r {
+        launcher = launcher.fd(r.as_fd());
+    }
+    launcher.run()
+}
+
+/// Reads one length-prefixed message.
+fn read_msg(r: &mut impl Read) -> Option<Vec<u8>> {
+    let mut len = [0u8; 8];
+    r.read_exact(&mut len).ok()?;
+    let mut buf = vec![0u8; usize::try_from(u64::from_le_bytes(len)).ok()?];
+    r.read_exact(&mut buf).ok()?;
+    Some(buf)
+}
+
+/// Writes one length-prefixed message.
+fn write_msg(w: &mut impl Write, bytes: &[u8]) -> std::io::Result<()> {
+    w.write_all(&(bytes.len() as u64).to_le_bytes())?;
+    w.write_all(bytes)?;
+    w.flush()
+}
+
+/// The parent's side once the children run: their reports, then `model_stats` as
+/// `finish_report` computes them: the counters, then `Model::finish` for every LP in LP order,
+/// replayed from the operations the LP's process recorded or, for an LP whose `finish` reads
+/// figures, run by that process on the figures so far (one request per such LP). `None`: a
+/// child's report could not be read (it died; the launcher says which).
+#[allow(clippy::type_complexity)]
+fn coordinate<M: Model>(
+    model: &M,
+    cfg: &RunConfig,
+    owner: &[u32],
+    threads: usize,
+    readers: &mut [std::io::PipeReader],
+    requests: &mut Vec<std::io::PipeWriter>,
+) -> Option<(Vec<ChildOut>, Result<ModelStats, SimError>)> {
+    let mut outs = Vec::with_capacity(readers.len());
+    for r in readers.iter_mut() {
+        outs.push(decode(&read_msg(r)?)?);
+    }
+    if outs.iter().any(|o| o.result.is_err()) {
+        requests.clear();
+        return Some((outs, Ok(ModelStats::default())));
+    }
+    let names = model.counter_names();
+    let mut counters = vec![0i64; names.len()];
+    let mut per_lp: Vec<Option<Vec<StatOp>>> = vec![Some(Vec::new()); cfg.lps as usize];
+    for o in &mut outs {
+        for (c, x) in counters.iter_mut().zip(&o.counters) {
+            *c += x;
+        }
+        for (lp, ops) in std::mem::take(&mut o.finish) {
+            per_lp[lp as usize] = ops;
+        }
+    }
+    let mut stats = ModelStats::default();
+    for (name, value) in names.iter().zip(&counters) {
+        stats.set(name, *value as f64);
+    }
+    for (lp, ops) in per_lp.iter().enumerate() {
+        match ops {
+            Some(ops) => stats.replay(ops),
+            None => {
+                let p = owner[lp] as usize / threads;
+                let mut w = Writer::default();
+                w.u64(lp as u64);
+                put_stats(&mut w, &stats);
+                if write_msg(&mut requests[p], &w.0).is_err() {
+                    return None;
+                }
+                let reply = read_msg(&mut readers[p])?;
+                let mut r = Reader::new(&reply);
+                match r.u64()? {
+                    0 => stats = get_stats(&mut r)?,
+                    _ => {
+                        let e = SimError::Process(r.str()?);
+                        requests.clear();
+                        return Some((outs, Err(e)));
+                    }
+                }
+            }
+        }
+    }
+    requests.clear();
+    Some((outs, Ok(stats)))
+}
+
+fn put_stats(w: &mut Writer, stats: &ModelStats) {
+    let all: Vec<(&str, f64)> = stats.iter().collect();
+    w.u64(all.len() as u64);
+    for (k, v) in all {
+        w.str(k);
+        w.f64(v);
+    }
+}
+
+fn get_stats(r: &mut Reader<'_>) -> Option<ModelStats> {
+    let mut stats = ModelStats::default();
+    for _ in 0..r.u64()? {
+        let k = r.str()?;
+        stats.set(&k, r.f64()?);
+    }
+    Some(stats)
 }
 
 fn rank(e: &SimError) -> (f64, u32, u8) {
@@ -274,20 +387,17 @@ fn earlier(a: SimError, b: SimError) -> SimError {
 /// The error a child reports when another process stopped the run.
 const ABORTED: &str = "another worker process stopped the run";
 
-fn gather<M: Model>(
-    model: &M,
+fn gather(
     cfg: &RunConfig,
     protocol: Protocol,
     cc: &ConservativeConfig,
     procs: usize,
     outs: Vec<ChildOut>,
+    stats: ModelStats,
     total_s: f64,
 ) -> Result<Report, SimError> {
     let mut report = Report::new(protocol.name(), cc.threads, cfg.queue.name(), cfg.lps, cfg.end);
-    let names = model.counter_names();
-    let mut counters = vec![0i64; names.len()];
     let mut fingerprint = 0u64;
-    let mut per_lp: Vec<Vec<StatOp>> = vec![Vec::new(); cfg.lps as usize];
     let (mut pending, mut in_transit, mut tmc_left) = (0u64, 0u64, 0i64);
     let mut rounds = 0f64;
     let mut wall = 0f64;
@@ -302,12 +412,6 @@ fn gather<M: Model>(
         report.last_time = report.last_time.max(o.last_time);
         report.init_s = report.init_s.max(o.init_s);
         wall = wall.max(o.wall_s);
-        for (c, x) in counters.iter_mut().zip(&o.counters) {
-            *c += x;
-        }
-        for (lp, ops) in o.finish {
-            per_lp[lp as usize] = ops;
-        }
         for w in o.workers {
             rounds = rounds.max(w.get("rounds").copied().unwrap_or(0.0));
             report.workers.push(w);
@@ -320,14 +424,6 @@ fn gather<M: Model>(
     }
     report.fingerprint = Fingerprint(fingerprint);
     cfg.progress.set_now(report.last_time);
-    // As `finish_report`: the counters, then `Model::finish` per LP in LP order (replayed).
-    let mut stats = ModelStats::default();
-    for (name, value) in names.iter().zip(&counters) {
-        stats.set(name, *value as f64);
-    }
-    for ops in &per_lp {
-        stats.replay(ops);
-    }
     report.model_stats = stats;
     report.set_wall(wall);
     report.pending_at_end = pending + in_transit;
@@ -373,7 +469,9 @@ struct ChildOut {
     init_s: f64,
     wall_s: f64,
     counters: Vec<i64>,
-    finish: Vec<(LpId, Vec<StatOp>)>,
+    /// Per LP of this process: the operations its `finish` made, or `None` where `finish`
+    /// read figures (the parent then asks this process to run it on the figures so far).
+    finish: Vec<(LpId, Option<Vec<StatOp>>)>,
     workers: Vec<std::collections::BTreeMap<String, f64>>,
 }
 
@@ -409,19 +507,20 @@ fn child<M: Model>(
 where
     M::Event: ShmSafe,
 {
-    let Ok(pipe) = w.fd(2 + w.index) else {
+    let (Ok(pipe), Ok(requests)) = (w.fd(2 + w.index), w.fd(2 + w.procs + w.index)) else {
         eprintln!("chronon: worker process {}: no report pipe", w.index);
         std::process::exit(3)
     };
+    let mut states: Vec<LpSlot<M::State>> = Vec::new();
     let out = match std::env::var(RUN_ENV) {
         Ok(s) if s == sig => match Control::attach(w.segment(0).unwrap_or_else(|_| exit_no_segment())) {
             Ok(control) => {
                 let out = match cfg.queue {
                     QueueKind::Heap => child_run::<M, HeapQueue<Event<M::Event>>>(
-                        model, cfg, protocol, cc, &mut w, &control,
+                        model, cfg, protocol, cc, &mut w, &control, &mut states,
                     ),
                     QueueKind::Ladder => child_run::<M, LadderQueue<Event<M::Event>>>(
-                        model, cfg, protocol, cc, &mut w, &control,
+                        model, cfg, protocol, cc, &mut w, &control, &mut states,
                     ),
                 };
                 out.unwrap_or_else(|e| {
@@ -437,13 +536,41 @@ where
             other.unwrap_or_default()
         ))),
     };
-    let bytes = encode(&out);
     let mut pipe = std::fs::File::from(pipe);
-    let ok = pipe
-        .write_all(&(bytes.len() as u64).to_le_bytes())
-        .and_then(|()| pipe.write_all(&bytes))
-        .and_then(|()| pipe.flush());
-    std::process::exit(if ok.is_ok() { 0 } else { 3 })
+    if write_msg(&mut pipe, &encode(&out)).is_err() {
+        std::process::exit(3)
+    }
+    // Finish requests for this process's LPs whose `finish` reads figures, until the parent
+    // closes the pipe.
+    let mut requests = std::fs::File::from(requests);
+    while let Some(req) = read_msg(&mut requests) {
+        let mut r = Reader::new(&req);
+        let reply = match (r.u64(), get_stats(&mut r)) {
+            (Some(lp), Some(mut stats)) if (lp as usize) < states.len() => {
+                let lp = lp as LpId;
+                let s = &states[lp as usize];
+                let mut w = Writer::default();
+                match guard("Model::finish", Some(lp), || {
+                    model.finish(lp, &s.state, &mut stats)
+                }) {
+                    Ok(()) => {
+                        w.u64(0);
+                        put_stats(&mut w, &stats);
+                    }
+                    Err(e) => {
+                        w.u64(1);
+                        w.str(&e.to_string());
+                    }
+                }
+                w.0
+            }
+            _ => std::process::exit(3),
+        };
+        if write_msg(&mut pipe, &reply).is_err() {
+            std::process::exit(3)
+        }
+    }
+    std::process::exit(0)
 }
 
 fn exit_no_segment() -> ! {
@@ -458,6 +585,7 @@ fn child_run<M: Model, Q: PendingSet<Event<M::Event>>>(
     cc: &ConservativeConfig,
     w: &mut crate::shm::Worker,
     control: &Control,
+    states: &mut Vec<LpSlot<M::State>>,
 ) -> Result<ChildOut, SimError>
 where
     M::Event: ShmSafe,
@@ -590,7 +718,8 @@ where
     if results.iter().any(|r| r.0.stopped) && control.aborted().is_some() {
         return Err(SimError::Process(ABORTED.into()));
     }
-    let lps: Vec<LpSlot<M::State>> = shared.lps.into_vec();
+    *states = shared.lps.into_vec();
+    let lps = &*states;
     let mine = |lp: usize| shared.owner[lp] as usize / threads == p;
     let fingerprint = Fingerprint::from_digests(
         lps.iter()
@@ -609,13 +738,16 @@ where
     for (i, s) in lps.iter().enumerate().filter(|(i, _)| mine(*i)) {
         let lp = i as LpId;
         let mut st = ModelStats::recording();
-        guard("Model::finish", Some(lp), || model.finish(lp, &s.state, &mut st))?;
-        let ops = st.take_log().map_err(|()| {
-            SimError::Config(format!(
-                "Model::finish for LP {lp} reads the figures (ModelStats::get or iter); a multi-process run replays finish's additions in LP order and cannot replay reads, so this model cannot run with --procs"
-            ))
-        })?;
-        finish.push((lp, ops));
+        let ran = guard("Model::finish", Some(lp), || {
+            model.finish(lp, &s.state, &mut st)
+        });
+        // A `finish` that read figures saw only its own: its operations (or its panic) mean
+        // nothing, and the parent will have it run on the real figures.
+        match (st.take_log(), ran) {
+            (Ok(ops), Ok(())) => finish.push((lp, Some(ops))),
+            (Err(()), _) => finish.push((lp, None)),
+            (Ok(_), Err(e)) => return Err(e),
+        }
     }
     let mut counters = init_counters;
     for (r, _, _) in &results {
@@ -679,11 +811,16 @@ fn encode(o: &ChildOut) -> Vec<u8> {
     w.u64(o.finish.len() as u64);
     for (lp, ops) in &o.finish {
         w.u64(u64::from(*lp));
-        w.u64(ops.len() as u64);
-        for (add, name, value) in ops {
-            w.u64(u64::from(*add));
-            w.str(name);
-            w.f64(*value);
+        match ops {
+            None => w.u64(u64::MAX),
+            Some(ops) => {
+                w.u64(ops.len() as u64);
+                for (add, name, value) in ops {
+                    w.u64(u64::from(*add));
+                    w.str(name);
+                    w.f64(*value);
+                }
+            }
         }
     }
     w.u64(o.workers.len() as u64);
@@ -730,10 +867,14 @@ fn decode(b: &[u8]) -> Option<ChildOut> {
     let n = r.u64()?;
     for _ in 0..n {
         let lp = u32::try_from(r.u64()?).ok()?;
-        let k = r.u64()?;
-        let ops = (0..k)
-            .map(|_| Some((r.u64()? != 0, r.str()?, r.f64()?)))
-            .collect::<Option<Vec<_>>>()?;
+        let ops = match r.u64()? {
+            u64::MAX => None,
+            k => Some(
+                (0..k)
+                    .map(|_| Some((r.u64()? != 0, r.str()?, r.f64()?)))
+                    .collect::<Option<Vec<_>>>()?,
+            ),
+        };
         o.finish.push((lp, ops));
     }
     let n = r.u64()?;
