@@ -67,7 +67,40 @@ where
     /// them). `Model::finish` may only add and set figures (not read them), and models with
     /// global events cannot run across processes. Events are moved between processes through
     /// shared memory as values, hence the [`ShmSafe`](crate::shm::ShmSafe) bound: a payload
-    /// with a `Vec` does not compile here.
+    /// with a `Vec` does not compile here:
+    ///
+    /// ```compile_fail
+    /// # use chronon::{Ctx, Model, Simulation};
+    /// struct Bulky;
+    /// impl Model for Bulky {
+    ///     type State = ();
+    ///     type Event = Vec<u8>;
+    ///     fn init(&self, _: &mut Ctx<'_, Self>) {}
+    ///     fn on_event(&self, _: &mut (), _: &Vec<u8>, _: &mut Ctx<'_, Self>) {}
+    /// }
+    /// // error: `Vec<u8>` cannot cross a process boundary
+    /// let _ = Simulation::new(Bulky).processes(2);
+    /// ```
+    ///
+    /// while the same model with plain events does:
+    ///
+    /// ```no_run
+    /// # use chronon::{ConservativeConfig, Ctx, Executor, Model, Simulation};
+    /// struct Light;
+    /// impl Model for Light {
+    ///     type State = ();
+    ///     type Event = u64;
+    ///     fn init(&self, _: &mut Ctx<'_, Self>) {}
+    ///     fn on_event(&self, _: &mut (), _: &u64, _: &mut Ctx<'_, Self>) {}
+    /// }
+    /// let report = Simulation::new(Light)
+    ///     .lps(8)
+    ///     .end_time(10.0)
+    ///     .executor(Executor::Window(ConservativeConfig::new(2)))
+    ///     .processes(2)
+    ///     .run()?;
+    /// # Ok::<(), chronon::SimError>(())
+    /// ```
     pub fn processes(mut self, procs: usize) -> Self {
         let args = self.procs.take().and_then(|(o, _)| o.args);
         self.procs = Some((
