@@ -2,7 +2,8 @@
 //! batching of events for other workers. What the protocol decides (the bound below which a
 //! worker may execute) is its caller's; this file only executes below a given bound and moves
 //! the events it produced: local ones into its own pending set, remote ones into one outgoing
-//! batch per destination worker, flushed through the GSU and the destination's mailbox.
+//! batch per destination worker, flushed through the worker's transport endpoint (the GSU and
+//! the destination's mailbox between threads, a shared-memory ring between processes).
 
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::time::Instant;
