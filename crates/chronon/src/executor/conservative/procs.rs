@@ -68,13 +68,8 @@ pub(crate) struct ProcsOptions {
 
 /// A multi-process run, as a function pointer (instantiated where `M::Event: ShmSafe` is
 /// known, called from `Simulation::run`, which does not know it).
-pub(crate) type ProcsFn<M> = fn(
-    &M,
-    &RunConfig,
-    Protocol,
-    &ConservativeConfig,
-    &ProcsOptions,
-) -> Result<Report, SimError>;
+pub(crate) type ProcsFn<M> =
+    fn(&M, &RunConfig, Protocol, &ConservativeConfig, &ProcsOptions) -> Result<Report, SimError>;
 
 /// Runs `model` with `protocol` over `opts.procs` processes of `cc.threads` threads (parent),
 /// or, in a worker process, does that worker's part and exits.
@@ -189,10 +184,10 @@ where
     let mut requests_r = Vec::with_capacity(procs);
     let mut requests_w = Vec::with_capacity(procs);
     for _ in 0..procs {
-        let (r, w) = std::io::pipe().map_err(io_error("cannot create a pipe"))?;
+        let (r, w) = pipe().map_err(io_error("cannot create a pipe"))?;
         results_r.push(r);
         results_w.push(w);
-        let (r, w) = std::io::pipe().map_err(io_error("cannot create a pipe"))?;
+        let (r, w) = pipe().map_err(io_error("cannot create a pipe"))?;
         requests_r.push(r);
         requests_w.push(w);
     }
@@ -237,7 +232,15 @@ where
         return Err(e);
     }
     let stats = stats?;
-    gather(cfg, protocol, cc, procs, outs, stats, start.elapsed().as_secs_f64())
+    gather(
+        cfg,
+        protocol,
+        cc,
+        procs,
+        outs,
+        stats,
+        start.elapsed().as_secs_f64(),
+    )
 }
 
 /// Starts the children with the segments and their pipe ends, waits for them all, and closes
@@ -248,8 +251,8 @@ fn launch(
     control: &Control,
     net: &crate::shm::Segment,
     sig: &str,
-    results_w: Vec<std::io::PipeWriter>,
-    requests_r: Vec<std::io::PipeReader>,
+    results_w: Vec<std::fs::File>,
+    requests_r: Vec<std::fs::File>,
 ) -> Result<(), crate::shm::LaunchError> {
     let mut launcher = Launcher::new(procs)
         .args(args)
@@ -264,6 +267,12 @@ fn launch(
         launcher = launcher.fd(r.as_fd());
     }
     launcher.run()
+}
+
+/// A pipe (read end, write end), both close-on-exec (the launcher passes the child's ends).
+fn pipe() -> std::io::Result<(std::fs::File, std::fs::File)> {
+    let (r, w) = rustix::pipe::pipe_with(rustix::pipe::PipeFlags::CLOEXEC)?;
+    Ok((std::fs::File::from(r), std::fs::File::from(w)))
 }
 
 /// Reads one length-prefixed message.
@@ -293,8 +302,8 @@ fn coordinate<M: Model>(
     cfg: &RunConfig,
     owner: &[u32],
     threads: usize,
-    readers: &mut [std::io::PipeReader],
-    requests: &mut Vec<std::io::PipeWriter>,
+    readers: &mut [std::fs::File],
+    requests: &mut Vec<std::fs::File>,
 ) -> Option<(Vec<ChildOut>, Result<ModelStats, SimError>)> {
     let mut outs = Vec::with_capacity(readers.len());
     for r in readers.iter_mut() {
@@ -396,7 +405,13 @@ fn gather(
     stats: ModelStats,
     total_s: f64,
 ) -> Result<Report, SimError> {
-    let mut report = Report::new(protocol.name(), cc.threads, cfg.queue.name(), cfg.lps, cfg.end);
+    let mut report = Report::new(
+        protocol.name(),
+        cc.threads,
+        cfg.queue.name(),
+        cfg.lps,
+        cfg.end,
+    );
     let mut fingerprint = 0u64;
     let (mut pending, mut in_transit, mut tmc_left) = (0u64, 0u64, 0i64);
     let mut rounds = 0f64;
@@ -443,10 +458,7 @@ fn gather(
         st.insert("rounds".into(), rounds);
         if rounds > 0.0 {
             st.insert("round_us".into(), wall * 1e6 / rounds);
-            st.insert(
-                "events_per_round".into(),
-                report.processed as f64 / rounds,
-            );
+            st.insert("events_per_round".into(), report.processed as f64 / rounds);
         }
     }
     Ok(report)
@@ -863,7 +875,9 @@ fn decode(b: &[u8]) -> Option<ChildOut> {
     o.init_s = r.f64()?;
     o.wall_s = r.f64()?;
     let n = r.u64()?;
-    o.counters = (0..n).map(|_| r.u64().map(|v| v as i64)).collect::<Option<_>>()?;
+    o.counters = (0..n)
+        .map(|_| r.u64().map(|v| v as i64))
+        .collect::<Option<_>>()?;
     let n = r.u64()?;
     for _ in 0..n {
         let lp = u32::try_from(r.u64()?).ok()?;
