@@ -402,6 +402,7 @@ impl Clone for StatLog {
     fn clone(&self) -> Self {
         StatLog {
             ops: self.ops.clone(),
+            // Ordering: the flag is written and read by the thread that runs `finish`.
             read: std::sync::atomic::AtomicBool::new(
                 self.read.load(std::sync::atomic::Ordering::Relaxed),
             ),
@@ -456,6 +457,7 @@ impl ModelStats {
     /// The operations recorded, or `Err` if figures were read while recording.
     pub(crate) fn take_log(&mut self) -> Result<Vec<StatOp>, ()> {
         let log = self.log.take().unwrap_or_default();
+        // Ordering: set by the same thread, in `finish`, before this call.
         if log.read.load(std::sync::atomic::Ordering::Relaxed) {
             Err(())
         } else {
