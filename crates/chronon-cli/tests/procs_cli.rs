@@ -159,6 +159,125 @@ fn random_across_processes_commits_the_sequential_history() {
     differential(&["run", "random", "--end", "15"]);
 }
 
+/// The random model with zero-lookahead links and zero-delay self-sends (equal-time cascades
+/// across processes: the GST rule of window and lock-step, lock-step's crossing LPs) and
+/// quantized delays (many ties), several seeds, both mappings.
+#[test]
+fn random_models_with_zero_lookahead_and_ties_across_processes() {
+    for seed in ["1", "2", "3"] {
+        for (syncs, zero) in [
+            (&["window", "lockstep"][..], "0.3"),
+            (&["null-message"][..], "0"),
+        ] {
+            let model = [
+                "run",
+                "random",
+                "--lps",
+                "20",
+                "--end",
+                "12",
+                "--zero-links",
+                zero,
+                "--zero-self",
+                "0.3",
+                "--quantum",
+                "0.5",
+                "--hot-work",
+                "2",
+                "--seed",
+                seed,
+                "--topology-seed",
+                seed,
+            ];
+            let seq = history(&report(&model));
+            for sync in syncs {
+                for (procs, threads) in [("2", "1"), ("3", "2")] {
+                    for mapping in ["block", "round-robin"] {
+                        let mut args = model.to_vec();
+                        args.extend([
+                            "--sync",
+                            sync,
+                            "--procs",
+                            procs,
+                            "--threads",
+                            threads,
+                            "--mapping",
+                            mapping,
+                        ]);
+                        assert_eq!(history(&report(&args)), seq, "{args:?}");
+                    }
+                }
+            }
+        }
+    }
+}
+
+/// Rings of 4 events under heavy traffic both ways: senders find their rings full, drain
+/// their own inboxes and retry with the batch they kept (seed 000 §3.2) — never a deadlock,
+/// and the history is still the sequential one.
+#[test]
+fn full_rings_are_retried_without_deadlock() {
+    let model = [
+        "run",
+        "phold",
+        "--lps",
+        "16",
+        "--start-events",
+        "200",
+        "--remote",
+        "1.0",
+        "--lookahead",
+        "10",
+        "--mean",
+        "11",
+        "--end",
+        "40",
+    ];
+    let seq = history(&report(&model));
+    for sync in ["window", "lockstep", "null-message"] {
+        let path = std::env::temp_dir().join(format!(
+            "chronon-procs-full-{}-{sync}.json",
+            std::process::id()
+        ));
+        let mut args = model.to_vec();
+        let out = path.to_str().unwrap().to_string();
+        args.extend([
+            "--sync",
+            sync,
+            "--procs",
+            "2",
+            "--threads",
+            "2",
+            "--output",
+            &out,
+        ]);
+        let done = Command::new(env!("CARGO_BIN_EXE_chronon"))
+            .args(&args)
+            .env("CHRONON_RING_CAP", "4")
+            .output()
+            .unwrap();
+        assert!(
+            done.status.success(),
+            "{args:?}: {}",
+            String::from_utf8_lossy(&done.stderr)
+        );
+        let r: serde_json::Value =
+            serde_json::from_str(&std::fs::read_to_string(&path).unwrap()).unwrap();
+        let _ = std::fs::remove_file(&path);
+        assert_eq!(history(&r), seq, "{sync}");
+        let retries: f64 = r["workers"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|w| w["ring_full_retries"].as_f64().unwrap())
+            .sum();
+        assert!(
+            retries > 0.0,
+            "{sync}: the full-ring path was not exercised"
+        );
+    }
+}
+
 /// Whether `pid` is a live (not zombie) process.
 fn alive(pid: u32) -> bool {
     match std::fs::read_to_string(format!("/proc/{pid}/stat")) {

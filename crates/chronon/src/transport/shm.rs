@@ -28,8 +28,19 @@ use crate::shm::{
     futex, init_ring, ring_bytes, Consumer, Control, Producer, RingRegister, Segment, ShmSafe,
 };
 
-/// Records per ring.
+/// Records per ring, unless `CHRONON_RING_CAP` says otherwise.
 pub(crate) const RING_CAP: usize = 1024;
+
+/// Records per ring: `CHRONON_RING_CAP` (a power of two in 2..=2^20; read by the parent and
+/// inherited by the worker processes, so both sides agree on the layout), else [`RING_CAP`].
+/// Small rings exercise the bounded wait (tests); large ones trade memory for fewer waits.
+fn ring_cap() -> usize {
+    std::env::var("CHRONON_RING_CAP")
+        .ok()
+        .and_then(|v| v.parse::<usize>().ok())
+        .filter(|c| c.is_power_of_two() && (2..=1 << 20).contains(c))
+        .unwrap_or(RING_CAP)
+}
 /// How long a sender waits for ring space before it absorbs its own inbox and retries.
 const SEND_WAIT: Duration = Duration::from_micros(50);
 /// A barrier or rendezvous wait longer than this is a hang, not a slow worker.
@@ -53,6 +64,7 @@ struct Chan(AtomicU64);
 #[derive(Clone, Copy, Debug)]
 struct Layout {
     workers: usize,
+    cap: usize,
     chans: usize,
     rings: usize,
     stride: usize,
@@ -64,9 +76,11 @@ impl Layout {
         let words = workers * std::mem::size_of::<WorkerWords>();
         let chans = words.next_multiple_of(128);
         let rings = (chans + workers * workers * std::mem::size_of::<Chan>()).next_multiple_of(128);
-        let stride = ring_bytes::<Event<E>>(RING_CAP).next_multiple_of(128);
+        let cap = ring_cap();
+        let stride = ring_bytes::<Event<E>>(cap).next_multiple_of(128);
         Layout {
             workers,
+            cap,
             chans,
             rings,
             stride,
@@ -108,7 +122,7 @@ impl ShmNet {
                 if r != w {
                     // Safety: ring (w, r) lies inside the fresh segment, 128-byte aligned, and
                     // no end is attached yet.
-                    unsafe { init_ring::<Event<E>>(ring_at(&seg, &layout, w, r), RING_CAP) };
+                    unsafe { init_ring::<Event<E>>(ring_at(&seg, &layout, w, r), layout.cap) };
                 }
             }
         }
@@ -180,6 +194,7 @@ impl ShmNet {
             out,
             inbox,
             stash: Vec::new(),
+            full_retries: 0,
         }
     }
 
@@ -242,6 +257,8 @@ pub(crate) struct ShmEnd<'n, E> {
     /// Events taken from the rings while this worker had to make room (a full ring, a barrier
     /// wait) and not yet received: still counted in its TMC, covered by its stash register.
     stash: Vec<Event<E>>,
+    /// How many times a send found its ring still full after the bounded wait (and absorbed).
+    full_retries: u64,
 }
 
 impl<E> std::fmt::Debug for ShmEnd<'_, E> {
@@ -284,6 +301,11 @@ impl<E: ShmSafe> ShmEnd<'_, E> {
     pub(crate) fn drain_at_end(&mut self) -> usize {
         self.receive(&mut (), |_, _| {}, |_| Published::IDLE)
     }
+
+    /// How many times a send found its ring full after the bounded wait.
+    pub(crate) fn full_retries(&self) -> u64 {
+        self.full_retries
+    }
 }
 
 impl<E: ShmSafe> Endpoint<E> for ShmEnd<'_, E> {
@@ -304,9 +326,11 @@ impl<E: ShmSafe> Endpoint<E> for ShmEnd<'_, E> {
             out,
             inbox,
             stash,
+            full_retries,
         } = self;
         let ring = out[dst].as_mut().expect("no ring to oneself");
         while ring.push_batch(&mut batch, |e| e.time, SEND_WAIT).is_err() {
+            *full_retries += 1;
             if net.control.aborted().is_some() {
                 // The run is over; nobody will read the rest.
                 return;

@@ -227,6 +227,8 @@ where
                     } else {
                         r.stopped = true;
                     }
+                    r.extra
+                        .push(("ring_full_retries", worker.ep.full_retries() as f64));
                     (r, left, tmc)
                 })
             })
