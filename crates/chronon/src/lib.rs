@@ -169,7 +169,7 @@ mod transport;
 
 pub use error::{ModelError, SimError};
 pub use event::{Event, EventKey};
-#[cfg(target_os = "linux")]
+#[cfg(all(target_os = "linux", not(chronon_loom)))]
 pub use executor::conservative::procs::is_worker_process;
 pub use executor::{
     ConservativeConfig, Executor, Runtime, StateSaving, TimeWarpOptions, DEFAULT_MAX_NULL_MESSAGES,

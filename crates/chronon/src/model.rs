@@ -447,6 +447,7 @@ impl ModelStats {
     }
 
     /// An empty set of figures that records every `add` and `set` (multi-process runs).
+    #[cfg_attr(any(chronon_loom, not(target_os = "linux")), allow(dead_code))]
     pub(crate) fn recording() -> Self {
         ModelStats {
             values: BTreeMap::new(),
@@ -455,6 +456,7 @@ impl ModelStats {
     }
 
     /// The operations recorded, or `Err` if figures were read while recording.
+    #[cfg_attr(any(chronon_loom, not(target_os = "linux")), allow(dead_code))]
     pub(crate) fn take_log(&mut self) -> Result<Vec<StatOp>, ()> {
         let log = self.log.take().unwrap_or_default();
         // Ordering: set by the same thread, in `finish`, before this call.
@@ -466,6 +468,7 @@ impl ModelStats {
     }
 
     /// Applies recorded operations in order.
+    #[cfg_attr(any(chronon_loom, not(target_os = "linux")), allow(dead_code))]
     pub(crate) fn replay(&mut self, ops: &[StatOp]) {
         for (add, name, value) in ops {
             if *add {

@@ -40,7 +40,7 @@ pub struct Simulation<M: Model> {
     time_warp: TimeWarpOptions,
     state_eq: Option<StateEq<M::State>>,
     memory_limit: Option<MemoryLimit>,
-    #[cfg(target_os = "linux")]
+    #[cfg(all(target_os = "linux", not(chronon_loom)))]
     procs: Option<(
         executor::conservative::procs::ProcsOptions,
         executor::conservative::procs::ProcsFn<M>,
@@ -48,7 +48,7 @@ pub struct Simulation<M: Model> {
 }
 
 /// Multi-process runs (Linux): only for models whose events may cross a process boundary.
-#[cfg(target_os = "linux")]
+#[cfg(all(target_os = "linux", not(chronon_loom)))]
 impl<M: Model> Simulation<M>
 where
     M::Event: crate::shm::ShmSafe,
@@ -149,7 +149,7 @@ impl<M: Model> Simulation<M> {
             time_warp: TimeWarpOptions::default(),
             state_eq: None,
             memory_limit: None,
-            #[cfg(target_os = "linux")]
+            #[cfg(all(target_os = "linux", not(chronon_loom)))]
             procs: None,
         }
     }
@@ -271,7 +271,7 @@ impl<M: Model> Simulation<M> {
             ));
         }
         let (name, threads) = (self.executor.name(), self.executor.threads());
-        #[cfg(target_os = "linux")]
+        #[cfg(all(target_os = "linux", not(chronon_loom)))]
         if let Some((opts, run)) = &self.procs {
             let (protocol, c) = match &self.executor {
                 Executor::Window(c) => (Protocol::Window, c),

@@ -14,10 +14,13 @@ use crate::event::Event;
 use crate::gsu::{Published, Snapshot};
 use crate::model::Time;
 
-#[cfg(target_os = "linux")]
+#[cfg(all(target_os = "linux", not(chronon_loom)))]
 pub(crate) mod shm;
 pub(crate) mod threads;
-#[cfg(target_os = "linux")]
+
+#[cfg(all(test, chronon_loom, target_os = "linux"))]
+mod loom_tests;
+#[cfg(all(target_os = "linux", not(chronon_loom)))]
 pub(crate) mod wire;
 
 /// One worker's view of the transport: send to a worker, receive what waits for me, the GSU

@@ -30,7 +30,7 @@ mod lockstep;
 mod lookahead;
 mod lp_table;
 mod null_message;
-#[cfg(target_os = "linux")]
+#[cfg(all(target_os = "linux", not(chronon_loom)))]
 pub(crate) mod procs;
 mod rounds;
 mod shared;
