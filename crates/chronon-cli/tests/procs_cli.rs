@@ -357,6 +357,62 @@ fn kill_9_of_a_worker_process_stops_every_process_within_2_s() {
     assert_eq!(dev_shm(), shm_before);
 }
 
+/// Ctrl-C on a terminal interrupts the whole process group: every worker process stops at
+/// the same round (window: the stop flag rides with the GSU flags) or through the abort word
+/// (null messages), and the parent still prints the incomplete summary, exit code 130.
+#[test]
+fn ctrl_c_to_the_process_group_stops_every_process_with_an_incomplete_report() {
+    use std::os::unix::process::CommandExt;
+    for sync in ["window", "null-message"] {
+        let mut parent = Command::new(env!("CARGO_BIN_EXE_chronon"))
+            .args([
+                "run", "phold", "--lps", "256", "--end", "1e9", "--sync", sync, "--procs", "2",
+            ])
+            .process_group(0)
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        let t = Instant::now();
+        let kids = loop {
+            let k = children(parent.id());
+            if k.len() == 2 {
+                break k;
+            }
+            assert!(
+                t.elapsed() < Duration::from_secs(20),
+                "workers did not start"
+            );
+            std::thread::sleep(Duration::from_millis(20));
+        };
+        std::thread::sleep(Duration::from_millis(500));
+        let group = format!("-{}", parent.id());
+        assert!(Command::new("kill")
+            .args(["-INT", "--", &group])
+            .status()
+            .unwrap()
+            .success());
+        let sent = Instant::now();
+        let status = loop {
+            if let Some(s) = parent.try_wait().unwrap() {
+                break s;
+            }
+            assert!(
+                sent.elapsed() < Duration::from_secs(5),
+                "{sync}: no stop within 5 s"
+            );
+            std::thread::sleep(Duration::from_millis(10));
+        };
+        let out = parent.wait_with_output().unwrap();
+        let stdout = String::from_utf8_lossy(&out.stdout);
+        assert_eq!(status.code(), Some(130), "{sync}: {stdout}");
+        assert!(stdout.contains("INCOMPLETE"), "{sync}: {stdout}");
+        for k in kids {
+            assert!(!alive(k), "worker process {k} is still running");
+        }
+    }
+}
+
 #[test]
 fn a_handler_panic_in_a_worker_process_names_its_lp_and_time() {
     for sync in ["window", "lockstep", "null-message"] {
@@ -389,6 +445,41 @@ fn a_handler_panic_in_a_worker_process_names_its_lp_and_time() {
             "{sync}: {stderr}"
         );
         assert_eq!(stderr, in_process, "{sync}");
+    }
+}
+
+/// Model errors and panics outside event handlers (`finish`, `topology`) across processes:
+/// the same line and exit code as in one process.
+#[test]
+fn model_errors_in_worker_processes_read_as_in_process() {
+    for fault in [
+        "finish-panic",
+        "topology-panic",
+        "bad-destination",
+        "below-lookahead",
+    ] {
+        let procs = chronon(&[
+            "run", "faulty", "--fault", fault, "--sync", "window", "--procs", "2",
+        ]);
+        let threads = chronon(&[
+            "run",
+            "faulty",
+            "--fault",
+            fault,
+            "--sync",
+            "window",
+            "--threads",
+            "2",
+        ]);
+        assert_ne!(procs.0, 0, "{fault}");
+        assert_eq!(procs.0, threads.0, "{fault}");
+        assert_eq!(procs.2, threads.2, "{fault}");
+        assert_eq!(
+            procs.2.trim_end().lines().count(),
+            1,
+            "{fault}: {}",
+            procs.2
+        );
     }
 }
 

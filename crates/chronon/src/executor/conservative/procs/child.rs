@@ -8,7 +8,7 @@ use std::time::Instant;
 
 use super::parent::{read_msg, write_msg};
 use super::report::{encode, get_stats, put_stats, ChildOut};
-use super::{io_error, ABORTED, RUN_ENV};
+use super::{io_error, RUN_ENV};
 use crate::error::{guard, SimError};
 use crate::event::{Event, EventKey, Keyed};
 use crate::executor::conservative::launch::{run_worker, worker_figures, WorkerResult};
@@ -250,9 +250,9 @@ where
     {
         return Err(e);
     }
-    if results.iter().any(|r| r.0.stopped) && control.aborted().is_some() {
-        return Err(SimError::Process(ABORTED.into()));
-    }
+    // Stopped by another process (its error, or a stop request under null messages): this
+    // process's figures cover what it committed; the parent returns the other's error if it
+    // has one, else an incomplete report.
     *states = shared.lps.into_vec();
     let lps = &*states;
     let mine = |lp: usize| shared.owner[lp] as usize / threads == p;

@@ -150,6 +150,3 @@ fn signature(cfg: &RunConfig, protocol: Protocol, cc: &ConservativeConfig, procs
 fn io_error(what: &str) -> impl Fn(std::io::Error) -> SimError + '_ {
     move |e| SimError::Process(format!("{what}: {e}"))
 }
-
-/// The error a child reports when another process stopped the run.
-const ABORTED: &str = "another worker process stopped the run";

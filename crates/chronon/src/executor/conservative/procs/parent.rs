@@ -7,7 +7,7 @@ use std::os::fd::AsFd;
 use std::time::Instant;
 
 use super::report::{decode, get_stats, put_stats, ChildOut};
-use super::{io_error, ProcsOptions, ABORTED, RUN_ENV};
+use super::{io_error, ProcsOptions, RUN_ENV};
 use crate::error::SimError;
 use crate::executor::conservative::{ConservativeConfig, Protocol};
 use crate::executor::RunConfig;
@@ -74,8 +74,8 @@ where
             "a worker process exited without a readable report".into(),
         ));
     };
-    // The error of the earliest (time, LP) wins, as with threads; "stopped by another
-    // process" only when nothing better is known.
+    // The error of the earliest (time, LP) wins, as with threads (errors without a time, such
+    // as configuration errors, rank last).
     let mut error: Option<SimError> = None;
     for o in &mut outs {
         if let Err(e) = std::mem::replace(&mut o.result, Ok(())) {
@@ -217,7 +217,6 @@ fn rank(e: &SimError) -> (f64, u32, u8) {
     match e {
         SimError::Model(m) => (m.time, m.lp, 0),
         SimError::Panic { lp, time, .. } => (*time, *lp, 0),
-        SimError::Process(m) if m == ABORTED => (f64::INFINITY, u32::MAX, 2),
         _ => (f64::INFINITY, u32::MAX, 1),
     }
 }
