@@ -112,23 +112,15 @@ where
 
     /// The command line (after the program name) the worker processes of
     /// [`processes`](Simulation::processes) are started with; by default this process's own.
-    /// A test binary passes the name of the test that builds the simulation, say.
+    /// A test binary passes the name of the test that builds the simulation, say. Without
+    /// `processes` it has no effect.
     pub fn process_args<S: Into<std::ffi::OsString>>(
         mut self,
         args: impl IntoIterator<Item = S>,
     ) -> Self {
         let args: Vec<std::ffi::OsString> = args.into_iter().map(Into::into).collect();
-        match &mut self.procs {
-            Some((o, _)) => o.args = Some(args),
-            None => {
-                self.procs = Some((
-                    executor::conservative::procs::ProcsOptions {
-                        procs: 1,
-                        args: Some(args),
-                    },
-                    executor::conservative::procs::run::<M>,
-                ))
-            }
+        if let Some((o, _)) = &mut self.procs {
+            o.args = Some(args);
         }
         self
     }
