@@ -278,6 +278,37 @@ fn full_rings_are_retried_without_deadlock() {
     }
 }
 
+/// Every worker process holds the whole LP table: the size check counts it P times.
+#[test]
+fn the_size_check_counts_the_lp_table_once_per_process() {
+    let run = |extra: &[&str]| {
+        let mut args = vec![
+            "run",
+            "phold",
+            "--lps",
+            "100000",
+            "--state-bytes",
+            "600",
+            "--end",
+            "0.001",
+            "--sync",
+            "window",
+        ];
+        args.extend(extra);
+        Command::new(env!("CARGO_BIN_EXE_chronon"))
+            .args(&args)
+            .env("CHRONON_MEMORY_LIMIT", "200M")
+            .output()
+            .unwrap()
+    };
+    assert!(run(&["--threads", "4"]).status.success());
+    let out = run(&["--procs", "4"]);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{stderr}");
+    assert_eq!(stderr.trim_end().lines().count(), 1, "{stderr}");
+    assert!(stderr.contains("4 processes × 100000 LPs"), "{stderr}");
+}
+
 /// Whether `pid` is a live (not zombie) process.
 fn alive(pid: u32) -> bool {
     match std::fs::read_to_string(format!("/proc/{pid}/stat")) {

@@ -210,6 +210,16 @@ impl<M: Model> Simulation<M> {
         self
     }
 
+    /// How many processes hold the whole LP table: the worker processes of a multi-process run
+    /// each initialize every LP.
+    fn lp_copies(&self) -> u64 {
+        #[cfg(all(target_os = "linux", not(chronon_loom)))]
+        if let Some((o, _)) = &self.procs {
+            return o.procs.max(1) as u64;
+        }
+        1
+    }
+
     /// The model.
     pub fn model(&self) -> &M {
         &self.model
@@ -246,6 +256,7 @@ impl<M: Model> Simulation<M> {
             lp_record: std::mem::size_of::<LpSlot<M::State>>() as u64,
             event_record: std::mem::size_of::<Event<M::Event>>() as u64,
             hint: self.model.size_hint(),
+            lp_copies: self.lp_copies(),
         };
         limits::check_workers(&size)?;
         let limit = self.memory_limit.unwrap_or_else(MemoryLimit::detect);
