@@ -702,7 +702,15 @@ fn write_report(
     obj.insert("progress_series".into(), serde_json::json!(samples));
     obj.insert("model".into(), name.into());
     obj.insert("config".into(), config);
-    obj.insert("peak_rss_bytes".into(), sys::peak_rss_bytes().into());
+    // Under --procs, every process of the run: this one and the worker processes' peaks.
+    let workers_rss = report
+        .executor_stats
+        .get("workers_peak_rss_bytes")
+        .map_or(0, |b| *b as u64);
+    obj.insert(
+        "peak_rss_bytes".into(),
+        (sys::peak_rss_bytes() + workers_rss).into(),
+    );
     obj.insert("process_cpu_s".into(), sys::cpu_seconds().into());
     let text = serde_json::to_string_pretty(&v).expect("JSON values serialize");
     output::write_or_rescue("--output", path, (text + "\n").as_bytes())

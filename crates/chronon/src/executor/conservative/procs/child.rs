@@ -302,6 +302,7 @@ where
         last_time: results.iter().map(|r| r.0.last_time).fold(0.0, f64::max),
         init_s,
         wall_s,
+        peak_rss: peak_rss_bytes(),
         counters,
         finish,
         workers: results
@@ -309,4 +310,17 @@ where
             .map(|r| worker_figures(protocol, &r.0, wall_s))
             .collect(),
     })
+}
+
+/// This process's peak resident set (VmHWM in /proc/self/status), bytes; 0 where unknown.
+fn peak_rss_bytes() -> u64 {
+    std::fs::read_to_string("/proc/self/status")
+        .ok()
+        .and_then(|s| {
+            s.lines()
+                .find(|l| l.starts_with("VmHWM:"))
+                .and_then(|l| l.split_whitespace().nth(1))
+                .and_then(|v| v.parse::<u64>().ok())
+        })
+        .map_or(0, |kib| kib * 1024)
 }

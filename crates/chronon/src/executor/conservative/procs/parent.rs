@@ -250,6 +250,7 @@ fn gather(
     let mut fingerprint = 0u64;
     let (mut pending, mut in_transit, mut tmc_left) = (0u64, 0u64, 0i64);
     let mut rounds = 0f64;
+    let mut peak_rss = 0u64;
     let mut wall = 0f64;
     for o in outs {
         fingerprint = fingerprint.wrapping_add(o.fingerprint);
@@ -262,6 +263,7 @@ fn gather(
         report.last_time = report.last_time.max(o.last_time);
         report.init_s = report.init_s.max(o.init_s);
         wall = wall.max(o.wall_s);
+        peak_rss += o.peak_rss;
         for w in o.workers {
             rounds = rounds.max(w.get("rounds").copied().unwrap_or(0.0));
             report.workers.push(w);
@@ -282,6 +284,9 @@ fn gather(
     st.insert("workers_total".into(), (procs * cc.threads) as f64);
     st.insert("in_transit_at_end".into(), in_transit as f64);
     st.insert("procs_total_s".into(), total_s);
+    // The worker processes' peak resident sets, summed (the parent's own is the CLI's
+    // `peak_rss_bytes`).
+    st.insert("workers_peak_rss_bytes".into(), peak_rss as f64);
     if protocol == Protocol::NullMessage {
         let nulls: f64 = report
             .workers

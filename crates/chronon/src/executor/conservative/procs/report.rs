@@ -20,6 +20,8 @@ pub(super) struct ChildOut {
     pub last_time: f64,
     pub init_s: f64,
     pub wall_s: f64,
+    /// The worker process's peak resident set (VmHWM), bytes (0 where unknown).
+    pub peak_rss: u64,
     pub counters: Vec<i64>,
     /// Per LP of this process: the operations its `finish` made, or `None` where `finish`
     /// read figures (the parent then asks this process to run it on the figures so far).
@@ -41,6 +43,7 @@ impl ChildOut {
             last_time: 0.0,
             init_s: 0.0,
             wall_s: 0.0,
+            peak_rss: 0,
             counters: Vec::new(),
             finish: Vec::new(),
             workers: Vec::new(),
@@ -94,6 +97,7 @@ pub(super) fn encode(o: &ChildOut) -> Vec<u8> {
     w.f64(o.last_time);
     w.f64(o.init_s);
     w.f64(o.wall_s);
+    w.u64(o.peak_rss);
     w.u64(o.counters.len() as u64);
     o.counters.iter().for_each(|c| w.u64(*c as u64));
     w.u64(o.finish.len() as u64);
@@ -150,6 +154,7 @@ pub(super) fn decode(b: &[u8]) -> Option<ChildOut> {
     o.last_time = r.f64()?;
     o.init_s = r.f64()?;
     o.wall_s = r.f64()?;
+    o.peak_rss = r.u64()?;
     let n = r.u64()?;
     o.counters = (0..n)
         .map(|_| r.u64().map(|v| v as i64))
