@@ -67,6 +67,10 @@ pub(crate) struct CommonArgs {
     /// Worker threads; more than 1 needs a parallel --sync [default: 1].
     #[arg(long, help_heading = EXEC)]
     pub threads: Option<usize>,
+    /// Worker processes on this machine, each with --threads threads (--sync window, lockstep
+    /// or null-message; models whose events may cross a process boundary) [default: none].
+    #[arg(long, help_heading = EXEC)]
+    pub procs: Option<usize>,
     /// LP-to-worker mapping of the parallel executors: block or round-robin [default: block].
     #[arg(long, help_heading = EXEC)]
     pub mapping: Option<String>,
@@ -179,6 +183,7 @@ pub(crate) const COMMON_KEYS: &[&str] = &[
     "queue",
     "sync",
     "threads",
+    "procs",
     "output",
     "state-saving",
     "checkpoint",
@@ -206,6 +211,7 @@ impl CommonArgs {
             queue: self.queue.or(file.queue),
             sync: self.sync.or(file.sync),
             threads: self.threads.or(file.threads),
+            procs: self.procs.or(file.procs),
             barrier: self.barrier.or(file.barrier),
             fan_in: self.fan_in.or(file.fan_in),
             mapping: self.mapping.or(file.mapping),

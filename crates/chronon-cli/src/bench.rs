@@ -123,6 +123,10 @@ pub(crate) struct PholdBench {
     /// Thread counts.
     #[arg(long, value_delimiter = ',', default_value = "1")]
     pub threads: Vec<usize>,
+    /// Worker process counts for window, lockstep and null-message (each also at every thread
+    /// count, as `--procs P --threads W`); none by default.
+    #[arg(long, value_delimiter = ',')]
+    pub procs: Vec<usize>,
     /// Pending-event sets for the sequential executor.
     #[arg(long, value_delimiter = ',', default_value = "heap,ladder")]
     pub queues: Vec<String>,

@@ -100,6 +100,31 @@ fn runners(b: &PholdBench) -> Result<Vec<Runner>, Failure> {
                     .map(String::from)
                     .to_vec(),
             });
+            if !matches!(sync.as_str(), "window" | "lockstep" | "null-message") {
+                continue;
+            }
+            for &p in &b.procs {
+                if p == 0 {
+                    return Err(Failure::bad_input(
+                        "--procs 0: a process count must be at least 1",
+                    ));
+                }
+                out.push(Runner {
+                    label: format!("{sync} {p}p x{t}"),
+                    args: [
+                        "run",
+                        "phold",
+                        "--sync",
+                        sync,
+                        "--procs",
+                        &p.to_string(),
+                        "--threads",
+                        &t.to_string(),
+                    ]
+                    .map(String::from)
+                    .to_vec(),
+                });
+            }
         }
     }
     Ok(out)

@@ -247,9 +247,86 @@ fn conservative(threads: usize, common: &CommonArgs) -> Result<ConservativeConfi
     Ok(cc)
 }
 
+/// How a model runs across worker processes (`--procs`): only models whose events may cross
+/// a process boundary (`chronon::shm::ShmSafe`) can; the others say why.
+pub(crate) trait Procs: Model + Sized {
+    /// `sim` set to run in `procs` processes, or why this model cannot.
+    fn processes(sim: Simulation<Self>, procs: usize) -> Result<Simulation<Self>, String>;
+    /// Why this model (run under `name`) cannot run across processes, if it cannot.
+    fn why_not(name: &str) -> Option<String> {
+        let _ = name;
+        None
+    }
+}
+
+macro_rules! procs_capable {
+    ($($t:ty),* $(,)?) => { $(
+        impl Procs for $t {
+            fn processes(sim: Simulation<Self>, procs: usize) -> Result<Simulation<Self>, String> {
+                Ok(sim.processes(procs))
+            }
+        }
+    )* };
+}
+
+macro_rules! procs_not_yet {
+    ($($t:ty => $what:literal);* $(;)?) => { $(
+        impl Procs for $t {
+            fn processes(_: Simulation<Self>, _: usize) -> Result<Simulation<Self>, String> {
+                Err(Self::why_not("this model").unwrap_or_default())
+            }
+            fn why_not(name: &str) -> Option<String> {
+                Some(format!(
+                    "{name} cannot run across processes yet (--procs): its events carry {}, pointers into one process's memory; moving such payloads into shared-heap BPtrs is the next step of issue 10",
+                    $what
+                ))
+            }
+        }
+    )* };
+}
+
+procs_capable!(
+    chronon_models::Phold,
+    chronon_models::PholdPhases,
+    chronon_models::Pcs,
+    chronon_models::Manufacturing,
+    chronon_models::Random,
+    chronon_models::faulty::Faulty,
+);
+procs_not_yet!(
+    chronon_models::SimpleSim => "a Vec<u8> payload";
+    chronon_models::DataStore => "Vecs of requests and results";
+    chronon_models::net::NetModel => "shared multicast bodies (reference-counted)";
+);
+
+/// `--procs`: at least 1, a conservative parallel executor, a model that can.
+fn check_procs<M: Procs>(
+    name: &str,
+    common: &CommonArgs,
+    executor: &Executor,
+) -> Result<(), Failure> {
+    let Some(p) = common.procs else {
+        return Ok(());
+    };
+    if p == 0 {
+        return Err(Failure::bad_input(
+            "--procs is 0; it must be at least 1 worker process",
+        ));
+    }
+    match executor.name() {
+        "timewarp" => Err(Failure::bad_input(
+            "Time Warp across processes is not built yet: --procs runs --sync window, lockstep or null-message",
+        )),
+        "seq" => Err(Failure::bad_input(
+            "--procs needs --sync window, lockstep or null-message; got --sync seq",
+        )),
+        _ => M::why_not(name).map_or(Ok(()), |why| Err(Failure::bad_input(why))),
+    }
+}
+
 /// Validates the common settings, runs `model`, prints the summary and writes the report.
 #[allow(dead_code)] // for models whose states cannot be compared (none yet besides PHOLD)
-pub(crate) fn run_simulation<M: Model>(
+pub(crate) fn run_simulation<M: Procs>(
     name: &str,
     model: M,
     lps: LpId,
@@ -261,7 +338,7 @@ pub(crate) fn run_simulation<M: Model>(
 
 /// [`run_simulation`] for a model whose states can be compared: `check_reverse` is
 /// `Simulation::check_reverse`, applied when `--check-reverse` is given.
-pub(crate) fn run_simulation_checked<M: Model>(
+pub(crate) fn run_simulation_checked<M: Procs>(
     name: &str,
     model: M,
     lps: LpId,
@@ -291,12 +368,15 @@ pub(crate) fn run_simulation_checked<M: Model>(
         }
     };
     let seed = common.seed.unwrap_or(1);
+    check_procs::<M>(name, &common, &executor)?;
     let outputs = plan_outputs(&common, &executor)?;
 
     let progress = Arc::new(Progress::new());
     install_ctrlc(&progress);
     let done = Arc::new(AtomicBool::new(false));
     let stall_after = match common.stall_secs {
+        // Under --procs the events run in the worker processes: nothing here to watch.
+        _ if common.procs.is_some() => Duration::ZERO,
         None => StallDetector::DEFAULT_AFTER,
         Some(s) if s.is_finite() && s >= 0.0 => Duration::from_secs_f64(s),
         Some(s) => {
@@ -319,6 +399,10 @@ pub(crate) fn run_simulation_checked<M: Model>(
     let sim = match check {
         Some(f) => f(sim),
         None => sim,
+    };
+    let sim = match common.procs {
+        None => sim,
+        Some(p) => M::processes(sim, p).map_err(Failure::bad_input)?,
     };
     let result = sim.run();
     // Ordering: the flag only tells the progress thread to stop drawing; it guards no data.
@@ -377,6 +461,9 @@ fn report_config(
     c.insert("queue".into(), json!(queue.name()));
     c.insert("sync".into(), json!(executor.name()));
     c.insert("threads".into(), json!(executor.threads()));
+    if let Some(p) = common.procs {
+        c.insert("procs".into(), json!(p));
+    }
     let mut put = |k: &str, v: Value| {
         c.insert(k.into(), v);
     };
@@ -507,7 +594,8 @@ fn spawn_progress_bar(
     stall_after: Duration,
 ) -> std::thread::JoinHandle<()> {
     let mut stall = (!stall_after.is_zero()).then(|| StallDetector::new(stall_after, end));
-    let terminal = std::io::stderr().is_terminal();
+    // A worker process of --procs draws nothing: its parent owns the terminal.
+    let terminal = std::io::stderr().is_terminal() && !chronon::is_worker_process();
     std::thread::spawn(move || {
         let bar = if terminal {
             indicatif::ProgressBar::new(1000)
@@ -557,8 +645,12 @@ fn print_summary(name: &str, r: &Report) {
     macro_rules! println {
         ($($t:tt)*) => {{ let _ = writeln!(out, $($t)*); }};
     }
+    let procs = match r.executor_stats.get("procs") {
+        Some(p) => format!(" in each of {p} processes"),
+        None => String::new(),
+    };
     println!(
-        "{name}: sync {} ({} thread{}), queue {}, {} LPs, end {}",
+        "{name}: sync {} ({} thread{}{procs}), queue {}, {} LPs, end {}",
         r.sync,
         r.threads,
         if r.threads == 1 { "" } else { "s" },
@@ -597,7 +689,15 @@ fn write_report(
     obj.insert("progress_series".into(), series::json(samples, rollbacks));
     obj.insert("model".into(), name.into());
     obj.insert("config".into(), config);
-    obj.insert("peak_rss_bytes".into(), sys::peak_rss_bytes().into());
+    // Under --procs, every process of the run: this one and the worker processes' peaks.
+    let workers_rss = report
+        .executor_stats
+        .get("workers_peak_rss_bytes")
+        .map_or(0, |b| *b as u64);
+    obj.insert(
+        "peak_rss_bytes".into(),
+        (sys::peak_rss_bytes() + workers_rss).into(),
+    );
     obj.insert("process_cpu_s".into(), sys::cpu_seconds().into());
     let text = serde_json::to_string_pretty(&v).expect("JSON values serialize");
     output::write_or_rescue("--output", path, (text + "\n").as_bytes())

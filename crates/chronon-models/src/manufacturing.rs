@@ -580,3 +580,8 @@ impl Manufacturing {
         }
     }
 }
+
+// Safety: every variant holds plain data (`u32`, `f64`, `bool`), no pointer: the flows may
+// cross a process boundary (`--procs`).
+#[cfg(target_os = "linux")]
+unsafe impl chronon::shm::ShmSafe for Flow {}

@@ -374,3 +374,8 @@ impl Model for Pcs {
         }
     }
 }
+
+// Safety: every variant holds plain data (an `f64` at most), no pointer: a cell's events may
+// cross a process boundary (`--procs`).
+#[cfg(target_os = "linux")]
+unsafe impl chronon::shm::ShmSafe for CellEvent {}

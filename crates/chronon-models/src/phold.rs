@@ -325,3 +325,7 @@ pub fn bare_heap_loop(p: &Phold, end: f64, seed: u64) -> BareRun {
         wall_s: start.elapsed().as_secs_f64(),
     }
 }
+
+// PHOLD's events may cross a process boundary (`--procs`): the payload is empty.
+#[cfg(target_os = "linux")]
+chronon::impl_shm_safe!(Job {});

@@ -229,3 +229,7 @@ impl Model for PholdPhases {
         stats.set("phase_length", self.phase_length);
     }
 }
+
+// Plain data: may cross a process boundary (`--procs`).
+#[cfg(target_os = "linux")]
+chronon::impl_shm_safe!(Hop { from });

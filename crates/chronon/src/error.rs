@@ -52,6 +52,9 @@ pub enum SimError {
     },
     /// A resource limit (such as the memory bound of an optimistic run) was reached.
     Resource(String),
+    /// A worker process of a multi-process run failed (killed, crashed, or could not be
+    /// started or reached); every other process was stopped.
+    Process(String),
     /// A stop request (Ctrl-C in the CLI) arrived while the LPs were being initialized, before
     /// any event ran. Internal: [`Simulation::run`](crate::Simulation::run) turns it into an
     /// incomplete report (`complete: false`), as a stop during the run does.
@@ -101,6 +104,7 @@ impl fmt::Display for SimError {
                 message,
             } => write!(f, "model panicked: {method}: {}", first_line(message)),
             SimError::Resource(m) => write!(f, "resource limit: {m}"),
+            SimError::Process(m) => write!(f, "{m}"),
             SimError::StoppedInInit => write!(f, "stopped during initialization"),
         }
     }

@@ -165,9 +165,12 @@ mod rng;
 pub mod shm;
 mod sim;
 mod stats;
+mod transport;
 
 pub use error::{ModelError, SimError};
 pub use event::{Event, EventKey};
+#[cfg(all(target_os = "linux", not(chronon_loom)))]
+pub use executor::conservative::procs::is_worker_process;
 pub use executor::{
     ConservativeConfig, Executor, Runtime, StateSaving, TimeWarpOptions, DEFAULT_MAX_NULL_MESSAGES,
 };

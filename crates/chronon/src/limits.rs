@@ -183,6 +183,9 @@ pub(crate) struct RunSize {
     /// `size_of` the engine's event record (payload included).
     pub event_record: u64,
     pub hint: SizeHint,
+    /// How many processes each hold the whole LP table (1; P under `--procs`, where every
+    /// worker process initializes every LP).
+    pub lp_copies: u64,
 }
 
 /// Checks threads and shared sets against the LP count and [`MAX_THREADS`].
@@ -216,7 +219,9 @@ pub(crate) fn estimate(s: &RunSize) -> (Option<u64>, String) {
         .lp_record
         .checked_add(LP_EXTRA_BYTES)
         .and_then(|b| b.checked_add(h.state_heap_bytes));
-    let lps_total = lp_bytes.and_then(|b| b.checked_mul(s.lps));
+    let lps_total = lp_bytes
+        .and_then(|b| b.checked_mul(s.lps))
+        .and_then(|b| b.checked_mul(s.lp_copies.max(1)));
     let event_bytes = s
         .event_record
         .checked_add(EVENT_EXTRA_BYTES)
@@ -235,7 +240,12 @@ pub(crate) fn estimate(s: &RunSize) -> (Option<u64>, String) {
         (
             lps_total,
             format!(
-                "{} LPs × {} per LP",
+                "{}{} LPs × {} per LP",
+                if s.lp_copies > 1 {
+                    format!("{} processes × ", s.lp_copies)
+                } else {
+                    String::new()
+                },
                 s.lps,
                 lp_bytes.map_or("> 16 EiB".into(), human_bytes)
             ),
@@ -302,6 +312,7 @@ mod tests {
             lp_record: 64,
             event_record: 32,
             hint: SizeHint::pending(pending),
+            lp_copies: 1,
         }
     }
 

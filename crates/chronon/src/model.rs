@@ -370,30 +370,112 @@ impl<'a, M: Model + ?Sized> Ctx<'a, M> {
 }
 
 /// Named figures a model adds to the report (see [`Model::finish`]).
-#[derive(Clone, Debug, Default, PartialEq, serde::Serialize)]
+#[derive(Clone, Debug, Default, serde::Serialize)]
 #[serde(transparent)]
 pub struct ModelStats {
     values: BTreeMap<String, f64>,
+    /// Multi-process runs: the operations `finish` made, to be replayed in LP order by the
+    /// parent (`None`: not recording).
+    #[serde(skip)]
+    log: Option<StatLog>,
+}
+
+impl PartialEq for ModelStats {
+    fn eq(&self, other: &Self) -> bool {
+        self.values == other.values
+    }
+}
+
+/// One operation on a [`ModelStats`]: `add` (`true`) or `set` (`false`) of a value.
+pub(crate) type StatOp = (bool, String, f64);
+
+/// What a recording [`ModelStats`] saw.
+#[derive(Debug, Default)]
+struct StatLog {
+    ops: Vec<StatOp>,
+    /// Whether `get` or `iter` was called: the recorded operations then depend on figures
+    /// this process does not have, and cannot be replayed exactly.
+    read: std::sync::atomic::AtomicBool,
+}
+
+impl Clone for StatLog {
+    fn clone(&self) -> Self {
+        StatLog {
+            ops: self.ops.clone(),
+            // Ordering: the flag is written and read by the thread that runs `finish`.
+            read: std::sync::atomic::AtomicBool::new(
+                self.read.load(std::sync::atomic::Ordering::Relaxed),
+            ),
+        }
+    }
 }
 
 impl ModelStats {
     /// Adds `value` to the figure `name` (created at 0).
     pub fn add(&mut self, name: &str, value: f64) {
+        if let Some(log) = &mut self.log {
+            log.ops.push((true, name.to_string(), value));
+        }
         *self.values.entry(name.to_string()).or_insert(0.0) += value;
     }
 
     /// Sets the figure `name`.
     pub fn set(&mut self, name: &str, value: f64) {
+        if let Some(log) = &mut self.log {
+            log.ops.push((false, name.to_string(), value));
+        }
         self.values.insert(name.to_string(), value);
     }
 
     /// The figure `name`, if any.
     pub fn get(&self, name: &str) -> Option<f64> {
+        self.mark_read();
         self.values.get(name).copied()
     }
 
     /// All figures, by name.
     pub fn iter(&self) -> impl Iterator<Item = (&str, f64)> {
+        self.mark_read();
         self.values.iter().map(|(k, v)| (k.as_str(), *v))
+    }
+
+    fn mark_read(&self) {
+        if let Some(log) = &self.log {
+            // Ordering: read by the same thread after `finish` returns.
+            log.read.store(true, std::sync::atomic::Ordering::Relaxed);
+        }
+    }
+
+    /// An empty set of figures that records every `add` and `set` (multi-process runs).
+    #[cfg_attr(any(chronon_loom, not(target_os = "linux")), allow(dead_code))]
+    pub(crate) fn recording() -> Self {
+        ModelStats {
+            values: BTreeMap::new(),
+            log: Some(StatLog::default()),
+        }
+    }
+
+    /// The operations recorded, or `Err` if figures were read while recording.
+    #[cfg_attr(any(chronon_loom, not(target_os = "linux")), allow(dead_code))]
+    pub(crate) fn take_log(&mut self) -> Result<Vec<StatOp>, ()> {
+        let log = self.log.take().unwrap_or_default();
+        // Ordering: set by the same thread, in `finish`, before this call.
+        if log.read.load(std::sync::atomic::Ordering::Relaxed) {
+            Err(())
+        } else {
+            Ok(log.ops)
+        }
+    }
+
+    /// Applies recorded operations in order.
+    #[cfg_attr(any(chronon_loom, not(target_os = "linux")), allow(dead_code))]
+    pub(crate) fn replay(&mut self, ops: &[StatOp]) {
+        for (add, name, value) in ops {
+            if *add {
+                self.add(name, *value);
+            } else {
+                self.set(name, *value);
+            }
+        }
     }
 }

@@ -40,6 +40,90 @@ pub struct Simulation<M: Model> {
     time_warp: TimeWarpOptions,
     state_eq: Option<StateEq<M::State>>,
     memory_limit: Option<MemoryLimit>,
+    #[cfg(all(target_os = "linux", not(chronon_loom)))]
+    procs: Option<(
+        executor::conservative::procs::ProcsOptions,
+        executor::conservative::procs::ProcsFn<M>,
+    )>,
+}
+
+/// Multi-process runs (Linux): only for models whose events may cross a process boundary.
+#[cfg(all(target_os = "linux", not(chronon_loom)))]
+impl<M: Model> Simulation<M>
+where
+    M::Event: crate::shm::ShmSafe,
+{
+    /// Runs the simulation in `procs` worker processes on this machine, each with the
+    /// executor's threads (window, lock-step or null messages; the LP mapping is over every
+    /// thread of every process), and gathers one report whose fingerprint, committed count
+    /// and `model_stats` equal the sequential run's.
+    ///
+    /// The worker processes re-execute this program (with this process's command line, or
+    /// [`process_args`](Simulation::process_args)), so the program keeps a contract: it builds
+    /// the same model and the same `Simulation` from its configuration in every process and
+    /// reaches [`run`](Simulation::run) (which, in a worker process, does the worker's part and
+    /// exits the process instead of returning); side effects before `run` happen once per
+    /// process (test [`is_worker_process`](crate::is_worker_process) early in `main` to skip
+    /// them). `Model::finish` may only add and set figures (not read them), and models with
+    /// global events cannot run across processes. Events are moved between processes through
+    /// shared memory as values, hence the [`ShmSafe`](crate::shm::ShmSafe) bound: a payload
+    /// with a `Vec` does not compile here:
+    ///
+    /// ```compile_fail
+    /// # use chronon::{Ctx, Model, Simulation};
+    /// struct Bulky;
+    /// impl Model for Bulky {
+    ///     type State = ();
+    ///     type Event = Vec<u8>;
+    ///     fn init(&self, _: &mut Ctx<'_, Self>) {}
+    ///     fn on_event(&self, _: &mut (), _: &Vec<u8>, _: &mut Ctx<'_, Self>) {}
+    /// }
+    /// // error: `Vec<u8>` cannot cross a process boundary
+    /// let _ = Simulation::new(Bulky).processes(2);
+    /// ```
+    ///
+    /// while the same model with plain events does:
+    ///
+    /// ```no_run
+    /// # use chronon::{ConservativeConfig, Ctx, Executor, Model, Simulation};
+    /// struct Light;
+    /// impl Model for Light {
+    ///     type State = ();
+    ///     type Event = u64;
+    ///     fn init(&self, _: &mut Ctx<'_, Self>) {}
+    ///     fn on_event(&self, _: &mut (), _: &u64, _: &mut Ctx<'_, Self>) {}
+    /// }
+    /// let report = Simulation::new(Light)
+    ///     .lps(8)
+    ///     .end_time(10.0)
+    ///     .executor(Executor::Window(ConservativeConfig::new(2)))
+    ///     .processes(2)
+    ///     .run()?;
+    /// # Ok::<(), chronon::SimError>(())
+    /// ```
+    pub fn processes(mut self, procs: usize) -> Self {
+        let args = self.procs.take().and_then(|(o, _)| o.args);
+        self.procs = Some((
+            executor::conservative::procs::ProcsOptions { procs, args },
+            executor::conservative::procs::run::<M>,
+        ));
+        self
+    }
+
+    /// The command line (after the program name) the worker processes of
+    /// [`processes`](Simulation::processes) are started with; by default this process's own.
+    /// A test binary passes the name of the test that builds the simulation, say. Without
+    /// `processes` it has no effect.
+    pub fn process_args<S: Into<std::ffi::OsString>>(
+        mut self,
+        args: impl IntoIterator<Item = S>,
+    ) -> Self {
+        let args: Vec<std::ffi::OsString> = args.into_iter().map(Into::into).collect();
+        if let Some((o, _)) = &mut self.procs {
+            o.args = Some(args);
+        }
+        self
+    }
 }
 
 impl<M: Model> Simulation<M> {
@@ -57,6 +141,8 @@ impl<M: Model> Simulation<M> {
             time_warp: TimeWarpOptions::default(),
             state_eq: None,
             memory_limit: None,
+            #[cfg(all(target_os = "linux", not(chronon_loom)))]
+            procs: None,
         }
     }
 
@@ -124,6 +210,16 @@ impl<M: Model> Simulation<M> {
         self
     }
 
+    /// How many processes hold the whole LP table: the worker processes of a multi-process run
+    /// each initialize every LP.
+    fn lp_copies(&self) -> u64 {
+        #[cfg(all(target_os = "linux", not(chronon_loom)))]
+        if let Some((o, _)) = &self.procs {
+            return o.procs.max(1) as u64;
+        }
+        1
+    }
+
     /// The model.
     pub fn model(&self) -> &M {
         &self.model
@@ -160,6 +256,7 @@ impl<M: Model> Simulation<M> {
             lp_record: std::mem::size_of::<LpSlot<M::State>>() as u64,
             event_record: std::mem::size_of::<Event<M::Event>>() as u64,
             hint: self.model.size_hint(),
+            lp_copies: self.lp_copies(),
         };
         limits::check_workers(&size)?;
         let limit = self.memory_limit.unwrap_or_else(MemoryLimit::detect);
@@ -177,6 +274,25 @@ impl<M: Model> Simulation<M> {
             ));
         }
         let (name, threads) = (self.executor.name(), self.executor.threads());
+        #[cfg(all(target_os = "linux", not(chronon_loom)))]
+        if let Some((opts, run)) = &self.procs {
+            let (protocol, c) = match &self.executor {
+                Executor::Window(c) => (Protocol::Window, c),
+                Executor::NullMessage(c) => (Protocol::NullMessage, c),
+                Executor::Lockstep(c) => (Protocol::Lockstep, c),
+                Executor::TimeWarp { .. } => {
+                    return Err(SimError::Config(
+                        "Time Warp across processes is not built yet: --procs runs --sync window, lockstep or null-message".into(),
+                    ))
+                }
+                Executor::Sequential => {
+                    return Err(SimError::Config(
+                        "--procs needs a parallel conservative --sync (window, lockstep or null-message); got --sync seq".into(),
+                    ))
+                }
+            };
+            return run(&self.model, &cfg, protocol, c, opts);
+        }
         let result = match self.executor {
             Executor::Sequential => executor::sequential::run(&self.model, &cfg),
             Executor::TimeWarp { threads } => {

@@ -22,6 +22,10 @@ const EXPECTED_REFUSALS: &[(&str, &str)] = &[
         "zero-lookahead",
         "null-message: a cycle of zero-lookahead links between workers",
     ),
+    (
+        "this model has global events, which read every LP's state",
+        "--procs: a model with global events",
+    ),
 ];
 
 /// The sequential run's figures that every parallel run must reproduce.

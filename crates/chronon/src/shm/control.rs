@@ -130,6 +130,17 @@ impl Control {
         n
     }
 
+    /// Runs `f` inside one odd epoch of worker `me` (no register changes): a snapshot that
+    /// overlaps it retries. The shared-memory transport moves records from a worker's rings
+    /// to its private stash this way, so no stable snapshot sees them in neither place.
+    pub fn bracket<R>(&self, me: usize, f: impl FnOnce() -> R) -> R {
+        let r = &self.block().regs[me];
+        r.epoch.fetch_add(1, SeqCst);
+        let out = f();
+        r.epoch.fetch_add(1, SeqCst);
+        out
+    }
+
     /// Worker `me` publishes its registers (inside an odd epoch).
     pub fn publish(&self, me: usize, p: &Published) {
         let r = &self.block().regs[me];
@@ -224,6 +235,18 @@ impl Control {
     /// counter, then bumps the generation and wakes every sleeper (README.md, "Barrier").
     /// Every participant must pass the same `parties`.
     pub fn barrier(&self, parties: u32, timeout: Duration) -> Result<(), BarrierError> {
+        self.barrier_with(parties, timeout, || {})
+    }
+
+    /// [`Control::barrier`], calling `idle` at least every millisecond while it waits (the
+    /// shared-memory transport drains its rings there, so that a sender blocked on a full ring
+    /// into a waiting worker always gets space).
+    pub fn barrier_with(
+        &self,
+        parties: u32,
+        timeout: Duration,
+        mut idle: impl FnMut(),
+    ) -> Result<(), BarrierError> {
         let g = &self.block().g;
         let gen = g.generation.load(SeqCst);
         if let Some(who) = self.aborted() {
@@ -237,6 +260,7 @@ impl Control {
         }
         let deadline = Instant::now() + timeout;
         let released = super::futex::wait_until(&g.generation, deadline, || {
+            idle();
             g.generation.load(SeqCst) != gen || g.abort.load(SeqCst) != 0
         });
         if g.generation.load(SeqCst) != gen {

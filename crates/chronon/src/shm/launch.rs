@@ -45,6 +45,7 @@ pub struct Launcher<'a> {
     procs: usize,
     args: Vec<OsString>,
     fds: Vec<BorrowedFd<'a>>,
+    env: Vec<(OsString, OsString)>,
     stop: Option<Arc<AtomicBool>>,
     quiet: bool,
 }
@@ -94,6 +95,7 @@ impl<'a> Launcher<'a> {
             procs,
             args: Vec::new(),
             fds: Vec::new(),
+            env: Vec::new(),
             stop: None,
             quiet: false,
         }
@@ -114,6 +116,19 @@ impl<'a> Launcher<'a> {
     /// A segment every worker inherits ([`Worker::segment`] with the same position).
     pub fn segment(mut self, seg: &'a Segment) -> Self {
         self.fds.push(seg.fd());
+        self
+    }
+
+    /// Any other descriptor every worker inherits (a pipe end, say), in the same numbering as
+    /// segments ([`Worker::fd`]).
+    pub fn fd(mut self, fd: BorrowedFd<'a>) -> Self {
+        self.fds.push(fd);
+        self
+    }
+
+    /// An environment variable for every worker.
+    pub fn env(mut self, key: impl Into<OsString>, value: impl Into<OsString>) -> Self {
+        self.env.push((key.into(), value.into()));
         self
     }
 
@@ -144,7 +159,8 @@ impl<'a> Launcher<'a> {
             cmd.args(&self.args)
                 .env(ROLE_ENV, format!("{index}/{}", self.procs))
                 .env(PARENT_ENV, std::process::id().to_string())
-                .env(FDS_ENV, &list);
+                .env(FDS_ENV, &list)
+                .envs(self.env.iter().map(|(k, v)| (k, v)));
             let fds = raw.clone();
             // Safety: the closure runs between fork and exec and makes only async-signal-safe
             // system calls (prctl, fcntl) on memory allocated before the fork; it allocates
@@ -270,6 +286,20 @@ impl Worker {
             parent,
             fds,
         })
+    }
+
+    /// Takes the `i`-th descriptor the parent passed, unmapped (each can be taken once).
+    pub fn fd(&mut self, i: usize) -> io::Result<std::os::fd::OwnedFd> {
+        let fd = self
+            .fds
+            .get_mut(i)
+            .and_then(Option::take)
+            .ok_or_else(|| io::Error::other(format!("no descriptor {i} (or taken already)")))?;
+        // Safety: the parent passed `fd` for this worker to own, and `take` above makes sure we
+        // own it only once.
+        let fd = unsafe { <std::os::fd::OwnedFd as std::os::fd::FromRawFd>::from_raw_fd(fd) };
+        rustix::io::fcntl_setfd(&fd, rustix::io::FdFlags::CLOEXEC)?;
+        Ok(fd)
     }
 
     /// Maps the `i`-th segment the parent passed (each can be taken once).

@@ -14,7 +14,7 @@
 
 mod bptr;
 mod control;
-mod futex;
+pub(crate) mod futex;
 mod heap;
 mod launch;
 pub mod registry;

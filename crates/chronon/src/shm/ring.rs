@@ -363,6 +363,15 @@ impl<T: ShmSafe> Consumer<T> {
         f64::from_bits(self.raw.hdr().min.load(SeqCst))
     }
 
+    /// A read-only view of this ring's register, for other threads (loom models).
+    #[cfg(all(test, chronon_loom))]
+    pub(crate) fn register(&self) -> RingRegister {
+        RingRegister {
+            hdr: self.raw.hdr,
+            _keep: self.raw._keep.clone(),
+        }
+    }
+
     /// Takes every record published so far, in order, handing each to `f`; returns how many.
     pub fn drain(&mut self, mut f: impl FnMut(T)) -> usize {
         let hdr = self.raw.hdr();

@@ -113,3 +113,7 @@ macro_rules! impl_shm_safe {
         unsafe impl $crate::shm::ShmSafe for $name {}
     };
 }
+
+// Safety: an event is its key fields, destination and tag (plain data) and its payload, which
+// is `ShmSafe`.
+unsafe impl<P: ShmSafe> ShmSafe for crate::event::Event<P> {}

@@ -1,27 +1,25 @@
 //! Starting a conservative run: checks, initial events, the worker threads, and the report.
 
-use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize};
+use std::sync::atomic::AtomicU64;
 use std::sync::Mutex;
 use std::time::Instant;
-
-use crossbeam_utils::CachePadded;
 
 use super::balance::Balance;
 use super::lookahead::{balance_lookaheads, crossing_lps, worker_lookaheads};
 use super::lp_table::LpTable;
 use super::{null_message, rounds, zero_links};
 use super::{ConservativeConfig, Protocol, Shared, Worker, WorkerStats};
-use crate::barrier::park::Sleepers;
-use crate::comm::Mailbox;
 use crate::error::SimError;
 use crate::event::{Event, EventKey, Keyed};
 use crate::executor::global::GlobalQueue;
 use crate::executor::links::Links;
 use crate::executor::{finish_report, init_lps, LpSlot, RunConfig};
-use crate::gsu::{Gsu, Published};
+use crate::gsu::Published;
 use crate::model::{Model, Time};
 use crate::queue::{HeapQueue, LadderQueue, PendingSet, QueueKind};
 use crate::stats::Report;
+use crate::transport::threads::ThreadNet;
+use crate::transport::Endpoint;
 
 /// Runs `model` with `protocol`.
 pub(crate) fn run<M: Model>(
@@ -108,23 +106,15 @@ fn run_with<M: Model, Q: PendingSet<Event<M::Event>>>(
         worker_la,
         link_la,
         crossing,
-        mail: (0..w).map(|_| CachePadded::new(Mailbox::new())).collect(),
-        // Seeded with every queue's first event before any worker runs (G0 in gsu/README.md):
-        // a worker that starts idle must not see the others as idle before they publish.
-        gsu: Gsu::seeded(&first),
         globals: Mutex::new(globals),
         error: Mutex::new(None),
         global_next: AtomicU64::new(first_global.to_bits()),
-        chan: (0..w * w)
-            .map(|_| CachePadded::new(AtomicU64::new(0f64.to_bits())))
-            .collect(),
-        sleepers: Sleepers::new(w),
-        abort: AtomicBool::new(false),
-        arrived: AtomicUsize::new(0),
-        generation: AtomicU64::new(0),
         balance,
     };
-    let barrier = cc.barrier.build(w);
+    // The GSU is seeded with every queue's first event before any worker runs (G0 in
+    // gsu/README.md): a worker that starts idle must not see the others as idle before they
+    // publish.
+    let net = ThreadNet::new(&first, cc.barrier.build(w));
     let start = Instant::now();
     let results: Vec<WorkerResult> = std::thread::scope(|s| {
         let handles: Vec<_> = queues
@@ -132,25 +122,8 @@ fn run_with<M: Model, Q: PendingSet<Event<M::Event>>>(
             .enumerate()
             .map(|(me, q)| {
                 let shared = &shared;
-                let barrier = &*barrier;
-                s.spawn(move || {
-                    let mut worker = Worker::new(me, shared, q);
-                    let outcome = match protocol {
-                        Protocol::Window | Protocol::Lockstep => {
-                            rounds::run(&mut worker, barrier, protocol)
-                        }
-                        Protocol::NullMessage => null_message::run(&mut worker, barrier),
-                    };
-                    worker.report_progress();
-                    WorkerResult {
-                        stats: worker.stats,
-                        counters: worker.counters,
-                        pending: worker.queue.len(),
-                        last_time: worker.last_time,
-                        stopped: outcome.stopped,
-                        extra: outcome.extra,
-                    }
-                })
+                let net = &net;
+                s.spawn(move || run_worker(&mut Worker::new(shared, q, net.endpoint(me)), protocol))
             })
             .collect();
         handles
@@ -201,19 +174,7 @@ fn run_with<M: Model, Q: PendingSet<Event<M::Event>>>(
     // is pending too (null messages leave without waiting for events at or after the end).
     // The GSU's TMC registers count it — the count a transport that cannot drain another
     // process's mailbox will rely on; here the drain checks it.
-    let mut snap = crate::gsu::Snapshot::default();
-    shared
-        .gsu
-        .snapshot(|i| shared.mail[i].min_time(), &mut snap);
-    let in_transit = snap.in_transit();
-    let mut drained = 0i64;
-    for m in shared.mail.iter() {
-        m.take(|_| drained += 1);
-    }
-    assert_eq!(
-        in_transit, drained,
-        "the GSU's TMC registers disagree with the mailboxes at the end of the run"
-    );
+    let in_transit = net.drain_at_end();
     pending += in_transit as usize;
     report.pending_at_end = pending as u64;
     report
@@ -243,29 +204,38 @@ fn run_with<M: Model, Q: PendingSet<Event<M::Event>>>(
             .insert("null_messages".into(), nulls as f64);
     }
     for r in results {
-        let s = &r.stats;
-        let mut m = std::collections::BTreeMap::new();
-        m.insert("events".to_string(), s.events as f64);
-        if protocol == Protocol::NullMessage {
-            m.insert("null_messages".to_string(), s.null_messages as f64);
-        } else {
-            m.insert("rounds".to_string(), s.rounds as f64);
-        }
-        m.insert("remote_sent".to_string(), s.remote_sent as f64);
-        m.insert("batches_sent".to_string(), s.batches_sent as f64);
-        m.insert("wait_s".to_string(), s.wait_s);
-        m.insert("sync_s".to_string(), s.sync_s);
-        m.insert("busy_s".to_string(), s.busy_s);
-        if wall > 0.0 {
-            m.insert("wait_share".to_string(), s.wait_s / wall);
-            m.insert("sync_share".to_string(), s.sync_s / wall);
-        }
-        for (k, v) in r.extra {
-            m.insert(k.to_string(), v);
-        }
-        report.workers.push(m);
+        report.workers.push(worker_figures(protocol, &r, wall));
     }
     Ok(report)
+}
+
+/// One worker's figures for the report.
+pub(crate) fn worker_figures(
+    protocol: Protocol,
+    r: &WorkerResult,
+    wall: f64,
+) -> std::collections::BTreeMap<String, f64> {
+    let s = &r.stats;
+    let mut m = std::collections::BTreeMap::new();
+    m.insert("events".to_string(), s.events as f64);
+    if protocol == Protocol::NullMessage {
+        m.insert("null_messages".to_string(), s.null_messages as f64);
+    } else {
+        m.insert("rounds".to_string(), s.rounds as f64);
+    }
+    m.insert("remote_sent".to_string(), s.remote_sent as f64);
+    m.insert("batches_sent".to_string(), s.batches_sent as f64);
+    m.insert("wait_s".to_string(), s.wait_s);
+    m.insert("sync_s".to_string(), s.sync_s);
+    m.insert("busy_s".to_string(), s.busy_s);
+    if wall > 0.0 {
+        m.insert("wait_share".to_string(), s.wait_s / wall);
+        m.insert("sync_share".to_string(), s.sync_s / wall);
+    }
+    for (k, v) in &r.extra {
+        m.insert(k.to_string(), *v);
+    }
+    m
 }
 
 /// What a protocol's worker loop returns besides its figures.
@@ -275,11 +245,31 @@ pub(crate) struct Outcome {
     pub extra: Vec<(&'static str, f64)>,
 }
 
-struct WorkerResult {
-    stats: WorkerStats,
-    counters: Vec<i64>,
-    pending: usize,
-    last_time: Time,
-    stopped: bool,
-    extra: Vec<(&'static str, f64)>,
+/// Runs one worker's protocol loop and collects what the report needs from it.
+pub(crate) fn run_worker<M: Model, Q: PendingSet<Event<M::Event>>, X: Endpoint<M::Event>>(
+    worker: &mut Worker<'_, '_, M, Q, X>,
+    protocol: Protocol,
+) -> WorkerResult {
+    let outcome = match protocol {
+        Protocol::Window | Protocol::Lockstep => rounds::run(worker, protocol),
+        Protocol::NullMessage => null_message::run(worker),
+    };
+    worker.report_progress();
+    WorkerResult {
+        stats: std::mem::take(&mut worker.stats),
+        counters: std::mem::take(&mut worker.counters),
+        pending: worker.queue.len(),
+        last_time: worker.last_time,
+        stopped: outcome.stopped,
+        extra: outcome.extra,
+    }
+}
+
+pub(crate) struct WorkerResult {
+    pub stats: WorkerStats,
+    pub counters: Vec<i64>,
+    pub pending: usize,
+    pub last_time: Time,
+    pub stopped: bool,
+    pub extra: Vec<(&'static str, f64)>,
 }

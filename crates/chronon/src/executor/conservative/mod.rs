@@ -13,8 +13,10 @@
 //! `null_message.rs`, `zero_links.rs` (null messages' start-up check) and `lookahead.rs` (the
 //! lookaheads and crossing LPs they derive from the declared links). How events move lives
 //! apart: `worker.rs` executes below a bound it is given and batches events per destination
-//! worker, flushed through the GSU into the destination's mailbox; `shared.rs` is what the
-//! workers share; `launch.rs` starts the threads and assembles the report; `config.rs` the
+//! worker, flushed through the worker's transport endpoint (`crate::transport`: mailboxes and
+//! the GSU between threads, shared-memory rings between processes); `shared.rs` is what the
+//! workers share; `launch.rs` starts the threads and assembles the report; `procs.rs` starts
+//! worker processes and gathers their report; `config.rs` the
 //! settings; `lp_table.rs`, `balance.rs`, `claim.rs` LP ownership and load balancing. Each
 //! worker keeps one pending set for all its LPs and pops it in key order below its safe bound,
 //! exactly like the sequential executor restricted to its LPs; remote events travel as batches,
@@ -28,6 +30,8 @@ mod lockstep;
 mod lookahead;
 mod lp_table;
 mod null_message;
+#[cfg(all(target_os = "linux", not(chronon_loom)))]
+pub(crate) mod procs;
 mod rounds;
 mod shared;
 mod window;

@@ -20,12 +20,12 @@ use std::sync::atomic::Ordering::SeqCst;
 use std::time::Instant;
 
 use super::{Outcome, Worker};
-use crate::barrier::Barrier;
 use crate::error::SimError;
 use crate::event::{Event, Keyed};
 use crate::gsu::{Published, Snapshot};
 use crate::model::{Model, Time};
 use crate::queue::PendingSet;
+use crate::transport::Endpoint;
 
 /// Rejects a link lookahead so small that a channel would need more than `cap` null messages
 /// to reach the end time: a blocked worker advances its output channel by one link lookahead
@@ -58,9 +58,8 @@ pub(super) fn check_budget(
     Ok(())
 }
 
-pub(super) fn run<M: Model, Q: PendingSet<Event<M::Event>>>(
-    w: &mut Worker<'_, '_, M, Q>,
-    _barrier: &dyn Barrier,
+pub(crate) fn run<M: Model, Q: PendingSet<Event<M::Event>>, X: Endpoint<M::Event>>(
+    w: &mut Worker<'_, '_, M, Q, X>,
 ) -> Outcome {
     let sh = w.sh;
     let me = w.me;
@@ -77,30 +76,27 @@ pub(super) fn run<M: Model, Q: PendingSet<Event<M::Event>>>(
     let min_la = outs.iter().map(|o| o.1).fold(f64::INFINITY, f64::min);
     let mut outcome = Outcome::default();
     let mut next_global = f64::from_bits(sh.global_next.load(SeqCst));
-    let read_in = || {
+    let read_in = |ep: &X| {
         ins.iter()
-            .map(|&v| f64::from_bits(sh.chan[v * nw + me].load(SeqCst)))
+            .map(|&v| ep.channel(v, me))
             .fold(f64::INFINITY, f64::min)
     };
     let mut loops = 0u64;
     loop {
         let t0 = Instant::now();
-        if sh.abort.load(SeqCst) {
+        if w.ep.aborted() {
             outcome.stopped = sh.error.lock().map(|e| e.is_none()).unwrap_or(false);
             break;
         }
         if me == 0 && loops % 64 == 0 && sh.cfg.progress.stop_requested() {
-            sh.abort.store(true, SeqCst);
-            sh.sleepers.wake_all();
+            w.ep.abort();
             outcome.stopped = true;
             break;
         }
         loops += 1;
         // 1. Input channels first, then the mailbox (see the module docs).
-        let in_clock = read_in();
-        sh.gsu.receive(
-            me,
-            &sh.mail[me],
+        let in_clock = read_in(&w.ep);
+        w.ep.receive(
             &mut w.queue,
             |q, e| q.push(e),
             |q| Published {
@@ -123,8 +119,7 @@ pub(super) fn run<M: Model, Q: PendingSet<Event<M::Event>>>(
             Ok(n) => n,
             Err(e) => {
                 sh.record_error(e);
-                sh.abort.store(true, SeqCst);
-                sh.sleepers.wake_all();
+                w.ep.abort();
                 break;
             }
         };
@@ -132,7 +127,7 @@ pub(super) fn run<M: Model, Q: PendingSet<Event<M::Event>>>(
         w.flush();
         if done > 0 {
             for &(x, _) in &outs {
-                sh.sleepers.wake(x);
+                w.ep.wake(x);
             }
         }
         // 4. Null messages again, from the new earliest event (after the sends: a raised channel
@@ -162,9 +157,7 @@ pub(super) fn run<M: Model, Q: PendingSet<Event<M::Event>>>(
         }
         if done == 0 {
             let tw = Instant::now();
-            sh.sleepers.wait_until(me, || {
-                sh.abort.load(SeqCst) || !sh.mail[me].is_empty() || read_in() > in_clock
-            });
+            w.ep.wait_until(|ep| ep.aborted() || ep.has_mail() || read_in(ep) > in_clock);
             w.stats.wait_s += tw.elapsed().as_secs_f64();
         }
         w.stats.sync_s += t1.elapsed().as_secs_f64();
@@ -174,8 +167,8 @@ pub(super) fn run<M: Model, Q: PendingSet<Event<M::Event>>>(
 
 /// Whether a GSU snapshot shows no event before the end anywhere, in transit included (this
 /// worker first publishes its own earliest event, `head`).
-fn quiescent<M: Model, Q: PendingSet<Event<M::Event>>>(
-    w: &mut Worker<'_, '_, M, Q>,
+fn quiescent<M: Model, Q: PendingSet<Event<M::Event>>, X: Endpoint<M::Event>>(
+    w: &mut Worker<'_, '_, M, Q, X>,
     head: Option<crate::event::EventKey>,
 ) -> bool {
     let sh = w.sh;
@@ -184,27 +177,23 @@ fn quiescent<M: Model, Q: PendingSet<Event<M::Event>>>(
         ..Published::IDLE
     };
     let mut snap = Snapshot::default();
-    sh.gsu
-        .publish_and_snapshot(w.me, &mine, |i| sh.mail[i].min_time(), &mut snap)
-        >= sh.cfg.end
+    w.ep.publish_and_snapshot(&mine, &mut snap) >= sh.cfg.end
 }
 
 /// Raises every output channel whose bound `lb + lookahead` moved up (one null message each).
-fn raise<M: Model, Q: PendingSet<Event<M::Event>>>(
-    w: &mut Worker<'_, '_, M, Q>,
+fn raise<M: Model, Q: PendingSet<Event<M::Event>>, X: Endpoint<M::Event>>(
+    w: &mut Worker<'_, '_, M, Q, X>,
     outs: &[(usize, Time)],
     sent: &mut [f64],
     lb: Time,
 ) {
-    let sh = w.sh;
-    let nw = sh.workers;
     for (i, &(x, la)) in outs.iter().enumerate() {
         let b = lb + la;
         if b > sent[i] {
             sent[i] = b;
-            sh.chan[w.me * nw + x].store(b.to_bits(), SeqCst);
+            w.ep.raise_channel(x, b);
             w.stats.null_messages += 1;
-            sh.sleepers.wake(x);
+            w.ep.wake(x);
         }
     }
 }
@@ -212,30 +201,26 @@ fn raise<M: Model, Q: PendingSet<Event<M::Event>>>(
 /// Every worker arrives with nothing left before the next global event; the last to arrive
 /// runs the global events due (before the earliest pending LP event, messages in transit
 /// included) and releases the others. Returns the next global event's time.
-fn rendezvous<M: Model, Q: PendingSet<Event<M::Event>>>(
-    w: &mut Worker<'_, '_, M, Q>,
+fn rendezvous<M: Model, Q: PendingSet<Event<M::Event>>, X: Endpoint<M::Event>>(
+    w: &mut Worker<'_, '_, M, Q, X>,
     head: Option<crate::event::EventKey>,
 ) -> Time {
     let sh = w.sh;
-    let me = w.me;
-    let generation = sh.generation.load(SeqCst);
-    sh.gsu.publish(
-        me,
-        &Published {
-            moe: head.unwrap_or(Published::IDLE.moe),
-            ..Published::IDLE
-        },
-    );
-    if sh.arrived.fetch_add(1, SeqCst) + 1 == sh.workers {
+    w.ep.publish(&Published {
+        moe: head.unwrap_or(Published::IDLE.moe),
+        ..Published::IDLE
+    });
+    let tw = Instant::now();
+    let _ = w.ep.rendezvous(|ep| {
         let mut snap = Snapshot::default();
-        sh.gsu.snapshot(|i| sh.mail[i].min_time(), &mut snap);
+        ep.snapshot(&mut snap);
         let t_min = snap.lbts();
         let next = if t_min.is_finite() {
             match sh.run_globals(t_min) {
                 Ok(n) => n,
                 Err(e) => {
                     sh.record_error(e);
-                    sh.abort.store(true, SeqCst);
+                    ep.abort();
                     f64::INFINITY
                 }
             }
@@ -243,15 +228,7 @@ fn rendezvous<M: Model, Q: PendingSet<Event<M::Event>>>(
             f64::INFINITY
         };
         sh.global_next.store(next.to_bits(), SeqCst);
-        sh.arrived.store(0, SeqCst);
-        sh.generation.store(generation + 1, SeqCst);
-        sh.sleepers.wake_all();
-    } else {
-        let tw = Instant::now();
-        sh.sleepers.wait_until(me, || {
-            sh.abort.load(SeqCst) || sh.generation.load(SeqCst) != generation
-        });
-        w.stats.wait_s += tw.elapsed().as_secs_f64();
-    }
+    });
+    w.stats.wait_s += tw.elapsed().as_secs_f64();
     f64::from_bits(sh.global_next.load(SeqCst))
 }

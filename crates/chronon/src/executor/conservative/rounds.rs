@@ -18,18 +18,17 @@ use std::time::Instant;
 
 use super::lockstep::{self, Closure};
 use super::{window, Outcome, Protocol, Worker};
-use crate::barrier::Barrier;
 use crate::event::Event;
 use crate::gsu::{Published, Snapshot};
 use crate::model::Model;
 use crate::queue::PendingSet;
+use crate::transport::Endpoint;
 
 const FLAG_ERROR: u64 = 1;
 const FLAG_STOP: u64 = 2;
 
-pub(super) fn run<M: Model, Q: PendingSet<Event<M::Event>>>(
-    w: &mut Worker<'_, '_, M, Q>,
-    barrier: &dyn Barrier,
+pub(crate) fn run<M: Model, Q: PendingSet<Event<M::Event>>, X: Endpoint<M::Event>>(
+    w: &mut Worker<'_, '_, M, Q, X>,
     protocol: Protocol,
 ) -> Outcome {
     let sh = w.sh;
@@ -55,9 +54,7 @@ pub(super) fn run<M: Model, Q: PendingSet<Event<M::Event>>>(
             None => Published::IDLE.moe,
         };
         let shared_la = sh.balance.as_ref().map_or(f64::INFINITY, |b| b.la);
-        sh.gsu.receive(
-            me,
-            &sh.mail[me],
+        w.ep.receive(
             &mut w.queue,
             |q, e| q.push(e),
             |q| {
@@ -74,9 +71,12 @@ pub(super) fn run<M: Model, Q: PendingSet<Event<M::Event>>>(
             },
         );
         let tw = Instant::now();
-        barrier.wait(me);
+        if !w.ep.barrier() {
+            outcome.stopped = true;
+            break;
+        }
         w.stats.wait_s += tw.elapsed().as_secs_f64();
-        sh.gsu.snapshot(|i| sh.mail[i].min_time(), &mut snap);
+        w.ep.snapshot(&mut snap);
         let flags = snap.flags();
         if flags & FLAG_ERROR != 0 {
             break;
@@ -103,7 +103,10 @@ pub(super) fn run<M: Model, Q: PendingSet<Event<M::Event>>>(
                 sh.global_next.store(next.to_bits(), Ordering::Relaxed);
             }
             let tw = Instant::now();
-            barrier.wait(me);
+            if !w.ep.barrier() {
+                outcome.stopped = true;
+                break;
+            }
             w.stats.wait_s += tw.elapsed().as_secs_f64();
             // Ordering: written before the barrier above.
             g = f64::from_bits(sh.global_next.load(Ordering::Relaxed));
@@ -166,7 +169,10 @@ pub(super) fn run<M: Model, Q: PendingSet<Event<M::Event>>>(
             w.report_progress();
         }
         let tw = Instant::now();
-        barrier.wait(me);
+        if !w.ep.barrier() {
+            outcome.stopped = true;
+            break;
+        }
         w.stats.wait_s += tw.elapsed().as_secs_f64();
         w.stats.sync_s += t1.elapsed().as_secs_f64();
     }

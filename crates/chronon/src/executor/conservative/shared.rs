@@ -1,21 +1,16 @@
 //! What every worker of a conservative run shares: the LP table, links and lookaheads, the
-//! mailboxes and GSU, the global-event queue, the first error; and each worker's figures.
+//! global-event queue, the first error; and each worker's figures.
 
-use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize};
+use std::sync::atomic::AtomicU64;
 use std::sync::Mutex;
-
-use crossbeam_utils::CachePadded;
 
 use super::balance::Balance;
 use super::lp_table::{self, LpTable};
-use crate::barrier::park::Sleepers;
-use crate::comm::Mailbox;
 use crate::error::SimError;
-use crate::event::{Event, EventKey, ENGINE_SENDER};
+use crate::event::{EventKey, ENGINE_SENDER};
 use crate::executor::global::GlobalQueue;
 use crate::executor::links::Links;
 use crate::executor::RunConfig;
-use crate::gsu::Gsu;
 use crate::model::{Model, Time};
 
 /// Per-worker figures for the report.
@@ -50,24 +45,12 @@ pub(crate) struct Shared<'a, M: Model> {
     /// Lock-step: per LP, whether a zero-lookahead path leads from it to another worker
     /// ([`crossing_lps`](super::lookahead::crossing_lps); empty for the other protocols).
     pub crossing: Vec<bool>,
-    pub mail: Vec<CachePadded<Mailbox<Event<M::Event>>>>,
-    pub gsu: Gsu,
     pub globals: Mutex<GlobalQueue>,
     /// The first error any worker met, with its (time, LP) for a deterministic choice.
     pub error: Mutex<Option<SimError>>,
     /// The next global event's time after the last safe point (bits; written by the thread
     /// that ran the global events, before the barrier or rendezvous that ends the safe point).
     pub global_next: AtomicU64,
-    /// Null messages: `chan[v * W + w]` holds the bits of the time below which no event will
-    /// ever come from worker `v` to worker `w`.
-    pub chan: Vec<CachePadded<AtomicU64>>,
-    /// Null messages: parking slots, one per worker.
-    pub sleepers: Sleepers,
-    /// Null messages: every worker stops (error or stop request).
-    pub abort: AtomicBool,
-    /// Null messages: the global-event rendezvous (arrivals, generation).
-    pub arrived: AtomicUsize,
-    pub generation: AtomicU64,
     /// Window load balancing: the shared LP sets (`None`: every LP is dedicated).
     pub balance: Option<Balance<M::Event>>,
 }

@@ -2,7 +2,8 @@
 //! batching of events for other workers. What the protocol decides (the bound below which a
 //! worker may execute) is its caller's; this file only executes below a given bound and moves
 //! the events it produced: local ones into its own pending set, remote ones into one outgoing
-//! batch per destination worker, flushed through the GSU and the destination's mailbox.
+//! batch per destination worker, flushed through the worker's transport endpoint (the GSU and
+//! the destination's mailbox between threads, a shared-memory ring between processes).
 
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::time::Instant;
@@ -12,15 +13,18 @@ use crate::error::{ModelError, SimError};
 use crate::event::{Event, EventKey, Keyed};
 use crate::model::{CommitCtx, Ctx, LpId, Model, Time};
 use crate::queue::PendingSet;
+use crate::transport::Endpoint;
 
 /// How events and lookahead are checked every so often for progress and stop requests.
 const POLL_EVERY: u64 = 1 << 12;
 
 /// One worker: its pending set, its outgoing batches and its figures.
-pub(crate) struct Worker<'s, 'a, M: Model, Q> {
+pub(crate) struct Worker<'s, 'a, M: Model, Q, X> {
     pub me: usize,
     pub sh: &'s Shared<'a, M>,
     pub queue: Q,
+    /// This worker's end of the transport (mailboxes and GSU, or shared-memory rings).
+    pub ep: X,
     out: Vec<Event<M::Event>>,
     outbox: Vec<Vec<Event<M::Event>>>,
     pub counters: Vec<i64>,
@@ -33,12 +37,15 @@ pub(crate) struct Worker<'s, 'a, M: Model, Q> {
     sent_min: Time,
 }
 
-impl<'s, 'a, M: Model, Q: PendingSet<Event<M::Event>>> Worker<'s, 'a, M, Q> {
-    pub(super) fn new(me: usize, sh: &'s Shared<'a, M>, queue: Q) -> Self {
+impl<'s, 'a, M: Model, Q: PendingSet<Event<M::Event>>, X: Endpoint<M::Event>>
+    Worker<'s, 'a, M, Q, X>
+{
+    pub(crate) fn new(sh: &'s Shared<'a, M>, queue: Q, ep: X) -> Self {
         Worker {
-            me,
+            me: ep.me(),
             sh,
             queue,
+            ep,
             out: Vec::with_capacity(16),
             outbox: (0..sh.workers).map(|_| Vec::new()).collect(),
             counters: vec![0; sh.model.counter_names().len()],
@@ -243,14 +250,14 @@ impl<'s, 'a, M: Model, Q: PendingSet<Event<M::Event>>> Worker<'s, 'a, M, Q> {
         Ok(())
     }
 
-    /// Sends every outgoing batch (one per destination worker) through the GSU.
+    /// Sends every outgoing batch (one per destination worker) through the transport.
     pub(crate) fn flush(&mut self) {
         for w in 0..self.outbox.len() {
             if !self.outbox[w].is_empty() {
                 let batch = std::mem::take(&mut self.outbox[w]);
                 self.stats.remote_sent += batch.len() as u64;
                 self.stats.batches_sent += 1;
-                self.sh.gsu.send(w, &self.sh.mail[w], batch);
+                self.ep.send(w, batch);
             }
         }
     }

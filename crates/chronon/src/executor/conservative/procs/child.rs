@@ -1,0 +1,326 @@
+//! A worker process of a multi-process run: attach the segments, build every LP, run this
+//! process's workers over the shared-memory transport, report to the parent, then serve its
+//! `Model::finish` requests.
+
+use std::sync::atomic::AtomicU64;
+use std::sync::Mutex;
+use std::time::Instant;
+
+use super::parent::{read_msg, write_msg};
+use super::report::{encode, get_stats, put_stats, ChildOut};
+use super::{io_error, RUN_ENV};
+use crate::error::{guard, SimError};
+use crate::event::{Event, EventKey, Keyed};
+use crate::executor::conservative::launch::{run_worker, worker_figures, WorkerResult};
+use crate::executor::conservative::lookahead::{crossing_lps, worker_lookaheads};
+use crate::executor::conservative::lp_table::LpTable;
+use crate::executor::conservative::{
+    null_message, zero_links, ConservativeConfig, Protocol, Shared, Worker,
+};
+use crate::executor::global::GlobalQueue;
+use crate::executor::links::Links;
+use crate::executor::{init_lps, LpSlot, RunConfig};
+use crate::fingerprint::Fingerprint;
+use crate::gsu::{Published, Snapshot};
+use crate::model::{LpId, Model, ModelStats};
+use crate::queue::{HeapQueue, LadderQueue, PendingSet, QueueKind};
+use crate::shm::{Control, ShmSafe};
+use crate::transport::shm::ShmNet;
+use crate::transport::wire::{Reader, Writer};
+use crate::transport::Endpoint;
+
+pub(super) fn child<M: Model>(
+    model: &M,
+    cfg: &RunConfig,
+    protocol: Protocol,
+    cc: &ConservativeConfig,
+    mut w: crate::shm::Worker,
+    sig: &str,
+) -> !
+where
+    M::Event: ShmSafe,
+{
+    let (Ok(pipe), Ok(requests)) = (w.fd(2 + w.index), w.fd(2 + w.procs + w.index)) else {
+        eprintln!("chronon: worker process {}: no report pipe", w.index);
+        std::process::exit(3)
+    };
+    let mut states: Vec<LpSlot<M::State>> = Vec::new();
+    let out = match std::env::var(RUN_ENV) {
+        Ok(s) if s == sig => match Control::attach(w.segment(0).unwrap_or_else(|_| exit_no_segment())) {
+            Ok(control) => {
+                let out = match cfg.queue {
+                    QueueKind::Heap => child_run::<M, HeapQueue<Event<M::Event>>>(
+                        model, cfg, protocol, cc, &mut w, &control, &mut states,
+                    ),
+                    QueueKind::Ladder => child_run::<M, LadderQueue<Event<M::Event>>>(
+                        model, cfg, protocol, cc, &mut w, &control, &mut states,
+                    ),
+                };
+                out.unwrap_or_else(|e| {
+                    // Nobody may wait for this process at a barrier.
+                    control.abort(w.index as u32);
+                    ChildOut::failed(e)
+                })
+            }
+            Err(e) => ChildOut::failed(SimError::Process(format!("control segment: {e}"))),
+        },
+        other => ChildOut::failed(SimError::Config(format!(
+            "a worker process reached a different multi-process run ({sig}) than its parent started ({}): every process must build the same simulation before calling run",
+            other.unwrap_or_default()
+        ))),
+    };
+    let mut pipe = std::fs::File::from(pipe);
+    if write_msg(&mut pipe, &encode(&out)).is_err() {
+        std::process::exit(3)
+    }
+    // Finish requests for this process's LPs whose `finish` reads figures, until the parent
+    // closes the pipe.
+    let mut requests = std::fs::File::from(requests);
+    while let Some(req) = read_msg(&mut requests) {
+        let mut r = Reader::new(&req);
+        let reply = match (r.u64(), get_stats(&mut r)) {
+            (Some(lp), Some(mut stats)) if (lp as usize) < states.len() => {
+                let lp = lp as LpId;
+                let s = &states[lp as usize];
+                let mut w = Writer::default();
+                match guard("Model::finish", Some(lp), || {
+                    model.finish(lp, &s.state, &mut stats)
+                }) {
+                    Ok(()) => {
+                        w.u64(0);
+                        put_stats(&mut w, &stats);
+                    }
+                    Err(e) => {
+                        w.u64(1);
+                        w.str(&e.to_string());
+                    }
+                }
+                w.0
+            }
+            _ => std::process::exit(3),
+        };
+        if write_msg(&mut pipe, &reply).is_err() {
+            std::process::exit(3)
+        }
+    }
+    std::process::exit(0)
+}
+
+fn exit_no_segment() -> ! {
+    eprintln!("chronon: worker process: no control segment");
+    std::process::exit(3)
+}
+
+fn child_run<M: Model, Q: PendingSet<Event<M::Event>>>(
+    model: &M,
+    cfg: &RunConfig,
+    protocol: Protocol,
+    cc: &ConservativeConfig,
+    w: &mut crate::shm::Worker,
+    control: &Control,
+    states: &mut Vec<LpSlot<M::State>>,
+) -> Result<ChildOut, SimError>
+where
+    M::Event: ShmSafe,
+{
+    let (p, procs, threads) = (w.index, w.procs, cc.threads);
+    let n = procs * threads;
+    let seg = w
+        .segment(1)
+        .map_err(io_error("worker process: the rings segment"))?;
+    let net = ShmNet::attach::<M::Event>(seg, control.clone(), n, p as u32)
+        .map_err(io_error("worker process: the rings segment"))?;
+    let owner = cc.mapping.owners(cfg.lps, n).map_err(SimError::Config)?;
+    let links = Links::new(model, cfg.lps)?;
+    let (worker_la, link_la) = worker_lookaheads(&links, &owner, n);
+    if protocol == Protocol::NullMessage {
+        zero_links::check_links(&links, &owner, &link_la, n)?;
+        null_message::check_budget(&link_la, n, cfg.end, cc.max_null_messages)?;
+    }
+    let crossing = if protocol == Protocol::Lockstep {
+        crossing_lps(&links, &owner, n)
+    } else {
+        Vec::new()
+    };
+    let globals = GlobalQueue::new(model)?;
+    let init_start = Instant::now();
+    // Every process initializes every LP (the same states, streams and initial events in
+    // each) and keeps the initial events of its own workers; the counters `init` moved are
+    // counted once, by process 0.
+    let mut init_counters = vec![0i64; model.counter_names().len()];
+    let (slots, initial) = init_lps(model, cfg, &mut init_counters)?;
+    if p != 0 {
+        init_counters.iter_mut().for_each(|c| *c = 0);
+    }
+    let base = p * threads;
+    let mut queues: Vec<Q> = (0..threads).map(|_| Q::new()).collect();
+    for ev in initial {
+        let o = owner[ev.dst as usize] as usize;
+        if o / threads == p {
+            queues[o - base].push(ev);
+        }
+    }
+    let first: Vec<EventKey> = queues
+        .iter_mut()
+        .map(|q| q.peek().map_or(Published::IDLE.moe, |e| e.key()))
+        .collect();
+    let init_s = init_start.elapsed().as_secs_f64();
+    let shared = Shared {
+        model,
+        cfg,
+        lps: LpTable::new(slots),
+        owner,
+        links,
+        workers: n,
+        worker_la,
+        link_la,
+        crossing,
+        globals: Mutex::new(globals),
+        error: Mutex::new(None),
+        global_next: AtomicU64::new(f64::INFINITY.to_bits()),
+        balance: None,
+    };
+    let start = Instant::now();
+    let results: Vec<(WorkerResult, usize, i64)> = std::thread::scope(|s| {
+        let handles: Vec<_> = queues
+            .into_iter()
+            .enumerate()
+            .map(|(k, q)| {
+                let (shared, net, first) = (&shared, &net, first[k]);
+                s.spawn(move || {
+                    let mut ep = net.endpoint::<M::Event>(base + k);
+                    // G0 across processes: every worker's first event is published before
+                    // any worker runs (the start barrier).
+                    ep.publish(&Published {
+                        moe: first,
+                        ..Published::IDLE
+                    });
+                    let started = ep.barrier();
+                    let mut worker = Worker::new(shared, q, ep);
+                    let mut r = if started {
+                        run_worker(&mut worker, protocol)
+                    } else {
+                        WorkerResult {
+                            stats: Default::default(),
+                            counters: vec![0; shared.model.counter_names().len()],
+                            pending: worker.queue.len(),
+                            last_time: 0.0,
+                            stopped: true,
+                            extra: Vec::new(),
+                        }
+                    };
+                    // Every worker stopped sending; then each drains what is left for it
+                    // (events at or after the end), and once all have, the TMC registers
+                    // must all be back to 0 (G2).
+                    let (mut left, mut tmc) = (0, 0);
+                    if started && worker.ep.barrier() {
+                        left = worker.ep.drain_at_end();
+                        if worker.ep.barrier() {
+                            if base + k == 0 {
+                                let mut snap = Snapshot::default();
+                                worker.ep.snapshot(&mut snap);
+                                tmc = snap.in_transit();
+                            }
+                        } else {
+                            r.stopped = true;
+                        }
+                    } else {
+                        r.stopped = true;
+                    }
+                    r.extra
+                        .push(("ring_full_retries", worker.ep.full_retries() as f64));
+                    (r, left, tmc)
+                })
+            })
+            .collect();
+        handles
+            .into_iter()
+            .map(|h| {
+                h.join()
+                    .expect("a worker thread panicked outside a model handler")
+            })
+            .collect()
+    });
+    let wall_s = start.elapsed().as_secs_f64();
+    if let Some(e) = shared
+        .error
+        .lock()
+        .unwrap_or_else(|p| p.into_inner())
+        .take()
+    {
+        return Err(e);
+    }
+    // Stopped by another process (its error, or a stop request under null messages): this
+    // process's figures cover what it committed; the parent returns the other's error if it
+    // has one, else an incomplete report.
+    *states = shared.lps.into_vec();
+    let lps = &*states;
+    let mine = |lp: usize| shared.owner[lp] as usize / threads == p;
+    let fingerprint = Fingerprint::from_digests(
+        lps.iter()
+            .enumerate()
+            .filter(|(i, _)| mine(*i))
+            .map(|(i, s)| (i as LpId, &s.digest)),
+    )
+    .0;
+    let committed = lps
+        .iter()
+        .enumerate()
+        .filter(|(i, _)| mine(*i))
+        .map(|(_, s)| s.digest.count())
+        .sum();
+    let mut finish = Vec::new();
+    for (i, s) in lps.iter().enumerate().filter(|(i, _)| mine(*i)) {
+        let lp = i as LpId;
+        let mut st = ModelStats::recording();
+        let ran = guard("Model::finish", Some(lp), || {
+            model.finish(lp, &s.state, &mut st)
+        });
+        // A `finish` that read figures saw only its own: its operations (or its panic) mean
+        // nothing, and the parent will have it run on the real figures.
+        match (st.take_log(), ran) {
+            (Ok(ops), Ok(())) => finish.push((lp, Some(ops))),
+            (Err(()), _) => finish.push((lp, None)),
+            (Ok(_), Err(e)) => return Err(e),
+        }
+    }
+    let mut counters = init_counters;
+    for (r, _, _) in &results {
+        for (c, x) in counters.iter_mut().zip(&r.counters) {
+            *c += x;
+        }
+    }
+    Ok(ChildOut {
+        result: Ok(()),
+        fingerprint,
+        committed,
+        processed: results.iter().map(|r| r.0.stats.events).sum(),
+        pending: results.iter().map(|r| r.0.pending as u64).sum(),
+        in_transit: results.iter().map(|r| r.1 as u64).sum(),
+        tmc_left: results.iter().map(|r| r.2).sum(),
+        stopped: results.iter().any(|r| r.0.stopped),
+        last_time: results.iter().map(|r| r.0.last_time).fold(0.0, f64::max),
+        init_s,
+        wall_s,
+        peak_rss: peak_rss_bytes(),
+        counters,
+        finish,
+        workers: results
+            .iter()
+            .map(|r| worker_figures(protocol, &r.0, wall_s))
+            .collect(),
+    })
+}
+
+/// This process's peak resident set (VmHWM in /proc/self/status), bytes; 0 where unknown.
+fn peak_rss_bytes() -> u64 {
+    std::fs::read_to_string("/proc/self/status")
+        .ok()
+        .and_then(|s| {
+            s.lines()
+                .find(|l| l.starts_with("VmHWM:"))
+                .and_then(|l| l.split_whitespace().nth(1))
+                .and_then(|v| v.parse::<u64>().ok())
+        })
+        .map_or(0, |kib| kib * 1024)
+}

@@ -1,0 +1,305 @@
+//! The parent of a multi-process run: segments and pipes, the launch, the children's reports,
+//! `model_stats` in LP order, and the one report.
+
+use std::ffi::OsString;
+use std::io::{Read, Write};
+use std::os::fd::AsFd;
+use std::time::Instant;
+
+use super::report::{decode, get_stats, put_stats, ChildOut};
+use super::{io_error, ProcsOptions, RUN_ENV};
+use crate::error::SimError;
+use crate::executor::conservative::{ConservativeConfig, Protocol};
+use crate::executor::RunConfig;
+use crate::fingerprint::Fingerprint;
+use crate::model::{Model, ModelStats, StatOp};
+use crate::shm::{Control, Launcher, ShmSafe};
+use crate::stats::Report;
+use crate::transport::shm::ShmNet;
+use crate::transport::wire::{Reader, Writer};
+
+pub(super) fn parent<M: Model>(
+    model: &M,
+    cfg: &RunConfig,
+    protocol: Protocol,
+    cc: &ConservativeConfig,
+    opts: &ProcsOptions,
+    sig: &str,
+) -> Result<Report, SimError>
+where
+    M::Event: ShmSafe,
+{
+    let procs = opts.procs;
+    let n = procs * cc.threads;
+    let start = Instant::now();
+    let control = Control::create(n).map_err(io_error("cannot create the control segment"))?;
+    let net = ShmNet::create::<M::Event>(n).map_err(io_error("cannot create the rings"))?;
+    // Per child: a result pipe (child → parent: its report, then finish replies) and a
+    // request pipe (parent → child: finish requests; closing it lets the child exit).
+    let mut results_r = Vec::with_capacity(procs);
+    let mut results_w = Vec::with_capacity(procs);
+    let mut requests_r = Vec::with_capacity(procs);
+    let mut requests_w = Vec::with_capacity(procs);
+    for _ in 0..procs {
+        let (r, w) = pipe().map_err(io_error("cannot create a pipe"))?;
+        results_r.push(r);
+        results_w.push(w);
+        let (r, w) = pipe().map_err(io_error("cannot create a pipe"))?;
+        requests_r.push(r);
+        requests_w.push(w);
+    }
+    let owner = cc.mapping.owners(cfg.lps, n).map_err(SimError::Config)?;
+    let args = opts
+        .args
+        .clone()
+        .unwrap_or_else(|| std::env::args_os().skip(1).collect());
+    let (launched, gathered) = std::thread::scope(|s| {
+        // The coordinator reads every child's report, then completes `model_stats` (asking
+        // children to run `Model::finish` where it reads figures), then closes the request
+        // pipes so the children exit. It never blocks forever: once every child is gone and
+        // our own write ends are closed (`launch` returns), every read ends.
+        let coordinator = s.spawn(|| {
+            let mut readers = results_r;
+            let mut requests = requests_w;
+            coordinate(model, cfg, &owner, cc.threads, &mut readers, &mut requests)
+        });
+        let launched = launch(procs, args, &control, &net, sig, results_w, requests_r);
+        (launched, coordinator.join().unwrap_or(None))
+    });
+    if let Err(e) = launched {
+        return Err(SimError::Process(e.to_string()));
+    }
+    let Some((mut outs, stats)) = gathered else {
+        return Err(SimError::Process(
+            "a worker process exited without a readable report".into(),
+        ));
+    };
+    // The error of the earliest (time, LP) wins, as with threads (errors without a time, such
+    // as configuration errors, rank last).
+    let mut error: Option<SimError> = None;
+    for o in &mut outs {
+        if let Err(e) = std::mem::replace(&mut o.result, Ok(())) {
+            error = Some(match error {
+                None => e,
+                Some(old) => earlier(old, e),
+            });
+        }
+    }
+    if let Some(e) = error {
+        return Err(e);
+    }
+    let stats = stats?;
+    gather(
+        cfg,
+        protocol,
+        cc,
+        procs,
+        outs,
+        stats,
+        start.elapsed().as_secs_f64(),
+    )
+}
+
+/// Starts the children with the segments and their pipe ends, waits for them all, and closes
+/// this process's copies of the children's pipe ends.
+fn launch(
+    procs: usize,
+    args: Vec<OsString>,
+    control: &Control,
+    net: &crate::shm::Segment,
+    sig: &str,
+    results_w: Vec<std::fs::File>,
+    requests_r: Vec<std::fs::File>,
+) -> Result<(), crate::shm::LaunchError> {
+    let mut launcher = Launcher::new(procs)
+        .args(args)
+        .segment(control.segment())
+        .segment(net)
+        .env(RUN_ENV, sig)
+        .quiet();
+    for w in &results_w {
+        launcher = launcher.fd(w.as_fd());
+    }
+    for r in &requests_r {
+        launcher = launcher.fd(r.as_fd());
+    }
+    launcher.run()
+}
+
+/// A pipe (read end, write end), both close-on-exec (the launcher passes the child's ends).
+fn pipe() -> std::io::Result<(std::fs::File, std::fs::File)> {
+    let (r, w) = rustix::pipe::pipe_with(rustix::pipe::PipeFlags::CLOEXEC)?;
+    Ok((std::fs::File::from(r), std::fs::File::from(w)))
+}
+
+/// Reads one length-prefixed message.
+pub(super) fn read_msg(r: &mut impl Read) -> Option<Vec<u8>> {
+    let mut len = [0u8; 8];
+    r.read_exact(&mut len).ok()?;
+    let mut buf = vec![0u8; usize::try_from(u64::from_le_bytes(len)).ok()?];
+    r.read_exact(&mut buf).ok()?;
+    Some(buf)
+}
+
+/// Writes one length-prefixed message.
+pub(super) fn write_msg(w: &mut impl Write, bytes: &[u8]) -> std::io::Result<()> {
+    w.write_all(&(bytes.len() as u64).to_le_bytes())?;
+    w.write_all(bytes)?;
+    w.flush()
+}
+
+/// The parent's side once the children run: their reports, then `model_stats` as
+/// `finish_report` computes them: the counters, then `Model::finish` for every LP in LP order,
+/// replayed from the operations the LP's process recorded or, for an LP whose `finish` reads
+/// figures, run by that process on the figures so far (one request per such LP). `None`: a
+/// child's report could not be read (it died; the launcher says which).
+#[allow(clippy::type_complexity)]
+fn coordinate<M: Model>(
+    model: &M,
+    cfg: &RunConfig,
+    owner: &[u32],
+    threads: usize,
+    readers: &mut [std::fs::File],
+    requests: &mut Vec<std::fs::File>,
+) -> Option<(Vec<ChildOut>, Result<ModelStats, SimError>)> {
+    let mut outs = Vec::with_capacity(readers.len());
+    for r in readers.iter_mut() {
+        outs.push(decode(&read_msg(r)?)?);
+    }
+    if outs.iter().any(|o| o.result.is_err()) {
+        requests.clear();
+        return Some((outs, Ok(ModelStats::default())));
+    }
+    let names = model.counter_names();
+    let mut counters = vec![0i64; names.len()];
+    let mut per_lp: Vec<Option<Vec<StatOp>>> = vec![Some(Vec::new()); cfg.lps as usize];
+    for o in &mut outs {
+        for (c, x) in counters.iter_mut().zip(&o.counters) {
+            *c += x;
+        }
+        for (lp, ops) in std::mem::take(&mut o.finish) {
+            per_lp[lp as usize] = ops;
+        }
+    }
+    let mut stats = ModelStats::default();
+    for (name, value) in names.iter().zip(&counters) {
+        stats.set(name, *value as f64);
+    }
+    for (lp, ops) in per_lp.iter().enumerate() {
+        match ops {
+            Some(ops) => stats.replay(ops),
+            None => {
+                let p = owner[lp] as usize / threads;
+                let mut w = Writer::default();
+                w.u64(lp as u64);
+                put_stats(&mut w, &stats);
+                if write_msg(&mut requests[p], &w.0).is_err() {
+                    return None;
+                }
+                let reply = read_msg(&mut readers[p])?;
+                let mut r = Reader::new(&reply);
+                match r.u64()? {
+                    0 => stats = get_stats(&mut r)?,
+                    _ => {
+                        let e = SimError::Process(r.str()?);
+                        requests.clear();
+                        return Some((outs, Err(e)));
+                    }
+                }
+            }
+        }
+    }
+    requests.clear();
+    Some((outs, Ok(stats)))
+}
+
+fn rank(e: &SimError) -> (f64, u32, u8) {
+    match e {
+        SimError::Model(m) => (m.time, m.lp, 0),
+        SimError::Panic { lp, time, .. } => (*time, *lp, 0),
+        _ => (f64::INFINITY, u32::MAX, 1),
+    }
+}
+
+fn earlier(a: SimError, b: SimError) -> SimError {
+    let (ra, rb) = (rank(&a), rank(&b));
+    let key = |r: (f64, u32, u8)| (r.2, r.0, r.1);
+    if key(rb).partial_cmp(&key(ra)) == Some(std::cmp::Ordering::Less) {
+        b
+    } else {
+        a
+    }
+}
+
+fn gather(
+    cfg: &RunConfig,
+    protocol: Protocol,
+    cc: &ConservativeConfig,
+    procs: usize,
+    outs: Vec<ChildOut>,
+    stats: ModelStats,
+    total_s: f64,
+) -> Result<Report, SimError> {
+    let mut report = Report::new(
+        protocol.name(),
+        cc.threads,
+        cfg.queue.name(),
+        cfg.lps,
+        cfg.end,
+    );
+    let mut fingerprint = 0u64;
+    let (mut pending, mut in_transit, mut tmc_left) = (0u64, 0u64, 0i64);
+    let mut rounds = 0f64;
+    let mut peak_rss = 0u64;
+    let mut wall = 0f64;
+    for o in outs {
+        fingerprint = fingerprint.wrapping_add(o.fingerprint);
+        report.committed += o.committed;
+        report.processed += o.processed;
+        pending += o.pending;
+        in_transit += o.in_transit;
+        tmc_left += o.tmc_left;
+        report.complete &= !o.stopped;
+        report.last_time = report.last_time.max(o.last_time);
+        report.init_s = report.init_s.max(o.init_s);
+        wall = wall.max(o.wall_s);
+        peak_rss += o.peak_rss;
+        for w in o.workers {
+            rounds = rounds.max(w.get("rounds").copied().unwrap_or(0.0));
+            report.workers.push(w);
+        }
+    }
+    if tmc_left != 0 {
+        return Err(SimError::Process(format!(
+            "internal error: {tmc_left} messages counted in transit after every worker drained its rings"
+        )));
+    }
+    report.fingerprint = Fingerprint(fingerprint);
+    cfg.progress.set_now(report.last_time);
+    report.model_stats = stats;
+    report.set_wall(wall);
+    report.pending_at_end = pending + in_transit;
+    let st = &mut report.executor_stats;
+    st.insert("procs".into(), procs as f64);
+    st.insert("workers_total".into(), (procs * cc.threads) as f64);
+    st.insert("in_transit_at_end".into(), in_transit as f64);
+    st.insert("procs_total_s".into(), total_s);
+    // The worker processes' peak resident sets, summed (the parent's own is the CLI's
+    // `peak_rss_bytes`).
+    st.insert("workers_peak_rss_bytes".into(), peak_rss as f64);
+    if protocol == Protocol::NullMessage {
+        let nulls: f64 = report
+            .workers
+            .iter()
+            .filter_map(|w| w.get("null_messages"))
+            .sum();
+        st.insert("null_messages".into(), nulls);
+    } else {
+        st.insert("rounds".into(), rounds);
+        if rounds > 0.0 {
+            st.insert("round_us".into(), wall * 1e6 / rounds);
+            st.insert("events_per_round".into(), report.processed as f64 / rounds);
+        }
+    }
+    Ok(report)
+}

@@ -1,0 +1,184 @@
+//! What a worker process reports to its parent, and its encoding (`transport::wire`).
+
+use std::collections::BTreeMap;
+
+use crate::error::{ModelError, SimError};
+use crate::model::{LpId, ModelStats, StatOp};
+use crate::transport::wire::{Reader, Writer};
+
+/// What a child reports.
+#[derive(Debug)]
+pub(super) struct ChildOut {
+    pub result: Result<(), SimError>,
+    pub fingerprint: u64,
+    pub committed: u64,
+    pub processed: u64,
+    pub pending: u64,
+    pub in_transit: u64,
+    pub tmc_left: i64,
+    pub stopped: bool,
+    pub last_time: f64,
+    pub init_s: f64,
+    pub wall_s: f64,
+    /// The worker process's peak resident set (VmHWM), bytes (0 where unknown).
+    pub peak_rss: u64,
+    pub counters: Vec<i64>,
+    /// Per LP of this process: the operations its `finish` made, or `None` where `finish`
+    /// read figures (the parent then asks this process to run it on the figures so far).
+    pub finish: Vec<(LpId, Option<Vec<StatOp>>)>,
+    pub workers: Vec<BTreeMap<String, f64>>,
+}
+
+impl ChildOut {
+    pub(super) fn failed(e: SimError) -> Self {
+        ChildOut {
+            result: Err(e),
+            fingerprint: 0,
+            committed: 0,
+            processed: 0,
+            pending: 0,
+            in_transit: 0,
+            tmc_left: 0,
+            stopped: true,
+            last_time: 0.0,
+            init_s: 0.0,
+            wall_s: 0.0,
+            peak_rss: 0,
+            counters: Vec::new(),
+            finish: Vec::new(),
+            workers: Vec::new(),
+        }
+    }
+}
+
+pub(super) fn put_stats(w: &mut Writer, stats: &ModelStats) {
+    let all: Vec<(&str, f64)> = stats.iter().collect();
+    w.u64(all.len() as u64);
+    for (k, v) in all {
+        w.str(k);
+        w.f64(v);
+    }
+}
+
+pub(super) fn get_stats(r: &mut Reader<'_>) -> Option<ModelStats> {
+    let mut stats = ModelStats::default();
+    for _ in 0..r.u64()? {
+        let k = r.str()?;
+        stats.set(&k, r.f64()?);
+    }
+    Some(stats)
+}
+
+pub(super) fn encode(o: &ChildOut) -> Vec<u8> {
+    let mut w = Writer::default();
+    match &o.result {
+        Ok(()) => w.u64(0),
+        Err(e) => {
+            let (kind, lp, time, msg) = match e {
+                SimError::Config(m) => (1, 0, 0.0, m.clone()),
+                SimError::Model(m) => (2, m.lp, m.time, m.message.clone()),
+                SimError::Panic { lp, time, message } => (3, *lp, *time, message.clone()),
+                SimError::Process(m) => (4, 0, 0.0, m.clone()),
+                other => (4, 0, 0.0, other.to_string()),
+            };
+            w.u64(kind);
+            w.u64(u64::from(lp));
+            w.f64(time);
+            w.str(&msg);
+        }
+    }
+    w.u64(o.fingerprint);
+    w.u64(o.committed);
+    w.u64(o.processed);
+    w.u64(o.pending);
+    w.u64(o.in_transit);
+    w.u64(o.tmc_left as u64);
+    w.u64(u64::from(o.stopped));
+    w.f64(o.last_time);
+    w.f64(o.init_s);
+    w.f64(o.wall_s);
+    w.u64(o.peak_rss);
+    w.u64(o.counters.len() as u64);
+    o.counters.iter().for_each(|c| w.u64(*c as u64));
+    w.u64(o.finish.len() as u64);
+    for (lp, ops) in &o.finish {
+        w.u64(u64::from(*lp));
+        match ops {
+            None => w.u64(u64::MAX),
+            Some(ops) => {
+                w.u64(ops.len() as u64);
+                for (add, name, value) in ops {
+                    w.u64(u64::from(*add));
+                    w.str(name);
+                    w.f64(*value);
+                }
+            }
+        }
+    }
+    w.u64(o.workers.len() as u64);
+    for m in &o.workers {
+        w.u64(m.len() as u64);
+        for (k, v) in m {
+            w.str(k);
+            w.f64(*v);
+        }
+    }
+    w.0
+}
+
+pub(super) fn decode(b: &[u8]) -> Option<ChildOut> {
+    let mut r = Reader::new(b);
+    let result = match r.u64()? {
+        0 => Ok(()),
+        kind => {
+            let lp = u32::try_from(r.u64()?).ok()?;
+            let time = r.f64()?;
+            let message = r.str()?;
+            Err(match kind {
+                1 => SimError::Config(message),
+                2 => SimError::Model(ModelError { lp, time, message }),
+                3 => SimError::Panic { lp, time, message },
+                _ => SimError::Process(message),
+            })
+        }
+    };
+    let mut o = ChildOut::failed(SimError::Process(String::new()));
+    o.result = result;
+    o.fingerprint = r.u64()?;
+    o.committed = r.u64()?;
+    o.processed = r.u64()?;
+    o.pending = r.u64()?;
+    o.in_transit = r.u64()?;
+    o.tmc_left = r.u64()? as i64;
+    o.stopped = r.u64()? != 0;
+    o.last_time = r.f64()?;
+    o.init_s = r.f64()?;
+    o.wall_s = r.f64()?;
+    o.peak_rss = r.u64()?;
+    let n = r.u64()?;
+    o.counters = (0..n)
+        .map(|_| r.u64().map(|v| v as i64))
+        .collect::<Option<_>>()?;
+    let n = r.u64()?;
+    for _ in 0..n {
+        let lp = u32::try_from(r.u64()?).ok()?;
+        let ops = match r.u64()? {
+            u64::MAX => None,
+            k => Some(
+                (0..k)
+                    .map(|_| Some((r.u64()? != 0, r.str()?, r.f64()?)))
+                    .collect::<Option<Vec<_>>>()?,
+            ),
+        };
+        o.finish.push((lp, ops));
+    }
+    let n = r.u64()?;
+    for _ in 0..n {
+        let k = r.u64()?;
+        let m = (0..k)
+            .map(|_| Some((r.str()?, r.f64()?)))
+            .collect::<Option<_>>()?;
+        o.workers.push(m);
+    }
+    Some(o)
+}

@@ -1,0 +1,160 @@
+//! `Simulation::processes` from the library: this test binary re-executes itself as the
+//! worker processes (`process_args` names the test), each of which builds the same simulation
+//! and calls `run`, which does the worker's part and exits. The report equals the sequential
+//! run's: fingerprint, committed count and `model_stats`, including floating-point sums and a
+//! figure `finish` derives from the others on the last LP (it reads the figures, so the
+//! parent has that LP's process run it on the figures so far).
+#![cfg(all(target_os = "linux", not(chronon_loom)))]
+
+use chronon::{ConservativeConfig, Ctx, Executor, LpId, Model, ModelStats, Simulation};
+
+struct Ring {
+    lps: LpId,
+}
+
+#[derive(Clone, Copy)]
+struct Token {
+    lap: u32,
+    weight: f64,
+}
+chronon::impl_shm_safe!(Token { lap, weight });
+
+impl Model for Ring {
+    type State = (u64, f64);
+    type Event = Token;
+
+    fn init(&self, ctx: &mut Ctx<'_, Self>) -> (u64, f64) {
+        for k in 0..3 {
+            let delay = 1.0 + ctx.rng().exponential(1.0);
+            let weight = 0.1 * f64::from(k) + 1.0 / 3.0;
+            ctx.send(ctx.me(), delay, Token { lap: 0, weight });
+        }
+        ctx.count(0, 3);
+        (0, 0.0)
+    }
+
+    fn on_event(&self, st: &mut (u64, f64), token: &Token, ctx: &mut Ctx<'_, Self>) {
+        st.0 += 1;
+        st.1 += token.weight * f64::from(token.lap + 1);
+        let next = (ctx.me() + 1 + ctx.rng().below(3) as LpId) % ctx.lps();
+        let delay = 1.0 + ctx.rng().exponential(1.0);
+        ctx.send(
+            next,
+            delay,
+            Token {
+                lap: token.lap + 1,
+                weight: token.weight * 1.01,
+            },
+        );
+        ctx.count(1, 1);
+    }
+
+    fn lookahead(&self) -> f64 {
+        1.0
+    }
+
+    fn counter_names(&self) -> &'static [&'static str] {
+        &["started", "hops"]
+    }
+
+    fn finish(&self, lp: LpId, st: &(u64, f64), stats: &mut ModelStats) {
+        stats.add("seen", st.0 as f64);
+        stats.add("weight", st.1);
+        if lp + 1 == self.lps {
+            let per_hop = stats.get("weight").unwrap_or(0.0) / stats.get("hops").unwrap_or(1.0);
+            stats.set("weight_per_hop", per_hop);
+        }
+    }
+}
+
+fn sim(executor: Executor) -> Simulation<Ring> {
+    Simulation::new(Ring { lps: 12 })
+        .lps(12)
+        .end_time(40.0)
+        .seed(7)
+        .executor(executor)
+}
+
+/// One multi-process run per test function: a worker process re-executes the test binary with
+/// `entry` (the test's own name), so it builds exactly this simulation and reaches this `run`.
+fn check(entry: &str, procs: usize, threads: usize, ex: Executor) {
+    // In a worker process only the simulation below is built (and `run` exits the process).
+    let seq = (!chronon::is_worker_process()).then(|| sim(Executor::Sequential).run().unwrap());
+    let r = sim(ex.clone())
+        .processes(procs)
+        .process_args([entry, "--exact", "--nocapture", "--test-threads=1"])
+        .run()
+        .unwrap();
+    let seq = seq.expect("only the parent gets a report");
+    assert!(seq.committed > 100);
+    assert_eq!(r.fingerprint, seq.fingerprint, "{ex:?} × {procs}");
+    assert_eq!(r.committed, seq.committed);
+    assert_eq!(r.pending_at_end, seq.pending_at_end);
+    // Exactly: the float sums are added in LP order, as in the sequential run.
+    assert_eq!(r.model_stats, seq.model_stats, "{ex:?} × {procs}");
+    assert!(r.model_stats.get("weight_per_hop").unwrap() > 0.0);
+    assert_eq!(r.workers.len(), procs * threads);
+}
+
+#[test]
+fn window_2_processes() {
+    check(
+        "window_2_processes",
+        2,
+        1,
+        Executor::Window(ConservativeConfig::new(1)),
+    );
+}
+
+#[test]
+fn window_3_processes_2_threads() {
+    check(
+        "window_3_processes_2_threads",
+        3,
+        2,
+        Executor::Window(ConservativeConfig::new(2)),
+    );
+}
+
+#[test]
+fn lockstep_3_processes_2_threads() {
+    check(
+        "lockstep_3_processes_2_threads",
+        3,
+        2,
+        Executor::Lockstep(ConservativeConfig::new(2)),
+    );
+}
+
+#[test]
+fn null_message_2_processes_2_threads() {
+    check(
+        "null_message_2_processes_2_threads",
+        2,
+        2,
+        Executor::NullMessage(ConservativeConfig::new(2)),
+    );
+}
+
+#[test]
+fn a_worker_process_that_reaches_another_run_is_refused() {
+    // The worker processes run this test, which builds a simulation with another seed than
+    // the parent's signature: each refuses in one line instead of running the wrong model.
+    if chronon::is_worker_process() {
+        let e = sim(Executor::Window(ConservativeConfig::new(1)))
+            .seed(8)
+            .processes(2)
+            .run();
+        panic!("a worker process must exit inside run, not return {e:?}");
+    }
+    let e = sim(Executor::Window(ConservativeConfig::new(1)))
+        .processes(2)
+        .process_args([
+            "a_worker_process_that_reaches_another_run_is_refused",
+            "--exact",
+            "--test-threads=1",
+        ])
+        .run()
+        .unwrap_err();
+    assert!(e.to_string().contains("different multi-process run"), "{e}");
+}
