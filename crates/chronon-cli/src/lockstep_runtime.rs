@@ -13,10 +13,7 @@ pub(crate) fn runtime(sync: &str, common: &CommonArgs) -> Result<Runtime, Failur
         "work-stealing" => Runtime::WorkStealing {
             threshold: common.threshold.unwrap_or(50),
         },
-        "bsp" => return Err(Failure::bad_input(
-            "--runtime bsp waits for multi-process support (issue 10, \"Beyond one process\"); \
-                 use --runtime threads or work-stealing",
-        )),
+        "bsp" => Runtime::Bsp,
         other => {
             return Err(Failure::bad_input(format!(
                 "unknown --runtime '{other}' (allowed: threads, work-stealing, bsp)"

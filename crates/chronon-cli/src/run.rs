@@ -299,13 +299,36 @@ procs_not_yet!(
     chronon_models::net::NetModel => "shared multicast bodies (reference-counted)";
 );
 
+/// `--runtime bsp --threads N` runs N single-threaded worker processes (seed 002's BSP
+/// version: one process per processor): the executor gets 1 thread and the run N processes.
+fn bsp_processes(
+    executor: Executor,
+    procs: Option<usize>,
+) -> Result<(Executor, Option<usize>), Failure> {
+    match executor {
+        Executor::Lockstep(cc) if cc.runtime == Runtime::Bsp => {
+            if let Some(p) = procs {
+                return Err(Failure::bad_input(format!(
+                    "--runtime bsp starts one single-threaded process per --threads ({}); leave out --procs {p}",
+                    cc.threads
+                )));
+            }
+            let n = cc.threads;
+            let mut one = cc;
+            one.threads = 1;
+            Ok((Executor::Lockstep(one), Some(n)))
+        }
+        other => Ok((other, procs)),
+    }
+}
+
 /// `--procs`: at least 1, a conservative parallel executor, a model that can.
 fn check_procs<M: Procs>(
     name: &str,
-    common: &CommonArgs,
+    procs: Option<usize>,
     executor: &Executor,
 ) -> Result<(), Failure> {
-    let Some(p) = common.procs else {
+    let Some(p) = procs else {
         return Ok(());
     };
     if p == 0 {
@@ -368,7 +391,10 @@ pub(crate) fn run_simulation_checked<M: Procs>(
         }
     };
     let seed = common.seed.unwrap_or(1);
-    check_procs::<M>(name, &common, &executor)?;
+    // The report's config keeps what was asked for (`--runtime bsp --threads N` reruns it).
+    let asked = executor.clone();
+    let (executor, procs) = bsp_processes(executor, common.procs)?;
+    check_procs::<M>(name, procs, &executor)?;
     let outputs = plan_outputs(&common, &executor)?;
 
     let progress = Arc::new(Progress::new());
@@ -376,7 +402,7 @@ pub(crate) fn run_simulation_checked<M: Procs>(
     let done = Arc::new(AtomicBool::new(false));
     let stall_after = match common.stall_secs {
         // Under --procs the events run in the worker processes: nothing here to watch.
-        _ if common.procs.is_some() => Duration::ZERO,
+        _ if procs.is_some() => Duration::ZERO,
         None => StallDetector::DEFAULT_AFTER,
         Some(s) if s.is_finite() && s >= 0.0 => Duration::from_secs_f64(s),
         Some(s) => {
@@ -400,7 +426,7 @@ pub(crate) fn run_simulation_checked<M: Procs>(
         Some(f) => f(sim),
         None => sim,
     };
-    let sim = match common.procs {
+    let sim = match procs {
         None => sim,
         Some(p) => M::processes(sim, p).map_err(Failure::bad_input)?,
     };
@@ -414,7 +440,7 @@ pub(crate) fn run_simulation_checked<M: Procs>(
     let report = result?;
     let rb = series::rollbacks_known(&samples, report.rolled_back);
 
-    let config = report_config(&common, &executor, end, seed, queue, model_config);
+    let config = report_config(&common, &asked, end, seed, queue, model_config);
     print_summary(name, &report);
     // Both files are attempted even when the first fails; the first failure is returned.
     let written = [
@@ -478,9 +504,13 @@ fn report_config(
                     put("fan-in", json!(common.fan_in.unwrap_or(4)));
                 }
             }
-            if let Runtime::WorkStealing { threshold } = cc.runtime {
-                put("runtime", json!(cc.runtime.name()));
-                put("threshold", json!(threshold));
+            match cc.runtime {
+                Runtime::WorkStealing { threshold } => {
+                    put("runtime", json!(cc.runtime.name()));
+                    put("threshold", json!(threshold));
+                }
+                Runtime::Bsp => put("runtime", json!(cc.runtime.name())),
+                _ => {}
             }
             if matches!(executor, Executor::NullMessage(_)) {
                 put("max-null-messages", json!(cc.max_null_messages as f64));

@@ -1,7 +1,8 @@
 //! Seed 002 (runtime systems for conservative simulation) on the manufacturing model:
 //! Graph 1, speedup of the lock-step protocol vs event-handling time (1–50 µs) for the
 //! persistent-thread runtime and the work-stealing runtime at thresholds 50, 300 and 600 LPs
-//! per task (BSP waits for issue 10); Graph 2, speedup vs threads at 25 µs (threads runtime).
+//! per task, and BSP supersteps over one single-threaded process per thread; Graph 2, speedup
+//! vs threads at 25 µs (threads and BSP runtimes).
 
 use super::{md_table, num, Point, Rendered, Results, Settings};
 use crate::report::plot::{figure, Panel, Series};
@@ -45,6 +46,8 @@ pub(super) fn graph2_plan(s: &Settings) -> Result<Vec<Point>, Failure> {
         let mut args = b.clone();
         args.extend(["--sync", "lockstep", "--threads", &ts]);
         out.push(Point::new(&[("sync", "lockstep"), ("threads", &ts)], &args));
+        args.extend(["--runtime", "bsp"]);
+        out.push(Point::new(&[("sync", "bsp"), ("threads", &ts)], &args));
     }
     Ok(out)
 }
@@ -58,25 +61,31 @@ pub(super) fn graph2_render(_: &Settings, r: &Results) -> Result<Rendered, Failu
         num(seq),
         "1.00".into(),
     ]];
-    let mut pts = Vec::new();
-    for t in &threads {
-        let w = r.get(&[("sync", "lockstep"), ("threads", t)], "wall_s");
-        if !w.is_finite() {
-            continue;
+    let mut series = Vec::new();
+    for (sync, label) in [("lockstep", "threads"), ("bsp", "BSP")] {
+        let mut pts = Vec::new();
+        for t in &threads {
+            let w = r.get(&[("sync", sync), ("threads", t)], "wall_s");
+            if !w.is_finite() {
+                continue;
+            }
+            rows.push(vec![
+                format!("lock-step, {label}"),
+                t.clone(),
+                num(w),
+                num(seq / w),
+            ]);
+            pts.push((t.parse().unwrap_or(f64::NAN), seq / w));
         }
-        rows.push(vec![
-            "lock-step, threads".into(),
-            t.clone(),
-            num(w),
-            num(seq / w),
-        ]);
-        pts.push((t.parse().unwrap_or(f64::NAN), seq / w));
+        series.push(Series::new(format!("{label} runtime"), pts));
     }
     let table = format!(
         "Manufacturing model (64 production lines of 8 processing + 8 control stations, 16 \
          assembly and 16 testing stations), 25 µs of busy work per event as in the seed's \
-         Graph 2, under the lock-step protocol on persistent worker threads; wall time \
-         (initialization excluded) and speedup over the sequential executor.\n\n{}",
+         Graph 2, under the lock-step protocol on persistent worker threads (`threads`) and on \
+         one single-threaded worker process per thread exchanging events only at the \
+         superstep barrier (`BSP`, `--runtime bsp`); wall time (initialization excluded) and \
+         speedup over the sequential executor.\n\n{}",
         md_table(
             &[
                 "runtime".into(),
@@ -93,7 +102,7 @@ pub(super) fn graph2_render(_: &Settings, r: &Results) -> Result<Rendered, Failu
             title: "speedup over the sequential simulator".into(),
             x: "threads".into(),
             y: "speedup".into(),
-            series: vec![Series::new("threads runtime", pts)],
+            series,
         }],
     )?;
     Ok(Rendered { table, figure: svg })
@@ -128,6 +137,12 @@ pub(super) fn graph1_plan(s: &Settings) -> Result<Vec<Point>, Failure> {
             ],
             &args,
         ));
+        let mut bsp = args.clone();
+        bsp.extend(["--runtime", "bsp"]);
+        out.push(Point::new(
+            &[("work_us", work), ("runtime", "bsp"), ("threshold", "-")],
+            &bsp,
+        ));
         for th in THRESHOLDS {
             let mut a = args.clone();
             a.extend(["--runtime", "work-stealing", "--threshold", th]);
@@ -153,10 +168,10 @@ pub(super) fn graph1_render(s: &Settings, r: &Results) -> Result<Rendered, Failu
                     .iter()
                     .map(|th| (format!("work-stealing, {th}"), "work-stealing", *th)),
             )
+            .chain(std::iter::once(("BSP".to_string(), "bsp", "-")))
             .collect();
     let mut header = vec!["work µs".to_string(), "seq s".to_string()];
     header.extend(columns.iter().map(|c| c.0.clone()));
-    header.push("BSP".into());
     let mut rows = Vec::new();
     let mut series: Vec<Vec<(f64, f64)>> = vec![Vec::new(); columns.len()];
     for work in WORKS {
@@ -177,7 +192,6 @@ pub(super) fn graph1_render(s: &Settings, r: &Results) -> Result<Rendered, Failu
                 series[i].push((work.parse().unwrap_or(f64::NAN), speedup));
             }
         }
-        row.push("waits for issue 10".into());
         rows.push(row);
     }
     let table = format!(
@@ -185,8 +199,9 @@ pub(super) fn graph1_render(s: &Settings, r: &Results) -> Result<Rendered, Failu
          speedup over the sequential executor (wall time, initialization excluded) for each \
          event-handling time. `threads`: persistent workers, block mapping; `work-stealing, N`: \
          a rayon pool of {threads} threads, one task per group of N LPs with events below \
-         SafeTime each lock-step. BSP over processes waits for issue 10 (\"Beyond one \
-         process\").\n\n{}",
+         SafeTime each lock-step; `BSP`: {threads} single-threaded worker processes, each \
+         owning its LPs, events to another process exchanged only at the superstep barrier \
+         (`--runtime bsp`).\n\n{}",
         md_table(&header, &rows)
     );
     let svg = figure(

@@ -44,6 +44,12 @@ pub enum Runtime {
         /// LPs per task (at least 1).
         threshold: usize,
     },
+    /// BSP supersteps over worker processes (the seed's Oxford BSP version): one single-threaded
+    /// process per processor, each owning its LPs in its own address space, events to another
+    /// process buffered during the lock-step and exchanged only at the superstep barrier, and
+    /// GST computed there. Runs only across processes
+    /// ([`Simulation::processes`](crate::Simulation::processes) with one thread per process).
+    Bsp,
 }
 
 impl Runtime {
@@ -52,6 +58,7 @@ impl Runtime {
         match self {
             Runtime::Threads => "threads",
             Runtime::WorkStealing { .. } => "work-stealing",
+            Runtime::Bsp => "bsp",
         }
     }
 }
@@ -95,6 +102,11 @@ impl ConservativeConfig {
                 "--threshold must be at least 1 LP per task; got 0".into(),
             )),
             Runtime::WorkStealing { .. } => Ok(()),
+            Runtime::Bsp if protocol != Protocol::Lockstep => Err(SimError::Config(format!(
+                "--runtime bsp applies to --sync lockstep only; got --sync {}",
+                protocol.name()
+            ))),
+            Runtime::Bsp => Ok(()),
         }
     }
 

@@ -49,8 +49,16 @@ fn run_with<M: Model, Q: PendingSet<Event<M::Event>>>(
     }
     cc.check_balance(protocol)?;
     cc.check_runtime(protocol)?;
-    if let super::Runtime::WorkStealing { threshold } = cc.runtime {
-        return super::work_stealing::run::<M, Q>(model, cfg, cc, threshold);
+    match cc.runtime {
+        super::Runtime::WorkStealing { threshold } => {
+            return super::work_stealing::run::<M, Q>(model, cfg, cc, threshold)
+        }
+        super::Runtime::Bsp => {
+            return Err(SimError::Config(
+                "--runtime bsp runs over worker processes, one per processor: use Simulation::processes(P) with 1 thread each (the CLI's --runtime bsp --threads N starts N processes)".into(),
+            ))
+        }
+        super::Runtime::Threads => {}
     }
     let owner = cc.mapping.owners(cfg.lps, w).map_err(SimError::Config)?;
     let links = Links::new(model, cfg.lps)?;

@@ -113,11 +113,21 @@ fn check<M: Model>(
             cc.threads
         )));
     }
-    if cc.runtime != Runtime::Threads {
-        return Err(SimError::Config(
+    match cc.runtime {
+        Runtime::Threads => {}
+        Runtime::Bsp => {
+            cc.check_runtime(protocol)?;
+            if cc.threads != 1 {
+                return Err(SimError::Config(format!(
+                    "--runtime bsp runs one single-threaded process per processor; got {} threads per process",
+                    cc.threads
+                )));
+            }
+        }
+        _ => return Err(SimError::Config(
             "--runtime work-stealing does not run across processes; leave out --procs or --runtime"
                 .into(),
-        ));
+        )),
     }
     if cc.dedicated != 1.0 || cc.shared_sets != 0 {
         return Err(SimError::Config(
