@@ -156,6 +156,7 @@ pub mod gsu;
 pub mod limits;
 mod loom;
 mod model;
+mod preempt;
 pub mod partition;
 mod progress;
 pub mod queue;
