@@ -156,8 +156,8 @@ pub mod gsu;
 pub mod limits;
 mod loom;
 mod model;
-mod preempt;
 pub mod partition;
+mod preempt;
 mod progress;
 pub mod queue;
 pub mod refcount;
@@ -170,7 +170,8 @@ mod stats;
 pub use error::{ModelError, SimError};
 pub use event::{Event, EventKey};
 pub use executor::{
-    ConservativeConfig, Executor, Runtime, StateSaving, TimeWarpOptions, DEFAULT_MAX_NULL_MESSAGES,
+    ConservativeConfig, Executor, Runtime, StateSaving, Ticks, TimeWarpOptions,
+    DEFAULT_MAX_NULL_MESSAGES,
 };
 pub use fingerprint::{Fingerprint, LpDigest};
 pub use limits::SizeHint;

@@ -143,6 +143,11 @@ impl<'s, R> Context<'s, R> {
         }
     }
 
+    /// Whether the context ran before (it is suspended, not new).
+    pub(crate) fn started(&self) -> bool {
+        self.co.started()
+    }
+
     /// Drops whatever the context was doing: unwinds its stack, running the destructors of
     /// everything on it, and returns the stack for reuse.
     pub(crate) fn discard(mut self) -> DefaultStack {

@@ -67,8 +67,16 @@ fn a_discarded_context_drops_its_locals_once() {
     assert!(matches!(ctx.resume(), Step::Suspended));
     assert_eq!(live.get(), 1);
     pool.put(ctx.discard());
-    assert_eq!(live.get(), 0, "the suspended local was dropped by the unwind");
-    assert_eq!(Rc::strong_count(&live), 1, "the closure's captures were dropped");
+    assert_eq!(
+        live.get(),
+        0,
+        "the suspended local was dropped by the unwind"
+    );
+    assert_eq!(
+        Rc::strong_count(&live),
+        1,
+        "the closure's captures were dropped"
+    );
 }
 
 #[test]
