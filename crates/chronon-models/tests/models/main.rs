@@ -63,10 +63,7 @@ pub(crate) fn check_fingerprints<M: Model>(make: impl Fn() -> M, lps: u32, end: 
         assert_eq!(p.committed, a.committed, "{exec}");
         assert_eq!(p.model_stats, a.model_stats, "{exec}");
         assert_eq!(p.last_time, a.last_time, "{exec}: last_time");
-        assert_eq!(
-            p.pending_at_end, a.pending_at_end,
-            "{exec}: pending_at_end"
-        );
+        assert_eq!(p.pending_at_end, a.pending_at_end, "{exec}: pending_at_end");
     }
 }
 
