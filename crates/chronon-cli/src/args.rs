@@ -33,6 +33,8 @@ pub(crate) enum Command {
     Experiment(crate::experiment::ExperimentCmd),
     /// Draw SVG plots from run reports (throughput, speedup, progress, per-worker shares).
     Report(crate::report::ReportCmd),
+    /// Measure machine constants: `ticks` (tick overhead vs period, for --tick-us).
+    Calibrate(crate::calibrate::CalibrateCmd),
 }
 
 #[derive(Debug, Args)]

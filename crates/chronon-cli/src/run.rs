@@ -208,9 +208,10 @@ fn time_warp_options(common: &CommonArgs, executor: &Executor) -> Result<TimeWar
         }
     }
     if let Some(t) = common.tick_us {
-        if !(t >= 1.0 && t.is_finite()) {
+        if !(t >= chronon::MIN_TICK_US && t.is_finite()) {
             return Err(Failure::bad_input(format!(
-                "--tick-us is {t}; it must be at least 1"
+                "--tick-us is {t}; it must be at least {}",
+                chronon::MIN_TICK_US
             )));
         }
     }

@@ -158,6 +158,7 @@ mod loom;
 mod model;
 pub mod partition;
 mod preempt;
+pub use preempt::tick_overhead;
 mod progress;
 pub mod queue;
 pub mod refcount;
@@ -171,7 +172,7 @@ pub use error::{ModelError, SimError};
 pub use event::{Event, EventKey};
 pub use executor::{
     ConservativeConfig, Executor, Runtime, StateSaving, Ticks, TimeWarpOptions,
-    DEFAULT_MAX_NULL_MESSAGES,
+    DEFAULT_MAX_NULL_MESSAGES, MIN_TICK_US,
 };
 pub use fingerprint::{Fingerprint, LpDigest};
 pub use limits::SizeHint;

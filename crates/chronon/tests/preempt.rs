@@ -9,7 +9,7 @@ use std::sync::Arc;
 
 use chronon::{
     CommitCtx, Ctx, Executor, LpId, Model, ModelStats, Report, ReverseCtx, SimError, Simulation,
-    StateSaving, TimeWarpOptions,
+    StateSaving, Ticks, TimeWarpOptions,
 };
 
 const MUL: u64 = 0x2545_F491_4F6C_DD1D;
@@ -309,5 +309,52 @@ fn a_panic_after_a_preemption_point_names_the_lp_and_time() {
             }
             other => panic!("expected a panic error, got {other}"),
         }
+    }
+}
+
+#[test]
+fn a_tick_storm_and_the_alpha_rule_keep_the_history() {
+    // Few returns far apart (T well above the period): the rule turns ticks on.
+    let slow = || Churn {
+        spin: 3000,
+        ..Churn::new(3)
+    };
+    let m = slow();
+    let seq = sequential(&m, 3);
+    let mut delivered = 0.0;
+    // 50 µs ticks with alpha 0 (a storm for this machine's signal cost), and 1 s
+    // ticks (the rule keeps them off: a return comes far more often than a tick).
+    for (period, alpha) in [(50.0, 0.0), (1e6, 0.5)] {
+        for threads in [1, 2, 4] {
+            let m = slow();
+            let what = format!("tick {period} µs, alpha {alpha}, {threads} threads");
+            let opts = TimeWarpOptions::new().ticks(Some(Ticks::new(period, alpha)));
+            let tw = preemptive(&m, 3, threads, opts).expect("run");
+            assert_eq!(tw.fingerprint, seq.fingerprint, "{what}");
+            assert_eq!(tw.model_stats, seq.model_stats, "{what}");
+            assert_eq!(m.probe.live.load(SeqCst), 0, "{what}");
+            if period > 1e3 {
+                assert_eq!(
+                    figure(&tw, "ticks_delivered"),
+                    0.0,
+                    "{what}: ticks stay off"
+                );
+            }
+            delivered += figure(&tw, "ticks_delivered");
+        }
+    }
+    assert!(delivered > 0.0, "the storm delivered ticks");
+}
+
+#[test]
+fn bad_preemption_settings_are_config_errors() {
+    let m = Churn::new(1);
+    for opts in [
+        TimeWarpOptions::new().ticks(Some(Ticks::new(chronon::MIN_TICK_US / 2.0, 0.5))),
+        TimeWarpOptions::new().ticks(Some(Ticks::new(50.0, -1.0))),
+        TimeWarpOptions::new().ticks(Some(Ticks::new(f64::NAN, 0.5))),
+    ] {
+        let err = preemptive(&m, 1, 2, opts).expect_err("rejected");
+        assert!(matches!(err, SimError::Config(_)), "{err}");
     }
 }

@@ -14,6 +14,8 @@ use crate::model::Time;
 
 pub(crate) mod ticks;
 
+pub use ticks::tick_overhead;
+
 /// Stack size of one execution context. Pages are committed on first touch, so an event that
 /// uses little stack costs little memory; a guard page below catches overflow (a clean crash,
 /// never silent corruption).
@@ -56,6 +58,8 @@ pub(crate) struct Switch<'y, R: BhMin + ?Sized> {
     ticks: Option<&'y ticks::Flag>,
     /// Checks that read the register (for the report).
     checks: Cell<u64>,
+    /// Platform-mode returns so far (APMS, the alpha rule).
+    returns: Cell<u64>,
 }
 
 impl<'y, R: BhMin + ?Sized> Switch<'y, R> {
@@ -69,7 +73,13 @@ impl<'y, R: BhMin + ?Sized> Switch<'y, R> {
             yielder,
             ticks,
             checks: Cell::new(0),
+            returns: Cell::new(0),
         }
+    }
+
+    /// Platform-mode returns so far.
+    pub(crate) fn returns(&self) -> u64 {
+        self.returns.get()
     }
 
     /// Register reads so far.
@@ -81,6 +91,7 @@ impl<'y, R: BhMin + ?Sized> Switch<'y, R> {
 impl<R: BhMin + ?Sized> PlatformReturn for Switch<'_, R> {
     #[inline]
     fn platform_return(&self, now: Time) {
+        self.returns.set(self.returns.get() + 1);
         if let Some(t) = self.ticks {
             // Ticks on: the register is read only once a tick has come since the last check
             // (seed 003 §2.3: the tick is what makes a check due).

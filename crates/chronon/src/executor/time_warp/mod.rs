@@ -24,6 +24,6 @@ mod shared;
 mod transport;
 mod worker;
 
-pub use options::{StateSaving, Ticks, TimeWarpOptions};
+pub use options::{StateSaving, Ticks, TimeWarpOptions, MIN_TICK_US};
 pub(crate) use setup::run;
 pub(crate) use shared::StateEq;

@@ -183,9 +183,9 @@ impl TimeWarpOptions {
             ));
         }
         if let Some(t) = &self.ticks {
-            if !(t.period_us >= 1.0 && t.period_us.is_finite()) {
+            if !(t.period_us >= MIN_TICK_US && t.period_us.is_finite()) {
                 return Err(SimError::Config(format!(
-                    "tick period {} µs is not allowed; it must be at least 1 µs",
+                    "tick period {} µs is not allowed; it must be at least {MIN_TICK_US} µs",
                     t.period_us
                 )));
             }
@@ -199,6 +199,11 @@ impl TimeWarpOptions {
         Ok(())
     }
 }
+
+/// The shortest tick period accepted, in microseconds: below it a worker spends most of its
+/// time in the signal handler on a loaded machine (a storm of 1 µs ticks nearly stops a debug
+/// build).
+pub const MIN_TICK_US: f64 = 10.0;
 
 /// Fine-grain ticks for preemptive Time Warp (seed 003 §2.3, Eq. 1–2).
 #[derive(Clone, Copy, Debug, PartialEq)]

@@ -12,13 +12,16 @@
 //! have seen, and a dropped one left no trace.
 
 use std::rc::Rc;
+use std::time::Instant;
 
 use super::lp::TwEvent;
 use super::options::Ticks;
+use super::shared::Shared;
 use super::worker::Worker;
 use crate::error::{ModelError, SimError};
 use crate::event::Event;
 use crate::model::{Ctx, LpMeta, Model, Time};
+use crate::preempt::ticks::{AlphaRule, Flag, Timer};
 use crate::preempt::{Context, Step, Switch};
 use crate::queue::PendingSet;
 
@@ -38,6 +41,7 @@ pub(super) struct Parts<S, P> {
     counters: Vec<i64>,
     err: Option<ModelError>,
     checks: u64,
+    returns: u64,
 }
 
 /// A started event that has not returned: its context, the event (shared with the context,
@@ -48,6 +52,17 @@ pub(super) struct Job<'s, M: Model> {
     li: usize,
     meta: LpMeta,
     before: Option<M::State>,
+    /// Seconds on the CPU so far (measured only with ticks configured).
+    cpu_s: f64,
+}
+
+/// A worker's ticks: its timer, the alpha rule, and how long ticks have run.
+pub(super) struct Ticker {
+    timer: Timer,
+    rule: AlphaRule,
+    since: Option<Instant>,
+    on_s: f64,
+    samples: u64,
 }
 
 /// Per-worker preemption figures (the report's `preempt_*`).
@@ -67,6 +82,13 @@ pub(super) struct PreemptStats {
     pub(super) checks: u64,
     /// Stacks mapped.
     pub(super) stacks: u64,
+    /// Ticks delivered to the worker's thread.
+    pub(super) ticks_delivered: u64,
+    /// Wall seconds with ticks running.
+    pub(super) ticks_on_s: f64,
+    /// The alpha rule's means at the end: Δe (seconds) and APMS.
+    pub(super) delta_e_s: f64,
+    pub(super) apms: f64,
 }
 
 impl<'s, M: Model, Q: PendingSet<TwEvent<M::Event>>> Worker<'s, '_, M, Q> {
@@ -154,6 +176,7 @@ impl<'s, M: Model, Q: PendingSet<TwEvent<M::Event>>> Worker<'s, '_, M, Q> {
             counters: vec![0; self.scratch.len()],
             err: None,
             checks: 0,
+            returns: 0,
         };
         let meta = lp.meta;
         let before = sh.check_eq.map(|_| lp.state.clone());
@@ -185,6 +208,7 @@ impl<'s, M: Model, Q: PendingSet<TwEvent<M::Event>>> Worker<'s, '_, M, Q> {
                 sh.model.on_event(&mut p.state, &event.ev.payload, &mut ctx);
             }
             p.checks = sw.checks();
+            p.returns = sw.returns();
             p
         });
         self.pstats.started += 1;
@@ -194,6 +218,7 @@ impl<'s, M: Model, Q: PendingSet<TwEvent<M::Event>>> Worker<'s, '_, M, Q> {
             li,
             meta,
             before,
+            cpu_s: 0.0,
         })
     }
 
@@ -209,9 +234,15 @@ impl<'s, M: Model, Q: PendingSet<TwEvent<M::Event>>> Worker<'s, '_, M, Q> {
         }
         // A panic inside the context propagates out of `resume` and names this LP and time.
         self.current = (job.ev.ev.dst, job.ev.ev.time);
-        self.tick_start();
+        let t0 = self.ticker.as_ref().map(|_| {
+            // Ticks that came in platform mode change nothing.
+            self.sh.tick_flags[self.w].clear();
+            Instant::now()
+        });
         let step = job.ctx.resume();
-        self.tick_stop();
+        if let Some(t0) = t0 {
+            job.cpu_s += t0.elapsed().as_secs_f64();
+        }
         match step {
             Step::Suspended => {
                 self.pstats.preemptions += 1;
@@ -231,6 +262,7 @@ impl<'s, M: Model, Q: PendingSet<TwEvent<M::Event>>> Worker<'s, '_, M, Q> {
                 }
                 self.err = p.err;
                 self.pstats.checks += p.checks;
+                self.tick_rule(job.cpu_s, p.returns);
                 self.epilogue(ev, job.li, job.meta, job.before, None)
             }
         }
@@ -267,16 +299,71 @@ impl<'s, M: Model, Q: PendingSet<TwEvent<M::Event>>> Worker<'s, '_, M, Q> {
             self.discard_job(job);
         }
         self.pstats.stacks = self.stacks.created;
+        self.tick_figures();
     }
 
     /// The tick flag a context's checks consult (`None`: ticks off, every check reads BH_min).
-    fn tick_flag(&self) -> Option<&'s crate::preempt::ticks::Flag> {
-        None
+    fn tick_flag(&self) -> Option<&'s Flag> {
+        let sh: &'s Shared<'_, M> = self.sh;
+        self.ticker.as_ref().map(|_| &sh.tick_flags[self.w])
     }
 
-    /// A context is about to run (ticks may be armed).
-    fn tick_start(&mut self) {}
+    /// Sets up this worker's tick timer when ticks are configured (on its own thread).
+    pub(super) fn init_ticks(&mut self) -> Result<(), SimError> {
+        let Some(t) = self.sh.preempt.and_then(|p| p.ticks) else {
+            return Ok(());
+        };
+        let timer = Timer::new(&self.sh.tick_flags[self.w], t.period_us).map_err(|e| {
+            SimError::Resource(format!(
+                "cannot create a tick timer for worker {}: {e}",
+                self.w
+            ))
+        })?;
+        self.ticker = Some(Ticker {
+            timer,
+            rule: AlphaRule::new(t.period_us, t.alpha),
+            since: None,
+            on_s: 0.0,
+            samples: 0,
+        });
+        Ok(())
+    }
 
-    /// The platform context has the CPU again.
-    fn tick_stop(&mut self) {}
+    /// The alpha rule: one event's CPU time and platform-mode returns; every 32 events, ticks
+    /// start or stop (seed 003 Eq. 1-2).
+    fn tick_rule(&mut self, cpu_s: f64, returns: u64) {
+        let Some(t) = &mut self.ticker else {
+            return;
+        };
+        t.rule.sample(cpu_s, returns);
+        t.samples += 1;
+        if t.samples % 32 != 0 {
+            return;
+        }
+        let want = t.rule.wants_ticks();
+        if want != t.timer.armed() {
+            t.timer.set(want);
+            self.sh.tick_flags[self.w].set_gating(t.timer.armed());
+            if t.timer.armed() {
+                t.since = Some(Instant::now());
+            } else if let Some(s) = t.since.take() {
+                t.on_s += s.elapsed().as_secs_f64();
+            }
+        }
+    }
+
+    /// The tick figures for the report (and ticks stopped).
+    fn tick_figures(&mut self) {
+        if let Some(t) = &mut self.ticker {
+            t.timer.set(false);
+            if let Some(s) = t.since.take() {
+                t.on_s += s.elapsed().as_secs_f64();
+            }
+            let p = &mut self.pstats;
+            p.ticks_delivered = self.sh.tick_flags[self.w].delivered();
+            p.ticks_on_s = t.on_s;
+            p.delta_e_s = t.rule.delta_e;
+            p.apms = t.rule.apms;
+        }
+    }
 }

@@ -144,6 +144,12 @@ pub(super) fn finish<M: Model, Q: PendingSet<TwEvent<M::Event>>>(
                 stats.iter().map(|s| f(&s.preempt)).sum::<u64>() as f64,
             );
         }
+        if sh.preempt.is_some_and(|p| p.ticks.is_some()) {
+            let delivered: u64 = stats.iter().map(|s| s.preempt.ticks_delivered).sum();
+            let on: f64 = stats.iter().map(|s| s.preempt.ticks_on_s).sum();
+            es.insert("ticks_delivered".into(), delivered as f64);
+            es.insert("ticks_on_s".into(), on);
+        }
     }
     let window = sh.optimism.summary();
     window.insert_into(es);
@@ -168,6 +174,13 @@ pub(super) fn finish<M: Model, Q: PendingSet<TwEvent<M::Event>>>(
             if sh.preempt.is_some() {
                 for (name, f) in PREEMPT_FIGURES {
                     m.insert(name.to_string(), f(&s.preempt) as f64);
+                }
+                if sh.preempt.is_some_and(|p| p.ticks.is_some()) {
+                    let p = &s.preempt;
+                    m.insert("ticks_delivered".into(), p.ticks_delivered as f64);
+                    m.insert("ticks_on_s".into(), p.ticks_on_s);
+                    m.insert("delta_e_us".into(), p.delta_e_s * 1e6);
+                    m.insert("apms".into(), p.apms);
                 }
             }
             m.insert(

@@ -279,6 +279,7 @@ pub(super) fn run_with<M: Model, Q: PendingSet<TwEvent<M::Event>>>(
             max_suspended: opts.max_suspended,
             ticks: opts.ticks,
         }),
+        tick_flags: (0..threads).map(|_| Default::default()).collect(),
     };
     let ncounters = counters.len();
     let results: Vec<WorkerResult<M, Q>> = std::thread::scope(|s| {

@@ -109,6 +109,8 @@ pub(super) struct Shared<'a, M: Model> {
     pub(super) links: crate::executor::links::Links,
     /// Preemptive Time Warp's settings (`None`: off).
     pub(super) preempt: Option<super::preempt::Config>,
+    /// Per worker: the flag its ticks raise (crate::preempt::ticks).
+    pub(super) tick_flags: Vec<crate::preempt::ticks::Flag>,
 }
 
 impl<M: Model> Shared<'_, M> {

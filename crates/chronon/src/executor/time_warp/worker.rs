@@ -9,7 +9,7 @@ use crossbeam_utils::Backoff;
 
 use super::history::{Extra, History, Rec};
 use super::lp::{Anti, Checkpoint, Msg, Sent, TwCold, TwEvent, TwLp};
-use super::preempt::{Job, PreemptStats};
+use super::preempt::{Job, PreemptStats, Ticker};
 use super::report::Stats;
 use super::shared::{prefetch, IdHasher, Saving, Shared, MEMORY_EVERY, POLL_EVERY};
 use super::transport::Endpoint;
@@ -72,6 +72,7 @@ pub(super) struct Worker<'s, 'a, M: Model, Q> {
     pub(super) jobs: Vec<Job<'s, M>>,
     pub(super) stacks: StackPool,
     pub(super) pstats: PreemptStats,
+    pub(super) ticker: Option<Ticker>,
 }
 
 impl<'s, 'a, M: Model, Q: PendingSet<TwEvent<M::Event>>> Worker<'s, 'a, M, Q> {
@@ -123,6 +124,7 @@ impl<'s, 'a, M: Model, Q: PendingSet<TwEvent<M::Event>>> Worker<'s, 'a, M, Q> {
             jobs: Vec::new(),
             stacks: StackPool::default(),
             pstats: PreemptStats::default(),
+            ticker: None,
         }
     }
 
@@ -133,6 +135,7 @@ impl<'s, 'a, M: Model, Q: PendingSet<TwEvent<M::Event>>> Worker<'s, 'a, M, Q> {
         let backoff = Backoff::new();
         let mut since_gvt = 0u64;
         let mut reported_progress = 0u64;
+        self.init_ticks()?;
         loop {
             if sh.abort.load(Ordering::SeqCst) {
                 return Ok(false);
