@@ -275,7 +275,7 @@ pub(super) fn run_with<M: Model, Q: PendingSet<TwEvent<M::Event>>>(
         series: Mutex::new(Vec::new()),
         start: Instant::now(),
         progress: &cfg.progress,
-        preempt: opts.preempt.then(|| super::preempt::Config {
+        preempt: opts.preempt.then_some(super::preempt::Config {
             max_suspended: opts.max_suspended,
             ticks: opts.ticks,
         }),

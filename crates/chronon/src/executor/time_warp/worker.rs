@@ -27,6 +27,9 @@ pub(super) struct Census {
     pub(super) checkpoints: u64,
 }
 
+/// An event past its prologue, with its LP's index among the worker's LPs.
+pub(super) type Started<P> = (TwEvent<P>, usize);
+
 pub(super) struct Worker<'s, 'a, M: Model, Q> {
     pub(super) w: usize,
     pub(super) sh: &'s Shared<'a, M>,
@@ -309,7 +312,7 @@ impl<'s, 'a, M: Model, Q: PendingSet<TwEvent<M::Event>>> Worker<'s, 'a, M, Q> {
     pub(super) fn prologue(
         &mut self,
         ev: TwEvent<M::Event>,
-    ) -> Result<Option<(TwEvent<M::Event>, usize)>, SimError> {
+    ) -> Result<Option<Started<M::Event>>, SimError> {
         let sh = self.sh;
         let li = sh.local_of(ev.ev.dst);
         {
