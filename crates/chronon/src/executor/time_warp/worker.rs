@@ -309,6 +309,7 @@ impl<'s, 'a, M: Model, Q: PendingSet<TwEvent<M::Event>>> Worker<'s, 'a, M, Q> {
 
     /// What comes before an event's handler: the straggler check and primary rollback, and
     /// copy state saving's checkpoint. `None`: the rollback cancelled the event itself.
+    #[inline(always)]
     pub(super) fn prologue(
         &mut self,
         ev: TwEvent<M::Event>,
@@ -374,6 +375,7 @@ impl<'s, 'a, M: Model, Q: PendingSet<TwEvent<M::Event>>> Worker<'s, 'a, M, Q> {
     /// What comes after an event's handler: checks, the record with its sends and counter
     /// deltas (taken from `self.out`, `self.scratch`, `self.err`), and the sends themselves.
     /// `meta` and `before` are the LP's bookkeeping and (for `--check-reverse`) state before.
+    #[inline(always)]
     pub(super) fn epilogue(
         &mut self,
         ev: TwEvent<M::Event>,
