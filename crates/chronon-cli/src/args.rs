@@ -33,6 +33,8 @@ pub(crate) enum Command {
     Experiment(crate::experiment::ExperimentCmd),
     /// Draw SVG plots from run reports (throughput, speedup, progress, per-worker shares).
     Report(crate::report::ReportCmd),
+    /// Measure machine constants: `ticks` (tick overhead vs period, for --tick-us).
+    Calibrate(crate::calibrate::CalibrateCmd),
 }
 
 #[derive(Debug, Args)]
@@ -131,6 +133,24 @@ pub(crate) struct CommonArgs {
     /// [default: false].
     #[arg(long, num_args = 0..=1, default_missing_value = "true", help_heading = TIME_WARP)]
     pub check_reverse: Option<bool>,
+    /// Time Warp: preemptive (seed 003): events run in contexts of their own and switch off
+    /// the CPU when an earlier message waits [default: false].
+    #[arg(long, num_args = 0..=1, default_missing_value = "true", help_heading = TIME_WARP)]
+    pub preempt: Option<bool>,
+    /// Preemptive Time Warp: the most suspended contexts per worker; past it events run to
+    /// completion [default: 64].
+    #[arg(long, help_heading = TIME_WARP)]
+    pub max_suspended: Option<usize>,
+    /// Preemptive Time Warp: fine-grain tick period in microseconds (enables ticks) [default:
+    /// no ticks].
+    #[arg(long, help_heading = TIME_WARP)]
+    #[serde(default, deserialize_with = "number")]
+    pub tick_us: Option<f64>,
+    /// Preemptive Time Warp with ticks: the alpha rule's alpha (ticks on while T / ΔET >=
+    /// 1 + alpha) [default: 0.5].
+    #[arg(long, help_heading = TIME_WARP)]
+    #[serde(default, deserialize_with = "number")]
+    pub alpha: Option<f64>,
     /// Time Warp: write GVT over wall time as CSV here [default: DIR/gvt.csv with --output
     /// DIR/, else none].
     #[arg(long, help_heading = TIME_WARP)]
@@ -191,6 +211,10 @@ pub(crate) const COMMON_KEYS: &[&str] = &[
     "window",
     "check-reverse",
     "gvt-csv",
+    "preempt",
+    "max-suspended",
+    "tick-us",
+    "alpha",
     "barrier",
     "fan-in",
     "mapping",
@@ -228,6 +252,10 @@ impl CommonArgs {
             window: self.window.or(file.window),
             check_reverse: self.check_reverse.or(file.check_reverse),
             gvt_csv: self.gvt_csv.or(file.gvt_csv),
+            preempt: self.preempt.or(file.preempt),
+            max_suspended: self.max_suspended.or(file.max_suspended),
+            tick_us: self.tick_us.or(file.tick_us),
+            alpha: self.alpha.or(file.alpha),
             config: self.config,
         }
     }

@@ -6,6 +6,7 @@ mod bench_barriers;
 mod bench_phold;
 mod bench_queue;
 mod bench_refcount;
+mod calibrate;
 mod check;
 mod experiment;
 mod lockstep_runtime;
@@ -74,6 +75,7 @@ fn main() -> ExitCode {
         args::Command::Check(cmd) => check::run(cmd),
         args::Command::Experiment(cmd) => experiment::run(cmd),
         args::Command::Report(cmd) => report::run(cmd),
+        args::Command::Calibrate(cmd) => calibrate::run(cmd),
     }));
     match outcome {
         Ok(Ok(code)) => ExitCode::from(code),

@@ -12,7 +12,7 @@ use chronon::barrier::BarrierKind;
 use chronon::partition::Mapping;
 use chronon::{
     ConservativeConfig, Executor, LpId, Model, Progress, QueueKind, Report, Runtime, Simulation,
-    StallDetector, StateSaving, TimeWarpOptions,
+    StallDetector, StateSaving, Ticks, TimeWarpOptions,
 };
 
 use crate::args::CommonArgs;
@@ -161,6 +161,10 @@ fn time_warp_options(common: &CommonArgs, executor: &Executor) -> Result<TimeWar
         ("--window", common.window.is_some()),
         ("--check-reverse", common.check_reverse == Some(true)),
         ("--gvt-csv", common.gvt_csv.is_some()),
+        ("--preempt", common.preempt == Some(true)),
+        ("--max-suspended", common.max_suspended.is_some()),
+        ("--tick-us", common.tick_us.is_some()),
+        ("--alpha", common.alpha.is_some()),
     ];
     if !matches!(executor, Executor::TimeWarp { .. }) {
         if let Some((flag, _)) = given.iter().find(|(_, g)| *g) {
@@ -189,7 +193,41 @@ fn time_warp_options(common: &CommonArgs, executor: &Executor) -> Result<TimeWar
             )));
         }
     }
+    let preempt = common.preempt == Some(true);
+    if !preempt {
+        for (flag, g) in [
+            ("--max-suspended", common.max_suspended.is_some()),
+            ("--tick-us", common.tick_us.is_some()),
+            ("--alpha", common.alpha.is_some()),
+        ] {
+            if g {
+                return Err(Failure::bad_input(format!(
+                    "{flag} applies to --preempt only"
+                )));
+            }
+        }
+    }
+    if let Some(t) = common.tick_us {
+        if !(t >= chronon::MIN_TICK_US && t.is_finite()) {
+            return Err(Failure::bad_input(format!(
+                "--tick-us is {t}; it must be at least {}",
+                chronon::MIN_TICK_US
+            )));
+        }
+    }
+    let alpha = common.alpha.unwrap_or(0.5);
+    if !(alpha >= 0.0 && alpha.is_finite()) {
+        return Err(Failure::bad_input(format!(
+            "--alpha is {alpha}; it must be finite and >= 0"
+        )));
+    }
+    if common.alpha.is_some() && common.tick_us.is_none() {
+        return Err(Failure::bad_input("--alpha applies to --tick-us only"));
+    }
     Ok(TimeWarpOptions::new()
+        .preempt(preempt)
+        .max_suspended(common.max_suspended.unwrap_or(64))
+        .ticks(common.tick_us.map(|t| Ticks::new(t, alpha)))
         .state_saving(state_saving)
         .checkpoint(common.checkpoint)
         .max_memory(max_memory)
@@ -547,6 +585,14 @@ fn report_config(
             }
             if common.check_reverse == Some(true) {
                 put("check-reverse", json!(true));
+            }
+            if common.preempt == Some(true) {
+                put("preempt", json!(true));
+                put("max-suspended", json!(common.max_suspended.unwrap_or(64)));
+                if let Some(t) = common.tick_us {
+                    put("tick-us", json!(t));
+                    put("alpha", json!(common.alpha.unwrap_or(0.5)));
+                }
             }
         }
         // Sequential: nothing more.

@@ -108,14 +108,17 @@ fn campus_speedup_has_every_executor_and_the_same_committed_count() {
 }
 
 #[test]
-fn phold_phases_marks_the_time_sharing_column_as_waiting() {
+fn phold_phases_compares_time_sharing_with_traditional_time_warp() {
     let (rows, md, _) = quick("003-phold-phases", &["--threads", "2"]);
-    // seq and Time Warp x2, each run to the end of phases A, B and C.
-    assert_eq!(rows.len(), 6);
-    let eff: f64 = col(&rows[1], "efficiency").parse().unwrap();
-    assert!(eff > 0.0 && eff <= 1.0, "{eff}");
+    // seq, Time Warp x2 and time-sharing Time Warp x2, each run to the end of phases A, B, C.
+    assert_eq!(rows.len(), 9);
+    for r in &rows[1..3] {
+        let eff: f64 = col(r, "efficiency").parse().unwrap();
+        assert!(eff > 0.0 && eff <= 1.0, "{eff}");
+    }
     assert!(md.contains("| A |") && md.contains("| C |"), "{md}");
-    assert!(md.contains("waits for issue 12"), "{md}");
+    assert!(md.contains("time-sharing ×2"), "{md}");
+    assert!(!md.contains("waits for issue 12"), "{md}");
 }
 
 #[test]

@@ -61,6 +61,31 @@ fn bad_time_warp_flags_exit_2_with_one_line() {
             &["--sync", "seq", "--mapping", "block"][..],
             "lockstep or timewarp only",
         ),
+        (&["--sync", "seq", "--preempt"][..], "timewarp"),
+        (
+            &["--sync", "timewarp", "--max-suspended", "4"][..],
+            "--preempt only",
+        ),
+        (
+            &["--sync", "timewarp", "--preempt", "--tick-us", "1"][..],
+            "--tick-us",
+        ),
+        (
+            &["--sync", "timewarp", "--preempt", "--alpha", "0.5"][..],
+            "--alpha applies to --tick-us",
+        ),
+        (
+            &[
+                "--sync",
+                "timewarp",
+                "--preempt",
+                "--tick-us",
+                "100",
+                "--alpha",
+                "-1",
+            ][..],
+            "--alpha",
+        ),
     ] {
         let (code, _, err) = run(extra);
         assert_eq!(code, 2, "{extra:?}: {err}");
@@ -270,4 +295,38 @@ fn a_small_arena_does_not_make_the_memory_bound_give_up() {
         assert_eq!(code, 0, "{stderr}");
         assert_eq!(fingerprint(&out), fingerprint(&seq));
     }
+}
+
+#[test]
+fn preemptive_time_warp_prints_the_sequential_fingerprint() {
+    let (code, seq, err) = run(&["--work-us", "3"]);
+    assert_eq!(code, 0, "{err}");
+    for extra in [
+        &["--preempt"][..],
+        &[
+            "--preempt",
+            "--max-suspended",
+            "1",
+            "--state-saving",
+            "copy",
+        ][..],
+        &["--preempt", "--tick-us", "200", "--alpha", "0"][..],
+    ] {
+        let mut args = vec!["--work-us", "3", "--sync", "timewarp", "--threads", "2"];
+        args.extend_from_slice(extra);
+        let (code, out, err) = run(&args);
+        assert_eq!(code, 0, "{extra:?}: {err}");
+        assert_eq!(fingerprint(&out), fingerprint(&seq), "{extra:?}");
+    }
+}
+
+#[test]
+fn calibrate_ticks_prints_overhead_per_period_and_refuses_bad_periods() {
+    let (code, out, err) = chronon(&["calibrate", "ticks", "--periods", "1000", "--ms", "20"]);
+    assert_eq!(code, 0, "{err}");
+    assert!(out.contains("1000"), "{out}");
+    assert!(out.contains('%'), "{out}");
+    let (code, _, err) = chronon(&["calibrate", "ticks", "--periods", "5"]);
+    assert_eq!(code, 2, "{err}");
+    assert_eq!(err.trim_end().lines().count(), 1, "{err}");
 }

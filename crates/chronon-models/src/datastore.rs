@@ -32,7 +32,7 @@ use std::collections::{BTreeMap, HashMap};
 
 use chronon::{Ctx, LpId, Model, ModelStats, SizeHint};
 
-use crate::phold::spin_for_us;
+use crate::phold::spin_for_us_in;
 
 /// The data store's parameters.
 #[derive(Clone, Debug, PartialEq, serde::Serialize)]
@@ -353,7 +353,7 @@ impl Model for DataStore {
                         } else if !self.access(node, owner(me, batch, meta.tx), meta.key, now) {
                             tx.failed = true;
                         }
-                        spin_for_us(slice_us);
+                        spin_for_us_in(slice_us, ctx);
                     }
                 }
                 node.metas_allocated += metas.len() as u64;
@@ -390,7 +390,7 @@ impl Model for DataStore {
                     .iter()
                     .map(|&(tx, key)| (tx, self.access(node, owner(*origin, *batch, tx), key, now)))
                     .collect();
-                spin_for_us(self.work_us * requests.len() as f64);
+                spin_for_us_in(self.work_us * requests.len() as f64, ctx);
                 ctx.send(
                     *origin,
                     self.net_delay,

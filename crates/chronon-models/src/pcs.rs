@@ -183,9 +183,13 @@ impl Pcs {
         true
     }
 
-    fn fading(&self, cell: &mut Cell, passes: u32) {
+    fn fading(&self, cell: &mut Cell, passes: u32, ctx: &mut Ctx<'_, Self>) {
         let mut x = cell.fading;
-        for _ in 0..passes {
+        for p in 0..passes {
+            if p > 0 {
+                // Instrumented application code (seed 003 §2.1): the event may switch off here.
+                ctx.preemption_point();
+            }
             for (i, r) in cell.busy.iter().enumerate() {
                 // A stand-in for recomputing one channel's fading gain and SIR.
                 let g = (f64::from_bits(r.0) * 0.37 + i as f64).sin().abs() + 1e-3;
@@ -295,7 +299,7 @@ impl Model for Pcs {
                 while cell.busy.peek().is_some_and(|r| f64::from_bits(r.0) <= now) {
                     cell.busy.pop();
                 }
-                self.fading(cell, self.fading_work.max(1));
+                self.fading(cell, self.fading_work.max(1), ctx);
                 cell.fading_runs += 1;
                 let me = ctx.me();
                 ctx.send(me, self.fading_period, CellEvent::Fading);
@@ -319,7 +323,7 @@ impl Model for Pcs {
                 }
             }
         }
-        self.fading(cell, self.fading_work);
+        self.fading(cell, self.fading_work, ctx);
     }
 
     /// Each cell keeps the call arrivals of its next two windows pending, and an end or a

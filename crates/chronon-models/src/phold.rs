@@ -206,6 +206,25 @@ pub fn spin_for_us(us: f64) {
     }
 }
 
+/// Spins for `us` microseconds of wall time *on the CPU*, in slices of [`SLICE_US`] with a
+/// [`Ctx::preemption_point`] between two (instrumented application code, seed 003 §2.1): under
+/// preemptive Time Warp the event may be switched off the CPU there, and the time it spends
+/// off it does not count as work done.
+pub fn spin_for_us_in<M: Model + ?Sized>(us: f64, ctx: &mut Ctx<'_, M>) {
+    let mut left = us;
+    while left > 0.0 {
+        let slice = left.min(SLICE_US);
+        spin_for_us(slice);
+        left -= slice;
+        if left > 0.0 {
+            ctx.preemption_point();
+        }
+    }
+}
+
+/// Work between two preemption points of [`spin_for_us_in`], in microseconds.
+pub const SLICE_US: f64 = 2.0;
+
 impl Model for Phold {
     type State = PholdLp;
     type Event = Job;
@@ -234,9 +253,9 @@ impl Model for Phold {
         lp.events += 1;
         ctx.count(REMOTE_SENDS, i64::from(dst != me));
         if me < self.hot_lps {
-            spin_for_us(self.work_us + self.hot_work_us);
+            spin_for_us_in(self.work_us + self.hot_work_us, ctx);
         } else {
-            spin_for_us(self.work_us);
+            spin_for_us_in(self.work_us, ctx);
         }
     }
 

@@ -14,7 +14,7 @@
 
 use chronon::{Ctx, LpId, LpRng, Model, ModelStats, ReverseCtx, SizeHint};
 
-use crate::phold::spin_for_us;
+use crate::phold::spin_for_us_in;
 
 /// The three-phase PHOLD's parameters.
 #[derive(Clone, Debug, PartialEq, serde::Serialize)]
@@ -187,7 +187,7 @@ impl Model for PholdPhases {
         let dst = near[ctx.rng().below(n as u64) as usize];
         let d = self.delay(ctx.rng());
         ctx.send(dst, d, Hop { from: me });
-        spin_for_us([self.work_a_us, self.work_b_us, self.work_c_us][phase]);
+        spin_for_us_in([self.work_a_us, self.work_b_us, self.work_c_us][phase], ctx);
     }
 
     /// Each object keeps `jobs_per_object` jobs pending.

@@ -157,6 +157,8 @@ pub mod limits;
 mod loom;
 mod model;
 pub mod partition;
+mod preempt;
+pub use preempt::tick_overhead;
 mod progress;
 pub mod queue;
 pub mod refcount;
@@ -172,7 +174,8 @@ pub use event::{Event, EventKey};
 #[cfg(all(target_os = "linux", not(chronon_loom)))]
 pub use executor::conservative::procs::is_worker_process;
 pub use executor::{
-    ConservativeConfig, Executor, Runtime, StateSaving, TimeWarpOptions, DEFAULT_MAX_NULL_MESSAGES,
+    ConservativeConfig, Executor, Runtime, StateSaving, Ticks, TimeWarpOptions,
+    DEFAULT_MAX_NULL_MESSAGES, MIN_TICK_US,
 };
 pub use fingerprint::{Fingerprint, LpDigest};
 pub use limits::SizeHint;

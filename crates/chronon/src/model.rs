@@ -5,6 +5,7 @@ use std::collections::BTreeMap;
 use crate::error::ModelError;
 use crate::event::Event;
 use crate::limits::SizeHint;
+use crate::preempt::PlatformReturn;
 use crate::rng::LpRng;
 
 /// Simulated time. Always finite and non-negative inside the engine.
@@ -237,6 +238,9 @@ pub struct Ctx<'a, M: Model + ?Sized> {
     out: &'a mut Vec<Event<M::Event>>,
     counters: &'a mut [i64],
     error: &'a mut Option<ModelError>,
+    /// Preemptive Time Warp only: where a platform-mode return checks whether an earlier
+    /// message waits and switches the event off the CPU (crate::preempt).
+    switch: Option<&'a dyn PlatformReturn>,
 }
 
 impl<M: Model + ?Sized> std::fmt::Debug for Ctx<'_, M> {
@@ -272,7 +276,36 @@ impl<'a, M: Model + ?Sized> Ctx<'a, M> {
             out,
             counters,
             error,
+            switch: None,
         }
+    }
+
+    /// Makes every platform-mode return of this context a check-and-switch (preemptive Time
+    /// Warp, crate::preempt).
+    #[inline]
+    pub(crate) fn set_switch(&mut self, switch: &'a dyn PlatformReturn) {
+        self.switch = Some(switch);
+    }
+
+    /// A platform-mode return: under preemptive Time Warp, the event may be switched off the
+    /// CPU here (and resumed later, or dropped by a rollback); otherwise nothing.
+    #[inline(always)]
+    fn platform_return(&self) {
+        if let Some(s) = self.switch {
+            s.platform_return(self.now);
+        }
+    }
+
+    /// A place in a long computation where the engine may take the event off the CPU: under
+    /// preemptive Time Warp (`--preempt`), when a message or anti-message earlier than this
+    /// event waits for one of the worker's LPs, the event is suspended here and either resumed
+    /// later with nothing lost or, if the earlier message rolls this LP back, dropped (its
+    /// stack unwound, its state changes and sends discarded). Elsewhere it does nothing and
+    /// costs one branch. Handlers that call it must keep no effects outside `state` and `ctx`
+    /// that a dropped event would leave behind (the usual rule for optimistic execution).
+    #[inline(always)]
+    pub fn preemption_point(&mut self) {
+        self.platform_return();
     }
 
     /// The current simulated time: the timestamp of the event being handled (0 in `init`).
@@ -296,6 +329,7 @@ impl<'a, M: Model + ?Sized> Ctx<'a, M> {
     /// This LP's random stream (restored on rollback).
     #[inline(always)]
     pub fn rng(&mut self) -> &mut LpRng {
+        self.platform_return();
         &mut self.meta.rng
     }
 
@@ -317,6 +351,7 @@ impl<'a, M: Model + ?Sized> Ctx<'a, M> {
             tag: 0,
             payload,
         });
+        self.platform_return();
     }
 
     /// Adds `delta` to the model counter `index` (see [`Model::counter_names`]). Counters are
@@ -324,7 +359,10 @@ impl<'a, M: Model + ?Sized> Ctx<'a, M> {
     #[inline(always)]
     pub fn count(&mut self, index: usize, delta: i64) {
         match self.counters.get_mut(index) {
-            Some(c) => *c += delta,
+            Some(c) => {
+                *c += delta;
+                self.platform_return();
+            }
             None => {
                 if self.error.is_none() {
                     *self.error = Some(ModelError {

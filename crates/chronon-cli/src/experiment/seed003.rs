@@ -1,15 +1,14 @@
 //! Seed 003 (fine-grain time-sharing Time Warp): PHOLD in three phases (Fig. 6, Table I), the
 //! data store model (Fig. 7, Table II) and the personal communication system (Fig. 10, Table
-//! III), in their traditional (non-preemptive) Time Warp form. Every time-sharing column waits
-//! for issue 12 (preemptive Time Warp) and is marked so, never filled.
+//! III): traditional (non-preemptive) Time Warp against time-sharing Time Warp (`--preempt`,
+//! issue 12) at every parallel thread count.
 
 use super::{md_table, num, Point, Rendered, Results, Settings};
 use crate::report::plot::{figure, Bars, Panel, Series};
 use crate::Failure;
 
-const WAITS_12: &str = "waits for issue 12";
-
-/// `seq` and `timewarp` at each parallel thread count, for `base` and `params`.
+/// `seq`, and `timewarp` without and with `--preempt` at each parallel thread count, for `base`
+/// and `params`.
 fn tw_points(s: &Settings, base: &[&str], params: &[(&'static str, &str)]) -> Vec<Point> {
     let mut p = params.to_vec();
     p.extend([("sync", "seq"), ("threads", "1")]);
@@ -21,16 +20,39 @@ fn tw_points(s: &Settings, base: &[&str], params: &[(&'static str, &str)]) -> Ve
         let mut p = params.to_vec();
         p.extend([("sync", "timewarp"), ("threads", ts.as_str())]);
         out.push(Point::new(&p, &args));
+        args.push("--preempt");
+        let mut p = params.to_vec();
+        p.extend([("sync", "timewarp-preempt"), ("threads", ts.as_str())]);
+        out.push(Point::new(&p, &args));
     }
     out
+}
+
+/// "−12.3 %": how much less wall time time-sharing took than traditional Time Warp.
+fn gain(traditional: f64, sharing: f64) -> String {
+    format!("{:+.1} %", (sharing / traditional - 1.0) * 100.0)
 }
 
 fn runners(r: &Results) -> Vec<(String, String, String)> {
     let mut out = vec![("seq".to_string(), "1".to_string(), "sequential".to_string())];
     for t in r.values("threads").into_iter().filter(|t| t != "1") {
         out.push(("timewarp".into(), t.clone(), format!("Time Warp ×{t}")));
+        out.push((
+            "timewarp-preempt".into(),
+            t.clone(),
+            format!("time-sharing ×{t}"),
+        ));
     }
     out
+}
+
+/// The largest parallel thread count measured.
+fn top_threads(r: &Results) -> String {
+    r.values("threads")
+        .into_iter()
+        .filter(|t| t != "1")
+        .max_by_key(|t| t.parse::<u32>().unwrap_or(0))
+        .unwrap_or_else(|| "1".into())
 }
 
 // ---- Fig. 6 / Table I: PHOLD phases --------------------------------------------------------
@@ -87,14 +109,15 @@ pub(super) fn phases_render(_: &Settings, r: &Results) -> Result<Rendered, Failu
         };
         at(k) - at(k - 1)
     };
+    let top = top_threads(r);
     let mut h6 = vec!["phase".to_string()];
     h6.extend(runners.iter().map(|x| format!("{} wall s", x.2)));
-    h6.push("time-sharing".into());
+    h6.push(format!("time-sharing vs traditional ×{top}"));
     let mut h1 = vec!["phase".to_string()];
     for (_, _, l) in runners.iter().skip(1) {
         h1.push(format!("{l} efficiency"));
     }
-    h1.push("traditional / time-sharing".into());
+    h1.push(format!("traditional / time-sharing wall ×{top}"));
     let (mut rows6, mut rows1) = (Vec::new(), Vec::new());
     for (i, p) in PHASES.iter().enumerate() {
         let mut row6 = vec![p.to_string()];
@@ -107,8 +130,10 @@ pub(super) fn phases_render(_: &Settings, r: &Results) -> Result<Rendered, Failu
                 row1.push(num(c / pr));
             }
         }
-        row6.push(WAITS_12.into());
-        row1.push(WAITS_12.into());
+        let tw = phase("timewarp", &top, i + 1, "wall_s");
+        let ts = phase("timewarp-preempt", &top, i + 1, "wall_s");
+        row6.push(gain(tw, ts));
+        row1.push(num(tw / ts));
         rows6.push(row6);
         rows1.push(row1);
     }
@@ -124,16 +149,12 @@ pub(super) fn phases_render(_: &Settings, r: &Results) -> Result<Rendered, Failu
     let groups: Vec<Bars> = runners
         .iter()
         .map(|(sync, t, l)| Bars {
-            name: if sync == "seq" {
-                l.clone()
-            } else {
-                format!("{l} (traditional)")
-            },
+            name: l.clone(),
             values: (1..=3).map(|k| phase(sync, t, k, "wall_s")).collect(),
         })
         .collect();
     let svg = figure(
-        "Seed 003 Fig. 6: PHOLD phases, traditional Time Warp (time-sharing: issue 12)",
+        "Seed 003 Fig. 6: PHOLD phases, traditional and time-sharing Time Warp",
         &[Panel::Grouped {
             title: "wall time per phase".into(),
             y: "wall s".into(),
@@ -188,6 +209,7 @@ pub(super) fn datastore_render(_: &Settings, r: &Results) -> Result<Rendered, Fa
     for (name, _) in STORE {
         let seq = r.get(&[("config", name), ("sync", "seq")], "wall_s");
         let (mut e_pts, mut w_pts) = (Vec::new(), Vec::new());
+        let (mut ts_e, mut ts_w) = (Vec::new(), Vec::new());
         for (sync, t, l) in &runners {
             let p = [
                 ("config", name),
@@ -201,32 +223,44 @@ pub(super) fn datastore_render(_: &Settings, r: &Results) -> Result<Rendered, Fa
                 num(w),
                 num(seq / w),
                 num(e),
-                if sync == "seq" {
-                    String::new()
+                if sync == "timewarp-preempt" {
+                    let tp = [
+                        ("config", name),
+                        ("sync", "timewarp"),
+                        ("threads", t.as_str()),
+                    ];
+                    gain(r.get(&tp, "wall_s"), w)
                 } else {
-                    WAITS_12.into()
+                    String::new()
                 },
             ]);
-            if sync != "seq" {
+            if sync == "timewarp" {
                 let x = t.parse().unwrap_or(f64::NAN);
                 e_pts.push((x, e));
                 w_pts.push((x, w));
+            } else if sync == "timewarp-preempt" {
+                let x = t.parse().unwrap_or(f64::NAN);
+                ts_e.push((x, e));
+                ts_w.push((x, w));
             }
         }
         eff.push(Series::new(format!("{name}, traditional"), e_pts));
         wall.push(Series::new(format!("{name}, traditional"), w_pts));
+        eff.push(Series::new(format!("{name}, time-sharing"), ts_e));
+        wall.push(Series::new(format!("{name}, time-sharing"), ts_w));
         wall.push(Series::new(format!("{name}, sequential"), vec![(1.0, seq)]));
     }
     let table = format!(
         "Data store (64 nodes, batches of 10 (light) or 20 (heavy) transactions, 25 µs of work \
-         per transaction and per remote request), traditional Time Warp against the sequential \
-         executor.\n\nFig. 7: efficiency and wall time by threads\n\n{}\n\
+         per transaction and per remote request), traditional and time-sharing (`--preempt`) \
+         Time Warp against the sequential executor.\n\nFig. 7: efficiency and wall time by \
+         threads\n\n{}\n\
          Table II (time-sharing runs of the original and the varied allocation pattern, \
-         `--alloc`) {WAITS_12} (preemption).\n",
+         `--alloc`) is not measured here.\n",
         md_table(&header, &rows)
     );
     let svg = figure(
-        "Seed 003 Fig. 7: data store, traditional Time Warp (time-sharing: issue 12)",
+        "Seed 003 Fig. 7: data store, traditional and time-sharing Time Warp",
         &[
             Panel::Lines {
                 title: "efficiency".into(),
@@ -290,7 +324,7 @@ pub(super) fn pcs_render(_: &Settings, r: &Results) -> Result<Rendered, Failure>
             "speedup".into(),
         ]);
     }
-    h10.push("time-sharing".into());
+    h10.push(format!("time-sharing vs traditional ×{}", top_threads(r)));
     let mut rows10 = Vec::new();
     let mut h3 = vec![String::new()];
     h3.extend(UTIL.iter().map(|(u, _)| format!("{u}%")));
@@ -307,11 +341,7 @@ pub(super) fn pcs_render(_: &Settings, r: &Results) -> Result<Rendered, Failure>
                 (u.parse().unwrap_or(f64::NAN), w)
             })
             .collect();
-        let name = if sync == "seq" {
-            l.clone()
-        } else {
-            format!("{l}, traditional")
-        };
+        let name = l.clone();
         series.push(Series::new(name, pts));
     }
     for (u, _) in UTIL {
@@ -327,22 +357,33 @@ pub(super) fn pcs_render(_: &Settings, r: &Results) -> Result<Rendered, Failure>
             let w = r.get(&p, "wall_s");
             row.extend([num(w), num(r.get(&p, "efficiency")), num(seq / w)]);
         }
-        row.push(WAITS_12.into());
+        let top = top_threads(r);
+        let wall = |sync: &str| {
+            r.get(
+                &[
+                    ("utilization", u),
+                    ("sync", sync),
+                    ("threads", top.as_str()),
+                ],
+                "wall_s",
+            )
+        };
+        row.push(gain(wall("timewarp"), wall("timewarp-preempt")));
         rows10.push(row);
     }
     let table = format!(
         "Personal communication system (hexagonal grid of cells, 1000 channels each, 2-minute \
          calls, 5-minute residence, periodic fading recomputation over the active calls), \
          channel utilization 25/50/75 %.\n\n\
-         Fig. 10: execution time, traditional Time Warp\n\n{}\n\
+         Fig. 10: execution time, traditional and time-sharing (`--preempt`) Time Warp\n\n{}\n\
          Table III: the sequential simulator\n\n{}\n\
          Fig. 9 (overhead of contexts and ticks without handoffs) and Fig. 11 (preemptions per \
-         second) {WAITS_12}.\n",
+         second) are not drawn; the preemption figures are in each run's report.\n",
         md_table(&h10, &rows10),
         md_table(&h3, &[row3])
     );
     let svg = figure(
-        "Seed 003 Fig. 10: PCS, traditional Time Warp (time-sharing: issue 12)",
+        "Seed 003 Fig. 10: PCS, traditional and time-sharing Time Warp",
         &[Panel::Lines {
             title: "execution time".into(),
             x: "channel utilization %".into(),

@@ -8,7 +8,7 @@ pub(crate) mod links;
 pub(crate) mod sequential;
 pub mod time_warp;
 
-pub use time_warp::{StateSaving, TimeWarpOptions};
+pub use time_warp::{StateSaving, Ticks, TimeWarpOptions, MIN_TICK_US};
 
 pub use conservative::{ConservativeConfig, Runtime, DEFAULT_MAX_NULL_MESSAGES};
 

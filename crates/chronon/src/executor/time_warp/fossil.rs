@@ -16,7 +16,12 @@ impl<'s, 'a, M: Model, Q: PendingSet<TwEvent<M::Event>>> Worker<'s, 'a, M, Q> {
     /// Reports this worker's local minimum in GVT round `r` (the mailbox was just drained).
     pub(super) fn report_gvt(&mut self, r: u64) {
         let sh = self.sh;
-        let pending = self.queue.peek().map_or(f64::INFINITY, |e| e.ev.time);
+        // Suspended events are unprocessed: they hold GVT back like pending ones.
+        let pending = self
+            .queue
+            .peek()
+            .map_or(f64::INFINITY, |e| e.ev.time)
+            .min(self.suspended_min());
         let local_min = pending.min(self.send_min);
         self.update_memory();
         self.stats.reports += 1;

@@ -16,6 +16,7 @@ mod lp;
 mod memory;
 mod optimism;
 mod options;
+mod preempt;
 mod report;
 mod rollback;
 mod setup;
@@ -23,6 +24,6 @@ mod shared;
 mod transport;
 mod worker;
 
-pub use options::{StateSaving, TimeWarpOptions};
+pub use options::{StateSaving, Ticks, TimeWarpOptions, MIN_TICK_US};
 pub(crate) use setup::run;
 pub(crate) use shared::StateEq;

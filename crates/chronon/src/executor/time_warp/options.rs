@@ -58,6 +58,17 @@ pub struct TimeWarpOptions {
     /// or before GVT until fossil collection catches up (`None`: 4 × `gvt_every`). Bounds how
     /// far one worker races ahead while another is descheduled.
     pub max_uncommitted: Option<u64>,
+    /// Preemptive Time Warp (seed 003, docs/timewarp.md "Preemption"): every event runs in an
+    /// execution context of its own and is switched off the CPU at a platform-mode return
+    /// (`ctx.send`, `ctx.count`, `ctx.rng`, `ctx.preemption_point`) when an earlier message or
+    /// anti-message waits for one of the worker's LPs. Default off.
+    pub preempt: bool,
+    /// With [`preempt`](Self::preempt): the most suspended contexts per worker. While a
+    /// worker holds that many, the events it starts run to completion without preemption.
+    pub max_suspended: usize,
+    /// With [`preempt`](Self::preempt): fine-grain ticks (seed 003 §2.3, docs/timewarp.md).
+    /// `None`: no ticks — every platform-mode return reads BH_min.
+    pub ticks: Option<Ticks>,
     /// Run every event forward, then backward, and compare the states (set by
     /// [`Simulation::check_reverse`](crate::Simulation::check_reverse)).
     pub(crate) check_reverse: bool,
@@ -74,6 +85,9 @@ impl Default for TimeWarpOptions {
             mapping: Mapping::Block,
             gvt_every: 1024,
             max_uncommitted: None,
+            preempt: false,
+            max_suspended: 64,
+            ticks: None,
             check_reverse: false,
         }
     }
@@ -119,6 +133,21 @@ impl TimeWarpOptions {
         self.max_uncommitted = n;
         self
     }
+    /// Sets [`preempt`](Self::preempt).
+    pub fn preempt(mut self, on: bool) -> Self {
+        self.preempt = on;
+        self
+    }
+    /// Sets [`max_suspended`](Self::max_suspended).
+    pub fn max_suspended(mut self, n: usize) -> Self {
+        self.max_suspended = n;
+        self
+    }
+    /// Sets [`ticks`](Self::ticks).
+    pub fn ticks(mut self, t: Option<Ticks>) -> Self {
+        self.ticks = t;
+        self
+    }
     /// Sets [`gvt_every`](Self::gvt_every).
     pub fn gvt_every(mut self, n: u32) -> Self {
         self.gvt_every = n;
@@ -148,6 +177,48 @@ impl TimeWarpOptions {
                 "GVT interval is 0 events; it must be at least 1".into(),
             ));
         }
+        if self.ticks.is_some() && !self.preempt {
+            return Err(SimError::Config(
+                "ticks need preemptive Time Warp (--preempt)".into(),
+            ));
+        }
+        if let Some(t) = &self.ticks {
+            if !(t.period_us >= MIN_TICK_US && t.period_us.is_finite()) {
+                return Err(SimError::Config(format!(
+                    "tick period {} µs is not allowed; it must be at least {MIN_TICK_US} µs",
+                    t.period_us
+                )));
+            }
+            if !(t.alpha >= 0.0 && t.alpha.is_finite()) {
+                return Err(SimError::Config(format!(
+                    "alpha {} is not allowed; it must be finite and >= 0",
+                    t.alpha
+                )));
+            }
+        }
         Ok(())
+    }
+}
+
+/// The shortest tick period accepted, in microseconds: below it a worker spends most of its
+/// time in the signal handler on a loaded machine (a storm of 1 µs ticks nearly stops a debug
+/// build).
+pub const MIN_TICK_US: f64 = 10.0;
+
+/// Fine-grain ticks for preemptive Time Warp (seed 003 §2.3, Eq. 1–2).
+#[derive(Clone, Copy, Debug, PartialEq)]
+#[non_exhaustive]
+pub struct Ticks {
+    /// The tick period ΔET in microseconds.
+    pub period_us: f64,
+    /// The alpha rule: ticks run on a worker while T / ΔET >= 1 + alpha, where T is the mean
+    /// wall time between two platform-mode returns there.
+    pub alpha: f64,
+}
+
+impl Ticks {
+    /// Ticks every `period_us` microseconds, enabled by the alpha rule with `alpha`.
+    pub fn new(period_us: f64, alpha: f64) -> Self {
+        Ticks { period_us, alpha }
     }
 }

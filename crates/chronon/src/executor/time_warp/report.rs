@@ -35,6 +35,8 @@ pub(super) struct Stats {
     /// User and system CPU seconds of the worker's thread (from the OS; 0 where unreported).
     pub(super) cpu_user: f64,
     pub(super) cpu_sys: f64,
+    /// Preemptive Time Warp's figures (zero when off).
+    pub(super) preempt: super::preempt::PreemptStats,
 }
 
 #[allow(clippy::too_many_arguments)]
@@ -135,6 +137,20 @@ pub(super) fn finish<M: Model, Q: PendingSet<TwEvent<M::Event>>>(
         .iter()
         .fold((0.0, 0.0), |(u, y), s| (u + s.cpu_user, y + s.cpu_sys));
     insert_cpu(es, user, sys, report.committed);
+    if sh.preempt.is_some() {
+        for (name, f) in PREEMPT_FIGURES {
+            es.insert(
+                name.to_string(),
+                stats.iter().map(|s| f(&s.preempt)).sum::<u64>() as f64,
+            );
+        }
+        if sh.preempt.is_some_and(|p| p.ticks.is_some()) {
+            let delivered: u64 = stats.iter().map(|s| s.preempt.ticks_delivered).sum();
+            let on: f64 = stats.iter().map(|s| s.preempt.ticks_on_s).sum();
+            es.insert("ticks_delivered".into(), delivered as f64);
+            es.insert("ticks_on_s".into(), on);
+        }
+    }
     let window = sh.optimism.summary();
     window.insert_into(es);
     report.workers = stats
@@ -155,6 +171,18 @@ pub(super) fn finish<M: Model, Q: PendingSet<TwEvent<M::Event>>>(
             }
             m.insert("peak_tracked_bytes".into(), s.peak_bytes as f64);
             insert_cpu(&mut m, s.cpu_user, s.cpu_sys, s.committed);
+            if sh.preempt.is_some() {
+                for (name, f) in PREEMPT_FIGURES {
+                    m.insert(name.to_string(), f(&s.preempt) as f64);
+                }
+                if sh.preempt.is_some_and(|p| p.ticks.is_some()) {
+                    let p = &s.preempt;
+                    m.insert("ticks_delivered".into(), p.ticks_delivered as f64);
+                    m.insert("ticks_on_s".into(), p.ticks_on_s);
+                    m.insert("delta_e_us".into(), p.delta_e_s * 1e6);
+                    m.insert("apms".into(), p.apms);
+                }
+            }
             m.insert(
                 "efficiency".into(),
                 s.committed as f64 / s.processed.max(1) as f64,
@@ -166,6 +194,19 @@ pub(super) fn finish<M: Model, Q: PendingSet<TwEvent<M::Event>>>(
     report.window_series = window.series;
     Ok(report)
 }
+
+type Figure = fn(&super::preempt::PreemptStats) -> u64;
+
+/// The preemption figures of the report (totals and per worker), by name.
+const PREEMPT_FIGURES: [(&str, Figure); 7] = [
+    ("preempt_started", |p| p.started),
+    ("preemptions", |p| p.preemptions),
+    ("preempt_resumed", |p| p.resumed),
+    ("preempt_discarded", |p| p.discarded),
+    ("preempt_fallbacks", |p| p.fallbacks),
+    ("preempt_checks", |p| p.checks),
+    ("preempt_stacks", |p| p.stacks),
+];
 
 /// The events a worker leaves scheduled and uncommitted once every worker has stopped: its
 /// pending set and its mailbox, less the positives that an anti-message cancels. On a

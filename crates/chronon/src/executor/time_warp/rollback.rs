@@ -58,6 +58,8 @@ impl<M: Model, Q: PendingSet<TwEvent<M::Event>>> Worker<'_, '_, M, Q> {
         annihilate: Option<u64>,
     ) -> Result<(), SimError> {
         let sh = self.sh;
+        // A suspended context of this LP saw a state the rollback changes (preempt.rs).
+        self.discard_job_of(li);
         let lp = &mut self.lps[li];
         let me = lp.id;
         while lp.next > at {

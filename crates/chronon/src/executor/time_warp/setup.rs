@@ -275,6 +275,11 @@ pub(super) fn run_with<M: Model, Q: PendingSet<TwEvent<M::Event>>>(
         series: Mutex::new(Vec::new()),
         start: Instant::now(),
         progress: &cfg.progress,
+        preempt: opts.preempt.then_some(super::preempt::Config {
+            max_suspended: opts.max_suspended,
+            ticks: opts.ticks,
+        }),
+        tick_flags: (0..threads).map(|_| Default::default()).collect(),
     };
     let ncounters = counters.len();
     let results: Vec<WorkerResult<M, Q>> = std::thread::scope(|s| {
@@ -288,6 +293,9 @@ pub(super) fn run_with<M: Model, Q: PendingSet<TwEvent<M::Event>>>(
                 s.spawn(move || {
                     let mut worker = Worker::new(w, sh, lps, cold, queue, ncounters);
                     let outcome = catch_unwind(AssertUnwindSafe(|| worker.run_loop()));
+                    // Suspended contexts are dropped; their events are pending again.
+                    worker.release_contexts();
+                    worker.stats.preempt = worker.pstats;
                     let complete = match outcome {
                         Ok(Ok(complete)) => complete,
                         Ok(Err(e)) => {

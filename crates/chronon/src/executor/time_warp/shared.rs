@@ -107,6 +107,10 @@ pub(super) struct Shared<'a, M: Model> {
     /// The model's declared topology: a send along an undeclared link, or below its link's
     /// lookahead, is a model error here as under every executor.
     pub(super) links: crate::executor::links::Links,
+    /// Preemptive Time Warp's settings (`None`: off).
+    pub(super) preempt: Option<super::preempt::Config>,
+    /// Per worker: the flag its ticks raise (crate::preempt::ticks).
+    pub(super) tick_flags: Vec<crate::preempt::ticks::Flag>,
 }
 
 impl<M: Model> Shared<'_, M> {

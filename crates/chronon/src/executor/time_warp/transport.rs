@@ -34,6 +34,12 @@ impl<P: Send> Wires<P> {
         !self.boxes[w].is_empty()
     }
 
+    /// Worker `w`'s bottom-half queue, whose register is BH_min (for check-and-switch).
+    #[inline]
+    pub(super) fn mailbox(&self, w: usize) -> &Mailbox<Msg<P>> {
+        &self.boxes[w]
+    }
+
     /// Hands everything waiting for worker `w` to `f`, in no particular order, and gives the
     /// emptied batches back to their senders. Only worker `w` may call it.
     pub(super) fn receive(&self, w: usize, mut f: impl FnMut(Msg<P>)) {

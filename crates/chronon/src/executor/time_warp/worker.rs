@@ -9,12 +9,14 @@ use crossbeam_utils::Backoff;
 
 use super::history::{Extra, History, Rec};
 use super::lp::{Anti, Checkpoint, Msg, Sent, TwCold, TwEvent, TwLp};
+use super::preempt::{Job, PreemptStats, Ticker};
 use super::report::Stats;
 use super::shared::{prefetch, IdHasher, Saving, Shared, MEMORY_EVERY, POLL_EVERY};
 use super::transport::Endpoint;
 use crate::error::{ModelError, SimError};
 use crate::event::{Event, Keyed};
-use crate::model::{Ctx, LpId, Model, ReverseCtx, Time};
+use crate::model::{Ctx, LpId, LpMeta, Model, ReverseCtx, Time};
+use crate::preempt::StackPool;
 use crate::queue::PendingSet;
 
 /// Counts behind the memory estimate (besides the arena, which knows its own size).
@@ -24,6 +26,9 @@ pub(super) struct Census {
     pub(super) coast: u64,
     pub(super) checkpoints: u64,
 }
+
+/// An event past its prologue, with its LP's index among the worker's LPs.
+pub(super) type Started<P> = (TwEvent<P>, usize);
 
 pub(super) struct Worker<'s, 'a, M: Model, Q> {
     pub(super) w: usize,
@@ -65,6 +70,12 @@ pub(super) struct Worker<'s, 'a, M: Model, Q> {
     pub(super) window_blocked: bool,
     /// The next global event's time: no event after it runs before it (global.rs).
     pub(super) global_next: Time,
+    /// Preemptive Time Warp: the suspended contexts (at most `max_suspended`), the stacks
+    /// they run on, and the figures (preempt.rs).
+    pub(super) jobs: Vec<Job<'s, M>>,
+    pub(super) stacks: StackPool,
+    pub(super) pstats: PreemptStats,
+    pub(super) ticker: Option<Ticker>,
 }
 
 impl<'s, 'a, M: Model, Q: PendingSet<TwEvent<M::Event>>> Worker<'s, 'a, M, Q> {
@@ -113,6 +124,10 @@ impl<'s, 'a, M: Model, Q: PendingSet<TwEvent<M::Event>>> Worker<'s, 'a, M, Q> {
             horizon: 0.0,
             window_blocked: false,
             global_next: sh.globals.next(),
+            jobs: Vec::new(),
+            stacks: StackPool::default(),
+            pstats: PreemptStats::default(),
+            ticker: None,
         }
     }
 
@@ -124,6 +139,7 @@ impl<'s, 'a, M: Model, Q: PendingSet<TwEvent<M::Event>>> Worker<'s, 'a, M, Q> {
         let mut since_gvt = 0u64;
         // (processed, rolled back) as last published to the progress display.
         let mut reported = (0u64, 0u64);
+        self.init_ticks()?;
         loop {
             if sh.abort.load(Ordering::SeqCst) {
                 return Ok(false);
@@ -150,10 +166,19 @@ impl<'s, 'a, M: Model, Q: PendingSet<TwEvent<M::Event>>> Worker<'s, 'a, M, Q> {
                 self.publish_progress(&mut reported);
                 return Ok(true);
             }
-            match self.next_event() {
-                Some(ev) => {
+            let ran = match sh.preempt {
+                None => match self.next_event() {
+                    Some(ev) => {
+                        self.process(ev)?;
+                        true
+                    }
+                    None => false,
+                },
+                Some(p) => self.step_preemptive(p.max_suspended)?,
+            };
+            match ran {
+                true => {
                     backoff.reset();
-                    self.process(ev)?;
                     since_gvt += 1;
                     // Under a memory cap, rounds start twice per cap's worth of events, so that
                     // fossil collection keeps up with a small cap.
@@ -178,7 +203,7 @@ impl<'s, 'a, M: Model, Q: PendingSet<TwEvent<M::Event>>> Worker<'s, 'a, M, Q> {
                         }
                     }
                 }
-                None => {
+                false => {
                     if sh.progress.stop_requested() {
                         self.publish_progress(&mut reported);
                         return Ok(false);
@@ -208,8 +233,26 @@ impl<'s, 'a, M: Model, Q: PendingSet<TwEvent<M::Event>>> Worker<'s, 'a, M, Q> {
     /// window, under the uncommitted-event cap).
     pub(super) fn next_event(&mut self) -> Option<TwEvent<M::Event>> {
         let t = self.live_head();
-        if t >= self.sh.end || t > self.global_next {
+        if !self.admits(t) {
             return None;
+        }
+        let ev = self.queue.pop();
+        // The next event's LP record is most likely a cache miss (LPs are touched in
+        // timestamp order, all over the table): start loading it while this one runs.
+        if let Some(next) = self.queue.peek() {
+            if let Some(lp) = self.lps.get(self.sh.local_of(next.ev.dst)) {
+                prefetch(lp);
+            }
+        }
+        ev
+    }
+
+    /// Whether an event at time `t` may run now (before the end time and the next global
+    /// event, inside the optimism window, under the uncommitted-event cap).
+    #[inline]
+    pub(super) fn admits(&mut self, t: Time) -> bool {
+        if t >= self.sh.end || t > self.global_next {
+            return false;
         }
         let st = &self.stats;
         let uncommitted = st.processed - st.committed - st.rolled_back;
@@ -222,18 +265,7 @@ impl<'s, 'a, M: Model, Q: PendingSet<TwEvent<M::Event>>> Worker<'s, 'a, M, Q> {
             self.window_blocked |= t > limit;
             limit
         };
-        if t > limit {
-            return None;
-        }
-        let ev = self.queue.pop();
-        // The next event's LP record is most likely a cache miss (LPs are touched in
-        // timestamp order, all over the table): start loading it while this one runs.
-        if let Some(next) = self.queue.peek() {
-            if let Some(lp) = self.lps.get(self.sh.local_of(next.ev.dst)) {
-                prefetch(lp);
-            }
-        }
-        ev
+        t <= limit
     }
 
     /// The time of the earliest pending event that is not cancelled (`+inf`: none); drops the
@@ -253,6 +285,42 @@ impl<'s, 'a, M: Model, Q: PendingSet<TwEvent<M::Event>>> Worker<'s, 'a, M, Q> {
     /// Runs one event: rolls its LP back first if the event is in the LP's past (primary
     /// rollback), saves state as configured, and records what it did.
     pub(super) fn process(&mut self, ev: TwEvent<M::Event>) -> Result<(), SimError> {
+        let Some((ev, li)) = self.prologue(ev)? else {
+            return Ok(());
+        };
+        let sh = self.sh;
+        let now = ev.ev.time;
+        let me = ev.ev.dst;
+        let lp = &mut self.lps[li];
+        let meta = lp.meta;
+        self.current = (me, now);
+        let before = sh.check_eq.map(|_| lp.state.clone());
+        let sample =
+            sh.fixed_k.is_none() && sh.saving == Saving::Copy && self.stats.processed % 128 == 0;
+        let t0 = sample.then(Instant::now);
+        {
+            let mut ctx = Ctx::new(
+                now,
+                me,
+                sh.n,
+                sh.lookahead,
+                &mut lp.meta,
+                &mut self.out,
+                &mut self.scratch,
+                &mut self.err,
+            );
+            sh.model.on_event(&mut lp.state, &ev.ev.payload, &mut ctx);
+        }
+        self.epilogue(ev, li, meta, before, t0)
+    }
+
+    /// What comes before an event's handler: the straggler check and primary rollback, and
+    /// copy state saving's checkpoint. `None`: the rollback cancelled the event itself.
+    #[inline(always)]
+    pub(super) fn prologue(
+        &mut self,
+        ev: TwEvent<M::Event>,
+    ) -> Result<Option<Started<M::Event>>, SimError> {
         let sh = self.sh;
         let li = sh.local_of(ev.ev.dst);
         {
@@ -284,13 +352,11 @@ impl<'s, 'a, M: Model, Q: PendingSet<TwEvent<M::Event>>> Worker<'s, 'a, M, Q> {
                 if !self.cancelled.is_empty() && self.cancelled.remove(&ev.id) {
                     // The rollback's anti-messages cancelled this very event.
                     self.flush();
-                    return Ok(());
+                    return Ok(None);
                 }
             }
         }
-        let now = ev.ev.time;
-        let me = ev.ev.dst;
-        self.horizon = self.horizon.max(now);
+        self.horizon = self.horizon.max(ev.ev.time);
         let lp = &mut self.lps[li];
         if sh.saving == Saving::Copy {
             let cold = &mut self.cold[li];
@@ -310,25 +376,25 @@ impl<'s, 'a, M: Model, Q: PendingSet<TwEvent<M::Event>>> Worker<'s, 'a, M, Q> {
                 self.census.checkpoints += 1;
             }
         }
-        let meta = lp.meta;
-        self.current = (me, now);
-        let before = sh.check_eq.map(|_| lp.state.clone());
-        let sample =
-            sh.fixed_k.is_none() && sh.saving == Saving::Copy && self.stats.processed % 128 == 0;
-        let t0 = sample.then(Instant::now);
-        {
-            let mut ctx = Ctx::new(
-                now,
-                me,
-                sh.n,
-                sh.lookahead,
-                &mut lp.meta,
-                &mut self.out,
-                &mut self.scratch,
-                &mut self.err,
-            );
-            sh.model.on_event(&mut lp.state, &ev.ev.payload, &mut ctx);
-        }
+        Ok(Some((ev, li)))
+    }
+
+    /// What comes after an event's handler: checks, the record with its sends and counter
+    /// deltas (taken from `self.out`, `self.scratch`, `self.err`), and the sends themselves.
+    /// `meta` and `before` are the LP's bookkeeping and (for `--check-reverse`) state before.
+    #[inline(always)]
+    pub(super) fn epilogue(
+        &mut self,
+        ev: TwEvent<M::Event>,
+        li: usize,
+        meta: LpMeta,
+        before: Option<M::State>,
+        t0: Option<Instant>,
+    ) -> Result<(), SimError> {
+        let sh = self.sh;
+        let now = ev.ev.time;
+        let me = ev.ev.dst;
+        let lp = &mut self.lps[li];
         if sh.links.declared && self.err.is_none() {
             // Deferred like every model error: reported only if this event commits.
             if let Err(e) = sh.links.check(me, now, &self.out) {

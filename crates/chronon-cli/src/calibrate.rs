@@ -1,0 +1,90 @@
+//! `chronon calibrate ticks`: the overhead of fine-grain ticks against their period on this
+//! machine (seed 003 Fig. 5 layout), and the smallest period under a threshold — the value to
+//! give `--tick-us`.
+
+use std::path::PathBuf;
+
+use clap::{Args, Subcommand};
+
+use crate::Failure;
+
+#[derive(Debug, Args)]
+pub(crate) struct CalibrateCmd {
+    #[command(subcommand)]
+    what: What,
+}
+
+#[derive(Debug, Subcommand)]
+enum What {
+    /// Tick overhead vs period: a busy loop with and without a per-thread tick timer.
+    Ticks(TicksArgs),
+}
+
+#[derive(Debug, Args)]
+struct TicksArgs {
+    /// Tick periods to measure, in microseconds, comma-separated.
+    #[arg(
+        long,
+        value_delimiter = ',',
+        default_value = "10,20,50,100,200,500,1000"
+    )]
+    periods: Vec<f64>,
+    /// Milliseconds of work per measurement.
+    #[arg(long, default_value_t = 300)]
+    ms: u64,
+    /// Largest acceptable overhead (fraction of the work lost).
+    #[arg(long, default_value_t = 0.04)]
+    threshold: f64,
+    /// Write the table as CSV here (period_us,overhead,ticks).
+    #[arg(long)]
+    output: Option<PathBuf>,
+}
+
+pub(crate) fn run(cmd: CalibrateCmd) -> Result<u8, Failure> {
+    let What::Ticks(a) = cmd.what;
+    if a.periods.is_empty()
+        || a.periods
+            .iter()
+            .any(|p| !(*p >= chronon::MIN_TICK_US && p.is_finite()))
+    {
+        return Err(Failure::bad_input(format!(
+            "--periods must be numbers of at least {} µs",
+            chronon::MIN_TICK_US
+        )));
+    }
+    if a.ms == 0 || a.ms > 60_000 {
+        return Err(Failure::bad_input("--ms must be between 1 and 60000"));
+    }
+    if !(a.threshold > 0.0 && a.threshold < 1.0) {
+        return Err(Failure::bad_input("--threshold must be between 0 and 1"));
+    }
+    let mut csv = String::from("period_us,overhead,ticks\n");
+    println!("{:>10} {:>9} {:>8}", "period µs", "overhead", "ticks");
+    let mut best: Option<f64> = None;
+    let mut periods = a.periods.clone();
+    periods.sort_by(f64::total_cmp);
+    for &p in &periods {
+        let (o, n) = chronon::tick_overhead(p, a.ms)
+            .map_err(|e| Failure::bad_input(format!("cannot create a tick timer: {e}")))?;
+        println!("{p:>10} {:>8.1}% {n:>8}", o * 100.0);
+        csv.push_str(&format!("{p},{o},{n}\n"));
+        if o <= a.threshold && best.is_none() {
+            best = Some(p);
+        }
+    }
+    match best {
+        Some(p) => println!(
+            "smallest period with overhead <= {:.1}%: {p} µs (use --tick-us {p})",
+            a.threshold * 100.0
+        ),
+        None => println!(
+            "no period measured keeps the overhead under {:.1}%",
+            a.threshold * 100.0
+        ),
+    }
+    if let Some(path) = a.output {
+        std::fs::write(&path, csv)
+            .map_err(|e| Failure::bad_input(format!("cannot write {}: {e}", path.display())))?;
+    }
+    Ok(0)
+}

@@ -1,0 +1,360 @@
+//! Preemptive Time Warp (`TimeWarpOptions::preempt`) against the sequential executor, on a
+//! randomized model whose events write their state *before* long stretches of work with
+//! preemption points, so that suspended contexts are resumed, dropped by stragglers and
+//! rolled back. Locals on the contexts' stacks count their drops: a dropped context must leave
+//! no trace, and commit hooks run exactly once per committed event.
+
+use std::sync::atomic::{AtomicBool, AtomicI64, AtomicU64, Ordering::SeqCst};
+use std::sync::Arc;
+
+use chronon::{
+    CommitCtx, Ctx, Executor, LpId, Model, ModelStats, Report, ReverseCtx, SimError, Simulation,
+    StateSaving, Ticks, TimeWarpOptions,
+};
+
+const MUL: u64 = 0x2545_F491_4F6C_DD1D;
+
+fn inverse(a: u64) -> u64 {
+    let mut x = a;
+    for _ in 0..6 {
+        x = x.wrapping_mul(2u64.wrapping_sub(a.wrapping_mul(x)));
+    }
+    x
+}
+
+/// Shared with the test: live drop-counted locals, commits, order of commits.
+#[derive(Debug, Default)]
+struct Probe {
+    live: AtomicI64,
+    created: AtomicU64,
+    commits: AtomicU64,
+    last: Vec<AtomicU64>,
+    out_of_order: AtomicBool,
+}
+
+/// A local on the handler's stack (hence on the context's stack) that counts its drop.
+struct Local<'p>(&'p Probe);
+
+impl<'p> Local<'p> {
+    fn new(p: &'p Probe) -> Self {
+        p.live.fetch_add(1, SeqCst);
+        p.created.fetch_add(1, SeqCst);
+        Local(p)
+    }
+}
+
+impl Drop for Local<'_> {
+    fn drop(&mut self) {
+        self.0.live.fetch_sub(1, SeqCst);
+    }
+}
+
+#[derive(Clone, Debug)]
+struct Churn {
+    /// Preemption points per event, with `spin` spin-loop hints between two.
+    points: u32,
+    spin: u32,
+    panic_at: Option<(LpId, f64)>,
+    probe: Arc<Probe>,
+}
+
+impl Churn {
+    fn new(points: u32) -> Self {
+        Churn {
+            points,
+            spin: 300,
+            panic_at: None,
+            probe: Arc::new(Probe {
+                last: (0..LPS).map(|_| AtomicU64::new(0)).collect(),
+                ..Probe::default()
+            }),
+        }
+    }
+}
+
+#[derive(Clone, Debug, PartialEq)]
+struct Cell {
+    hash: u64,
+    count: u64,
+}
+
+#[derive(Debug)]
+struct Token {
+    value: u64,
+}
+
+impl Model for Churn {
+    type State = Cell;
+    type Event = Token;
+
+    fn init(&self, ctx: &mut Ctx<'_, Self>) -> Cell {
+        for i in 0..2 {
+            let d = (1 + ctx.rng().below(4)) as f64 * 0.5;
+            ctx.send(ctx.me(), d, Token { value: i });
+        }
+        Cell {
+            hash: u64::from(ctx.me()),
+            count: 0,
+        }
+    }
+
+    fn on_event(&self, cell: &mut Cell, tok: &Token, ctx: &mut Ctx<'_, Self>) {
+        let _local = Local::new(&self.probe);
+        // The state changes first: a context dropped after this point must not leak it.
+        cell.hash = cell
+            .hash
+            .wrapping_mul(MUL)
+            .wrapping_add(tok.value ^ ctx.now().to_bits());
+        cell.count += 1;
+        let fan = match ctx.rng().below(4) {
+            0 => 0,
+            3 => 2,
+            _ => 1,
+        };
+        // A send before the work: it must leave only if the event completes.
+        if fan > 0 {
+            let dst = ctx.rng().below(u64::from(LPS)) as LpId;
+            let delay = (1 + ctx.rng().below(4)) as f64 * 0.5;
+            ctx.send(dst, delay, Token { value: cell.hash });
+            ctx.count(0, 1);
+        }
+        for _ in 0..self.points {
+            for _ in 0..self.spin {
+                std::hint::spin_loop();
+            }
+            ctx.preemption_point();
+        }
+        if let Some((lp, t)) = self.panic_at {
+            if ctx.me() == lp && ctx.now() >= t {
+                panic!("churn exploded after its preemption points");
+            }
+        }
+        if fan > 1 {
+            let dst = if ctx.rng().uniform() < 0.5 {
+                ctx.me()
+            } else {
+                ctx.rng().below(u64::from(LPS)) as LpId
+            };
+            let delay = if ctx.rng().uniform() < 0.2 {
+                0.0
+            } else {
+                (1 + ctx.rng().below(4)) as f64 * 0.5
+            };
+            ctx.send(dst, delay, Token { value: cell.hash });
+            ctx.count(0, 1);
+        }
+    }
+
+    fn reverse(&self, cell: &mut Cell, tok: &Token, ctx: &ReverseCtx) {
+        cell.count -= 1;
+        cell.hash = cell
+            .hash
+            .wrapping_sub(tok.value ^ ctx.now.to_bits())
+            .wrapping_mul(inverse(MUL));
+    }
+
+    fn has_reverse(&self) -> bool {
+        true
+    }
+
+    fn commit(&self, _tok: &Token, ctx: &CommitCtx) {
+        let p = &self.probe;
+        p.commits.fetch_add(1, SeqCst);
+        let prev = p.last[ctx.me as usize].swap(ctx.now.to_bits(), SeqCst);
+        if f64::from_bits(prev) > ctx.now {
+            p.out_of_order.store(true, SeqCst);
+        }
+    }
+
+    fn counter_names(&self) -> &'static [&'static str] {
+        &["sends"]
+    }
+
+    fn finish(&self, lp: LpId, cell: &Cell, stats: &mut ModelStats) {
+        stats.add("state_digest", ((cell.hash >> 20) ^ u64::from(lp)) as f64);
+        stats.add("events", cell.count as f64);
+    }
+}
+
+const LPS: LpId = 24;
+const END: f64 = 40.0;
+
+fn sequential(m: &Churn, seed: u64) -> Report {
+    Simulation::new(m.clone())
+        .lps(LPS)
+        .end_time(END)
+        .seed(seed)
+        .run()
+        .expect("sequential run")
+}
+
+fn preemptive(
+    m: &Churn,
+    seed: u64,
+    threads: usize,
+    opts: TimeWarpOptions,
+) -> Result<Report, SimError> {
+    Simulation::new(m.clone())
+        .lps(LPS)
+        .end_time(END)
+        .seed(seed)
+        .executor(Executor::TimeWarp { threads })
+        .time_warp(opts.preempt(true).gvt_every(64))
+        .run()
+}
+
+fn figure(r: &Report, name: &str) -> f64 {
+    r.executor_stats.get(name).copied().unwrap_or(0.0)
+}
+
+#[test]
+fn preemptive_time_warp_commits_the_sequential_history() {
+    let (mut preemptions, mut discarded, mut resumed) = (0.0, 0.0, 0.0);
+    for points in [0, 12] {
+        for seed in [1, 2] {
+            let m = Churn::new(points);
+            let seq = sequential(&m, seed);
+            assert!(seq.committed > 500, "the model must do something");
+            for threads in 1..=4 {
+                for (name, opts) in [
+                    (
+                        "reverse",
+                        TimeWarpOptions::new().state_saving(StateSaving::Reverse),
+                    ),
+                    (
+                        "copy k=3",
+                        TimeWarpOptions::new()
+                            .state_saving(StateSaving::Copy)
+                            .checkpoint(Some(3)),
+                    ),
+                    (
+                        "copy, 1 suspended at most",
+                        TimeWarpOptions::new()
+                            .state_saving(StateSaving::Copy)
+                            .max_suspended(1),
+                    ),
+                ] {
+                    let m = Churn::new(points);
+                    let what = format!("{points} points, seed {seed}, {threads} threads, {name}");
+                    let tw = preemptive(&m, seed, threads, opts).expect("run");
+                    assert_eq!(tw.fingerprint, seq.fingerprint, "{what}: fingerprint");
+                    assert_eq!(tw.committed, seq.committed, "{what}: committed");
+                    assert_eq!(
+                        tw.model_stats, seq.model_stats,
+                        "{what}: states and counters"
+                    );
+                    assert!(tw.complete, "{what}");
+                    assert_eq!(tw.processed, tw.committed + tw.rolled_back, "{what}");
+                    let p = &m.probe;
+                    assert_eq!(
+                        p.live.load(SeqCst),
+                        0,
+                        "{what}: a dropped context leaked a local"
+                    );
+                    assert_eq!(
+                        p.commits.load(SeqCst),
+                        tw.committed,
+                        "{what}: commit hooks once each"
+                    );
+                    assert!(
+                        !p.out_of_order.load(SeqCst),
+                        "{what}: commits in time order per LP"
+                    );
+                    // Every started handler either completed (processed) or was dropped.
+                    let started = figure(&tw, "preempt_started") + figure(&tw, "preempt_fallbacks");
+                    assert_eq!(
+                        started,
+                        tw.processed as f64 + figure(&tw, "preempt_discarded"),
+                        "{what}"
+                    );
+                    assert_eq!(
+                        p.created.load(SeqCst) as f64,
+                        started + coasted(&tw),
+                        "{what}: handler entries = started + coasted"
+                    );
+                    if name.starts_with("copy, 1") {
+                        assert!(tw.workers.iter().all(|w| w["preemptions"]
+                            - w["preempt_resumed"]
+                            - w["preempt_discarded"]
+                            <= 1.0));
+                    }
+                    preemptions += figure(&tw, "preemptions");
+                    discarded += figure(&tw, "preempt_discarded");
+                    resumed += figure(&tw, "preempt_resumed");
+                }
+            }
+        }
+    }
+    eprintln!("preemptions {preemptions}, resumed {resumed}, discarded {discarded}");
+    assert!(preemptions > 0.0, "the test must exercise preemption");
+    assert!(resumed > 0.0, "the test must resume suspended contexts");
+}
+
+/// Events re-executed by coasting forward (copy state saving) also run the handler.
+fn coasted(r: &Report) -> f64 {
+    figure(r, "coasted_events")
+}
+
+#[test]
+fn a_panic_after_a_preemption_point_names_the_lp_and_time() {
+    let mut m = Churn::new(8);
+    m.panic_at = Some((5, 7.0));
+    for threads in [1, 3] {
+        let err = preemptive(&m, 1, threads, TimeWarpOptions::new()).expect_err("panics");
+        match err {
+            SimError::Panic { lp, time, message } => {
+                assert_eq!(lp, 5);
+                assert!(time >= 7.0);
+                assert!(message.contains("churn exploded"), "{message}");
+            }
+            other => panic!("expected a panic error, got {other}"),
+        }
+    }
+}
+
+#[test]
+fn a_tick_storm_and_the_alpha_rule_keep_the_history() {
+    // Few returns far apart (T well above the period): the rule turns ticks on.
+    let slow = || Churn {
+        spin: 3000,
+        ..Churn::new(3)
+    };
+    let m = slow();
+    let seq = sequential(&m, 3);
+    let mut delivered = 0.0;
+    // 50 µs ticks with alpha 0 (a storm for this machine's signal cost), and 1 s
+    // ticks (the rule keeps them off: a return comes far more often than a tick).
+    for (period, alpha) in [(50.0, 0.0), (1e6, 0.5)] {
+        for threads in [1, 2, 4] {
+            let m = slow();
+            let what = format!("tick {period} µs, alpha {alpha}, {threads} threads");
+            let opts = TimeWarpOptions::new().ticks(Some(Ticks::new(period, alpha)));
+            let tw = preemptive(&m, 3, threads, opts).expect("run");
+            assert_eq!(tw.fingerprint, seq.fingerprint, "{what}");
+            assert_eq!(tw.model_stats, seq.model_stats, "{what}");
+            assert_eq!(m.probe.live.load(SeqCst), 0, "{what}");
+            if period > 1e3 {
+                assert_eq!(
+                    figure(&tw, "ticks_delivered"),
+                    0.0,
+                    "{what}: ticks stay off"
+                );
+            }
+            delivered += figure(&tw, "ticks_delivered");
+        }
+    }
+    assert!(delivered > 0.0, "the storm delivered ticks");
+}
+
+#[test]
+fn bad_preemption_settings_are_config_errors() {
+    let m = Churn::new(1);
+    for opts in [
+        TimeWarpOptions::new().ticks(Some(Ticks::new(chronon::MIN_TICK_US / 2.0, 0.5))),
+        TimeWarpOptions::new().ticks(Some(Ticks::new(50.0, -1.0))),
+        TimeWarpOptions::new().ticks(Some(Ticks::new(f64::NAN, 0.5))),
+    ] {
+        let err = preemptive(&m, 1, 2, opts).expect_err("rejected");
+        assert!(matches!(err, SimError::Config(_)), "{err}");
+    }
+}
