@@ -20,6 +20,8 @@ mod report;
 mod rollback;
 mod setup;
 mod shared;
+#[cfg(all(target_os = "linux", not(chronon_loom)))]
+mod shm_wires;
 mod transport;
 mod worker;
 

@@ -171,7 +171,7 @@ pub(super) fn finish<M: Model, Q: PendingSet<TwEvent<M::Event>>>(
 /// pending set and its mailbox, less the positives that an anti-message cancels. On a
 /// complete run none of them was processed (nothing at or after the end runs), so an
 /// anti-message can only cancel a positive here, never roll anything back.
-pub(super) fn pending_at_end<P: Send, Q: PendingSet<TwEvent<P>>>(
+pub(super) fn pending_at_end<P: Send + 'static, Q: PendingSet<TwEvent<P>>>(
     mut queue: Q,
     mut cancelled: HashSet<u64, BuildHasherDefault<IdHasher>>,
     wires: &Wires<P>,
