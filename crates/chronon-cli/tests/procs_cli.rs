@@ -1,6 +1,6 @@
 //! The real binary with `--procs`: every model whose events may cross a process boundary ×
-//! window, lock-step, null messages × 1–3 processes × 1–2 threads commits the sequential
-//! history (fingerprint, committed count, `model_stats`, pending events, last time); a worker
+//! window, lock-step, null messages, Time Warp (copy and, where the model has one, reverse
+//! state saving) × 1–3 processes × 1–2 threads commits the sequential history (fingerprint, committed count, `model_stats`, pending events, last time); a worker
 //! process killed with `kill -9` stops the run within 2 s with one line naming it and leaves
 //! no process behind; a handler panic in a worker process is reported with its LP and time;
 //! bad input is one line and a non-zero exit; `/dev/shm` is unchanged.
@@ -86,6 +86,60 @@ fn differential(model: &[&str]) {
         }
     }
     assert_eq!(dev_shm(), shm_before, "a shared-memory file was left behind");
+    differential_tw(model, &seq);
+}
+
+/// Time Warp across processes: copy state saving, and reverse where the model has a reverse
+/// handler (`--state-saving auto` picks it then).
+fn differential_tw(model: &[&str], seq: &serde_json::Value) {
+    let shm_before = dev_shm();
+    let has_reverse = model[1].starts_with("phold");
+    let savings: &[&str] = if has_reverse {
+        &["copy", "reverse"]
+    } else {
+        &["copy"]
+    };
+    for saving in savings {
+        for procs in ["1", "2", "3"] {
+            for threads in ["1", "2"] {
+                let mut args = model.to_vec();
+                args.extend([
+                    "--sync",
+                    "timewarp",
+                    "--state-saving",
+                    saving,
+                    "--procs",
+                    procs,
+                    "--threads",
+                    threads,
+                ]);
+                let r = report(&args);
+                assert_eq!(&history(&r), seq, "{args:?}");
+                let st = &r["executor_stats"];
+                let p: f64 = procs.parse().unwrap();
+                let t: f64 = threads.parse().unwrap();
+                assert_eq!(st["procs"].as_f64(), Some(p), "{args:?}");
+                assert_eq!(
+                    st["reverse_computation"].as_f64(),
+                    Some(f64::from(u8::from(*saving == "reverse"))),
+                    "{args:?}"
+                );
+                assert!(st["gvt_rounds"].as_f64().unwrap() >= 1.0, "{args:?}");
+                let workers = r["workers"].as_array().unwrap();
+                assert_eq!(workers.len() as f64, p * t);
+                let committed: f64 = workers.iter().map(|w| w["committed"].as_f64().unwrap()).sum();
+                assert_eq!(committed, r["committed"].as_f64().unwrap(), "{args:?}");
+                if p * t > 1.0 {
+                    let busy = workers
+                        .iter()
+                        .filter(|w| w["committed"].as_f64().unwrap() > 0.0)
+                        .count();
+                    assert!(busy > 1, "{args:?}: one worker did everything");
+                }
+            }
+        }
+    }
+    assert_eq!(dev_shm(), shm_before, "a shared-memory file was left behind");
 }
 
 #[test]
@@ -93,6 +147,37 @@ fn phold_across_processes_commits_the_sequential_history() {
     differential(&[
         "run", "phold", "--lps", "24", "--start-events", "2", "--end", "15",
     ]);
+}
+
+/// Rollback-heavy Time Warp across processes: most events remote, zero lookahead (ties and
+/// zero-delay sends, so order stacks cross the rings), 3 processes.
+#[test]
+fn rollback_heavy_time_warp_across_processes_commits_the_sequential_history() {
+    let model = [
+        "run", "phold", "--lps", "48", "--start-events", "4", "--end", "40", "--remote", "0.9",
+        "--lookahead", "0",
+    ];
+    let seq = history(&report(&model));
+    let mut rolled_back = 0.0;
+    for saving in ["copy", "reverse"] {
+        for threads in ["1", "2"] {
+            let mut args = model.to_vec();
+            args.extend([
+                "--sync",
+                "timewarp",
+                "--state-saving",
+                saving,
+                "--procs",
+                "3",
+                "--threads",
+                threads,
+            ]);
+            let r = report(&args);
+            assert_eq!(history(&r), seq, "{args:?}");
+            rolled_back += r["rolled_back"].as_f64().unwrap();
+        }
+    }
+    assert!(rolled_back > 0.0, "no rollback: the case tests nothing across processes");
 }
 
 #[test]
@@ -161,11 +246,21 @@ fn children(pid: u32) -> Vec<u32> {
 
 #[test]
 fn kill_9_of_a_worker_process_stops_every_process_within_2_s() {
+    kill_9(&["--sync", "window"]);
+}
+
+#[test]
+fn kill_9_of_a_worker_process_under_time_warp_stops_every_process_within_2_s() {
+    kill_9(&["--sync", "timewarp", "--threads", "2"]);
+}
+
+fn kill_9(sync: &[&str]) {
     let shm_before = dev_shm();
     let mut parent = Command::new(env!("CARGO_BIN_EXE_chronon"))
         .args([
-            "run", "phold", "--lps", "256", "--end", "1e9", "--sync", "window", "--procs", "3",
+            "run", "phold", "--lps", "256", "--end", "1e9", "--procs", "3",
         ])
+        .args(sync)
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .spawn()
@@ -214,7 +309,7 @@ fn kill_9_of_a_worker_process_stops_every_process_within_2_s() {
 
 #[test]
 fn a_handler_panic_in_a_worker_process_names_its_lp_and_time() {
-    for sync in ["window", "lockstep", "null-message"] {
+    for sync in ["window", "lockstep", "null-message", "timewarp"] {
         let (code, stdout, stderr) = chronon(&[
             "run", "faulty", "--fault", "panic", "--sync", sync, "--procs", "2", "--threads",
             "2",
@@ -246,8 +341,8 @@ fn what_cannot_run_across_processes_is_one_line_and_exit_2() {
     let with = |extra: &[&'static str]| -> Vec<&str> { p.iter().chain(extra).copied().collect() };
     bad(&with(&["--procs", "0", "--sync", "window"]), "--procs is 0");
     bad(
-        &with(&["--procs", "2", "--sync", "timewarp"]),
-        "Time Warp across processes is not built yet",
+        &with(&["--procs", "2", "--sync", "timewarp", "--check-reverse"]),
+        "--check-reverse",
     );
     bad(&with(&["--procs", "2"]), "got --sync seq");
     bad(

@@ -33,7 +33,7 @@ use crate::error::{guard, ModelError, SimError};
 use crate::event::{Event, EventKey, Keyed};
 use crate::executor::global::GlobalQueue;
 use crate::executor::links::Links;
-use crate::executor::{init_lps, LpSlot, RunConfig};
+use crate::executor::{init_lps, RunConfig};
 use crate::fingerprint::Fingerprint;
 use crate::gsu::{Published, Snapshot};
 use crate::model::{LpId, Model, ModelStats, StatOp};
@@ -45,7 +45,7 @@ use crate::transport::wire::{Reader, Writer};
 use crate::transport::Endpoint;
 
 /// The run a worker process must find itself in (checked against its own `Simulation`).
-const RUN_ENV: &str = "CHRONON_PROCS_RUN";
+pub(crate) const RUN_ENV: &str = "CHRONON_PROCS_RUN";
 
 /// Whether this process is a worker process started by a multi-process run
 /// ([`Simulation::processes`](crate::Simulation::processes)). A program may test it early in
@@ -160,7 +160,7 @@ fn signature(cfg: &RunConfig, protocol: Protocol, cc: &ConservativeConfig, procs
     )
 }
 
-fn io_error(what: &str) -> impl Fn(std::io::Error) -> SimError + '_ {
+pub(crate) fn io_error(what: &str) -> impl Fn(std::io::Error) -> SimError + '_ {
     move |e| SimError::Process(format!("{what}: {e}"))
 }
 
@@ -182,6 +182,27 @@ where
     let start = Instant::now();
     let control = Control::create(n).map_err(io_error("cannot create the control segment"))?;
     let net = ShmNet::create::<M::Event>(n).map_err(io_error("cannot create the rings"))?;
+    let owner = cc.mapping.owners(cfg.lps, n).map_err(SimError::Config)?;
+    let (outs, stats) = parent_run(model, cfg, opts, cc.threads, &owner, sig, &control, &net)?;
+    gather(cfg, protocol, cc, procs, outs, stats, start.elapsed().as_secs_f64())
+}
+
+/// The parent's part of every multi-process run (conservative or Time Warp): starts the
+/// children with the control and net segments, gathers their reports and `model_stats`, and
+/// returns the children's outcomes once every child has exited; the first error (earliest
+/// (time, LP)) if any child failed.
+#[allow(clippy::too_many_arguments)]
+pub(crate) fn parent_run<M: Model>(
+    model: &M,
+    cfg: &RunConfig,
+    opts: &ProcsOptions,
+    threads: usize,
+    owner: &[u32],
+    sig: &str,
+    control: &Control,
+    net: &crate::shm::Segment,
+) -> Result<(Vec<ChildOut>, ModelStats), SimError> {
+    let procs = opts.procs;
     // Per child: a result pipe (child → parent: its report, then finish replies) and a
     // request pipe (parent → child: finish requests; closing it lets the child exit).
     let mut results_r = Vec::with_capacity(procs);
@@ -196,7 +217,6 @@ where
         requests_r.push(r);
         requests_w.push(w);
     }
-    let owner = cc.mapping.owners(cfg.lps, n).map_err(SimError::Config)?;
     let args = opts
         .args
         .clone()
@@ -209,9 +229,9 @@ where
         let coordinator = s.spawn(|| {
             let mut readers = results_r;
             let mut requests = requests_w;
-            coordinate(model, cfg, &owner, cc.threads, &mut readers, &mut requests)
+            coordinate(model, cfg, owner, threads, &mut readers, &mut requests)
         });
-        let launched = launch(procs, args, &control, &net, sig, results_w, requests_r);
+        let launched = launch(procs, args, control, net, sig, results_w, requests_r);
         (launched, coordinator.join().unwrap_or(None))
     });
     if let Err(e) = launched {
@@ -236,8 +256,7 @@ where
     if let Some(e) = error {
         return Err(e);
     }
-    let stats = stats?;
-    gather(cfg, protocol, cc, procs, outs, stats, start.elapsed().as_secs_f64())
+    Ok((outs, stats?))
 }
 
 /// Starts the children with the segments and their pipe ends, waits for them all, and closes
@@ -385,7 +404,7 @@ fn earlier(a: SimError, b: SimError) -> SimError {
 }
 
 /// The error a child reports when another process stopped the run.
-const ABORTED: &str = "another worker process stopped the run";
+pub(crate) const ABORTED: &str = "another worker process stopped the run";
 
 fn gather(
     cfg: &RunConfig,
@@ -456,27 +475,27 @@ fn gather(
 
 /// What a child reports.
 #[derive(Debug)]
-struct ChildOut {
-    result: Result<(), SimError>,
-    fingerprint: u64,
-    committed: u64,
-    processed: u64,
-    pending: u64,
-    in_transit: u64,
-    tmc_left: i64,
-    stopped: bool,
-    last_time: f64,
-    init_s: f64,
-    wall_s: f64,
-    counters: Vec<i64>,
+pub(crate) struct ChildOut {
+    pub(crate) result: Result<(), SimError>,
+    pub(crate) fingerprint: u64,
+    pub(crate) committed: u64,
+    pub(crate) processed: u64,
+    pub(crate) pending: u64,
+    pub(crate) in_transit: u64,
+    pub(crate) tmc_left: i64,
+    pub(crate) stopped: bool,
+    pub(crate) last_time: f64,
+    pub(crate) init_s: f64,
+    pub(crate) wall_s: f64,
+    pub(crate) counters: Vec<i64>,
     /// Per LP of this process: the operations its `finish` made, or `None` where `finish`
     /// read figures (the parent then asks this process to run it on the figures so far).
-    finish: Vec<(LpId, Option<Vec<StatOp>>)>,
-    workers: Vec<std::collections::BTreeMap<String, f64>>,
+    pub(crate) finish: Vec<(LpId, Option<Vec<StatOp>>)>,
+    pub(crate) workers: Vec<std::collections::BTreeMap<String, f64>>,
 }
 
 impl ChildOut {
-    fn failed(e: SimError) -> Self {
+    pub(crate) fn failed(e: SimError) -> Self {
         ChildOut {
             result: Err(e),
             fingerprint: 0,
@@ -501,28 +520,46 @@ fn child<M: Model>(
     cfg: &RunConfig,
     protocol: Protocol,
     cc: &ConservativeConfig,
-    mut w: crate::shm::Worker,
+    w: crate::shm::Worker,
     sig: &str,
 ) -> !
 where
     M::Event: ShmSafe,
 {
+    child_main(model, w, sig, |w, control, states| match cfg.queue {
+        QueueKind::Heap => child_run::<M, HeapQueue<Event<M::Event>>>(
+            model, cfg, protocol, cc, w, control, states,
+        ),
+        QueueKind::Ladder => child_run::<M, LadderQueue<Event<M::Event>>>(
+            model, cfg, protocol, cc, w, control, states,
+        ),
+    })
+}
+
+/// A child's part of every multi-process run (conservative or Time Warp): checks that it
+/// reached the run its parent started, attaches the control segment, runs `run`, writes its
+/// report, answers the parent's `Model::finish` requests on the LP states `run` left, and
+/// exits the process.
+pub(crate) fn child_main<M: Model>(
+    model: &M,
+    mut w: crate::shm::Worker,
+    sig: &str,
+    run: impl FnOnce(
+        &mut crate::shm::Worker,
+        &Control,
+        &mut Vec<Option<M::State>>,
+    ) -> Result<ChildOut, SimError>,
+) -> ! {
     let (Ok(pipe), Ok(requests)) = (w.fd(2 + w.index), w.fd(2 + w.procs + w.index)) else {
         eprintln!("chronon: worker process {}: no report pipe", w.index);
         std::process::exit(3)
     };
-    let mut states: Vec<LpSlot<M::State>> = Vec::new();
+    // Per LP: its final state where this process holds it.
+    let mut states: Vec<Option<M::State>> = Vec::new();
     let out = match std::env::var(RUN_ENV) {
         Ok(s) if s == sig => match Control::attach(w.segment(0).unwrap_or_else(|_| exit_no_segment())) {
             Ok(control) => {
-                let out = match cfg.queue {
-                    QueueKind::Heap => child_run::<M, HeapQueue<Event<M::Event>>>(
-                        model, cfg, protocol, cc, &mut w, &control, &mut states,
-                    ),
-                    QueueKind::Ladder => child_run::<M, LadderQueue<Event<M::Event>>>(
-                        model, cfg, protocol, cc, &mut w, &control, &mut states,
-                    ),
-                };
+                let out = run(&mut w, &control, &mut states);
                 out.unwrap_or_else(|e| {
                     // Nobody may wait for this process at a barrier.
                     control.abort(w.index as u32);
@@ -546,12 +583,16 @@ where
     while let Some(req) = read_msg(&mut requests) {
         let mut r = Reader::new(&req);
         let reply = match (r.u64(), get_stats(&mut r)) {
-            (Some(lp), Some(mut stats)) if (lp as usize) < states.len() => {
+            (Some(lp), Some(mut stats))
+                if states.get(lp as usize).is_some_and(Option::is_some) =>
+            {
                 let lp = lp as LpId;
-                let s = &states[lp as usize];
+                let Some(state) = &states[lp as usize] else {
+                    std::process::exit(3)
+                };
                 let mut w = Writer::default();
                 match guard("Model::finish", Some(lp), || {
-                    model.finish(lp, &s.state, &mut stats)
+                    model.finish(lp, state, &mut stats)
                 }) {
                     Ok(()) => {
                         w.u64(0);
@@ -585,7 +626,7 @@ fn child_run<M: Model, Q: PendingSet<Event<M::Event>>>(
     cc: &ConservativeConfig,
     w: &mut crate::shm::Worker,
     control: &Control,
-    states: &mut Vec<LpSlot<M::State>>,
+    states: &mut Vec<Option<M::State>>,
 ) -> Result<ChildOut, SimError>
 where
     M::Event: ShmSafe,
@@ -718,8 +759,8 @@ where
     if results.iter().any(|r| r.0.stopped) && control.aborted().is_some() {
         return Err(SimError::Process(ABORTED.into()));
     }
-    *states = shared.lps.into_vec();
-    let lps = &*states;
+    let all = shared.lps.into_vec();
+    let lps = &all;
     let mine = |lp: usize| shared.owner[lp] as usize / threads == p;
     let fingerprint = Fingerprint::from_digests(
         lps.iter()
@@ -734,27 +775,24 @@ where
         .filter(|(i, _)| mine(*i))
         .map(|(_, s)| s.digest.count())
         .sum();
-    let mut finish = Vec::new();
-    for (i, s) in lps.iter().enumerate().filter(|(i, _)| mine(*i)) {
-        let lp = i as LpId;
-        let mut st = ModelStats::recording();
-        let ran = guard("Model::finish", Some(lp), || {
-            model.finish(lp, &s.state, &mut st)
-        });
-        // A `finish` that read figures saw only its own: its operations (or its panic) mean
-        // nothing, and the parent will have it run on the real figures.
-        match (st.take_log(), ran) {
-            (Ok(ops), Ok(())) => finish.push((lp, Some(ops))),
-            (Err(()), _) => finish.push((lp, None)),
-            (Ok(_), Err(e)) => return Err(e),
-        }
-    }
+    let finish = finish_ops(
+        model,
+        lps.iter()
+            .enumerate()
+            .filter(|(i, _)| mine(*i))
+            .map(|(i, s)| (i as LpId, &s.state)),
+    )?;
     let mut counters = init_counters;
     for (r, _, _) in &results {
         for (c, x) in counters.iter_mut().zip(&r.counters) {
             *c += x;
         }
     }
+    *states = all
+        .into_iter()
+        .enumerate()
+        .map(|(i, s)| mine(i).then_some(s.state))
+        .collect();
     Ok(ChildOut {
         result: Ok(()),
         fingerprint,
@@ -774,6 +812,30 @@ where
             .map(|r| worker_figures(protocol, &r.0, wall_s))
             .collect(),
     })
+}
+
+/// Runs `Model::finish` for each LP of this process, recording its operations (`None` where
+/// it read figures: the parent has it run on the real figures later).
+pub(crate) fn finish_ops<'s, M: Model>(
+    model: &M,
+    lps: impl Iterator<Item = (LpId, &'s M::State)>,
+) -> Result<Vec<(LpId, Option<Vec<StatOp>>)>, SimError>
+where
+    M::State: 's,
+{
+    let mut finish = Vec::new();
+    for (lp, state) in lps {
+        let mut st = ModelStats::recording();
+        let ran = guard("Model::finish", Some(lp), || model.finish(lp, state, &mut st));
+        // A `finish` that read figures saw only its own: its operations (or its panic) mean
+        // nothing, and the parent will have it run on the real figures.
+        match (st.take_log(), ran) {
+            (Ok(ops), Ok(())) => finish.push((lp, Some(ops))),
+            (Err(()), _) => finish.push((lp, None)),
+            (Ok(_), Err(e)) => return Err(e),
+        }
+    }
+    Ok(finish)
 }
 
 // ---------------------------------------------------------------- encoding

@@ -16,6 +16,8 @@ mod lp;
 mod memory;
 mod optimism;
 mod options;
+#[cfg(all(target_os = "linux", not(chronon_loom)))]
+pub(crate) mod procs;
 mod report;
 mod rollback;
 mod setup;

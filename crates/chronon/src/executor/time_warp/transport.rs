@@ -129,7 +129,10 @@ impl<P: Send + 'static> Endpoint<P> {
         let slot = &mut self.outbox[o];
         if slot.is_none() {
             if self.spare.is_empty() {
-                wires.pools[self.w].take_all(&mut self.spare);
+                // Across processes there are no pools: a sender keeps its own batches.
+                if let Some(pool) = wires.pools.get(self.w) {
+                    pool.take_all(&mut self.spare);
+                }
             }
             let b = self
                 .spare
