@@ -221,6 +221,24 @@ fn random_across_processes_commits_the_sequential_history() {
     differential(&["run", "random", "--end", "15"]);
 }
 
+/// Zero-delay sends that order before their parents give events an order stack, which
+/// crosses the rings as key records before its event (time_warp/shm_wires.rs).
+#[test]
+fn zero_delay_order_stacks_cross_processes_under_time_warp() {
+    for seed in ["1", "2", "3", "4"] {
+        let model = [
+            "run", "random", "--end", "30", "--lps", "24", "--zero-links", "0.5", "--zero-self",
+            "0.4", "--seed", seed,
+        ];
+        let seq = history(&report(&model));
+        for (procs, threads) in [("2", "2"), ("3", "1")] {
+            let mut args = model.to_vec();
+            args.extend(["--sync", "timewarp", "--procs", procs, "--threads", threads]);
+            assert_eq!(history(&report(&args)), seq, "{args:?}");
+        }
+    }
+}
+
 /// Whether `pid` is a live (not zombie) process.
 fn alive(pid: u32) -> bool {
     match std::fs::read_to_string(format!("/proc/{pid}/stat")) {
