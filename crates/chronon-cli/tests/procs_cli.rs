@@ -59,7 +59,10 @@ fn history(r: &serde_json::Value) -> serde_json::Value {
 fn differential(model: &[&str]) {
     let shm_before = dev_shm();
     let seq = history(&report(model));
-    assert!(seq["committed"].as_u64().unwrap() > 0, "{model:?}: an empty run tests nothing");
+    assert!(
+        seq["committed"].as_u64().unwrap() > 0,
+        "{model:?}: an empty run tests nothing"
+    );
     for sync in ["window", "lockstep", "null-message"] {
         for procs in ["1", "2", "3"] {
             for threads in ["1", "2"] {
@@ -85,7 +88,11 @@ fn differential(model: &[&str]) {
             }
         }
     }
-    assert_eq!(dev_shm(), shm_before, "a shared-memory file was left behind");
+    assert_eq!(
+        dev_shm(),
+        shm_before,
+        "a shared-memory file was left behind"
+    );
     differential_tw(model, &seq);
 }
 
@@ -127,7 +134,10 @@ fn differential_tw(model: &[&str], seq: &serde_json::Value) {
                 assert!(st["gvt_rounds"].as_f64().unwrap() >= 1.0, "{args:?}");
                 let workers = r["workers"].as_array().unwrap();
                 assert_eq!(workers.len() as f64, p * t);
-                let committed: f64 = workers.iter().map(|w| w["committed"].as_f64().unwrap()).sum();
+                let committed: f64 = workers
+                    .iter()
+                    .map(|w| w["committed"].as_f64().unwrap())
+                    .sum();
                 assert_eq!(committed, r["committed"].as_f64().unwrap(), "{args:?}");
                 if p * t > 1.0 {
                     let busy = workers
@@ -139,13 +149,24 @@ fn differential_tw(model: &[&str], seq: &serde_json::Value) {
             }
         }
     }
-    assert_eq!(dev_shm(), shm_before, "a shared-memory file was left behind");
+    assert_eq!(
+        dev_shm(),
+        shm_before,
+        "a shared-memory file was left behind"
+    );
 }
 
 #[test]
 fn phold_across_processes_commits_the_sequential_history() {
     differential(&[
-        "run", "phold", "--lps", "24", "--start-events", "2", "--end", "15",
+        "run",
+        "phold",
+        "--lps",
+        "24",
+        "--start-events",
+        "2",
+        "--end",
+        "15",
     ]);
 }
 
@@ -154,8 +175,18 @@ fn phold_across_processes_commits_the_sequential_history() {
 #[test]
 fn rollback_heavy_time_warp_across_processes_commits_the_sequential_history() {
     let model = [
-        "run", "phold", "--lps", "48", "--start-events", "4", "--end", "40", "--remote", "0.9",
-        "--lookahead", "0",
+        "run",
+        "phold",
+        "--lps",
+        "48",
+        "--start-events",
+        "4",
+        "--end",
+        "40",
+        "--remote",
+        "0.9",
+        "--lookahead",
+        "0",
     ];
     let seq = history(&report(&model));
     let mut rolled_back = 0.0;
@@ -177,7 +208,10 @@ fn rollback_heavy_time_warp_across_processes_commits_the_sequential_history() {
             rolled_back += r["rolled_back"].as_f64().unwrap();
         }
     }
-    assert!(rolled_back > 0.0, "no rollback: the case tests nothing across processes");
+    assert!(
+        rolled_back > 0.0,
+        "no rollback: the case tests nothing across processes"
+    );
 }
 
 #[test]
@@ -207,7 +241,16 @@ fn phold_phases_across_processes_commits_the_sequential_history() {
 #[test]
 fn pcs_across_processes_commits_the_sequential_history() {
     differential(&[
-        "run", "pcs", "--width", "5", "--height", "5", "--channels", "20", "--end", "3",
+        "run",
+        "pcs",
+        "--width",
+        "5",
+        "--height",
+        "5",
+        "--channels",
+        "20",
+        "--end",
+        "3",
     ]);
 }
 
@@ -227,8 +270,18 @@ fn random_across_processes_commits_the_sequential_history() {
 fn zero_delay_order_stacks_cross_processes_under_time_warp() {
     for seed in ["1", "2", "3", "4"] {
         let model = [
-            "run", "random", "--end", "30", "--lps", "24", "--zero-links", "0.5", "--zero-self",
-            "0.4", "--seed", seed,
+            "run",
+            "random",
+            "--end",
+            "30",
+            "--lps",
+            "24",
+            "--zero-links",
+            "0.5",
+            "--zero-self",
+            "0.4",
+            "--seed",
+            seed,
         ];
         let seq = history(&report(&model));
         for (procs, threads) in [("2", "2"), ("3", "1")] {
@@ -289,7 +342,10 @@ fn kill_9(sync: &[&str]) {
         if k.len() == 3 {
             break k;
         }
-        assert!(t.elapsed() < Duration::from_secs(20), "workers did not start");
+        assert!(
+            t.elapsed() < Duration::from_secs(20),
+            "workers did not start"
+        );
         std::thread::sleep(Duration::from_millis(20));
     };
     // Let them get into the run (past initialization and the start barrier).
@@ -329,11 +385,26 @@ fn kill_9(sync: &[&str]) {
 fn a_handler_panic_in_a_worker_process_names_its_lp_and_time() {
     for sync in ["window", "lockstep", "null-message", "timewarp"] {
         let (code, stdout, stderr) = chronon(&[
-            "run", "faulty", "--fault", "panic", "--sync", sync, "--procs", "2", "--threads",
+            "run",
+            "faulty",
+            "--fault",
+            "panic",
+            "--sync",
+            sync,
+            "--procs",
+            "2",
+            "--threads",
             "2",
         ]);
         let (_, _, in_process) = chronon(&[
-            "run", "faulty", "--fault", "panic", "--sync", sync, "--threads", "4",
+            "run",
+            "faulty",
+            "--fault",
+            "panic",
+            "--sync",
+            sync,
+            "--threads",
+            "4",
         ]);
         assert_eq!(code, 1, "{sync}: {stdout}{stderr}");
         assert_eq!(stderr.trim_end().lines().count(), 1, "{stderr}");
@@ -364,7 +435,16 @@ fn what_cannot_run_across_processes_is_one_line_and_exit_2() {
     );
     bad(&with(&["--procs", "2"]), "got --sync seq");
     bad(
-        &with(&["--procs", "2", "--sync", "window", "--dedicated", "0.5", "--shared-sets", "1"]),
+        &with(&[
+            "--procs",
+            "2",
+            "--sync",
+            "window",
+            "--dedicated",
+            "0.5",
+            "--shared-sets",
+            "1",
+        ]),
         "load balancing",
     );
     bad(
@@ -385,7 +465,14 @@ fn what_cannot_run_across_processes_is_one_line_and_exit_2() {
     );
     bad(
         &[
-            "run", "pcs", "--sample-period", "1", "--procs", "2", "--sync", "window",
+            "run",
+            "pcs",
+            "--sample-period",
+            "1",
+            "--procs",
+            "2",
+            "--sync",
+            "window",
         ],
         "global events",
     );

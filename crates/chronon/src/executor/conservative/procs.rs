@@ -68,13 +68,8 @@ pub(crate) struct ProcsOptions {
 
 /// A multi-process run, as a function pointer (instantiated where `M::Event: ShmSafe` is
 /// known, called from `Simulation::run`, which does not know it).
-pub(crate) type ProcsFn<M> = fn(
-    &M,
-    &RunConfig,
-    Protocol,
-    &ConservativeConfig,
-    &ProcsOptions,
-) -> Result<Report, SimError>;
+pub(crate) type ProcsFn<M> =
+    fn(&M, &RunConfig, Protocol, &ConservativeConfig, &ProcsOptions) -> Result<Report, SimError>;
 
 /// Runs `model` with `protocol` over `opts.procs` processes of `cc.threads` threads (parent),
 /// or, in a worker process, does that worker's part and exits.
@@ -184,7 +179,15 @@ where
     let net = ShmNet::create::<M::Event>(n).map_err(io_error("cannot create the rings"))?;
     let owner = cc.mapping.owners(cfg.lps, n).map_err(SimError::Config)?;
     let (outs, stats) = parent_run(model, cfg, opts, cc.threads, &owner, sig, &control, &net)?;
-    gather(cfg, protocol, cc, procs, outs, stats, start.elapsed().as_secs_f64())
+    gather(
+        cfg,
+        protocol,
+        cc,
+        procs,
+        outs,
+        stats,
+        start.elapsed().as_secs_f64(),
+    )
 }
 
 /// The parent's part of every multi-process run (conservative or Time Warp): starts the
@@ -415,7 +418,13 @@ fn gather(
     stats: ModelStats,
     total_s: f64,
 ) -> Result<Report, SimError> {
-    let mut report = Report::new(protocol.name(), cc.threads, cfg.queue.name(), cfg.lps, cfg.end);
+    let mut report = Report::new(
+        protocol.name(),
+        cc.threads,
+        cfg.queue.name(),
+        cfg.lps,
+        cfg.end,
+    );
     let mut fingerprint = 0u64;
     let (mut pending, mut in_transit, mut tmc_left) = (0u64, 0u64, 0i64);
     let mut rounds = 0f64;
@@ -462,10 +471,7 @@ fn gather(
         st.insert("rounds".into(), rounds);
         if rounds > 0.0 {
             st.insert("round_us".into(), wall * 1e6 / rounds);
-            st.insert(
-                "events_per_round".into(),
-                report.processed as f64 / rounds,
-            );
+            st.insert("events_per_round".into(), report.processed as f64 / rounds);
         }
     }
     Ok(report)
@@ -527,9 +533,9 @@ where
     M::Event: ShmSafe,
 {
     child_main(model, w, sig, |w, control, states| match cfg.queue {
-        QueueKind::Heap => child_run::<M, HeapQueue<Event<M::Event>>>(
-            model, cfg, protocol, cc, w, control, states,
-        ),
+        QueueKind::Heap => {
+            child_run::<M, HeapQueue<Event<M::Event>>>(model, cfg, protocol, cc, w, control, states)
+        }
         QueueKind::Ladder => child_run::<M, LadderQueue<Event<M::Event>>>(
             model, cfg, protocol, cc, w, control, states,
         ),
@@ -583,9 +589,7 @@ pub(crate) fn child_main<M: Model>(
     while let Some(req) = read_msg(&mut requests) {
         let mut r = Reader::new(&req);
         let reply = match (r.u64(), get_stats(&mut r)) {
-            (Some(lp), Some(mut stats))
-                if states.get(lp as usize).is_some_and(Option::is_some) =>
-            {
+            (Some(lp), Some(mut stats)) if states.get(lp as usize).is_some_and(Option::is_some) => {
                 let lp = lp as LpId;
                 let Some(state) = &states[lp as usize] else {
                     std::process::exit(3)
@@ -814,19 +818,24 @@ where
     })
 }
 
+/// Per LP: the operations its `finish` made, or `None` where it read figures.
+pub(crate) type FinishOps = Vec<(LpId, Option<Vec<StatOp>>)>;
+
 /// Runs `Model::finish` for each LP of this process, recording its operations (`None` where
 /// it read figures: the parent has it run on the real figures later).
 pub(crate) fn finish_ops<'s, M: Model>(
     model: &M,
     lps: impl Iterator<Item = (LpId, &'s M::State)>,
-) -> Result<Vec<(LpId, Option<Vec<StatOp>>)>, SimError>
+) -> Result<FinishOps, SimError>
 where
     M::State: 's,
 {
     let mut finish = Vec::new();
     for (lp, state) in lps {
         let mut st = ModelStats::recording();
-        let ran = guard("Model::finish", Some(lp), || model.finish(lp, state, &mut st));
+        let ran = guard("Model::finish", Some(lp), || {
+            model.finish(lp, state, &mut st)
+        });
         // A `finish` that read figures saw only its own: its operations (or its panic) mean
         // nothing, and the parent will have it run on the real figures.
         match (st.take_log(), ran) {
@@ -925,7 +934,9 @@ fn decode(b: &[u8]) -> Option<ChildOut> {
     o.init_s = r.f64()?;
     o.wall_s = r.f64()?;
     let n = r.u64()?;
-    o.counters = (0..n).map(|_| r.u64().map(|v| v as i64)).collect::<Option<_>>()?;
+    o.counters = (0..n)
+        .map(|_| r.u64().map(|v| v as i64))
+        .collect::<Option<_>>()?;
     let n = r.u64()?;
     for _ in 0..n {
         let lp = u32::try_from(r.u64()?).ok()?;

@@ -157,7 +157,9 @@ impl GvtRegisters {
             return false;
         }
         let next = ((s >> 32) + 1) << 32 | (self.len - REPORTS) as u64;
-        self.word(STATE).compare_exchange(s, next, SeqCst, SeqCst).is_ok()
+        self.word(STATE)
+            .compare_exchange(s, next, SeqCst, SeqCst)
+            .is_ok()
     }
 
     /// Worker `w` reports `local_min` in `round` (the value `active_round` returned). The last

@@ -133,9 +133,8 @@ where
     let n = procs * threads;
     let start = Instant::now();
     let control = Control::create(n).map_err(io_error("cannot create the control segment"))?;
-    let net = Arc::new(
-        ShmWires::<M::Event>::create(n).map_err(io_error("cannot create the rings"))?,
-    );
+    let net =
+        Arc::new(ShmWires::<M::Event>::create(n).map_err(io_error("cannot create the rings"))?);
     let owner = opts.mapping.owners(cfg.lps, n).map_err(SimError::Config)?;
     let (outs, stats) = parent_run(model, cfg, popts, threads, &owner, sig, &control, &net)?;
     // Safety: `create` initialized the GVT registers at the start of the segment for `n`

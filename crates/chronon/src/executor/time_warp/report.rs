@@ -193,7 +193,12 @@ pub(super) fn pending_at_end<P: Send + 'static, Q: PendingSet<TwEvent<P>>>(
 /// The CPU figures of a worker (or of all of them): user and system seconds of its thread, and
 /// committed events per CPU second, so that a slow worker shows up as cost, not only as wall
 /// time. Nothing is inserted where the OS reports no per-thread times.
-pub(super) fn insert_cpu(m: &mut std::collections::BTreeMap<String, f64>, user: f64, sys: f64, events: u64) {
+pub(super) fn insert_cpu(
+    m: &mut std::collections::BTreeMap<String, f64>,
+    user: f64,
+    sys: f64,
+    events: u64,
+) {
     if user + sys <= 0.0 {
         return;
     }

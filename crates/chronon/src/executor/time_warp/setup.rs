@@ -84,11 +84,7 @@ pub(super) fn run_with<M: Model, Q: PendingSet<TwEvent<M::Event>>>(
 pub(super) struct Built<'a, M: Model, Q> {
     pub(super) sh: Shared<'a, M>,
     #[allow(clippy::type_complexity)]
-    pub(super) parts: Vec<(
-        Vec<TwLp<M::State>>,
-        Vec<TwCold<M::State, M::Event>>,
-        Q,
-    )>,
+    pub(super) parts: Vec<(Vec<TwLp<M::State>>, Vec<TwCold<M::State, M::Event>>, Q)>,
     /// The counters `init` moved.
     pub(super) counters: Vec<i64>,
     pub(super) report: Report,
@@ -361,11 +357,7 @@ pub(super) fn build<'a, M: Model, Q: PendingSet<TwEvent<M::Event>>>(
 pub(super) fn spawn<M: Model, Q: PendingSet<TwEvent<M::Event>>>(
     sh: &Shared<'_, M>,
     base: usize,
-    parts: Vec<(
-        Vec<TwLp<M::State>>,
-        Vec<TwCold<M::State, M::Event>>,
-        Q,
-    )>,
+    parts: Vec<(Vec<TwLp<M::State>>, Vec<TwCold<M::State, M::Event>>, Q)>,
     after: impl Fn(usize) + Sync,
 ) -> Vec<WorkerResult<M, Q>> {
     let ncounters = sh.model.counter_names().len();

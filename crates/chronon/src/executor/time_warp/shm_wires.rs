@@ -41,7 +41,11 @@ pub(super) enum Wire<P> {
     /// One key of the order stack of the event that follows (in stack order).
     Key(EventKey),
     /// A positive event; `keys` records before it hold its order stack (0: none).
-    Event { ev: Event<P>, id: u64, keys: u32 },
+    Event {
+        ev: Event<P>,
+        id: u64,
+        keys: u32,
+    },
     Anti(Anti),
 }
 

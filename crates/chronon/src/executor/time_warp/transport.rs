@@ -153,7 +153,13 @@ impl<P: Send + 'static> Endpoint<P> {
     pub(super) fn flush(&mut self, wires: &Wires<P>, over: impl Fn() -> bool) -> f64 {
         #[cfg(all(target_os = "linux", not(chronon_loom)))]
         if let Some(p) = wires.procs() {
-            return p.flush(self.w, &mut self.dirty, &mut self.outbox, &mut self.spare, over);
+            return p.flush(
+                self.w,
+                &mut self.dirty,
+                &mut self.outbox,
+                &mut self.spare,
+                over,
+            );
         }
         let _ = &over;
         let mut min = f64::INFINITY;
