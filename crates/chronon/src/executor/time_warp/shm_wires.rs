@@ -295,6 +295,21 @@ impl<P: Send + 'static> ShmWires<P> {
         self.ends(w).receive(false, f);
     }
 
+    /// BH_min of worker `w`: the minimum of its incoming rings' registers (each a lower bound
+    /// on what waits in its ring: shm README, ring R2) and of its stash.
+    pub(super) fn bh_min(&self, w: usize) -> f64 {
+        let ends = self.ends(w);
+        let stash = ends
+            .stash
+            .iter()
+            .map(|m| m.key().time)
+            .fold(f64::INFINITY, f64::min);
+        ends.inbox
+            .iter()
+            .map(|(c, _)| c.min_time())
+            .fold(stash, f64::min)
+    }
+
     /// What is left for worker `w` once every worker has stopped (after [`end_barrier`]).
     ///
     /// [`end_barrier`]: Self::end_barrier
@@ -449,6 +464,8 @@ mod tests {
             ],
         );
         assert_eq!(min, 2.0);
+        assert_eq!(b.bh_min(1), 2.0);
+        assert_eq!(a.bh_min(0), f64::INFINITY);
         let mut got = Vec::new();
         b.receive(1, |m| got.push(m));
         assert_eq!(got.len(), 3);

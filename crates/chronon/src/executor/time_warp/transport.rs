@@ -78,6 +78,18 @@ impl<P: Send + 'static> Wires<P> {
         !self.boxes[w].is_empty()
     }
 
+    /// BH_min of worker `w`: a lower bound on the times of the messages waiting for it (the
+    /// mailbox register with threads; across processes the minimum of its incoming rings'
+    /// registers and of its stash). Only worker `w` may call it (for preemption).
+    #[allow(dead_code)]
+    pub(super) fn bh_min(&self, w: usize) -> f64 {
+        #[cfg(all(target_os = "linux", not(chronon_loom)))]
+        if let Some(p) = self.procs() {
+            return p.bh_min(w);
+        }
+        self.boxes[w].min_time()
+    }
+
     /// Hands everything waiting for worker `w` to `f`, in no particular order, and gives the
     /// emptied batches back to their senders. Only worker `w` may call it.
     pub(super) fn receive(&self, w: usize, mut f: impl FnMut(Msg<P>)) {
