@@ -381,6 +381,72 @@ fn kill_9(sync: &[&str]) {
     assert_eq!(dev_shm(), shm_before);
 }
 
+/// Ctrl-C (SIGINT to the foreground process group: the parent and its worker processes)
+/// during a Time Warp run stops every process and still writes the incomplete report.
+#[test]
+fn ctrl_c_under_time_warp_across_processes_writes_the_incomplete_report() {
+    use std::os::unix::process::CommandExt;
+    let path =
+        std::env::temp_dir().join(format!("chronon-procs-ctrlc-{}.json", std::process::id()));
+    let mut parent = Command::new(env!("CARGO_BIN_EXE_chronon"))
+        .args([
+            "run",
+            "phold",
+            "--lps",
+            "256",
+            "--end",
+            "1e9",
+            "--sync",
+            "timewarp",
+            "--procs",
+            "2",
+            "--threads",
+            "2",
+            "--output",
+        ])
+        .arg(&path)
+        .process_group(0)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let t = Instant::now();
+    while children(parent.id()).len() < 2 {
+        assert!(
+            t.elapsed() < Duration::from_secs(20),
+            "workers did not start"
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    std::thread::sleep(Duration::from_millis(500));
+    let kids = children(parent.id());
+    assert!(Command::new("kill")
+        .args(["-INT", "--", &format!("-{}", parent.id())])
+        .status()
+        .unwrap()
+        .success());
+    let stopped = Instant::now();
+    let status = loop {
+        if let Some(s) = parent.try_wait().unwrap() {
+            break s;
+        }
+        assert!(
+            stopped.elapsed() < Duration::from_secs(5),
+            "the run did not stop within 5 s of Ctrl-C"
+        );
+        std::thread::sleep(Duration::from_millis(5));
+    };
+    assert_eq!(status.code(), Some(130));
+    for k in kids {
+        assert!(!alive(k), "worker process {k} is still running");
+    }
+    let r: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&path).unwrap()).unwrap();
+    let _ = std::fs::remove_file(&path);
+    assert_eq!(r["complete"], false);
+    assert!(r["committed"].as_u64().unwrap() > 0);
+}
+
 #[test]
 fn a_handler_panic_in_a_worker_process_names_its_lp_and_time() {
     for sync in ["window", "lockstep", "null-message", "timewarp"] {
