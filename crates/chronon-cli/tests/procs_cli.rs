@@ -1,10 +1,11 @@
 //! The real binary with `--procs`: every model whose events may cross a process boundary ×
 //! window, lock-step, null messages, Time Warp (copy and, where the model has one, reverse
-//! state saving) × 1–3 processes × 1–2 threads commits the sequential history (fingerprint, committed count, `model_stats`, pending events, last time); a worker
-//! process killed with `kill -9` stops the run within 2 s with one line naming it and leaves
-//! no process behind; Ctrl-C during a Time Warp run writes the incomplete report; a handler
-//! panic in a worker process is reported with its LP and time;
-//! bad input is one line and a non-zero exit; `/dev/shm` is unchanged.
+//! state saving) × 1–3 processes × 1–2 threads commits the sequential history (fingerprint,
+//! committed count, `model_stats`, pending events, last time); a worker process killed with
+//! `kill -9` stops the run within 2 s with one line naming it and leaves no process behind;
+//! Ctrl-C during a Time Warp run writes the incomplete report; a handler panic in a worker
+//! process is reported with its LP and time; bad input is one line and a non-zero exit;
+//! `/dev/shm` is unchanged.
 #![cfg(target_os = "linux")]
 
 mod common;
