@@ -1,9 +1,13 @@
 //! The real binary with `--procs`: every model whose events may cross a process boundary ×
-//! window, lock-step, null messages × 1–3 processes × 1–2 threads commits the sequential
-//! history (fingerprint, committed count, `model_stats`, pending events, last time); a worker
-//! process killed with `kill -9` stops the run within 2 s with one line naming it and leaves
-//! no process behind; a handler panic in a worker process is reported with its LP and time;
-//! bad input is one line and a non-zero exit; `/dev/shm` is unchanged.
+//! window, lock-step, null messages, Time Warp (copy and, where the model has one, reverse
+//! state saving) × 1–3 processes × 1–2 threads commits the sequential history (fingerprint,
+//! committed count, `model_stats`, pending events, last time); a worker process killed with
+//! `kill -9` stops the run within 2 s with one line naming it and leaves no process behind;
+//! Ctrl-C to the process group stops every process with an incomplete report (window, null
+//! messages) and, under Time Warp, still writes it; full rings are retried without deadlock;
+//! the size check counts the LP table once per process; a handler panic in a worker
+//! process is reported with its LP and time; bad input is one line and a non-zero exit;
+//! `/dev/shm` is unchanged.
 #![cfg(target_os = "linux")]
 
 mod common;
@@ -93,6 +97,67 @@ fn differential(model: &[&str]) {
         shm_before,
         "a shared-memory file was left behind"
     );
+    differential_tw(model, &seq);
+}
+
+/// Time Warp across processes: copy state saving, and reverse where the model has a reverse
+/// handler (`--state-saving auto` picks it then).
+fn differential_tw(model: &[&str], seq: &serde_json::Value) {
+    let shm_before = dev_shm();
+    let has_reverse = model[1].starts_with("phold");
+    let savings: &[&str] = if has_reverse {
+        &["copy", "reverse"]
+    } else {
+        &["copy"]
+    };
+    for saving in savings {
+        for procs in ["1", "2", "3"] {
+            for threads in ["1", "2"] {
+                let mut args = model.to_vec();
+                args.extend([
+                    "--sync",
+                    "timewarp",
+                    "--state-saving",
+                    saving,
+                    "--procs",
+                    procs,
+                    "--threads",
+                    threads,
+                ]);
+                let r = report(&args);
+                assert_eq!(&history(&r), seq, "{args:?}");
+                let st = &r["executor_stats"];
+                let p: f64 = procs.parse().unwrap();
+                let t: f64 = threads.parse().unwrap();
+                assert_eq!(st["procs"].as_f64(), Some(p), "{args:?}");
+                assert_eq!(
+                    st["reverse_computation"].as_f64(),
+                    Some(f64::from(u8::from(*saving == "reverse"))),
+                    "{args:?}"
+                );
+                assert!(st["gvt_rounds"].as_f64().unwrap() >= 1.0, "{args:?}");
+                let workers = r["workers"].as_array().unwrap();
+                assert_eq!(workers.len() as f64, p * t);
+                let committed: f64 = workers
+                    .iter()
+                    .map(|w| w["committed"].as_f64().unwrap())
+                    .sum();
+                assert_eq!(committed, r["committed"].as_f64().unwrap(), "{args:?}");
+                if p * t > 1.0 {
+                    let busy = workers
+                        .iter()
+                        .filter(|w| w["committed"].as_f64().unwrap() > 0.0)
+                        .count();
+                    assert!(busy > 1, "{args:?}: one worker did everything");
+                }
+            }
+        }
+    }
+    assert_eq!(
+        dev_shm(),
+        shm_before,
+        "a shared-memory file was left behind"
+    );
 }
 
 #[test]
@@ -107,6 +172,50 @@ fn phold_across_processes_commits_the_sequential_history() {
         "--end",
         "15",
     ]);
+}
+
+/// Rollback-heavy Time Warp across processes: most events remote, zero lookahead (ties and
+/// zero-delay sends, so order stacks cross the rings), 3 processes.
+#[test]
+fn rollback_heavy_time_warp_across_processes_commits_the_sequential_history() {
+    let model = [
+        "run",
+        "phold",
+        "--lps",
+        "48",
+        "--start-events",
+        "4",
+        "--end",
+        "40",
+        "--remote",
+        "0.9",
+        "--lookahead",
+        "0",
+    ];
+    let seq = history(&report(&model));
+    let mut rolled_back = 0.0;
+    for saving in ["copy", "reverse"] {
+        for threads in ["1", "2"] {
+            let mut args = model.to_vec();
+            args.extend([
+                "--sync",
+                "timewarp",
+                "--state-saving",
+                saving,
+                "--procs",
+                "3",
+                "--threads",
+                threads,
+            ]);
+            let r = report(&args);
+            assert_eq!(history(&r), seq, "{args:?}");
+            rolled_back += r["rolled_back"].as_f64().unwrap();
+        }
+    }
+    assert!(
+        rolled_back > 0.0,
+        "no rollback: the case tests nothing across processes"
+    );
 }
 
 #[test]
@@ -208,6 +317,34 @@ fn random_models_with_zero_lookahead_and_ties_across_processes() {
                     }
                 }
             }
+        }
+    }
+}
+
+/// Zero-delay sends that order before their parents give events an order stack, which
+/// crosses the rings as key records before its event (time_warp/shm_wires.rs).
+#[test]
+fn zero_delay_order_stacks_cross_processes_under_time_warp() {
+    for seed in ["1", "2", "3", "4"] {
+        let model = [
+            "run",
+            "random",
+            "--end",
+            "30",
+            "--lps",
+            "24",
+            "--zero-links",
+            "0.5",
+            "--zero-self",
+            "0.4",
+            "--seed",
+            seed,
+        ];
+        let seq = history(&report(&model));
+        for (procs, threads) in [("2", "2"), ("3", "1")] {
+            let mut args = model.to_vec();
+            args.extend(["--sync", "timewarp", "--procs", procs, "--threads", threads]);
+            assert_eq!(history(&report(&args)), seq, "{args:?}");
         }
     }
 }
@@ -334,11 +471,21 @@ fn children(pid: u32) -> Vec<u32> {
 
 #[test]
 fn kill_9_of_a_worker_process_stops_every_process_within_2_s() {
+    kill_9(&["--sync", "window"]);
+}
+
+#[test]
+fn kill_9_of_a_worker_process_under_time_warp_stops_every_process_within_2_s() {
+    kill_9(&["--sync", "timewarp", "--threads", "2"]);
+}
+
+fn kill_9(sync: &[&str]) {
     let shm_before = dev_shm();
     let mut parent = Command::new(env!("CARGO_BIN_EXE_chronon"))
         .args([
-            "run", "phold", "--lps", "256", "--end", "1e9", "--sync", "window", "--procs", "3",
+            "run", "phold", "--lps", "256", "--end", "1e9", "--procs", "3",
         ])
+        .args(sync)
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .spawn()
@@ -444,9 +591,75 @@ fn ctrl_c_to_the_process_group_stops_every_process_with_an_incomplete_report() {
     }
 }
 
+/// Ctrl-C (SIGINT to the foreground process group: the parent and its worker processes)
+/// during a Time Warp run stops every process and still writes the incomplete report.
+#[test]
+fn ctrl_c_under_time_warp_across_processes_writes_the_incomplete_report() {
+    use std::os::unix::process::CommandExt;
+    let path =
+        std::env::temp_dir().join(format!("chronon-procs-ctrlc-{}.json", std::process::id()));
+    let mut parent = Command::new(env!("CARGO_BIN_EXE_chronon"))
+        .args([
+            "run",
+            "phold",
+            "--lps",
+            "256",
+            "--end",
+            "1e9",
+            "--sync",
+            "timewarp",
+            "--procs",
+            "2",
+            "--threads",
+            "2",
+            "--output",
+        ])
+        .arg(&path)
+        .process_group(0)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let t = Instant::now();
+    while children(parent.id()).len() < 2 {
+        assert!(
+            t.elapsed() < Duration::from_secs(20),
+            "workers did not start"
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    std::thread::sleep(Duration::from_millis(500));
+    let kids = children(parent.id());
+    assert!(Command::new("kill")
+        .args(["-INT", "--", &format!("-{}", parent.id())])
+        .status()
+        .unwrap()
+        .success());
+    let stopped = Instant::now();
+    let status = loop {
+        if let Some(s) = parent.try_wait().unwrap() {
+            break s;
+        }
+        assert!(
+            stopped.elapsed() < Duration::from_secs(5),
+            "the run did not stop within 5 s of Ctrl-C"
+        );
+        std::thread::sleep(Duration::from_millis(5));
+    };
+    assert_eq!(status.code(), Some(130));
+    for k in kids {
+        assert!(!alive(k), "worker process {k} is still running");
+    }
+    let r: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&path).unwrap()).unwrap();
+    let _ = std::fs::remove_file(&path);
+    assert_eq!(r["complete"], false);
+    assert!(r["committed"].as_u64().unwrap() > 0);
+}
+
 #[test]
 fn a_handler_panic_in_a_worker_process_names_its_lp_and_time() {
-    for sync in ["window", "lockstep", "null-message"] {
+    for sync in ["window", "lockstep", "null-message", "timewarp"] {
         let (code, stdout, stderr) = chronon(&[
             "run",
             "faulty",
@@ -528,8 +741,8 @@ fn what_cannot_run_across_processes_is_one_line_and_exit_2() {
     let with = |extra: &[&'static str]| -> Vec<&str> { p.iter().chain(extra).copied().collect() };
     bad(&with(&["--procs", "0", "--sync", "window"]), "--procs is 0");
     bad(
-        &with(&["--procs", "2", "--sync", "timewarp"]),
-        "Time Warp across processes is not built yet",
+        &with(&["--procs", "2", "--sync", "timewarp", "--check-reverse"]),
+        "--check-reverse",
     );
     bad(&with(&["--procs", "2"]), "got --sync seq");
     bad(
