@@ -15,6 +15,18 @@
 use super::lp::{Msg, TwEvent};
 #[cfg(all(target_os = "linux", not(chronon_loom)))]
 use super::shm_wires::ShmWires;
+
+/// Without the transport between processes (not Linux, or the loom build) there is no value of
+/// it: `Wires::procs` is always `None`.
+#[cfg(not(all(target_os = "linux", not(chronon_loom))))]
+pub(super) struct ShmWires<P>(std::convert::Infallible, std::marker::PhantomData<P>);
+
+#[cfg(not(all(target_os = "linux", not(chronon_loom))))]
+impl<P> ShmWires<P> {
+    pub(super) fn aborted(&self) -> bool {
+        match self.0 {}
+    }
+}
 use super::worker::Worker;
 use crate::comm::{Batch, BatchPool, Mailbox};
 use crate::error::SimError;
