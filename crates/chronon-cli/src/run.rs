@@ -375,11 +375,8 @@ fn check_procs<M: Procs>(
         ));
     }
     match executor.name() {
-        "timewarp" => Err(Failure::bad_input(
-            "Time Warp across processes is not built yet: --procs runs --sync window, lockstep or null-message",
-        )),
         "seq" => Err(Failure::bad_input(
-            "--procs needs --sync window, lockstep or null-message; got --sync seq",
+            "--procs needs --sync window, lockstep, null-message or timewarp; got --sync seq",
         )),
         _ => M::why_not(name).map_or(Ok(()), |why| Err(Failure::bad_input(why))),
     }

@@ -1,16 +1,22 @@
 //! The real binary with `--procs`: every model whose events may cross a process boundary ×
-//! window, lock-step, null messages × 1–3 processes × 1–2 threads commits the sequential
-//! history (fingerprint, committed count, `model_stats`, pending events, last time); a worker
-//! process killed with `kill -9` stops the run within 2 s with one line naming it and leaves
-//! no process behind; a handler panic in a worker process is reported with its LP and time;
-//! bad input is one line and a non-zero exit; `/dev/shm` is unchanged.
+//! window, lock-step, null messages, Time Warp (copy and, where the model has one, reverse
+//! state saving) × 1–3 processes × 1–2 threads commits the sequential history (fingerprint,
+//! committed count, `model_stats`, pending events, last time); a worker process killed with
+//! `kill -9` stops the run within 2 s with one line naming it and leaves no process behind;
+//! Ctrl-C to the process group stops every process with an incomplete report (window, null
+//! messages) and, under Time Warp, still writes it; full rings are retried without deadlock;
+//! the size check counts the LP table once per process; a handler panic in a worker
+//! process is reported with its LP and time; bad input is one line and a non-zero exit;
+//! `/dev/shm` is unchanged. Histories here; faults, Ctrl-C and refusals in
+//! `procs_cli/faults.rs`.
 #![cfg(target_os = "linux")]
 
 mod common;
+#[path = "procs_cli/faults.rs"]
+mod faults;
 
-use std::process::{Command, Stdio};
+use std::process::Command;
 use std::sync::atomic::{AtomicUsize, Ordering};
-use std::time::{Duration, Instant};
 
 use common::chronon;
 
@@ -93,6 +99,67 @@ fn differential(model: &[&str]) {
         shm_before,
         "a shared-memory file was left behind"
     );
+    differential_tw(model, &seq);
+}
+
+/// Time Warp across processes: copy state saving, and reverse where the model has a reverse
+/// handler (`--state-saving auto` picks it then).
+fn differential_tw(model: &[&str], seq: &serde_json::Value) {
+    let shm_before = dev_shm();
+    let has_reverse = model[1].starts_with("phold");
+    let savings: &[&str] = if has_reverse {
+        &["copy", "reverse"]
+    } else {
+        &["copy"]
+    };
+    for saving in savings {
+        for procs in ["1", "2", "3"] {
+            for threads in ["1", "2"] {
+                let mut args = model.to_vec();
+                args.extend([
+                    "--sync",
+                    "timewarp",
+                    "--state-saving",
+                    saving,
+                    "--procs",
+                    procs,
+                    "--threads",
+                    threads,
+                ]);
+                let r = report(&args);
+                assert_eq!(&history(&r), seq, "{args:?}");
+                let st = &r["executor_stats"];
+                let p: f64 = procs.parse().unwrap();
+                let t: f64 = threads.parse().unwrap();
+                assert_eq!(st["procs"].as_f64(), Some(p), "{args:?}");
+                assert_eq!(
+                    st["reverse_computation"].as_f64(),
+                    Some(f64::from(u8::from(*saving == "reverse"))),
+                    "{args:?}"
+                );
+                assert!(st["gvt_rounds"].as_f64().unwrap() >= 1.0, "{args:?}");
+                let workers = r["workers"].as_array().unwrap();
+                assert_eq!(workers.len() as f64, p * t);
+                let committed: f64 = workers
+                    .iter()
+                    .map(|w| w["committed"].as_f64().unwrap())
+                    .sum();
+                assert_eq!(committed, r["committed"].as_f64().unwrap(), "{args:?}");
+                if p * t > 1.0 {
+                    let busy = workers
+                        .iter()
+                        .filter(|w| w["committed"].as_f64().unwrap() > 0.0)
+                        .count();
+                    assert!(busy > 1, "{args:?}: one worker did everything");
+                }
+            }
+        }
+    }
+    assert_eq!(
+        dev_shm(),
+        shm_before,
+        "a shared-memory file was left behind"
+    );
 }
 
 #[test]
@@ -107,6 +174,50 @@ fn phold_across_processes_commits_the_sequential_history() {
         "--end",
         "15",
     ]);
+}
+
+/// Rollback-heavy Time Warp across processes: most events remote, zero lookahead (ties and
+/// zero-delay sends, so order stacks cross the rings), 3 processes.
+#[test]
+fn rollback_heavy_time_warp_across_processes_commits_the_sequential_history() {
+    let model = [
+        "run",
+        "phold",
+        "--lps",
+        "48",
+        "--start-events",
+        "4",
+        "--end",
+        "40",
+        "--remote",
+        "0.9",
+        "--lookahead",
+        "0",
+    ];
+    let seq = history(&report(&model));
+    let mut rolled_back = 0.0;
+    for saving in ["copy", "reverse"] {
+        for threads in ["1", "2"] {
+            let mut args = model.to_vec();
+            args.extend([
+                "--sync",
+                "timewarp",
+                "--state-saving",
+                saving,
+                "--procs",
+                "3",
+                "--threads",
+                threads,
+            ]);
+            let r = report(&args);
+            assert_eq!(history(&r), seq, "{args:?}");
+            rolled_back += r["rolled_back"].as_f64().unwrap();
+        }
+    }
+    assert!(
+        rolled_back > 0.0,
+        "no rollback: the case tests nothing across processes"
+    );
 }
 
 #[test]
@@ -212,6 +323,34 @@ fn random_models_with_zero_lookahead_and_ties_across_processes() {
     }
 }
 
+/// Zero-delay sends that order before their parents give events an order stack, which
+/// crosses the rings as key records before its event (time_warp/shm_wires.rs).
+#[test]
+fn zero_delay_order_stacks_cross_processes_under_time_warp() {
+    for seed in ["1", "2", "3", "4"] {
+        let model = [
+            "run",
+            "random",
+            "--end",
+            "30",
+            "--lps",
+            "24",
+            "--zero-links",
+            "0.5",
+            "--zero-self",
+            "0.4",
+            "--seed",
+            seed,
+        ];
+        let seq = history(&report(&model));
+        for (procs, threads) in [("2", "2"), ("3", "1")] {
+            let mut args = model.to_vec();
+            args.extend(["--sync", "timewarp", "--procs", procs, "--threads", threads]);
+            assert_eq!(history(&report(&args)), seq, "{args:?}");
+        }
+    }
+}
+
 /// Rings of 4 events under heavy traffic both ways: senders find their rings full, drain
 /// their own inboxes and retry with the batch they kept (seed 000 §3.2) — never a deadlock,
 /// and the history is still the sequential one.
@@ -276,302 +415,4 @@ fn full_rings_are_retried_without_deadlock() {
             "{sync}: the full-ring path was not exercised"
         );
     }
-}
-
-/// Every worker process holds the whole LP table: the size check counts it P times.
-#[test]
-fn the_size_check_counts_the_lp_table_once_per_process() {
-    let run = |extra: &[&str]| {
-        let mut args = vec![
-            "run",
-            "phold",
-            "--lps",
-            "100000",
-            "--state-bytes",
-            "600",
-            "--end",
-            "0.001",
-            "--sync",
-            "window",
-        ];
-        args.extend(extra);
-        Command::new(env!("CARGO_BIN_EXE_chronon"))
-            .args(&args)
-            .env("CHRONON_MEMORY_LIMIT", "200M")
-            .output()
-            .unwrap()
-    };
-    assert!(run(&["--threads", "4"]).status.success());
-    let out = run(&["--procs", "4"]);
-    let stderr = String::from_utf8_lossy(&out.stderr);
-    assert_eq!(out.status.code(), Some(2), "{stderr}");
-    assert_eq!(stderr.trim_end().lines().count(), 1, "{stderr}");
-    assert!(stderr.contains("4 processes × 100000 LPs"), "{stderr}");
-}
-
-/// Whether `pid` is a live (not zombie) process.
-fn alive(pid: u32) -> bool {
-    match std::fs::read_to_string(format!("/proc/{pid}/stat")) {
-        Ok(s) => !s
-            .rsplit_once(')')
-            .is_some_and(|(_, r)| r.trim_start().starts_with('Z')),
-        Err(_) => false,
-    }
-}
-
-fn children(pid: u32) -> Vec<u32> {
-    let mut out = Vec::new();
-    if let Ok(tasks) = std::fs::read_dir(format!("/proc/{pid}/task")) {
-        for t in tasks.flatten() {
-            if let Ok(s) = std::fs::read_to_string(t.path().join("children")) {
-                out.extend(s.split_whitespace().filter_map(|x| x.parse::<u32>().ok()));
-            }
-        }
-    }
-    out.sort();
-    out
-}
-
-#[test]
-fn kill_9_of_a_worker_process_stops_every_process_within_2_s() {
-    let shm_before = dev_shm();
-    let mut parent = Command::new(env!("CARGO_BIN_EXE_chronon"))
-        .args([
-            "run", "phold", "--lps", "256", "--end", "1e9", "--sync", "window", "--procs", "3",
-        ])
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    let t = Instant::now();
-    let kids = loop {
-        let k = children(parent.id());
-        if k.len() == 3 {
-            break k;
-        }
-        assert!(
-            t.elapsed() < Duration::from_secs(20),
-            "workers did not start"
-        );
-        std::thread::sleep(Duration::from_millis(20));
-    };
-    // Let them get into the run (past initialization and the start barrier).
-    std::thread::sleep(Duration::from_millis(300));
-    let victim = kids[1];
-    assert!(Command::new("kill")
-        .args(["-9", &victim.to_string()])
-        .status()
-        .unwrap()
-        .success());
-    let killed = Instant::now();
-    let status = loop {
-        if let Some(s) = parent.try_wait().unwrap() {
-            break s;
-        }
-        assert!(
-            killed.elapsed() < Duration::from_secs(2),
-            "the run did not stop within 2 s of kill -9"
-        );
-        std::thread::sleep(Duration::from_millis(5));
-    };
-    let out = parent.wait_with_output().unwrap();
-    let stderr = String::from_utf8_lossy(&out.stderr);
-    assert!(!status.success());
-    assert_eq!(stderr.trim_end().lines().count(), 1, "{stderr}");
-    assert!(
-        stderr.contains(&format!("(pid {victim}) was killed by signal 9")),
-        "{stderr}"
-    );
-    for k in kids {
-        assert!(!alive(k), "worker process {k} is still running");
-    }
-    assert_eq!(dev_shm(), shm_before);
-}
-
-/// Ctrl-C on a terminal interrupts the whole process group: every worker process stops at
-/// the same round (window: the stop flag rides with the GSU flags) or through the abort word
-/// (null messages), and the parent still prints the incomplete summary, exit code 130.
-#[test]
-fn ctrl_c_to_the_process_group_stops_every_process_with_an_incomplete_report() {
-    use std::os::unix::process::CommandExt;
-    for sync in ["window", "null-message"] {
-        let mut parent = Command::new(env!("CARGO_BIN_EXE_chronon"))
-            .args([
-                "run", "phold", "--lps", "256", "--end", "1e9", "--sync", sync, "--procs", "2",
-            ])
-            .process_group(0)
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped())
-            .spawn()
-            .unwrap();
-        let t = Instant::now();
-        let kids = loop {
-            let k = children(parent.id());
-            if k.len() == 2 {
-                break k;
-            }
-            assert!(
-                t.elapsed() < Duration::from_secs(20),
-                "workers did not start"
-            );
-            std::thread::sleep(Duration::from_millis(20));
-        };
-        std::thread::sleep(Duration::from_millis(500));
-        let group = format!("-{}", parent.id());
-        assert!(Command::new("kill")
-            .args(["-INT", "--", &group])
-            .status()
-            .unwrap()
-            .success());
-        let sent = Instant::now();
-        let status = loop {
-            if let Some(s) = parent.try_wait().unwrap() {
-                break s;
-            }
-            assert!(
-                sent.elapsed() < Duration::from_secs(5),
-                "{sync}: no stop within 5 s"
-            );
-            std::thread::sleep(Duration::from_millis(10));
-        };
-        let out = parent.wait_with_output().unwrap();
-        let stdout = String::from_utf8_lossy(&out.stdout);
-        assert_eq!(status.code(), Some(130), "{sync}: {stdout}");
-        assert!(stdout.contains("INCOMPLETE"), "{sync}: {stdout}");
-        for k in kids {
-            assert!(!alive(k), "worker process {k} is still running");
-        }
-    }
-}
-
-#[test]
-fn a_handler_panic_in_a_worker_process_names_its_lp_and_time() {
-    for sync in ["window", "lockstep", "null-message"] {
-        let (code, stdout, stderr) = chronon(&[
-            "run",
-            "faulty",
-            "--fault",
-            "panic",
-            "--sync",
-            sync,
-            "--procs",
-            "2",
-            "--threads",
-            "2",
-        ]);
-        let (_, _, in_process) = chronon(&[
-            "run",
-            "faulty",
-            "--fault",
-            "panic",
-            "--sync",
-            sync,
-            "--threads",
-            "4",
-        ]);
-        assert_eq!(code, 1, "{sync}: {stdout}{stderr}");
-        assert_eq!(stderr.trim_end().lines().count(), 1, "{stderr}");
-        assert!(
-            stderr.contains("model panicked: LP 1 at time 3"),
-            "{sync}: {stderr}"
-        );
-        assert_eq!(stderr, in_process, "{sync}");
-    }
-}
-
-/// Model errors and panics outside event handlers (`finish`, `topology`) across processes:
-/// the same line and exit code as in one process.
-#[test]
-fn model_errors_in_worker_processes_read_as_in_process() {
-    for fault in [
-        "finish-panic",
-        "topology-panic",
-        "bad-destination",
-        "below-lookahead",
-    ] {
-        let procs = chronon(&[
-            "run", "faulty", "--fault", fault, "--sync", "window", "--procs", "2",
-        ]);
-        let threads = chronon(&[
-            "run",
-            "faulty",
-            "--fault",
-            fault,
-            "--sync",
-            "window",
-            "--threads",
-            "2",
-        ]);
-        assert_ne!(procs.0, 0, "{fault}");
-        assert_eq!(procs.0, threads.0, "{fault}");
-        assert_eq!(procs.2, threads.2, "{fault}");
-        assert_eq!(
-            procs.2.trim_end().lines().count(),
-            1,
-            "{fault}: {}",
-            procs.2
-        );
-    }
-}
-
-fn bad(args: &[&str], needle: &str) {
-    let (code, stdout, stderr) = chronon(args);
-    assert_eq!(code, 2, "{args:?}: {stderr}");
-    assert!(stdout.is_empty(), "{args:?}: {stdout}");
-    assert_eq!(stderr.trim_end().lines().count(), 1, "{args:?}: {stderr}");
-    assert!(stderr.contains(needle), "{args:?}: {stderr}");
-}
-
-#[test]
-fn what_cannot_run_across_processes_is_one_line_and_exit_2() {
-    let p = ["run", "phold", "--lps", "8", "--end", "5"];
-    let with = |extra: &[&'static str]| -> Vec<&str> { p.iter().chain(extra).copied().collect() };
-    bad(&with(&["--procs", "0", "--sync", "window"]), "--procs is 0");
-    bad(
-        &with(&["--procs", "2", "--sync", "timewarp"]),
-        "Time Warp across processes is not built yet",
-    );
-    bad(&with(&["--procs", "2"]), "got --sync seq");
-    bad(
-        &with(&[
-            "--procs",
-            "2",
-            "--sync",
-            "window",
-            "--dedicated",
-            "0.5",
-            "--shared-sets",
-            "1",
-        ]),
-        "load balancing",
-    );
-    bad(
-        &with(&["--procs", "200", "--threads", "2", "--sync", "window"]),
-        "at most 256",
-    );
-    bad(
-        &["run", "simplesim", "--procs", "2", "--sync", "window"],
-        "simplesim cannot run across processes yet",
-    );
-    bad(
-        &["run", "datastore", "--procs", "2", "--sync", "lockstep"],
-        "datastore cannot run across processes yet",
-    );
-    bad(
-        &["run", "star-clique", "--procs", "2", "--sync", "window"],
-        "star-clique cannot run across processes yet",
-    );
-    bad(
-        &[
-            "run",
-            "pcs",
-            "--sample-period",
-            "1",
-            "--procs",
-            "2",
-            "--sync",
-            "window",
-        ],
-        "global events",
-    );
 }

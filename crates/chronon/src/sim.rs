@@ -44,6 +44,7 @@ pub struct Simulation<M: Model> {
     procs: Option<(
         executor::conservative::procs::ProcsOptions,
         executor::conservative::procs::ProcsFn<M>,
+        executor::time_warp::procs::TwProcsFn<M>,
     )>,
 }
 
@@ -54,7 +55,7 @@ where
     M::Event: crate::shm::ShmSafe,
 {
     /// Runs the simulation in `procs` worker processes on this machine, each with the
-    /// executor's threads (window, lock-step or null messages; the LP mapping is over every
+    /// executor's threads (window, lock-step, null messages or Time Warp; the LP mapping is over every
     /// thread of every process), and gathers one report whose fingerprint, committed count
     /// and `model_stats` equal the sequential run's.
     ///
@@ -102,10 +103,11 @@ where
     /// # Ok::<(), chronon::SimError>(())
     /// ```
     pub fn processes(mut self, procs: usize) -> Self {
-        let args = self.procs.take().and_then(|(o, _)| o.args);
+        let args = self.procs.take().and_then(|(o, _, _)| o.args);
         self.procs = Some((
             executor::conservative::procs::ProcsOptions { procs, args },
             executor::conservative::procs::run::<M>,
+            executor::time_warp::procs::run::<M>,
         ));
         self
     }
@@ -119,7 +121,7 @@ where
         args: impl IntoIterator<Item = S>,
     ) -> Self {
         let args: Vec<std::ffi::OsString> = args.into_iter().map(Into::into).collect();
-        if let Some((o, _)) = &mut self.procs {
+        if let Some((o, _, _)) = &mut self.procs {
             o.args = Some(args);
         }
         self
@@ -214,7 +216,7 @@ impl<M: Model> Simulation<M> {
     /// each initialize every LP.
     fn lp_copies(&self) -> u64 {
         #[cfg(all(target_os = "linux", not(chronon_loom)))]
-        if let Some((o, _)) = &self.procs {
+        if let Some((o, _, _)) = &self.procs {
             return o.procs.max(1) as u64;
         }
         1
@@ -275,19 +277,17 @@ impl<M: Model> Simulation<M> {
         }
         let (name, threads) = (self.executor.name(), self.executor.threads());
         #[cfg(all(target_os = "linux", not(chronon_loom)))]
-        if let Some((opts, run)) = &self.procs {
+        if let Some((opts, run, run_tw)) = &self.procs {
             let (protocol, c) = match &self.executor {
                 Executor::Window(c) => (Protocol::Window, c),
                 Executor::NullMessage(c) => (Protocol::NullMessage, c),
                 Executor::Lockstep(c) => (Protocol::Lockstep, c),
-                Executor::TimeWarp { .. } => {
-                    return Err(SimError::Config(
-                        "Time Warp across processes is not built yet: --procs runs --sync window, lockstep or null-message".into(),
-                    ))
+                Executor::TimeWarp { threads } => {
+                    return run_tw(&self.model, &cfg, *threads, &self.time_warp, opts);
                 }
                 Executor::Sequential => {
                     return Err(SimError::Config(
-                        "--procs needs a parallel conservative --sync (window, lockstep or null-message); got --sync seq".into(),
+                        "--procs needs a parallel --sync (window, lockstep, null-message or timewarp); got --sync seq".into(),
                     ))
                 }
             };

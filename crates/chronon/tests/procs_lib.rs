@@ -158,3 +158,23 @@ fn a_worker_process_that_reaches_another_run_is_refused() {
         .unwrap_err();
     assert!(e.to_string().contains("different multi-process run"), "{e}");
 }
+
+#[test]
+fn time_warp_3_processes_2_threads() {
+    check(
+        "time_warp_3_processes_2_threads",
+        3,
+        2,
+        Executor::TimeWarp { threads: 2 },
+    );
+}
+
+#[test]
+fn time_warp_2_processes() {
+    check(
+        "time_warp_2_processes",
+        2,
+        1,
+        Executor::TimeWarp { threads: 1 },
+    );
+}

@@ -6,72 +6,168 @@
 //! before reporting, `send_min` for messages pushed during a round) and the proof sketch are in
 //! `README.md` beside this file.
 
+use std::ptr::NonNull;
+
 use crate::loom::atomic::{AtomicU64, Ordering::SeqCst};
 
 /// Bits of the `remaining` field of `state`.
 const REMAINING: u64 = (1 << 32) - 1;
 
-/// The shared GVT registers of one run.
-#[derive(Debug)]
+/// Where the words are: `[state, published, gvt, reports[0..W]]`.
+const STATE: usize = 0;
+const PUBLISHED: usize = 1;
+const GVT: usize = 2;
+const REPORTS: usize = 3;
+
+/// The shared GVT registers of one run: `3 + W` words, in this process's memory (threads) or
+/// in a shared segment that every worker process maps (`procs.rs`). The protocol is the same
+/// either way: every access is a SeqCst atomic on a word, and atomics in a `MAP_SHARED`
+/// mapping are atomic across processes.
 pub(crate) struct GvtRegisters {
-    /// `round << 32 | remaining`: rounds started so far, and workers yet to report in the
-    /// current round (0 when none is in progress).
-    state: AtomicU64,
-    /// The last round whose GVT is published (a new round starts only after it).
-    published: AtomicU64,
-    /// Bits of the GVT (a non-negative `f64`, so bit order is numeric order).
-    gvt: AtomicU64,
-    /// Each worker's report in the current round (bits of an `f64`).
-    reports: Box<[AtomicU64]>,
+    /// `state` (`round << 32 | remaining`: rounds started so far, and workers yet to report in
+    /// the current round, 0 when none is in progress), `published` (the last round whose GVT
+    /// is published; a new round starts only after it), `gvt` (bits of a non-negative `f64`,
+    /// so bit order is numeric order), then each worker's report in the current round.
+    words: NonNull<AtomicU64>,
+    len: usize,
+    /// The words when they live in this process's heap (`words` points into it).
+    _own: Option<Box<[AtomicU64]>>,
+    /// Keeps a shared mapping alive when the words live there.
+    _keep: Option<std::sync::Arc<dyn std::any::Any + Send + Sync>>,
+}
+
+// Safety: the registers are atomics (shared by reference between threads by design); the
+// pointer targets `_own`'s boxed slice or a mapping `_keep` holds, neither of which moves or
+// goes away while `self` lives.
+unsafe impl Send for GvtRegisters {}
+// Safety: see `Send`: every access through `words` is an atomic operation.
+unsafe impl Sync for GvtRegisters {}
+
+impl std::fmt::Debug for GvtRegisters {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("GvtRegisters")
+            .field("workers", &(self.len - REPORTS))
+            .finish_non_exhaustive()
+    }
 }
 
 impl GvtRegisters {
     /// Registers for `workers` workers (at least 1), GVT 0, no round started.
     pub(crate) fn new(workers: usize) -> Self {
+        let own: Box<[AtomicU64]> = (0..REPORTS + workers.max(1))
+            .map(|i| {
+                AtomicU64::new(if i < REPORTS {
+                    if i == GVT {
+                        0f64.to_bits()
+                    } else {
+                        0
+                    }
+                } else {
+                    f64::INFINITY.to_bits()
+                })
+            })
+            .collect();
         GvtRegisters {
-            state: AtomicU64::new(0),
-            published: AtomicU64::new(0),
-            gvt: AtomicU64::new(0f64.to_bits()),
-            reports: (0..workers.max(1))
-                .map(|_| AtomicU64::new(f64::INFINITY.to_bits()))
-                .collect(),
+            words: NonNull::from(&own[0]),
+            len: own.len(),
+            _own: Some(own),
+            _keep: None,
         }
+    }
+
+    /// The bytes the registers of `workers` workers take in a shared segment.
+    #[cfg(all(target_os = "linux", not(chronon_loom)))]
+    pub(crate) fn shared_bytes(workers: usize) -> usize {
+        (REPORTS + workers.max(1)) * std::mem::size_of::<AtomicU64>()
+    }
+
+    /// Initializes registers for `workers` workers at `at` (GVT 0, no round started).
+    ///
+    /// # Safety
+    /// `at` is 8-byte aligned, [`shared_bytes`](Self::shared_bytes) long, writable, and no
+    /// process uses the registers yet.
+    #[cfg(all(target_os = "linux", not(chronon_loom)))]
+    pub(crate) unsafe fn init_shared(at: NonNull<u8>, workers: usize) {
+        let w = at.cast::<AtomicU64>();
+        for i in 0..REPORTS + workers.max(1) {
+            let v = match i {
+                GVT => 0f64.to_bits(),
+                i if i >= REPORTS => f64::INFINITY.to_bits(),
+                _ => 0,
+            };
+            // Safety: inside the range the caller gave; nobody else uses it yet.
+            unsafe { w.add(i).as_ptr().write(AtomicU64::new(v)) };
+        }
+    }
+
+    /// The registers of `workers` workers at `at`, initialized by
+    /// [`init_shared`](Self::init_shared) in some process.
+    ///
+    /// # Safety
+    /// As for `init_shared`, except that other processes may use them; `keep` keeps the
+    /// mapping alive.
+    #[cfg(all(target_os = "linux", not(chronon_loom)))]
+    pub(crate) unsafe fn attach_shared(
+        at: NonNull<u8>,
+        workers: usize,
+        keep: std::sync::Arc<dyn std::any::Any + Send + Sync>,
+    ) -> Self {
+        GvtRegisters {
+            words: at.cast(),
+            len: REPORTS + workers.max(1),
+            _own: None,
+            _keep: Some(keep),
+        }
+    }
+
+    #[inline(always)]
+    fn word(&self, i: usize) -> &AtomicU64 {
+        debug_assert!(i < self.len);
+        // Safety: `i` is in bounds, and the words live as long as `self` (see the fields).
+        unsafe { &*self.words.as_ptr().add(i) }
+    }
+
+    fn reports(&self) -> impl Iterator<Item = &AtomicU64> {
+        (REPORTS..self.len).map(|i| self.word(i))
     }
 
     /// The GVT published last.
     #[inline]
     pub(crate) fn gvt(&self) -> f64 {
-        f64::from_bits(self.gvt.load(SeqCst))
+        f64::from_bits(self.word(GVT).load(SeqCst))
     }
 
     /// The round in progress, if any: workers that have not reported in it must.
     #[inline]
     pub(crate) fn active_round(&self) -> Option<u64> {
-        let s = self.state.load(SeqCst);
+        let s = self.word(STATE).load(SeqCst);
         (s & REMAINING != 0).then_some(s >> 32)
     }
 
     /// Rounds whose GVT is published.
     pub(crate) fn rounds(&self) -> u64 {
-        self.published.load(SeqCst)
+        self.word(PUBLISHED).load(SeqCst)
     }
 
     /// Starts a round unless one is in progress or the last one is not published yet. Returns
     /// whether this call started it.
     pub(crate) fn try_start(&self) -> bool {
-        let s = self.state.load(SeqCst);
-        if s & REMAINING != 0 || self.published.load(SeqCst) != s >> 32 {
+        let s = self.word(STATE).load(SeqCst);
+        if s & REMAINING != 0 || self.word(PUBLISHED).load(SeqCst) != s >> 32 {
             return false;
         }
-        let next = ((s >> 32) + 1) << 32 | self.reports.len() as u64;
-        self.state.compare_exchange(s, next, SeqCst, SeqCst).is_ok()
+        let next = ((s >> 32) + 1) << 32 | (self.len - REPORTS) as u64;
+        self.word(STATE)
+            .compare_exchange(s, next, SeqCst, SeqCst)
+            .is_ok()
     }
 
     /// Worker `w` reports `local_min` in `round` (the value `active_round` returned). The last
     /// reporter of the round computes and publishes the GVT and gets it back.
     pub(crate) fn report(&self, w: usize, round: u64, local_min: f64) -> Option<f64> {
-        self.reports[w].store(local_min.to_bits(), SeqCst);
-        let old = self.state.fetch_sub(1, SeqCst);
+        assert!(REPORTS + w < self.len, "worker {w} has no report register");
+        self.word(REPORTS + w).store(local_min.to_bits(), SeqCst);
+        let old = self.word(STATE).fetch_sub(1, SeqCst);
         debug_assert_eq!(
             old >> 32,
             round,
@@ -83,14 +179,13 @@ impl GvtRegisters {
         // Every worker stored its report before its decrement, so all are visible here; no new
         // round can start (and overwrite a report) before `published` moves on below.
         let min = self
-            .reports
-            .iter()
+            .reports()
             .map(|r| f64::from_bits(r.load(SeqCst)))
             .fold(f64::INFINITY, f64::min);
         // The GVT never decreases (the proof says the minimum cannot; `fetch_max` keeps a
         // mistake from turning into an uncommit).
-        let prev = f64::from_bits(self.gvt.fetch_max(min.to_bits(), SeqCst));
-        self.published.store(round, SeqCst);
+        let prev = f64::from_bits(self.word(GVT).fetch_max(min.to_bits(), SeqCst));
+        self.word(PUBLISHED).store(round, SeqCst);
         Some(prev.max(min))
     }
 }

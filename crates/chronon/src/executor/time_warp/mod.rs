@@ -17,10 +17,14 @@ mod memory;
 mod optimism;
 mod options;
 mod preempt;
+#[cfg(all(target_os = "linux", not(chronon_loom)))]
+pub(crate) mod procs;
 mod report;
 mod rollback;
 mod setup;
 mod shared;
+#[cfg(all(target_os = "linux", not(chronon_loom)))]
+mod shm_wires;
 mod transport;
 mod worker;
 

@@ -156,37 +156,10 @@ pub(super) fn finish<M: Model, Q: PendingSet<TwEvent<M::Event>>>(
     report.workers = stats
         .iter()
         .map(|s| {
-            let mut m = std::collections::BTreeMap::new();
-            m.insert("processed".into(), s.processed as f64);
-            m.insert("committed".into(), s.committed as f64);
-            m.insert("rolled_back".into(), s.rolled_back as f64);
-            m.insert("primary_rollbacks".into(), s.primary as f64);
-            m.insert("secondary_rollbacks".into(), s.secondary as f64);
-            m.insert("anti_messages".into(), s.antis as f64);
-            m.insert("coasted_events".into(), s.coasted as f64);
-            m.insert("checkpoints".into(), s.checkpoints as f64);
-            m.insert("gvt_reports".into(), s.reports as f64);
-            if saving == Saving::Copy {
-                m.insert("checkpoint_interval".into(), s.checkpoint_interval as f64);
+            let mut m = worker_figures(s, saving);
+            if let Some(p) = sh.preempt {
+                insert_preempt(&mut m, &s.preempt, p.ticks.is_some());
             }
-            m.insert("peak_tracked_bytes".into(), s.peak_bytes as f64);
-            insert_cpu(&mut m, s.cpu_user, s.cpu_sys, s.committed);
-            if sh.preempt.is_some() {
-                for (name, f) in PREEMPT_FIGURES {
-                    m.insert(name.to_string(), f(&s.preempt) as f64);
-                }
-                if sh.preempt.is_some_and(|p| p.ticks.is_some()) {
-                    let p = &s.preempt;
-                    m.insert("ticks_delivered".into(), p.ticks_delivered as f64);
-                    m.insert("ticks_on_s".into(), p.ticks_on_s);
-                    m.insert("delta_e_us".into(), p.delta_e_s * 1e6);
-                    m.insert("apms".into(), p.apms);
-                }
-            }
-            m.insert(
-                "efficiency".into(),
-                s.committed as f64 / s.processed.max(1) as f64,
-            );
             m
         })
         .collect();
@@ -208,11 +181,52 @@ const PREEMPT_FIGURES: [(&str, Figure); 7] = [
     ("preempt_stacks", |p| p.stacks),
 ];
 
+/// A worker's preemption figures (`--preempt`), and its tick figures when ticks are on.
+fn insert_preempt(
+    m: &mut std::collections::BTreeMap<String, f64>,
+    p: &super::preempt::PreemptStats,
+    ticks: bool,
+) {
+    for (name, f) in PREEMPT_FIGURES {
+        m.insert(name.to_string(), f(p) as f64);
+    }
+    if ticks {
+        m.insert("ticks_delivered".into(), p.ticks_delivered as f64);
+        m.insert("ticks_on_s".into(), p.ticks_on_s);
+        m.insert("delta_e_us".into(), p.delta_e_s * 1e6);
+        m.insert("apms".into(), p.apms);
+    }
+}
+
+/// One worker's figures in the report's `workers`.
+pub(super) fn worker_figures(s: &Stats, saving: Saving) -> std::collections::BTreeMap<String, f64> {
+    let mut m = std::collections::BTreeMap::new();
+    m.insert("processed".into(), s.processed as f64);
+    m.insert("committed".into(), s.committed as f64);
+    m.insert("rolled_back".into(), s.rolled_back as f64);
+    m.insert("primary_rollbacks".into(), s.primary as f64);
+    m.insert("secondary_rollbacks".into(), s.secondary as f64);
+    m.insert("anti_messages".into(), s.antis as f64);
+    m.insert("coasted_events".into(), s.coasted as f64);
+    m.insert("checkpoints".into(), s.checkpoints as f64);
+    m.insert("gvt_reports".into(), s.reports as f64);
+    if saving == Saving::Copy {
+        m.insert("checkpoint_interval".into(), s.checkpoint_interval as f64);
+    }
+    m.insert("peak_tracked_bytes".into(), s.peak_bytes as f64);
+    insert_cpu(&mut m, s.cpu_user, s.cpu_sys, s.committed);
+    m.insert(
+        "efficiency".into(),
+        s.committed as f64 / s.processed.max(1) as f64,
+    );
+    m
+}
+
 /// The events a worker leaves scheduled and uncommitted once every worker has stopped: its
 /// pending set and its mailbox, less the positives that an anti-message cancels. On a
 /// complete run none of them was processed (nothing at or after the end runs), so an
 /// anti-message can only cancel a positive here, never roll anything back.
-pub(super) fn pending_at_end<P: Send, Q: PendingSet<TwEvent<P>>>(
+pub(super) fn pending_at_end<P: Send + 'static, Q: PendingSet<TwEvent<P>>>(
     mut queue: Q,
     mut cancelled: HashSet<u64, BuildHasherDefault<IdHasher>>,
     wires: &Wires<P>,
@@ -234,7 +248,12 @@ pub(super) fn pending_at_end<P: Send, Q: PendingSet<TwEvent<P>>>(
 /// The CPU figures of a worker (or of all of them): user and system seconds of its thread, and
 /// committed events per CPU second, so that a slow worker shows up as cost, not only as wall
 /// time. Nothing is inserted where the OS reports no per-thread times.
-fn insert_cpu(m: &mut std::collections::BTreeMap<String, f64>, user: f64, sys: f64, events: u64) {
+pub(super) fn insert_cpu(
+    m: &mut std::collections::BTreeMap<String, f64>,
+    user: f64,
+    sys: f64,
+    events: u64,
+) {
     if user + sys <= 0.0 {
         return;
     }

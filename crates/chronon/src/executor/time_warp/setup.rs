@@ -62,6 +62,48 @@ pub(super) fn run_with<M: Model, Q: PendingSet<TwEvent<M::Event>>>(
     opts: &TimeWarpOptions,
     check_eq: Option<StateEq<M::State>>,
 ) -> Result<Report, SimError> {
+    let Built {
+        sh,
+        parts,
+        counters,
+        report,
+        saving,
+    } = build::<M, Q>(model, cfg, threads, opts, check_eq, 0..threads, None)?;
+    let results = spawn(&sh, 0, parts, |_| {});
+    if let Some(e) = sh.error.lock().ok().and_then(|mut e| e.take()) {
+        return Err(e);
+    }
+    let wall = sh.start.elapsed().as_secs_f64();
+    finish(
+        model, cfg, opts, sh, results, counters, report, wall, saving,
+    )
+}
+
+/// A run set up: what its workers share, and the LPs, cold records and pending set of each
+/// worker of this process, in worker order.
+pub(super) struct Built<'a, M: Model, Q> {
+    pub(super) sh: Shared<'a, M>,
+    #[allow(clippy::type_complexity)]
+    pub(super) parts: Vec<(Vec<TwLp<M::State>>, Vec<TwCold<M::State, M::Event>>, Q)>,
+    /// The counters `init` moved.
+    pub(super) counters: Vec<i64>,
+    pub(super) report: Report,
+    pub(super) saving: Saving,
+}
+
+/// Checks a run of `threads` workers and sets up the workers in `mine` (all of them with
+/// threads; a process's own with `--procs`, where `net` brings the transport between
+/// processes and the shared GVT registers). Every process initializes every LP the same way
+/// (deterministic), so initial event ids agree across processes; it keeps its own.
+pub(super) fn build<'a, M: Model, Q: PendingSet<TwEvent<M::Event>>>(
+    model: &'a M,
+    cfg: &'a RunConfig,
+    threads: usize,
+    opts: &TimeWarpOptions,
+    check_eq: Option<StateEq<M::State>>,
+    mine: std::ops::Range<usize>,
+    net: Option<(Wires<M::Event>, GvtRegisters)>,
+) -> Result<Built<'a, M, Q>, SimError> {
     opts.validate()?;
     if threads == 0 {
         return Err(SimError::Config(
@@ -111,6 +153,9 @@ pub(super) fn run_with<M: Model, Q: PendingSet<TwEvent<M::Event>>>(
         local[i] = sizes[o as usize];
         sizes[o as usize] += 1;
     }
+    let base = mine.start;
+    let here = mine.len();
+    let is_mine = |o: u32| mine.contains(&(o as usize));
 
     let block = opts.mapping == Mapping::Block;
     let init_start = Instant::now();
@@ -140,28 +185,38 @@ pub(super) fn run_with<M: Model, Q: PendingSet<TwEvent<M::Event>>>(
         }
     }
     // Initial events go straight into the owners' pending sets (no second copy of them).
-    let mut queues: Vec<Q> = (0..threads).map(|_| Q::new()).collect();
+    let mut queues: Vec<Q> = (0..here).map(|_| Q::new()).collect();
     // Initial events get ids from an id space no worker uses (worker number `threads`).
     let init_ids = (threads as u64) << 48;
     let mut initial = 0u64;
+    let mut mine_initial = 0u64;
     let slots = init_lps_with(model, cfg, &mut counters, |ev| {
-        let o = owner[ev.dst as usize] as usize;
-        queues[o].push(TwEvent {
-            ev,
-            id: init_ids + initial,
-            stack: None,
-        });
+        let o = owner[ev.dst as usize];
+        if is_mine(o) {
+            queues[o as usize - base].push(TwEvent {
+                ev,
+                id: init_ids + initial,
+                stack: None,
+            });
+            mine_initial += 1;
+        }
         initial += 1;
     })?;
-    let mut per_worker: Vec<Vec<TwLp<M::State>>> = sizes
+    let mut per_worker: Vec<Vec<TwLp<M::State>>> = sizes[mine.clone()]
         .iter()
         .map(|&s| Vec::with_capacity(s as usize))
         .collect();
-    let mut per_worker_cold: Vec<Vec<TwCold<M::State, M::Event>>> = sizes
+    let mut per_worker_cold: Vec<Vec<TwCold<M::State, M::Event>>> = sizes[mine.clone()]
         .iter()
         .map(|&s| Vec::with_capacity(s as usize))
         .collect();
+    let mut mine_lps = 0u64;
     for (i, slot) in slots.into_iter().enumerate() {
+        if !is_mine(owner[i]) {
+            continue;
+        }
+        mine_lps += 1;
+        let o = owner[i] as usize - base;
         let checkpoints = match saving {
             Saving::Copy => VecDeque::from([Checkpoint {
                 at: 0,
@@ -170,14 +225,14 @@ pub(super) fn run_with<M: Model, Q: PendingSet<TwEvent<M::Event>>>(
             }]),
             Saving::Reverse => VecDeque::new(),
         };
-        per_worker_cold[owner[i] as usize].push(TwCold {
+        per_worker_cold[o].push(TwCold {
             committed: 0,
             checkpoints,
             coast: VecDeque::new(),
             coast_base: 0,
             arena_base: 0,
         });
-        per_worker[owner[i] as usize].push(TwLp {
+        per_worker[o].push(TwLp {
             id: i as LpId,
             state: slot.state,
             meta: slot.meta,
@@ -199,9 +254,9 @@ pub(super) fn run_with<M: Model, Q: PendingSet<TwEvent<M::Event>>>(
     // A record in the arena and one send in the extras log.
     let record_size =
         (std::mem::size_of::<Option<Rec<M::Event>>>() + std::mem::size_of::<Extra>()) as u64;
-    let dynamic0 = initial * ev_size
+    let dynamic0 = mine_initial * ev_size
         + if saving == Saving::Copy {
-            u64::from(cfg.lps) * cp_size
+            mine_lps * cp_size
         } else {
             0
         };
@@ -214,10 +269,11 @@ pub(super) fn run_with<M: Model, Q: PendingSet<TwEvent<M::Event>>>(
         .max_uncommitted
         .unwrap_or(4 * u64::from(opts.gvt_every))
         .max(1);
-    let mem = MemoryBound::new(opts.max_memory, threads, default_cap, fixed);
+    // The bound covers this process and its workers.
+    let mem = MemoryBound::new(opts.max_memory, here, default_cap, fixed);
     if let Some(bound) = opts.max_memory {
         // The pending set counts at QUEUE_SLACK times its events once the run starts.
-        let projected = fixed + dynamic0 + (memory::QUEUE_SLACK - 1) * initial * ev_size;
+        let projected = fixed + dynamic0 + (memory::QUEUE_SLACK - 1) * mine_initial * ev_size;
         let least = mem
             .minimum_for(projected as f64, 2.0 * record_size as f64)
             .max(memory::peak_resident_bytes().unwrap_or(0) as f64);
@@ -231,8 +287,12 @@ pub(super) fn run_with<M: Model, Q: PendingSet<TwEvent<M::Event>>>(
             )));
         }
     }
-    let mut report = Report::new("timewarp", threads, cfg.queue.name(), cfg.lps, cfg.end);
+    let mut report = Report::new("timewarp", here, cfg.queue.name(), cfg.lps, cfg.end);
     report.init_s = init_start.elapsed().as_secs_f64();
+    let (wires, gvt) = match net {
+        Some(net) => net,
+        None => (Wires::new(threads), GvtRegisters::new(threads)),
+    };
 
     let sh = Shared {
         links,
@@ -246,7 +306,7 @@ pub(super) fn run_with<M: Model, Q: PendingSet<TwEvent<M::Event>>>(
             opts.window,
             !opts.fixed_window,
             model.lookahead(),
-            threads,
+            here,
             cfg.end,
         ),
         mem,
@@ -263,8 +323,8 @@ pub(super) fn run_with<M: Model, Q: PendingSet<TwEvent<M::Event>>>(
         owner: if block { Vec::new() } else { owner },
         local: if block { Vec::new() } else { local },
         workers: threads,
-        wires: Wires::new(threads),
-        gvt: GvtRegisters::new(threads),
+        wires,
+        gvt,
         globals: Globals::new(globals, cfg.end, threads),
         abort: AtomicBool::new(false),
         error: Mutex::new(None),
@@ -281,15 +341,38 @@ pub(super) fn run_with<M: Model, Q: PendingSet<TwEvent<M::Event>>>(
         }),
         tick_flags: (0..threads).map(|_| Default::default()).collect(),
     };
-    let ncounters = counters.len();
-    let results: Vec<WorkerResult<M, Q>> = std::thread::scope(|s| {
-        let handles: Vec<_> = per_worker
+    Ok(Built {
+        sh,
+        parts: per_worker
             .into_iter()
             .zip(per_worker_cold)
             .zip(queues)
+            .map(|((l, c), q)| (l, c, q))
+            .collect(),
+        counters,
+        report,
+        saving,
+    })
+}
+
+/// Runs one thread per worker of this process (numbered from `base`) until the run ends;
+/// `after(w)` runs in worker `w`'s thread once its loop has ended (the end-of-run barrier
+/// across processes).
+#[allow(clippy::type_complexity)]
+pub(super) fn spawn<M: Model, Q: PendingSet<TwEvent<M::Event>>>(
+    sh: &Shared<'_, M>,
+    base: usize,
+    parts: Vec<(Vec<TwLp<M::State>>, Vec<TwCold<M::State, M::Event>>, Q)>,
+    after: impl Fn(usize) + Sync,
+) -> Vec<WorkerResult<M, Q>> {
+    let ncounters = sh.model.counter_names().len();
+    let after = &after;
+    std::thread::scope(|s| {
+        let handles: Vec<_> = parts
+            .into_iter()
             .enumerate()
-            .map(|(w, ((lps, cold), queue))| {
-                let sh = &sh;
+            .map(|(k, (lps, cold, queue))| {
+                let w = base + k;
                 s.spawn(move || {
                     let mut worker = Worker::new(w, sh, lps, cold, queue, ncounters);
                     let outcome = catch_unwind(AssertUnwindSafe(|| worker.run_loop()));
@@ -311,6 +394,7 @@ pub(super) fn run_with<M: Model, Q: PendingSet<TwEvent<M::Event>>>(
                             false
                         }
                     };
+                    after(w);
                     worker.stats.checkpoint_interval = u64::from(worker.k);
                     worker.committed_digests();
                     if let Some((user, sys)) = crate::cpu::thread_times() {
@@ -332,13 +416,5 @@ pub(super) fn run_with<M: Model, Q: PendingSet<TwEvent<M::Event>>>(
             .into_iter()
             .map(|h| h.join().expect("worker panics are caught"))
             .collect()
-    });
-    if let Some(e) = sh.error.lock().ok().and_then(|mut e| e.take()) {
-        return Err(e);
-    }
-    let wall = sh.start.elapsed().as_secs_f64();
-
-    finish(
-        model, cfg, opts, sh, results, counters, report, wall, saving,
-    )
+    })
 }

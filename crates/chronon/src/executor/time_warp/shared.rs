@@ -121,6 +121,7 @@ impl<M: Model> Shared<'_, M> {
             }
         }
         self.abort.store(true, Ordering::SeqCst);
+        self.wires.abort_others();
     }
 
     /// The worker that owns LP `lp`.

@@ -1,12 +1,32 @@
 //! Remote send and receive: the narrow interface between the Time Warp protocol and how events
-//! reach another worker. Today one transport exists, threads of one process: per-worker
-//! mailboxes (the bottom-half queues, whose register is BH_min) and per-worker pools that the
-//! receiver returns emptied batches to, so that a remote send allocates nothing once the pools
-//! are warm (comm/README.md, "Recycled batches"). The protocol code uses only
-//! [`Endpoint::send`], [`Endpoint::flush`], [`Wires::receive`], [`Wires::has_mail`] and
-//! [`Wires::leftovers`]: a transport between processes or ranks fits under these.
+//! reach another worker. Two transports sit under it:
+//!
+//! - threads of one process: per-worker mailboxes (the bottom-half queues, whose register is
+//!   BH_min) and per-worker pools that the receiver returns emptied batches to, so that a
+//!   remote send allocates nothing once the pools are warm (comm/README.md, "Recycled
+//!   batches");
+//! - worker processes on one machine (`--procs`, Linux): shared-memory rings between every
+//!   pair of workers (`shm_wires.rs`).
+//!
+//! The protocol code uses only [`Endpoint::send`], [`Endpoint::flush`], [`Wires::receive`],
+//! [`Wires::has_mail`] and [`Wires::leftovers`]: an MPI transport fits under the same calls.
+//! The choice is one predictable branch per flush and per receive, none per event.
 
 use super::lp::{Msg, TwEvent};
+#[cfg(all(target_os = "linux", not(chronon_loom)))]
+use super::shm_wires::ShmWires;
+
+/// Without the transport between processes (not Linux, or the loom build) there is no value of
+/// it: `Wires::procs` is always `None`.
+#[cfg(not(all(target_os = "linux", not(chronon_loom))))]
+pub(super) struct ShmWires<P>(std::convert::Infallible, std::marker::PhantomData<P>);
+
+#[cfg(not(all(target_os = "linux", not(chronon_loom))))]
+impl<P> ShmWires<P> {
+    pub(super) fn aborted(&self) -> bool {
+        match self.0 {}
+    }
+}
 use super::worker::Worker;
 use crate::comm::{Batch, BatchPool, Mailbox};
 use crate::error::SimError;
@@ -14,23 +34,59 @@ use crate::event::Keyed;
 use crate::model::Model;
 use crate::queue::PendingSet;
 
-/// What the workers share to reach each other: a mailbox and a pool of spare batches each.
+/// What the workers share to reach each other: with threads, a mailbox and a pool of spare
+/// batches each; across processes, the rings.
 pub(super) struct Wires<P> {
     boxes: Vec<Mailbox<Msg<P>>>,
     pools: Vec<BatchPool<Msg<P>>>,
+    #[cfg(all(target_os = "linux", not(chronon_loom)))]
+    procs: Option<ShmWires<P>>,
 }
 
-impl<P: Send> Wires<P> {
+impl<P: Send + 'static> Wires<P> {
     pub(super) fn new(workers: usize) -> Self {
         Wires {
             boxes: (0..workers).map(|_| Mailbox::new()).collect(),
             pools: (0..workers).map(|_| BatchPool::new()).collect(),
+            #[cfg(all(target_os = "linux", not(chronon_loom)))]
+            procs: None,
         }
     }
 
-    /// Whether something may wait for worker `w` (a hint).
+    /// The transport between worker processes.
+    #[cfg(all(target_os = "linux", not(chronon_loom)))]
+    pub(super) fn over_procs(procs: ShmWires<P>) -> Self {
+        Wires {
+            boxes: Vec::new(),
+            pools: Vec::new(),
+            procs: Some(procs),
+        }
+    }
+
+    /// The transport between worker processes, if this run has one.
+    #[inline(always)]
+    pub(super) fn procs(&self) -> Option<&ShmWires<P>> {
+        #[cfg(all(target_os = "linux", not(chronon_loom)))]
+        return self.procs.as_ref();
+        #[cfg(not(all(target_os = "linux", not(chronon_loom))))]
+        None
+    }
+
+    /// Asks the workers of every other process to stop (this process failed).
+    pub(super) fn abort_others(&self) {
+        #[cfg(all(target_os = "linux", not(chronon_loom)))]
+        if let Some(p) = self.procs() {
+            p.abort();
+        }
+    }
+
+    /// Whether something may wait for worker `w` (a hint; across processes the receive
+    /// itself looks).
     #[inline]
     pub(super) fn has_mail(&self, w: usize) -> bool {
+        if self.procs().is_some() {
+            return true;
+        }
         !self.boxes[w].is_empty()
     }
 
@@ -40,9 +96,25 @@ impl<P: Send> Wires<P> {
         &self.boxes[w]
     }
 
+    /// BH_min of worker `w`: a lower bound on the times of the messages waiting for it (the
+    /// mailbox register with threads; across processes the minimum of its incoming rings'
+    /// registers and of its stash). Only worker `w` may call it (for preemption).
+    #[allow(dead_code)]
+    pub(super) fn bh_min(&self, w: usize) -> f64 {
+        #[cfg(all(target_os = "linux", not(chronon_loom)))]
+        if let Some(p) = self.procs() {
+            return p.bh_min(w);
+        }
+        self.boxes[w].min_time()
+    }
+
     /// Hands everything waiting for worker `w` to `f`, in no particular order, and gives the
     /// emptied batches back to their senders. Only worker `w` may call it.
     pub(super) fn receive(&self, w: usize, mut f: impl FnMut(Msg<P>)) {
+        #[cfg(all(target_os = "linux", not(chronon_loom)))]
+        if let Some(p) = self.procs() {
+            return p.receive(w, f);
+        }
         self.boxes[w].take_batches(|mut b| {
             b.drain_into(&mut f);
             match b.owner() {
@@ -54,6 +126,10 @@ impl<P: Send> Wires<P> {
 
     /// What is left for worker `w` once every worker has stopped.
     pub(super) fn leftovers(&self, w: usize, f: impl FnMut(Msg<P>)) {
+        #[cfg(all(target_os = "linux", not(chronon_loom)))]
+        if let Some(p) = self.procs() {
+            return p.leftovers(w, f);
+        }
         self.boxes[w].take(f);
     }
 }
@@ -67,7 +143,7 @@ pub(super) struct Endpoint<P> {
     spare: Vec<Batch<Msg<P>>>,
 }
 
-impl<P: Send> Endpoint<P> {
+impl<P: Send + 'static> Endpoint<P> {
     pub(super) fn new(w: usize, workers: usize) -> Self {
         Endpoint {
             w,
@@ -83,7 +159,10 @@ impl<P: Send> Endpoint<P> {
         let slot = &mut self.outbox[o];
         if slot.is_none() {
             if self.spare.is_empty() {
-                wires.pools[self.w].take_all(&mut self.spare);
+                // Across processes there are no pools: a sender keeps its own batches.
+                if let Some(pool) = wires.pools.get(self.w) {
+                    pool.take_all(&mut self.spare);
+                }
             }
             let b = self
                 .spare
@@ -98,8 +177,21 @@ impl<P: Send> Endpoint<P> {
     }
 
     /// Pushes every queued batch; returns the earliest time pushed (`+inf`: nothing was).
+    /// `over()`: whether the run is over (across processes, a sender that cannot get ring
+    /// space then drops what is left, which is at or after the end time).
     #[inline]
-    pub(super) fn flush(&mut self, wires: &Wires<P>) -> f64 {
+    pub(super) fn flush(&mut self, wires: &Wires<P>, over: impl Fn() -> bool) -> f64 {
+        #[cfg(all(target_os = "linux", not(chronon_loom)))]
+        if let Some(p) = wires.procs() {
+            return p.flush(
+                self.w,
+                &mut self.dirty,
+                &mut self.outbox,
+                &mut self.spare,
+                over,
+            );
+        }
+        let _ = &over;
         let mut min = f64::INFINITY;
         for o in self.dirty.drain(..) {
             if let Some(b) = self.outbox[o].take() {
@@ -118,6 +210,10 @@ impl<M: Model, Q: PendingSet<TwEvent<M::Event>>> Worker<'_, '_, M, Q> {
     /// and sends what that caused.
     pub(super) fn drain(&mut self) -> Result<(), SimError> {
         let sh = self.sh;
+        if sh.wires.procs().is_some_and(|p| p.aborted()) {
+            // Another process failed or was stopped: stop at the top of the loop.
+            sh.abort.store(true, std::sync::atomic::Ordering::SeqCst);
+        }
         if sh.wires.has_mail(self.w) {
             let mut result = Ok(());
             sh.wires.receive(self.w, |m| match m {
@@ -149,7 +245,8 @@ impl<M: Model, Q: PendingSet<TwEvent<M::Event>>> Worker<'_, '_, M, Q> {
     /// in progress and before this worker reported in it lowers `send_min` (README, rule R2).
     #[inline]
     pub(super) fn flush(&mut self) {
-        let min = self.endpoint.flush(&self.sh.wires);
+        let sh = self.sh;
+        let min = self.endpoint.flush(&sh.wires, || sh.gvt.gvt() >= sh.end);
         if min == f64::INFINITY {
             return;
         }

@@ -1,13 +1,14 @@
 //! A worker process of a multi-process run: attach the segments, build every LP, run this
 //! process's workers over the shared-memory transport, report to the parent, then serve its
-//! `Model::finish` requests.
+//! `Model::finish` requests. `child_main` (the frame: signature check, control segment, report,
+//! finish requests) and `finish_ops` serve Time Warp's worker processes too.
 
 use std::sync::atomic::AtomicU64;
 use std::sync::Mutex;
 use std::time::Instant;
 
 use super::parent::{read_msg, write_msg};
-use super::report::{encode, get_stats, put_stats, ChildOut};
+use super::report::{encode, get_stats, put_stats, ChildOut, FinishOps};
 use super::{io_error, RUN_ENV};
 use crate::error::{guard, SimError};
 use crate::event::{Event, EventKey, Keyed};
@@ -19,7 +20,7 @@ use crate::executor::conservative::{
 };
 use crate::executor::global::GlobalQueue;
 use crate::executor::links::Links;
-use crate::executor::{init_lps, LpSlot, RunConfig};
+use crate::executor::{init_lps, RunConfig};
 use crate::fingerprint::Fingerprint;
 use crate::gsu::{Published, Snapshot};
 use crate::model::{LpId, Model, ModelStats};
@@ -34,28 +35,46 @@ pub(super) fn child<M: Model>(
     cfg: &RunConfig,
     protocol: Protocol,
     cc: &ConservativeConfig,
-    mut w: crate::shm::Worker,
+    w: crate::shm::Worker,
     sig: &str,
 ) -> !
 where
     M::Event: ShmSafe,
 {
+    child_main(model, w, sig, |w, control, states| match cfg.queue {
+        QueueKind::Heap => {
+            child_run::<M, HeapQueue<Event<M::Event>>>(model, cfg, protocol, cc, w, control, states)
+        }
+        QueueKind::Ladder => child_run::<M, LadderQueue<Event<M::Event>>>(
+            model, cfg, protocol, cc, w, control, states,
+        ),
+    })
+}
+
+/// A child's part of every multi-process run (conservative or Time Warp): checks that it
+/// reached the run its parent started, attaches the control segment, runs `run`, writes its
+/// report, answers the parent's `Model::finish` requests on the LP states `run` left, and
+/// exits the process.
+pub(crate) fn child_main<M: Model>(
+    model: &M,
+    mut w: crate::shm::Worker,
+    sig: &str,
+    run: impl FnOnce(
+        &mut crate::shm::Worker,
+        &Control,
+        &mut Vec<Option<M::State>>,
+    ) -> Result<ChildOut, SimError>,
+) -> ! {
     let (Ok(pipe), Ok(requests)) = (w.fd(2 + w.index), w.fd(2 + w.procs + w.index)) else {
         eprintln!("chronon: worker process {}: no report pipe", w.index);
         std::process::exit(3)
     };
-    let mut states: Vec<LpSlot<M::State>> = Vec::new();
+    // Per LP: its final state where this process holds it.
+    let mut states: Vec<Option<M::State>> = Vec::new();
     let out = match std::env::var(RUN_ENV) {
         Ok(s) if s == sig => match Control::attach(w.segment(0).unwrap_or_else(|_| exit_no_segment())) {
             Ok(control) => {
-                let out = match cfg.queue {
-                    QueueKind::Heap => child_run::<M, HeapQueue<Event<M::Event>>>(
-                        model, cfg, protocol, cc, &mut w, &control, &mut states,
-                    ),
-                    QueueKind::Ladder => child_run::<M, LadderQueue<Event<M::Event>>>(
-                        model, cfg, protocol, cc, &mut w, &control, &mut states,
-                    ),
-                };
+                let out = run(&mut w, &control, &mut states);
                 out.unwrap_or_else(|e| {
                     // Nobody may wait for this process at a barrier.
                     control.abort(w.index as u32);
@@ -79,12 +98,14 @@ where
     while let Some(req) = read_msg(&mut requests) {
         let mut r = Reader::new(&req);
         let reply = match (r.u64(), get_stats(&mut r)) {
-            (Some(lp), Some(mut stats)) if (lp as usize) < states.len() => {
+            (Some(lp), Some(mut stats)) if states.get(lp as usize).is_some_and(Option::is_some) => {
                 let lp = lp as LpId;
-                let s = &states[lp as usize];
+                let Some(state) = &states[lp as usize] else {
+                    std::process::exit(3)
+                };
                 let mut w = Writer::default();
                 match guard("Model::finish", Some(lp), || {
-                    model.finish(lp, &s.state, &mut stats)
+                    model.finish(lp, state, &mut stats)
                 }) {
                     Ok(()) => {
                         w.u64(0);
@@ -118,7 +139,7 @@ fn child_run<M: Model, Q: PendingSet<Event<M::Event>>>(
     cc: &ConservativeConfig,
     w: &mut crate::shm::Worker,
     control: &Control,
-    states: &mut Vec<LpSlot<M::State>>,
+    states: &mut Vec<Option<M::State>>,
 ) -> Result<ChildOut, SimError>
 where
     M::Event: ShmSafe,
@@ -253,8 +274,8 @@ where
     // Stopped by another process (its error, or a stop request under null messages): this
     // process's figures cover what it committed; the parent returns the other's error if it
     // has one, else an incomplete report.
-    *states = shared.lps.into_vec();
-    let lps = &*states;
+    let all = shared.lps.into_vec();
+    let lps = &all;
     let mine = |lp: usize| shared.owner[lp] as usize / threads == p;
     let fingerprint = Fingerprint::from_digests(
         lps.iter()
@@ -269,27 +290,24 @@ where
         .filter(|(i, _)| mine(*i))
         .map(|(_, s)| s.digest.count())
         .sum();
-    let mut finish = Vec::new();
-    for (i, s) in lps.iter().enumerate().filter(|(i, _)| mine(*i)) {
-        let lp = i as LpId;
-        let mut st = ModelStats::recording();
-        let ran = guard("Model::finish", Some(lp), || {
-            model.finish(lp, &s.state, &mut st)
-        });
-        // A `finish` that read figures saw only its own: its operations (or its panic) mean
-        // nothing, and the parent will have it run on the real figures.
-        match (st.take_log(), ran) {
-            (Ok(ops), Ok(())) => finish.push((lp, Some(ops))),
-            (Err(()), _) => finish.push((lp, None)),
-            (Ok(_), Err(e)) => return Err(e),
-        }
-    }
+    let finish = finish_ops(
+        model,
+        lps.iter()
+            .enumerate()
+            .filter(|(i, _)| mine(*i))
+            .map(|(i, s)| (i as LpId, &s.state)),
+    )?;
     let mut counters = init_counters;
     for (r, _, _) in &results {
         for (c, x) in counters.iter_mut().zip(&r.counters) {
             *c += x;
         }
     }
+    *states = all
+        .into_iter()
+        .enumerate()
+        .map(|(i, s)| mine(i).then_some(s.state))
+        .collect();
     Ok(ChildOut {
         result: Ok(()),
         fingerprint,
@@ -312,8 +330,34 @@ where
     })
 }
 
+/// Runs `Model::finish` for each LP of this process, recording its operations (`None` where
+/// it read figures: the parent has it run on the real figures later).
+pub(crate) fn finish_ops<'s, M: Model>(
+    model: &M,
+    lps: impl Iterator<Item = (LpId, &'s M::State)>,
+) -> Result<FinishOps, SimError>
+where
+    M::State: 's,
+{
+    let mut finish = Vec::new();
+    for (lp, state) in lps {
+        let mut st = ModelStats::recording();
+        let ran = guard("Model::finish", Some(lp), || {
+            model.finish(lp, state, &mut st)
+        });
+        // A `finish` that read figures saw only its own: its operations (or its panic) mean
+        // nothing, and the parent will have it run on the real figures.
+        match (st.take_log(), ran) {
+            (Ok(ops), Ok(())) => finish.push((lp, Some(ops))),
+            (Err(()), _) => finish.push((lp, None)),
+            (Ok(_), Err(e)) => return Err(e),
+        }
+    }
+    Ok(finish)
+}
+
 /// This process's peak resident set (VmHWM in /proc/self/status), bytes; 0 where unknown.
-fn peak_rss_bytes() -> u64 {
+pub(crate) fn peak_rss_bytes() -> u64 {
     std::fs::read_to_string("/proc/self/status")
         .ok()
         .and_then(|s| {

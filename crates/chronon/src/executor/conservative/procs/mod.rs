@@ -16,6 +16,10 @@
 //! parent asks the LP's process to run it on the figures so far), and per-worker figures. A
 //! child's `Simulation::run` never returns: the process exits once it is done.
 //!
+//! Launching, gathering and `model_stats` are shared with Time Warp across processes
+//! (`time_warp/procs.rs`): `parent_run` (the parent's part), `child_main` (a child's frame
+//! around its run) and `finish_ops`.
+//!
 //! Files: `parent.rs` (segments, pipes, launch, `model_stats` in LP order, the report),
 //! `child.rs` (a worker process), `report.rs` (what a child reports, encoded with
 //! `transport::wire`).
@@ -27,6 +31,10 @@ mod child;
 mod parent;
 mod report;
 
+pub(crate) use child::{child_main, finish_ops, peak_rss_bytes};
+pub(crate) use parent::parent_run;
+pub(crate) use report::ChildOut;
+
 use std::ffi::OsString;
 
 use super::{ConservativeConfig, Protocol, Runtime};
@@ -37,7 +45,7 @@ use crate::shm::{ShmSafe, MAX_WORKERS, ROLE_ENV};
 use crate::stats::Report;
 
 /// The run a worker process must find itself in (checked against its own `Simulation`).
-const RUN_ENV: &str = "CHRONON_PROCS_RUN";
+pub(crate) const RUN_ENV: &str = "CHRONON_PROCS_RUN";
 
 /// Whether this process is a worker process started by a multi-process run
 /// ([`Simulation::processes`](crate::Simulation::processes)). A program may test it early in
@@ -157,6 +165,10 @@ fn signature(cfg: &RunConfig, protocol: Protocol, cc: &ConservativeConfig, procs
     )
 }
 
-fn io_error(what: &str) -> impl Fn(std::io::Error) -> SimError + '_ {
+pub(crate) fn io_error(what: &str) -> impl Fn(std::io::Error) -> SimError + '_ {
     move |e| SimError::Process(format!("{what}: {e}"))
 }
+
+/// The error a Time Warp child reports when another process stopped the run (conservative
+/// children report a stop as an incomplete run instead).
+pub(crate) const ABORTED: &str = "another worker process stopped the run";

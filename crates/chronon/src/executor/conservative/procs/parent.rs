@@ -7,7 +7,7 @@ use std::os::fd::AsFd;
 use std::time::Instant;
 
 use super::report::{decode, get_stats, put_stats, ChildOut};
-use super::{io_error, ProcsOptions, RUN_ENV};
+use super::{io_error, ProcsOptions, ABORTED, RUN_ENV};
 use crate::error::SimError;
 use crate::executor::conservative::{ConservativeConfig, Protocol};
 use crate::executor::RunConfig;
@@ -34,6 +34,35 @@ where
     let start = Instant::now();
     let control = Control::create(n).map_err(io_error("cannot create the control segment"))?;
     let net = ShmNet::create::<M::Event>(n).map_err(io_error("cannot create the rings"))?;
+    let owner = cc.mapping.owners(cfg.lps, n).map_err(SimError::Config)?;
+    let (outs, stats) = parent_run(model, cfg, opts, cc.threads, &owner, sig, &control, &net)?;
+    gather(
+        cfg,
+        protocol,
+        cc,
+        procs,
+        outs,
+        stats,
+        start.elapsed().as_secs_f64(),
+    )
+}
+
+/// The parent's part of every multi-process run (conservative or Time Warp): starts the
+/// children with the control and net segments, gathers their reports and `model_stats`, and
+/// returns the children's outcomes once every child has exited; the first error (earliest
+/// (time, LP)) if any child failed.
+#[allow(clippy::too_many_arguments)]
+pub(crate) fn parent_run<M: Model>(
+    model: &M,
+    cfg: &RunConfig,
+    opts: &ProcsOptions,
+    threads: usize,
+    owner: &[u32],
+    sig: &str,
+    control: &Control,
+    net: &crate::shm::Segment,
+) -> Result<(Vec<ChildOut>, ModelStats), SimError> {
+    let procs = opts.procs;
     // Per child: a result pipe (child → parent: its report, then finish replies) and a
     // request pipe (parent → child: finish requests; closing it lets the child exit).
     let mut results_r = Vec::with_capacity(procs);
@@ -48,7 +77,6 @@ where
         requests_r.push(r);
         requests_w.push(w);
     }
-    let owner = cc.mapping.owners(cfg.lps, n).map_err(SimError::Config)?;
     let args = opts
         .args
         .clone()
@@ -61,9 +89,9 @@ where
         let coordinator = s.spawn(|| {
             let mut readers = results_r;
             let mut requests = requests_w;
-            coordinate(model, cfg, &owner, cc.threads, &mut readers, &mut requests)
+            coordinate(model, cfg, owner, threads, &mut readers, &mut requests)
         });
-        let launched = launch(procs, args, &control, &net, sig, results_w, requests_r);
+        let launched = launch(procs, args, control, net, sig, results_w, requests_r);
         (launched, coordinator.join().unwrap_or(None))
     });
     if let Err(e) = launched {
@@ -75,7 +103,8 @@ where
         ));
     };
     // The error of the earliest (time, LP) wins, as with threads (errors without a time, such
-    // as configuration errors, rank last).
+    // as configuration errors, rank last; "stopped by another process", which only Time Warp
+    // children report, only when nothing better is known).
     let mut error: Option<SimError> = None;
     for o in &mut outs {
         if let Err(e) = std::mem::replace(&mut o.result, Ok(())) {
@@ -88,16 +117,7 @@ where
     if let Some(e) = error {
         return Err(e);
     }
-    let stats = stats?;
-    gather(
-        cfg,
-        protocol,
-        cc,
-        procs,
-        outs,
-        stats,
-        start.elapsed().as_secs_f64(),
-    )
+    Ok((outs, stats?))
 }
 
 /// Starts the children with the segments and their pipe ends, waits for them all, and closes
@@ -217,6 +237,7 @@ fn rank(e: &SimError) -> (f64, u32, u8) {
     match e {
         SimError::Model(m) => (m.time, m.lp, 0),
         SimError::Panic { lp, time, .. } => (*time, *lp, 0),
+        SimError::Process(m) if m == ABORTED => (f64::INFINITY, u32::MAX, 2),
         _ => (f64::INFINITY, u32::MAX, 1),
     }
 }

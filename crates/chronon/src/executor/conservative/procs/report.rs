@@ -6,31 +6,34 @@ use crate::error::{ModelError, SimError};
 use crate::model::{LpId, ModelStats, StatOp};
 use crate::transport::wire::{Reader, Writer};
 
+/// Per LP: the operations its `finish` made, or `None` where it read figures.
+pub(crate) type FinishOps = Vec<(LpId, Option<Vec<StatOp>>)>;
+
 /// What a child reports.
 #[derive(Debug)]
-pub(super) struct ChildOut {
-    pub result: Result<(), SimError>,
-    pub fingerprint: u64,
-    pub committed: u64,
-    pub processed: u64,
-    pub pending: u64,
-    pub in_transit: u64,
-    pub tmc_left: i64,
-    pub stopped: bool,
-    pub last_time: f64,
-    pub init_s: f64,
-    pub wall_s: f64,
+pub(crate) struct ChildOut {
+    pub(crate) result: Result<(), SimError>,
+    pub(crate) fingerprint: u64,
+    pub(crate) committed: u64,
+    pub(crate) processed: u64,
+    pub(crate) pending: u64,
+    pub(crate) in_transit: u64,
+    pub(crate) tmc_left: i64,
+    pub(crate) stopped: bool,
+    pub(crate) last_time: f64,
+    pub(crate) init_s: f64,
+    pub(crate) wall_s: f64,
     /// The worker process's peak resident set (VmHWM), bytes (0 where unknown).
-    pub peak_rss: u64,
-    pub counters: Vec<i64>,
+    pub(crate) peak_rss: u64,
+    pub(crate) counters: Vec<i64>,
     /// Per LP of this process: the operations its `finish` made, or `None` where `finish`
     /// read figures (the parent then asks this process to run it on the figures so far).
-    pub finish: Vec<(LpId, Option<Vec<StatOp>>)>,
-    pub workers: Vec<BTreeMap<String, f64>>,
+    pub(crate) finish: FinishOps,
+    pub(crate) workers: Vec<BTreeMap<String, f64>>,
 }
 
 impl ChildOut {
-    pub(super) fn failed(e: SimError) -> Self {
+    pub(crate) fn failed(e: SimError) -> Self {
         ChildOut {
             result: Err(e),
             fingerprint: 0,

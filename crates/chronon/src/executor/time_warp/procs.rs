@@ -1,0 +1,311 @@
+//! Time Warp across worker processes ([`Simulation::processes`] with `Executor::TimeWarp`,
+//! `chronon run --procs P --sync timewarp`): P processes of W threads each; a worker is
+//! (process, thread), numbered `p * W + t`, and the LP mapping is over all `P × W` workers. The
+//! protocol is the same code as with threads (`worker.rs`, `rollback.rs`, `fossil.rs`), over
+//! the shared-memory transport (`shm_wires.rs`) with the GVT registers in shared memory.
+//!
+//! Launching, gathering and `model_stats` are those of the conservative multi-process runs
+//! (`conservative/procs/`: `parent_run`, `child_main`): every child builds the model from the
+//! same configuration, initializes every LP (so initial event ids agree), keeps its own
+//! workers' LPs and events, runs them, and reports its LPs' committed fingerprint part and
+//! count, committed counters, the operations `Model::finish` made per LP, and per-worker
+//! figures. Each LP commits in its owner process only, so commit hooks run once.
+//!
+//! [`Simulation::processes`]: crate::Simulation::processes
+
+use std::sync::Arc;
+use std::time::Instant;
+
+use super::gvt::GvtRegisters;
+use super::lp::TwEvent;
+use super::options::{StateSaving, TimeWarpOptions};
+use super::report::{pending_at_end, worker_figures};
+use super::setup::{build, spawn, Built};
+use super::shm_wires::ShmWires;
+use super::transport::Wires;
+use crate::error::{guard, SimError};
+use crate::executor::conservative::procs::{
+    child_main, finish_ops, io_error, parent_run, peak_rss_bytes, ChildOut, ProcsOptions, ABORTED,
+};
+use crate::executor::RunConfig;
+use crate::fingerprint::Fingerprint;
+use crate::model::{LpId, Model};
+use crate::queue::{HeapQueue, LadderQueue, PendingSet, QueueKind};
+use crate::shm::{Control, ShmSafe, MAX_WORKERS};
+use crate::stats::Report;
+
+/// A multi-process Time Warp run, as a function pointer (instantiated where `M::Event:
+/// ShmSafe` is known, called from `Simulation::run`, which does not know it).
+pub(crate) type TwProcsFn<M> =
+    fn(&M, &RunConfig, usize, &TimeWarpOptions, &ProcsOptions) -> Result<Report, SimError>;
+
+/// Runs `model` under Time Warp over `procs.procs` processes of `threads` threads (parent), or,
+/// in a worker process, does that worker's part and exits.
+pub(crate) fn run<M: Model>(
+    model: &M,
+    cfg: &RunConfig,
+    threads: usize,
+    opts: &TimeWarpOptions,
+    procs: &ProcsOptions,
+) -> Result<Report, SimError>
+where
+    M::Event: ShmSafe,
+{
+    check(model, threads, opts, procs.procs)?;
+    let sig = format!(
+        "lps={} end={:x} seed={} queue={} sync=timewarp threads={threads} procs={} options={opts:?}",
+        cfg.lps,
+        cfg.end.to_bits(),
+        cfg.seed,
+        cfg.queue.name(),
+        procs.procs,
+    );
+    match crate::shm::Worker::from_env() {
+        Some(Ok(w)) => child_main(model, w, &sig, |w, control, states| match cfg.queue {
+            QueueKind::Heap => child_run::<M, HeapQueue<TwEvent<M::Event>>>(
+                model, cfg, threads, opts, w, control, states,
+            ),
+            QueueKind::Ladder => child_run::<M, LadderQueue<TwEvent<M::Event>>>(
+                model, cfg, threads, opts, w, control, states,
+            ),
+        }),
+        Some(Err(e)) => {
+            // The parent is gone (or the environment is broken): nothing to report to.
+            eprintln!("chronon: worker process cannot start: {e}");
+            std::process::exit(3)
+        }
+        None => parent(model, cfg, threads, opts, procs, &sig),
+    }
+}
+
+/// What a multi-process Time Warp run cannot do, before anything starts.
+fn check<M: Model>(
+    model: &M,
+    threads: usize,
+    opts: &TimeWarpOptions,
+    procs: usize,
+) -> Result<(), SimError> {
+    if procs == 0 {
+        return Err(SimError::Config(
+            "--procs is 0; it must be at least 1 worker process".into(),
+        ));
+    }
+    if threads == 0 {
+        return Err(SimError::Config(
+            "Time Warp needs at least 1 thread; got 0".into(),
+        ));
+    }
+    let n = procs.saturating_mul(threads);
+    if n > MAX_WORKERS {
+        return Err(SimError::Config(format!(
+            "--procs {procs} × --threads {threads} is {n} workers; a multi-process run holds at most {MAX_WORKERS}"
+        )));
+    }
+    if opts.preempt {
+        // Check-and-switch reads the mailbox register; across processes BH_min is the rings'
+        // registers (`Wires::bh_min`), which the contexts do not read yet.
+        return Err(SimError::Config(
+            "--preempt does not run across processes yet; leave out --procs or --preempt".into(),
+        ));
+    }
+    if opts.check_reverse {
+        return Err(SimError::Config(
+            "--check-reverse does not run across processes; leave out --procs or --check-reverse"
+                .into(),
+        ));
+    }
+    let globals = guard("Model::global_events", None, || model.global_events())?;
+    if !globals.is_empty() {
+        return Err(SimError::Config(
+            "this model has global events, which read every LP's state; no process holds every LP's state in a multi-process run, so it cannot run with --procs (run it with --threads)".into(),
+        ));
+    }
+    Ok(())
+}
+
+// ---------------------------------------------------------------- parent
+
+fn parent<M: Model>(
+    model: &M,
+    cfg: &RunConfig,
+    threads: usize,
+    opts: &TimeWarpOptions,
+    popts: &ProcsOptions,
+    sig: &str,
+) -> Result<Report, SimError>
+where
+    M::Event: ShmSafe,
+{
+    let procs = popts.procs;
+    let n = procs * threads;
+    let start = Instant::now();
+    let control = Control::create(n).map_err(io_error("cannot create the control segment"))?;
+    let net =
+        Arc::new(ShmWires::<M::Event>::create(n).map_err(io_error("cannot create the rings"))?);
+    let owner = opts.mapping.owners(cfg.lps, n).map_err(SimError::Config)?;
+    let (outs, stats) = parent_run(model, cfg, popts, threads, &owner, sig, &control, &net)?;
+    // Safety: `create` initialized the GVT registers at the start of the segment for `n`
+    // workers; the Arc keeps it mapped; every child has exited.
+    let gvt = unsafe { GvtRegisters::attach_shared(net.base(), n, net.clone()) };
+    let mut report = Report::new("timewarp", threads, cfg.queue.name(), cfg.lps, cfg.end);
+    let mut fingerprint = 0u64;
+    let mut wall = 0f64;
+    let mut peak_rss = 0u64;
+    for o in outs {
+        fingerprint = fingerprint.wrapping_add(o.fingerprint);
+        report.committed += o.committed;
+        report.processed += o.processed;
+        report.pending_at_end += o.pending;
+        report.complete &= !o.stopped;
+        report.last_time = report.last_time.max(o.last_time);
+        report.init_s = report.init_s.max(o.init_s);
+        wall = wall.max(o.wall_s);
+        peak_rss += o.peak_rss;
+        report.workers.extend(o.workers);
+    }
+    let sum = |k: &str| -> f64 { report.workers.iter().filter_map(|w| w.get(k)).sum() };
+    report.rolled_back = sum("rolled_back") as u64;
+    let mut es = std::collections::BTreeMap::new();
+    es.insert(
+        "efficiency".into(),
+        report.committed as f64 / report.processed.max(1) as f64,
+    );
+    for k in [
+        "primary_rollbacks",
+        "secondary_rollbacks",
+        "anti_messages",
+        "coasted_events",
+        "checkpoints",
+    ] {
+        es.insert(k.to_string(), sum(k));
+    }
+    es.insert("gvt_rounds".into(), gvt.rounds() as f64);
+    let reverse = match opts.state_saving {
+        StateSaving::Copy => false,
+        StateSaving::Reverse => true,
+        StateSaving::Auto => model.has_reverse(),
+    };
+    es.insert("reverse_computation".into(), f64::from(u8::from(reverse)));
+    es.insert("procs".into(), procs as f64);
+    es.insert("workers_total".into(), n as f64);
+    es.insert("procs_total_s".into(), start.elapsed().as_secs_f64());
+    // The worker processes' peak resident sets, summed (the parent's own is the CLI's
+    // `peak_rss_bytes`).
+    es.insert("workers_peak_rss_bytes".into(), peak_rss as f64);
+    report.executor_stats.extend(es);
+    report.fingerprint = Fingerprint(fingerprint);
+    cfg.progress.set_now(report.last_time);
+    report.model_stats = stats;
+    report.set_wall(wall);
+    Ok(report)
+}
+
+// ---------------------------------------------------------------- child
+
+fn child_run<M: Model, Q: PendingSet<TwEvent<M::Event>>>(
+    model: &M,
+    cfg: &RunConfig,
+    threads: usize,
+    opts: &TimeWarpOptions,
+    w: &mut crate::shm::Worker,
+    control: &Control,
+    states: &mut Vec<Option<M::State>>,
+) -> Result<ChildOut, SimError>
+where
+    M::Event: ShmSafe,
+{
+    let (p, procs) = (w.index, w.procs);
+    let (n, base) = (procs * threads, p * threads);
+    let seg = w
+        .segment(1)
+        .map_err(io_error("worker process: the rings segment"))?;
+    let (wires, gvt) =
+        ShmWires::<M::Event>::attach(seg, control.clone(), n, p as u32, base, threads)
+            .map_err(io_error("worker process: the rings segment"))?;
+    let Built {
+        sh,
+        parts,
+        counters: mut init_counters,
+        report,
+        saving,
+    } = build::<M, Q>(
+        model,
+        cfg,
+        n,
+        opts,
+        None,
+        base..base + threads,
+        Some((Wires::over_procs(wires), gvt)),
+    )?;
+    // The counters `init` moved are counted once, by process 0.
+    if p != 0 {
+        init_counters.iter_mut().for_each(|c| *c = 0);
+    }
+    let start = Instant::now();
+    let results = spawn(&sh, base, parts, |w| {
+        if let Some(net) = sh.wires.procs() {
+            // Every worker of every process stops sending before anyone takes its leftovers.
+            let _ = net.end_barrier(w);
+        }
+    });
+    let wall_s = start.elapsed().as_secs_f64();
+    if let Some(e) = sh.error.lock().ok().and_then(|mut e| e.take()) {
+        return Err(e);
+    }
+    if results.iter().any(|r| !r.4) && control.aborted().is_some() {
+        return Err(SimError::Process(ABORTED.into()));
+    }
+    let mut counters = init_counters;
+    let mut pending = sh.wires.procs().map_or(0, |net| net.unsent());
+    let mut complete = true;
+    let mut workers = Vec::with_capacity(results.len());
+    let mut last_time = 0f64;
+    let (mut processed, mut committed) = (0u64, 0u64);
+    let mut fingerprint = 0u64;
+    let mut mine = Vec::new();
+    *states = (0..cfg.lps).map(|_| None).collect();
+    for (k, (lps, cold, c, st, done, (queue, cancelled))) in results.into_iter().enumerate() {
+        drop(cold);
+        complete &= done;
+        pending += pending_at_end(queue, cancelled, &sh.wires, base + k);
+        for (a, b) in counters.iter_mut().zip(&c) {
+            *a += b;
+        }
+        processed += st.processed;
+        last_time = last_time.max(st.last_committed);
+        workers.push(worker_figures(&st, saving));
+        fingerprint = fingerprint
+            .wrapping_add(Fingerprint::from_digests(lps.iter().map(|l| (l.id, &l.digest))).0);
+        committed += lps.iter().map(|l| l.digest.count()).sum::<u64>();
+        for l in lps {
+            mine.push(l.id);
+            states[l.id as usize] = Some(l.state);
+        }
+    }
+    let finish = finish_ops(
+        model,
+        mine.iter().map(|&lp| {
+            (
+                lp as LpId,
+                states[lp as usize].as_ref().expect("this process's LP"),
+            )
+        }),
+    )?;
+    Ok(ChildOut {
+        result: Ok(()),
+        fingerprint,
+        committed,
+        processed,
+        pending,
+        in_transit: 0,
+        tmc_left: 0,
+        stopped: !complete,
+        last_time,
+        init_s: report.init_s,
+        wall_s,
+        peak_rss: peak_rss_bytes(),
+        counters,
+        finish,
+        workers,
+    })
+}
