@@ -376,8 +376,8 @@ fn bad_runtime_flags_are_one_line_errors() {
     let ls = ["--sync", "lockstep", "--threads", "2"];
     let cases: &[(&[&str], &str)] = &[
         (
-            &["--runtime", "bsp"],
-            "waits for multi-process support (issue 10",
+            &["--runtime", "bsp", "--procs", "2"],
+            "--runtime bsp starts one single-threaded process per --threads",
         ),
         (
             &["--runtime", "work-stealing", "--threshold", "0"],
