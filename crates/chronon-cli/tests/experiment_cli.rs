@@ -187,7 +187,10 @@ fn list_names_every_experiment_and_what_waits() {
         ("000-fig7", "waits for issue 10"),
         ("000-fig8", "waits for issue 10"),
         ("000-fig9", "waits for issue 10"),
-        ("003-fig5", "waits for issue 12"),
+        (
+            "003-fig5",
+            "waits for its experiment wrapper; `chronon calibrate ticks`",
+        ),
     ] {
         assert!(line(name).contains(waits), "{}", line(name));
     }

@@ -127,7 +127,7 @@ pub(crate) const EXPERIMENTS: &[Experiment] = &[
         partial: "",
         reps: 3,
         status: Status::Waits(
-            "`chronon calibrate ticks` measures it (docs/timewarp.md); not an experiment yet",
+            "its experiment wrapper; `chronon calibrate ticks` measures it today (docs/timewarp.md)",
         ),
     },
     Experiment {
