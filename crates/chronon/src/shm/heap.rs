@@ -38,7 +38,8 @@ pub(crate) struct ItemHeader {
     class: u32,
     /// The next item on the return stack (an offset; 0 = end).
     next: LinkWord,
-    _pad: u32,
+    /// Bytes of data the item's value occupies (what the copy transport copies).
+    pub(crate) used: u32,
     /// Bits of the simulation time at which the count dropped to zero.
     pub(crate) ttz: AtomicU64,
 }
@@ -65,6 +66,8 @@ struct SegHeader {
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct HeapConfig {
     classes: Vec<(u32, u32)>,
+    /// Segments a heap may have (1: no growth).
+    max_segments: u32,
 }
 
 impl Default for HeapConfig {
@@ -72,6 +75,7 @@ impl Default for HeapConfig {
     fn default() -> Self {
         HeapConfig {
             classes: vec![(64, 1024), (512, 256), (4096, 64), (65536, 8)],
+            max_segments: SEGMENTS_PER_OWNER,
         }
     }
 }
@@ -81,7 +85,57 @@ impl HeapConfig {
     pub fn empty() -> Self {
         HeapConfig {
             classes: Vec::new(),
+            max_segments: SEGMENTS_PER_OWNER,
         }
+    }
+
+    /// At most `n` segments per heap (1 ..= 16; 1: the heap never grows, an allocation that
+    /// finds its class empty fails with [`HeapError::Exhausted`]).
+    pub fn max_segments(mut self, n: u32) -> Self {
+        self.max_segments = n;
+        self
+    }
+
+    /// The largest item data size.
+    pub fn largest(&self) -> usize {
+        self.classes.last().map_or(0, |c| c.0 as usize)
+    }
+
+    /// The size classes as (data bytes, items per segment).
+    pub fn classes(&self) -> &[(u32, u32)] {
+        &self.classes
+    }
+
+    /// Parses `SIZE:COUNT,SIZE:COUNT,...` (sizes in bytes, or with a `K`/`M` suffix for KiB
+    /// and MiB, strictly growing), e.g. `64:1024,512:256,4K:64,64K:8`, and checks it.
+    pub fn parse(text: &str) -> Result<HeapConfig, String> {
+        let num = |t: &str| -> Result<u64, String> {
+            let t = t.trim();
+            let (digits, mul) = match t.strip_suffix(['K', 'k']) {
+                Some(d) => (d, 1024),
+                None => match t.strip_suffix(['M', 'm']) {
+                    Some(d) => (d, 1024 * 1024),
+                    None => (t, 1),
+                },
+            };
+            digits
+                .parse::<u64>()
+                .ok()
+                .and_then(|v| v.checked_mul(mul))
+                .filter(|&v| v <= u64::from(u32::MAX))
+                .ok_or_else(|| format!("'{t}' is not a size (bytes, or with K or M)"))
+        };
+        let mut cfg = HeapConfig::empty();
+        for part in text.split(',') {
+            let Some((size, count)) = part.split_once(':') else {
+                return Err(format!(
+                    "--heap-classes: '{part}' is not SIZE:COUNT (like 4K:64)"
+                ));
+            };
+            cfg = cfg.class(num(size)? as u32, num(count)? as u32);
+        }
+        cfg.check().map_err(|e| format!("--heap-classes {text}: {e}"))?;
+        Ok(cfg)
     }
 
     /// Adds a class of `count` items of `size` data bytes each.
@@ -96,7 +150,7 @@ impl HeapConfig {
         self.class(size, u32::try_from(count).unwrap_or(u32::MAX))
     }
 
-    fn check(&self) -> io::Result<()> {
+    pub(crate) fn check(&self) -> io::Result<()> {
         let bad = |m: String| Err(io::Error::new(io::ErrorKind::InvalidInput, m));
         if self.classes.is_empty() || self.classes.len() > MAX_CLASSES {
             return bad(format!(
@@ -109,6 +163,12 @@ impl HeapConfig {
         }
         if self.classes.iter().any(|&(s, c)| s == 0 || c == 0) {
             return bad("size classes need a size and a count above 0".into());
+        }
+        if self.max_segments == 0 || self.max_segments > SEGMENTS_PER_OWNER {
+            return bad(format!(
+                "a heap has 1..={SEGMENTS_PER_OWNER} segments, got {}",
+                self.max_segments
+            ));
         }
         if self.segment_bytes() > u32::MAX as u64 {
             return bad("a heap segment must stay under 4 GiB".into());
@@ -145,7 +205,12 @@ pub enum HeapError {
     Exhausted {
         /// The class's item size.
         class_size: u32,
+        /// The segments the heap has.
+        segments: u32,
     },
+    /// Every heap number of this process is taken (256 owners × 16 segments over all
+    /// processes; see `shm::local`).
+    NoHeapNumber,
     /// The OS refused a new segment.
     Io(io::Error),
 }
@@ -157,9 +222,17 @@ impl std::fmt::Display for HeapError {
                 f,
                 "a {size}-byte value (alignment {align}) fits no size class of the shared heap"
             ),
-            HeapError::Exhausted { class_size } => write!(
+            HeapError::Exhausted {
+                class_size,
+                segments,
+            } => write!(
                 f,
-                "shared heap class of {class_size}-byte items is full in all {SEGMENTS_PER_OWNER} segments"
+                "shared heap class of {class_size}-byte items is full in all {segments} segments of the heap (more items per class or more segments: --heap-classes, --heap-segments)"
+            ),
+            HeapError::NoHeapNumber => write!(
+                f,
+                "no shared heap number is left in this process: at most {} threads may hold a shared heap at once",
+                registry::MAX_OWNERS
             ),
             HeapError::Io(e) => write!(f, "cannot create a shared heap segment: {e}"),
         }
@@ -244,6 +317,11 @@ impl Heap {
         Ok(heap)
     }
 
+    /// The owner number (heap numbers `owner * 16 ..`).
+    pub fn owner(&self) -> u32 {
+        self.owner
+    }
+
     /// The heap number of this heap's segment `k`.
     pub fn heap_number(&self, k: usize) -> u32 {
         self.owner * SEGMENTS_PER_OWNER + k as u32
@@ -256,7 +334,7 @@ impl Heap {
 
     fn grow(&mut self) -> io::Result<()> {
         let k = self.segs.len() as u32;
-        if k >= SEGMENTS_PER_OWNER {
+        if k >= self.config.max_segments {
             return Err(io::Error::other("heap has its last segment"));
         }
         let seg = Segment::create(self.config.segment_bytes() as usize)?;
@@ -293,7 +371,7 @@ impl Heap {
                             refs: AtomicU32::new(0),
                             class: c as u32,
                             next: LinkWord::new(0),
-                            _pad: 0,
+                            used: 0,
                             ttz: AtomicU64::new(0),
                         })
                 };
@@ -308,8 +386,7 @@ impl Heap {
         Ok(())
     }
 
-    fn class_for<T>(&self) -> Result<usize, HeapError> {
-        let (size, align) = (size_of::<T>(), align_of::<T>());
+    fn class_for(&self, size: usize, align: usize) -> Result<usize, HeapError> {
         if align > ITEM_ALIGN {
             return Err(HeapError::TooLarge { size, align });
         }
@@ -320,19 +397,24 @@ impl Heap {
             .ok_or(HeapError::TooLarge { size, align })
     }
 
-    /// Moves `value` into a free item of the smallest class it fits and returns the one
-    /// reference to it. Collects returned items first if the class is empty, and grows the
-    /// heap by a segment (announced in the directory) if it is still empty.
-    pub fn alloc<T: ShmSafe>(&mut self, value: T) -> Result<BPtr<T>, HeapError> {
-        let c = self.class_for::<T>()?;
+    /// Takes a free item for `size` data bytes of alignment `align` (collecting and growing as
+    /// needed) with `refs = 1` and `used = size`: (heap number, offset, the data's address).
+    /// The caller must write the value before the `BPtr` is made.
+    pub(crate) fn alloc_raw(
+        &mut self,
+        size: usize,
+        align: usize,
+    ) -> Result<(u32, u32, *mut u8), HeapError> {
+        let c = self.class_for(size, align)?;
         if self.free[c].is_empty() {
             self.collect();
         }
         if self.free[c].is_empty() {
             self.grow().map_err(|e| {
-                if self.segs.len() as u32 >= SEGMENTS_PER_OWNER {
+                if self.segs.len() as u32 >= self.config.max_segments {
                     HeapError::Exhausted {
                         class_size: self.config.classes[c].0,
+                        segments: self.segs.len() as u32,
                     }
                 } else {
                     HeapError::Io(e)
@@ -343,21 +425,52 @@ impl Heap {
         let base = self.segs[k as usize].base().as_ptr();
         // Safety: (k, off) is a free item of this heap: no `BPtr` refers to it (its count
         // reached zero and it came back through the return stack, or it was never used), so
-        // this process is its only user until the `BPtr` made below is shared.
-        unsafe {
-            let item = &*base.add(off as usize).cast::<ItemHeader>();
+        // this process is its only user until the `BPtr` made from it is shared.
+        let data = unsafe {
+            let item = &mut *base.add(off as usize).cast::<ItemHeader>();
             // Ordering: Relaxed: a debug check of a value this process synchronized with in
             // `collect` (or wrote itself).
             debug_assert_eq!(item.refs.load(Ordering::Relaxed), 0);
             // Ordering: Relaxed: the item reaches another thread or process only through a
             // send that publishes it (ring `tail` store, SeqCst), as for `Arc::new`.
             item.refs.store(1, Ordering::Relaxed);
+            item.used = size as u32;
             base.add(off as usize + size_of::<ItemHeader>())
-                .cast::<T>()
-                .write(value);
-        }
+        };
         self.outstanding += 1;
-        Ok(BPtr::from_parts(self.heap_number(k as usize), off))
+        Ok((self.heap_number(k as usize), off, data))
+    }
+
+    /// Moves `value` into a free item of the smallest class it fits and returns the one
+    /// reference to it. Collects returned items first if the class is empty, and grows the
+    /// heap by a segment (announced in the directory) if it is still empty.
+    pub fn alloc<T: ShmSafe>(&mut self, value: T) -> Result<BPtr<T>, HeapError> {
+        let (heap, off, data) = self.alloc_raw(size_of::<T>(), align_of::<T>())?;
+        // Safety: `data` is the data of a fresh item of at least `size_of::<T>()` bytes,
+        // ITEM_ALIGN aligned (≥ `align_of::<T>()`, checked by `class_for`), ours alone.
+        unsafe { data.cast::<T>().write(value) };
+        Ok(BPtr::from_parts(heap, off))
+    }
+
+    /// A new item in this heap holding a byte copy of the `used` bytes of item (`heap`,
+    /// `off`) (of any process's heap), with one reference: the copy transport's copy. The
+    /// caller must make the copy's value valid on its own (`ShmSafe::fixup_copy`).
+    ///
+    /// # Safety
+    /// (`heap`, `off`) is an item the caller holds a reference to (so it is live and mapped).
+    pub(crate) unsafe fn copy_item(&mut self, heap: u32, off: u32) -> Result<(u32, u32), HeapError> {
+        let base = registry::base(heap);
+        // Safety: the caller holds a reference, so the item is live, initialized, and
+        // immutable while shared.
+        let (src, used) = unsafe {
+            let item = &*base.add(off as usize).cast::<ItemHeader>();
+            (base.add(off as usize + size_of::<ItemHeader>()), item.used as usize)
+        };
+        let (h, o, dst) = self.alloc_raw(used, ITEM_ALIGN)?;
+        // Safety: `dst` is a fresh item of at least `used` bytes, `src` a live one; they are
+        // different items, so they do not overlap.
+        unsafe { std::ptr::copy_nonoverlapping(src, dst, used) };
+        Ok((h, o))
     }
 
     /// Takes in every item whose count reached zero (in any process) since the last call,
@@ -413,6 +526,20 @@ impl Heap {
             self.gvt = gvt;
         }
         self.collect();
+    }
+
+    /// Switches a heap that reused items at once (GVT `+inf`) to reuse deferred past GVT,
+    /// starting at `gvt`: called once when an optimistic executor first reports its GVT on
+    /// this thread (`shm::set_thread_gvt`). Items freed before stay free.
+    pub fn defer_reuse(&mut self, gvt: f64) {
+        self.collect();
+        self.gvt = gvt;
+    }
+
+    /// Items handed out and not yet seen back (after collecting what came back).
+    pub fn outstanding(&mut self) -> usize {
+        self.collect();
+        self.outstanding
     }
 
     /// Item counts (after collecting what came back).

@@ -200,7 +200,7 @@ fn heap_grows_then_reports_exhaustion_and_refuses_big_values() {
     assert_eq!(heap.stats().segments, registry::SEGMENTS_PER_OWNER as usize);
     assert!(matches!(
         heap.alloc(0u64),
-        Err(HeapError::Exhausted { class_size: 16 })
+        Err(HeapError::Exhausted { class_size: 16, .. })
     ));
     // Values go to the smallest class they fit; bigger ones are refused with a clear error.
     let _big = heap.alloc([0u8; 200]).unwrap();

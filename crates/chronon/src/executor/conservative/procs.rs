@@ -38,6 +38,7 @@ use crate::fingerprint::Fingerprint;
 use crate::gsu::{Published, Snapshot};
 use crate::model::{LpId, Model, ModelStats, StatOp};
 use crate::queue::{HeapQueue, LadderQueue, PendingSet, QueueKind};
+use crate::shm::registry::{set_directory, Directory};
 use crate::shm::{Control, Launcher, ShmSafe, MAX_WORKERS, ROLE_ENV};
 use crate::stats::Report;
 use crate::transport::shm::ShmNet;
@@ -64,6 +65,8 @@ pub(crate) struct ProcsOptions {
     /// The command line of each worker process (after the program name); `None`: this
     /// process's own.
     pub args: Option<Vec<OsString>>,
+    /// The copy transport (`--payload copy`) instead of zero copy.
+    pub copy: bool,
 }
 
 /// A multi-process run, as a function pointer (instantiated where `M::Event: ShmSafe` is
@@ -89,9 +92,13 @@ where
     M::Event: ShmSafe,
 {
     check(model, protocol, cc, opts.procs)?;
-    let sig = signature(cfg, protocol, cc, opts.procs);
+    let sig = format!(
+        "{} payload={}",
+        signature(cfg, protocol, cc, opts.procs),
+        if opts.copy { "copy" } else { "zero-copy" }
+    );
     match crate::shm::Worker::from_env() {
-        Some(Ok(w)) => child(model, cfg, protocol, cc, w, &sig),
+        Some(Ok(w)) => child(model, cfg, protocol, cc, w, &sig, opts.copy),
         Some(Err(e)) => {
             // The parent is gone (or the environment is broken): nothing to report to.
             eprintln!("chronon: worker process cannot start: {e}");
@@ -182,6 +189,7 @@ where
     let start = Instant::now();
     let control = Control::create(n).map_err(io_error("cannot create the control segment"))?;
     let net = ShmNet::create::<M::Event>(n).map_err(io_error("cannot create the rings"))?;
+    let dir = Directory::create().map_err(io_error("cannot create the heap directory"))?;
     // Per child: a result pipe (child → parent: its report, then finish replies) and a
     // request pipe (parent → child: finish requests; closing it lets the child exit).
     let mut results_r = Vec::with_capacity(procs);
@@ -211,7 +219,7 @@ where
             let mut requests = requests_w;
             coordinate(model, cfg, &owner, cc.threads, &mut readers, &mut requests)
         });
-        let launched = launch(procs, args, &control, &net, sig, results_w, requests_r);
+        let launched = launch(procs, args, &control, &net, &dir, sig, results_w, requests_r);
         (launched, coordinator.join().unwrap_or(None))
     });
     if let Err(e) = launched {
@@ -242,11 +250,13 @@ where
 
 /// Starts the children with the segments and their pipe ends, waits for them all, and closes
 /// this process's copies of the children's pipe ends.
+#[allow(clippy::too_many_arguments)]
 fn launch(
     procs: usize,
     args: Vec<OsString>,
     control: &Control,
     net: &crate::shm::Segment,
+    dir: &Directory,
     sig: &str,
     results_w: Vec<std::io::PipeWriter>,
     requests_r: Vec<std::io::PipeReader>,
@@ -263,6 +273,8 @@ fn launch(
     for r in &requests_r {
         launcher = launcher.fd(r.as_fd());
     }
+    // Descriptor 2 + 2P: where every process announces its heap segments.
+    launcher = launcher.segment(dir.segment());
     launcher.run()
 }
 
@@ -503,6 +515,7 @@ fn child<M: Model>(
     cc: &ConservativeConfig,
     mut w: crate::shm::Worker,
     sig: &str,
+    copy: bool,
 ) -> !
 where
     M::Event: ShmSafe,
@@ -517,10 +530,10 @@ where
             Ok(control) => {
                 let out = match cfg.queue {
                     QueueKind::Heap => child_run::<M, HeapQueue<Event<M::Event>>>(
-                        model, cfg, protocol, cc, &mut w, &control, &mut states,
+                        model, cfg, protocol, cc, &mut w, &control, &mut states, copy,
                     ),
                     QueueKind::Ladder => child_run::<M, LadderQueue<Event<M::Event>>>(
-                        model, cfg, protocol, cc, &mut w, &control, &mut states,
+                        model, cfg, protocol, cc, &mut w, &control, &mut states, copy,
                     ),
                 };
                 out.unwrap_or_else(|e| {
@@ -570,6 +583,26 @@ where
             std::process::exit(3)
         }
     }
+    drop(states);
+    check_heaps_at_exit(w.index)
+}
+
+/// Every item of this process's shared heaps must come back once every process has dropped
+/// its events and states (the last ones drop theirs as the parent closes the request pipes):
+/// wait a little for them, then exit, with code 4 and one line if some never came back.
+fn check_heaps_at_exit(p: usize) -> ! {
+    let deadline = Instant::now() + std::time::Duration::from_secs(10);
+    let mut left = crate::shm::local::outstanding_items();
+    while left != 0 && Instant::now() < deadline {
+        std::thread::sleep(std::time::Duration::from_millis(1));
+        left = crate::shm::local::outstanding_items();
+    }
+    if left != 0 {
+        eprintln!(
+            "chronon: worker process {p}: {left} shared-heap items were never freed (a BPtr leaked)"
+        );
+        std::process::exit(4)
+    }
     std::process::exit(0)
 }
 
@@ -578,6 +611,7 @@ fn exit_no_segment() -> ! {
     std::process::exit(3)
 }
 
+#[allow(clippy::too_many_arguments)]
 fn child_run<M: Model, Q: PendingSet<Event<M::Event>>>(
     model: &M,
     cfg: &RunConfig,
@@ -586,6 +620,7 @@ fn child_run<M: Model, Q: PendingSet<Event<M::Event>>>(
     w: &mut crate::shm::Worker,
     control: &Control,
     states: &mut Vec<LpSlot<M::State>>,
+    copy: bool,
 ) -> Result<ChildOut, SimError>
 where
     M::Event: ShmSafe,
@@ -595,8 +630,22 @@ where
     let seg = w
         .segment(1)
         .map_err(io_error("worker process: the rings segment"))?;
-    let net = ShmNet::attach::<M::Event>(seg, control.clone(), n, p as u32)
+    let net = ShmNet::attach::<M::Event>(seg, control.clone(), n, p as u32, copy)
         .map_err(io_error("worker process: the rings segment"))?;
+    // Shared heaps: this process's thread heaps take owner numbers from its share and
+    // announce their segments in the run's directory, where other processes find them.
+    crate::shm::local::set_worker_process(p, procs);
+    let dir = w
+        .segment(2 + 2 * procs)
+        .map_err(io_error("worker process: the heap directory"))?;
+    // Safety: the parent made descriptor 2 + 2P with `Directory::create`.
+    let dir = unsafe { Directory::attach(dir) }
+        .map_err(io_error("worker process: the heap directory"))?;
+    if set_directory(dir).is_err() {
+        return Err(SimError::Process(
+            "worker process: a heap directory was already set".into(),
+        ));
+    }
     let owner = cc.mapping.owners(cfg.lps, n).map_err(SimError::Config)?;
     let links = Links::new(model, cfg.lps)?;
     let (worker_la, link_la) = worker_lookaheads(&links, &owner, n);
