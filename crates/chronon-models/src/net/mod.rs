@@ -264,7 +264,7 @@ impl Network {
     }
 
     /// Adds a multicast source at `src`: every packet it emits goes to each node of `group`
-    /// (`app.dst` is ignored). The copies share one payload (`chronon::refcount::Shared`, seed
+    /// (`app.dst` is ignored). The copies share one payload (a `chronon::shm::BPtr` into the shared heap, seed
     /// 001 §3.3): allocated once per emission, its body of `app.packet_bytes` bytes is checked
     /// by every receiver and freed by the last copy to go.
     pub fn multicast(&mut self, src: NodeId, group: &[NodeId], app: OnOff) -> Result<(), String> {

@@ -3,7 +3,7 @@
 
 use std::collections::VecDeque;
 
-use chronon::refcount::Shared;
+use chronon::shm::{BPtr, Bytes, ShmSafe};
 use chronon::{Ctx, GlobalCtx, LpId, Model, ModelStats};
 
 use super::{NetModel, NodeId};
@@ -45,8 +45,10 @@ impl NetModel {
             } else {
                 // One payload, shared by the copies to every member of the group.
                 let seq = st.scheduled;
-                let body = vec![(seq & 0xff) as u8; app.packet_bytes as usize].into_boxed_slice();
-                let payload = Shared::new(Payload { seq, body });
+                let body = ctx.alloc_bytes_with(app.packet_bytes as usize, |b| {
+                    b.fill((seq & 0xff) as u8)
+                });
+                let payload = ctx.alloc_shared(Payload { seq, body });
                 for &dst in group {
                     ctx.send(me, st.next - ctx.now(), packet(dst, Some(payload.clone())));
                 }
@@ -58,14 +60,17 @@ impl NetModel {
     }
 }
 
-/// The body a multicast source's packets share (one allocation per emission).
+/// The body a multicast source's packets share (one shared-heap item per emission, plus one
+/// for its bytes: a nested `BPtr`, which the copy transport copies too).
 #[derive(Debug)]
 pub struct Payload {
     /// The emission's number at its source (the body's bytes are its low byte).
     pub seq: u64,
     /// The application data: `packet_bytes` bytes.
-    pub body: Box<[u8]>,
+    pub body: BPtr<Bytes>,
 }
+
+chronon::impl_shm_safe!(Payload { seq, body });
 
 /// A packet.
 #[derive(Clone, Debug)]
@@ -83,7 +88,28 @@ pub struct Packet {
     /// The interface, at the node it arrives at, of the link it last crossed.
     pub link: u16,
     /// A multicast packet's shared body (`None` for unicast sources, which carry no data).
-    pub data: Option<Shared<Payload>>,
+    pub data: Option<BPtr<Payload>>,
+}
+
+chronon::impl_shm_safe!(Packet {
+    src,
+    dst,
+    bytes,
+    created,
+    hops,
+    link,
+    data
+});
+
+// Safety: `Tick` holds a `u32`; `Packet` is `ShmSafe` (checked by `impl_shm_safe!`), so no
+// variant holds a pointer into one process's memory.
+unsafe impl ShmSafe for NetEvent {
+    unsafe fn fixup_copy(&mut self) {
+        if let NetEvent::Packet(p) = self {
+            // Safety: forwarded from the caller.
+            unsafe { p.fixup_copy() }
+        }
+    }
 }
 
 /// What nodes receive.
@@ -202,8 +228,9 @@ impl Model for NetModel {
             if p.dst == me {
                 if let Some(data) = &p.data {
                     st.multicast_received += 1;
-                    let intact = data.body.len() == p.bytes as usize
-                        && data.body.iter().all(|&b| b == (data.seq & 0xff) as u8);
+                    let body = data.body.as_slice();
+                    let intact = body.len() == p.bytes as usize
+                        && body.iter().all(|&b| b == (data.seq & 0xff) as u8);
                     if !intact {
                         st.multicast_corrupt += 1;
                     }

@@ -71,10 +71,11 @@ pub struct HeapConfig {
 }
 
 impl Default for HeapConfig {
-    /// 64 B × 1024, 512 B × 256, 4 KiB × 64, 64 KiB × 8 (about 1 MiB per segment).
+    /// 64 B × 1024, 512 B × 256, 4 KiB × 64, 8 KiB × 32, 64 KiB × 8 (about 1.3 MiB in the
+    /// first segment; growth segment k holds 2^k times as many).
     fn default() -> Self {
         HeapConfig {
-            classes: vec![(64, 1024), (512, 256), (4096, 64), (65536, 8)],
+            classes: vec![(64, 1024), (512, 256), (4096, 64), (8192, 32), (65536, 8)],
             max_segments: SEGMENTS_PER_OWNER,
         }
     }
@@ -174,6 +175,26 @@ impl HeapConfig {
             return bad("a heap segment must stay under 4 GiB".into());
         }
         Ok(())
+    }
+
+    /// The classes of growth segment `k`: the counts times 2^k, halved until the segment
+    /// fits in 4 GiB (never below the configured counts).
+    fn scaled(&self, k: u32) -> HeapConfig {
+        let mut shift = k.min(31);
+        loop {
+            let c = HeapConfig {
+                classes: self
+                    .classes
+                    .iter()
+                    .map(|&(s, n)| (s, n.saturating_mul(1 << shift)))
+                    .collect(),
+                max_segments: self.max_segments,
+            };
+            if shift == 0 || c.segment_bytes() <= u64::from(u32::MAX) {
+                return c;
+            }
+            shift -= 1;
+        }
     }
 
     fn segment_bytes(&self) -> u64 {
@@ -337,7 +358,10 @@ impl Heap {
         if k >= self.config.max_segments {
             return Err(io::Error::other("heap has its last segment"));
         }
-        let seg = Segment::create(self.config.segment_bytes() as usize)?;
+        // Segment k holds 2^k times the configured counts (as far as a segment stays under
+        // 4 GiB), so 16 segments hold up to 65 535 times the first one's items.
+        let scaled = self.config.scaled(k);
+        let seg = Segment::create(scaled.segment_bytes() as usize)?;
         let mut hdr = SegHeader {
             magic: HEAP_MAGIC,
             classes: self.config.classes.len() as u32,
@@ -350,7 +374,7 @@ impl Heap {
             returned: LinkWord::new(0),
         };
         let mut at = size_of::<SegHeader>().next_multiple_of(ITEM_ALIGN) as u32;
-        for (c, &(size, count)) in self.config.classes.iter().enumerate() {
+        for (c, &(size, count)) in scaled.classes.iter().enumerate() {
             let st = stride(size);
             hdr.class[c] = ClassInfo {
                 size,
