@@ -40,7 +40,20 @@ impl NetModel {
             };
             let group = &self.groups[me as usize][k];
             if group.is_empty() {
-                ctx.send(me, st.next - ctx.now(), packet(app.dst, None));
+                // Unicast: with `carry_data`, the packet's own body (a `BPtr` to a header
+                // item that holds a `BPtr` to the bytes, as a packet holds its PDUs).
+                let data = self.data.then(|| {
+                    let seq = st.scheduled;
+                    let body = ctx.alloc_bytes_with(app.packet_bytes as usize, |b| {
+                        b.fill((seq & 0xff) as u8)
+                    });
+                    ctx.alloc_shared(Payload {
+                        seq,
+                        body,
+                        multicast: false,
+                    })
+                });
+                ctx.send(me, st.next - ctx.now(), packet(app.dst, data));
                 st.scheduled += 1;
             } else {
                 // One payload, shared by the copies to every member of the group.
@@ -48,7 +61,11 @@ impl NetModel {
                 let body = ctx.alloc_bytes_with(app.packet_bytes as usize, |b| {
                     b.fill((seq & 0xff) as u8)
                 });
-                let payload = ctx.alloc_shared(Payload { seq, body });
+                let payload = ctx.alloc_shared(Payload {
+                    seq,
+                    body,
+                    multicast: true,
+                });
                 for &dst in group {
                     ctx.send(me, st.next - ctx.now(), packet(dst, Some(payload.clone())));
                 }
@@ -68,9 +85,15 @@ pub struct Payload {
     pub seq: u64,
     /// The application data: `packet_bytes` bytes.
     pub body: BPtr<Bytes>,
+    /// Whether it is a multicast body (else a unicast packet's, with `carry_data`).
+    pub multicast: bool,
 }
 
-chronon::impl_shm_safe!(Payload { seq, body });
+chronon::impl_shm_safe!(Payload {
+    seq,
+    body,
+    multicast
+});
 
 /// A packet.
 #[derive(Clone, Debug)]
@@ -169,6 +192,10 @@ pub struct NodeState {
     pub multicast_received: u64,
     /// Multicast packets delivered to it whose shared body was damaged (always 0).
     pub multicast_corrupt: u64,
+    /// Unicast packets with a body (`carry_data`) delivered to it.
+    pub data_received: u64,
+    /// Of those, bodies that were damaged (always 0).
+    pub data_corrupt: u64,
 }
 
 impl Model for NetModel {
@@ -227,12 +254,15 @@ impl Model for NetModel {
             st.ifaces[usize::from(p.link)].arrived += 1;
             if p.dst == me {
                 if let Some(data) = &p.data {
-                    st.multicast_received += 1;
                     let body = data.body.as_slice();
                     let intact = body.len() == p.bytes as usize
                         && body.iter().all(|&b| b == (data.seq & 0xff) as u8);
-                    if !intact {
-                        st.multicast_corrupt += 1;
+                    if data.multicast {
+                        st.multicast_received += 1;
+                        st.multicast_corrupt += u64::from(!intact);
+                    } else {
+                        st.data_received += 1;
+                        st.data_corrupt += u64::from(!intact);
                     }
                 }
                 st.received += 1;
@@ -311,6 +341,10 @@ impl Model for NetModel {
         if self.multicast {
             stats.add("multicast_received", st.multicast_received as f64);
             stats.add("multicast_corrupt", st.multicast_corrupt as f64);
+        }
+        if self.data {
+            stats.add("data_received", st.data_received as f64);
+            stats.add("data_corrupt", st.data_corrupt as f64);
         }
         stats.add("bytes_received", st.bytes_received as f64);
         stats.add("latency_sum", st.latency_sum);
