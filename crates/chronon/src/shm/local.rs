@@ -135,22 +135,27 @@ thread_local! {
 fn new_heap(deferred: Option<f64>) -> Result<Heap, HeapError> {
     let mut pool = pool();
     pool.setup();
-    if pool.free.is_empty() {
-        pool.sweep();
-    }
-    let owner = pool.free.pop().ok_or(HeapError::NoHeapNumber)?;
     let config = pool.config.clone().unwrap_or_default();
-    match Heap::new(owner, config) {
-        Ok(mut h) => {
-            match deferred {
-                Some(g) => h.defer_reuse(g),
-                None => h.set_gvt(f64::INFINITY),
-            }
-            Ok(h)
+    loop {
+        if pool.free.is_empty() {
+            pool.sweep();
         }
-        Err(e) => {
-            pool.free.push(owner);
-            Err(HeapError::Io(e))
+        let owner = pool.free.pop().ok_or(HeapError::NoHeapNumber)?;
+        match Heap::new(owner, config.clone()) {
+            Ok(mut h) => {
+                match deferred {
+                    Some(g) => h.defer_reuse(g),
+                    None => h.set_gvt(f64::INFINITY),
+                }
+                return Ok(h);
+            }
+            // Taken by a heap made directly with `Heap::new` (not through this pool): leave
+            // the number out and try the next.
+            Err(_) if registry::is_mapped(owner * SEGMENTS_PER_OWNER) => continue,
+            Err(e) => {
+                pool.free.push(owner);
+                return Err(HeapError::Io(e));
+            }
         }
     }
 }

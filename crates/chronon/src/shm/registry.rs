@@ -138,6 +138,11 @@ pub unsafe fn attach(heap: u32, seg: Segment) -> io::Result<Arc<Segment>> {
     Ok(seg)
 }
 
+/// Whether heap `heap` is mapped in this process.
+pub(crate) fn is_mapped(heap: u32) -> bool {
+    (heap as usize) < MAX_HEAPS && !BASES[heap as usize].load(Ordering::SeqCst).is_null()
+}
+
 /// Forgets heap `heap` in this process (its owner released it: every item came back, so no
 /// `BPtr` into it exists); the number may be registered again.
 pub(crate) fn unregister(heap: u32) {
