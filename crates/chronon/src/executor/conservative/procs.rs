@@ -591,7 +591,7 @@ where
 /// its events and states (the last ones drop theirs as the parent closes the request pipes):
 /// wait a little for them, then exit, with code 4 and one line if some never came back.
 fn check_heaps_at_exit(p: usize) -> ! {
-    let deadline = Instant::now() + std::time::Duration::from_secs(10);
+    let deadline = Instant::now() + std::time::Duration::from_secs(3);
     let mut left = crate::shm::local::outstanding_items();
     while left != 0 && Instant::now() < deadline {
         std::thread::sleep(std::time::Duration::from_millis(1));
