@@ -221,6 +221,8 @@ pub enum HeapError {
         size: usize,
         /// Its alignment.
         align: usize,
+        /// The largest class's item size (0: unknown).
+        largest: usize,
     },
     /// The class is empty and the heap already has its last segment.
     Exhausted {
@@ -239,9 +241,13 @@ pub enum HeapError {
 impl std::fmt::Display for HeapError {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match self {
-            HeapError::TooLarge { size, align } => write!(
+            HeapError::TooLarge {
+                size,
+                align,
+                largest,
+            } => write!(
                 f,
-                "a {size}-byte value (alignment {align}) fits no size class of the shared heap"
+                "a {size}-byte value (alignment {align}) fits no size class of the shared heap (the largest holds {largest} bytes, aligned to {ITEM_ALIGN}; add a class with --heap-classes)"
             ),
             HeapError::Exhausted {
                 class_size,
@@ -412,13 +418,21 @@ impl Heap {
 
     fn class_for(&self, size: usize, align: usize) -> Result<usize, HeapError> {
         if align > ITEM_ALIGN {
-            return Err(HeapError::TooLarge { size, align });
+            return Err(HeapError::TooLarge {
+                size,
+                align,
+                largest: self.config.largest(),
+            });
         }
         self.config
             .classes
             .iter()
             .position(|&(s, _)| s as usize >= size)
-            .ok_or(HeapError::TooLarge { size, align })
+            .ok_or(HeapError::TooLarge {
+                size,
+                align,
+                largest: self.config.largest(),
+            })
     }
 
     /// Takes a free item for `size` data bytes of alignment `align` (collecting and growing as

@@ -56,6 +56,7 @@ fn layout<T>(len: usize) -> Result<usize, HeapError> {
         .ok_or(HeapError::TooLarge {
             size: usize::MAX,
             align: 8,
+            largest: 0,
         })
 }
 
