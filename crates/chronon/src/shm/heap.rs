@@ -315,6 +315,9 @@ pub struct Heap {
     segs: Vec<Arc<Segment>>,
     /// Per class: free items as (segment index, offset).
     free: Vec<Vec<(u32, u32)>>,
+    /// Per class: items never handed out, as (segment index, next offset, end offset); their
+    /// headers are written when first handed out, so memory no item used is never touched.
+    fresh: Vec<Vec<(u32, u32, u32)>>,
     dormant: BinaryHeap<Reverse<Dormant>>,
     gvt: f64,
     outstanding: usize,
@@ -334,13 +337,14 @@ impl Heap {
         let mut heap = Heap {
             owner,
             free: vec![Vec::new(); config.classes.len()],
+            fresh: vec![Vec::new(); config.classes.len()],
             config,
             segs: Vec::new(),
             dormant: BinaryHeap::new(),
             gvt: f64::NEG_INFINITY,
             outstanding: 0,
         };
-        heap.grow()?;
+        heap.grow(None)?;
         Ok(heap)
     }
 
@@ -359,15 +363,31 @@ impl Heap {
         &self.segs
     }
 
-    fn grow(&mut self) -> io::Result<()> {
+    /// Adds a segment: the first holds every class with its configured count; a growth
+    /// segment `k` holds only class `only`, 2^k times its count (halved until the segment
+    /// stays under 4 GiB), so 16 segments hold up to 65 535 times the first one's items of the
+    /// class that ran out, and the other classes take no memory.
+    fn grow(&mut self, only: Option<usize>) -> io::Result<()> {
         let k = self.segs.len() as u32;
         if k >= self.config.max_segments {
             return Err(io::Error::other("heap has its last segment"));
         }
-        // Segment k holds 2^k times the configured counts (as far as a segment stays under
-        // 4 GiB), so 16 segments hold up to 65 535 times the first one's items.
-        let scaled = self.config.scaled(k);
-        let seg = Segment::create(scaled.segment_bytes() as usize)?;
+        let plan = match only {
+            None => self.config.clone(),
+            Some(c) => {
+                let scaled = self.config.scaled(k);
+                HeapConfig {
+                    classes: scaled
+                        .classes
+                        .iter()
+                        .enumerate()
+                        .map(|(i, &(s, n))| (s, if i == c { n } else { 0 }))
+                        .collect(),
+                    max_segments: self.config.max_segments,
+                }
+            }
+        };
+        let seg = Segment::create(plan.segment_bytes() as usize)?;
         let mut hdr = SegHeader {
             magic: HEAP_MAGIC,
             classes: self.config.classes.len() as u32,
@@ -380,7 +400,7 @@ impl Heap {
             returned: LinkWord::new(0),
         };
         let mut at = size_of::<SegHeader>().next_multiple_of(ITEM_ALIGN) as u32;
-        for (c, &(size, count)) in scaled.classes.iter().enumerate() {
+        for (c, &(size, count)) in plan.classes.iter().enumerate() {
             let st = stride(size);
             hdr.class[c] = ClassInfo {
                 size,
@@ -388,24 +408,8 @@ impl Heap {
                 count,
                 first: at,
             };
-            for i in (0..count).rev() {
-                let off = at + i * st;
-                // Safety: `off` lies inside the new, zero-filled segment, ITEM_ALIGN aligned,
-                // and no one else knows the segment yet.
-                unsafe {
-                    seg.base()
-                        .as_ptr()
-                        .add(off as usize)
-                        .cast::<ItemHeader>()
-                        .write(ItemHeader {
-                            refs: AtomicU32::new(0),
-                            class: c as u32,
-                            next: LinkWord::new(0),
-                            used: 0,
-                            ttz: AtomicU64::new(0),
-                        })
-                };
-                self.free[c].push((k, off));
+            if count > 0 {
+                self.fresh[c].push((k, at, at + st * count));
             }
             at += st * count;
         }
@@ -414,6 +418,34 @@ impl Heap {
         let seg = registry::register(self.heap_number(k as usize), seg)?;
         self.segs.push(seg);
         Ok(())
+    }
+
+    /// Hands out a never-used item of class `c`, writing its header.
+    fn take_fresh(&mut self, c: usize) -> Option<(u32, u32)> {
+        let st = stride(self.config.classes[c].0);
+        let r = self.fresh[c].last_mut()?;
+        let (k, off) = (r.0, r.1);
+        r.1 += st;
+        if r.1 >= r.2 {
+            self.fresh[c].pop();
+        }
+        // Safety: `off` is an unused item of segment `k` of this heap, ITEM_ALIGN aligned; no
+        // `BPtr` can refer to it, so this thread is its only user.
+        unsafe {
+            self.segs[k as usize]
+                .base()
+                .as_ptr()
+                .add(off as usize)
+                .cast::<ItemHeader>()
+                .write(ItemHeader {
+                    refs: AtomicU32::new(0),
+                    class: c as u32,
+                    next: LinkWord::new(0),
+                    used: 0,
+                    ttz: AtomicU64::new(0),
+                })
+        };
+        Some((k, off))
     }
 
     fn class_for(&self, size: usize, align: usize) -> Result<usize, HeapError> {
@@ -444,22 +476,29 @@ impl Heap {
         align: usize,
     ) -> Result<(u32, u32, *mut u8), HeapError> {
         let c = self.class_for(size, align)?;
+        // A returned item first (its memory is warm), then a never-used one, then growth.
         if self.free[c].is_empty() {
             self.collect();
         }
-        if self.free[c].is_empty() {
-            self.grow().map_err(|e| {
-                if self.segs.len() as u32 >= self.config.max_segments {
-                    HeapError::Exhausted {
-                        class_size: self.config.classes[c].0,
-                        segments: self.segs.len() as u32,
-                    }
-                } else {
-                    HeapError::Io(e)
+        let (k, off) = match self.free[c].pop() {
+            Some(item) => item,
+            None => match self.take_fresh(c) {
+                Some(item) => item,
+                None => {
+                    self.grow(Some(c)).map_err(|e| {
+                        if self.segs.len() as u32 >= self.config.max_segments {
+                            HeapError::Exhausted {
+                                class_size: self.config.classes[c].0,
+                                segments: self.segs.len() as u32,
+                            }
+                        } else {
+                            HeapError::Io(e)
+                        }
+                    })?;
+                    self.take_fresh(c).expect("a fresh item after growth")
                 }
-            })?;
-        }
-        let (k, off) = self.free[c].pop().expect("a free item after growth");
+            },
+        };
         let base = self.segs[k as usize].base().as_ptr();
         // Safety: (k, off) is a free item of this heap: no `BPtr` refers to it (its count
         // reached zero and it came back through the return stack, or it was never used), so
@@ -518,6 +557,9 @@ impl Heap {
             let base = seg.base().as_ptr();
             // Safety: the segment starts with the header written in `grow`.
             let hdr = unsafe { &*base.cast::<SegHeader>() };
+            if retstack::looks_empty(&hdr.returned) {
+                continue;
+            }
             // The items' `next` and `ttz`, written before their push, are visible (README, H2).
             let mut off = retstack::take_all(&hdr.returned);
             while off != 0 {
@@ -585,7 +627,16 @@ impl Heap {
         self.collect();
         HeapStats {
             segments: self.segs.len(),
-            free: self.free.iter().map(Vec::len).sum(),
+            free: self.free.iter().map(Vec::len).sum::<usize>()
+                + self
+                    .fresh
+                    .iter()
+                    .enumerate()
+                    .map(|(c, rs)| {
+                        let st = stride(self.config.classes[c].0);
+                        rs.iter().map(|r| ((r.2 - r.1) / st) as usize).sum::<usize>()
+                    })
+                    .sum::<usize>(),
             dormant: self.dormant.len(),
             outstanding: self.outstanding,
         }
