@@ -12,6 +12,7 @@
 mod ours;
 mod registry;
 mod runner;
+mod seed000;
 mod seed001;
 mod seed002;
 mod seed003;

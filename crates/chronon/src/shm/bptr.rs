@@ -76,17 +76,20 @@ impl<T: ShmSafe> BPtr<T> {
         // initialized `T` that nobody writes (items are immutable once shared) and the
         // segment stays mapped for the life of the process (registry.rs).
         unsafe {
-            let p = base.add(self.off as usize);
-            (
-                &*p.cast::<ItemHeader>(),
-                p.add(size_of::<ItemHeader>()).cast::<T>(),
-            )
+            let h = &*base.add(self.off as usize).cast::<ItemHeader>();
+            (h, base.add(h.data as usize).cast::<T>())
         }
     }
 
     /// The address of the item's data in this process.
     pub(crate) fn data_ptr(&self) -> *const u8 {
         self.item().1.cast()
+    }
+
+    /// The item's header fields `used` and `flags`.
+    pub(crate) fn used_flags(&self) -> (u32, u32) {
+        let h = self.item().0;
+        (h.used, h.flags)
     }
 
     /// The item's current reference count over all processes (a snapshot).

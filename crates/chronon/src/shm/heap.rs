@@ -2,8 +2,8 @@
 //! Heap"), and the free path that other processes use.
 //!
 //! Layout of one heap segment: a [`SegHeader`] (the size-class table and the return stack's
-//! head), then, per class, `count` items of `stride` bytes, each an [`ItemHeader`] followed by
-//! the data. Only the owning process allocates, from private free lists, so allocation takes
+//! head), then, per class, `count` [`ItemHeader`]s packed together and, page aligned, the
+//! `count` items' data (`stride` bytes apart). Only the owning process allocates, from private free lists, so allocation takes
 //! no lock any other process contends for. An item whose last reference is dropped (in any
 //! process) is pushed onto its segment's *return stack*, a Treiber stack in shared memory that
 //! only pushes and that the owner empties with one swap (mimalloc's remote free lists in
@@ -40,6 +40,10 @@ pub(crate) struct ItemHeader {
     next: LinkWord,
     /// Bytes of data the item's value occupies (what the copy transport copies).
     pub(crate) used: u32,
+    /// Where the item's data is in its segment (data lives apart from the headers).
+    pub(crate) data: u32,
+    /// Bit 0: a `Slice` item's elements were written (`slice.rs`).
+    pub(crate) flags: u32,
     /// Bits of the simulation time at which the count dropped to zero.
     pub(crate) ttz: AtomicU64,
 }
@@ -48,10 +52,21 @@ pub(crate) struct ItemHeader {
 #[derive(Clone, Copy, Debug)]
 struct ClassInfo {
     size: u32,
+    /// Bytes between two items' data.
     stride: u32,
     count: u32,
+    /// The first item header (headers are `HEADER` bytes apart).
     first: u32,
+    /// The first item's data.
+    data: u32,
 }
+
+/// Bytes of an item header; headers of a class are packed together, apart from the data, so
+/// the counts, links and times the heap works with stay in few cache lines and pages.
+const HEADER: u32 = size_of::<ItemHeader>() as u32;
+#[cfg(not(chronon_loom))]
+const _: () = assert!(size_of::<ItemHeader>() == 32);
+const PAGE: u32 = 4096;
 
 #[repr(C, align(64))]
 struct SegHeader {
@@ -147,7 +162,7 @@ impl HeapConfig {
 
     /// Adds a class of `size`-byte items, as many as fit in `budget` bytes (at least one).
     pub fn class_budget(self, size: u32, budget: usize) -> Self {
-        let count = (budget / stride(size) as usize).max(1);
+        let count = (budget / item_bytes(size) as usize).max(1);
         self.class(size, u32::try_from(count).unwrap_or(u32::MAX))
     }
 
@@ -201,14 +216,20 @@ impl HeapConfig {
         let items: u64 = self
             .classes
             .iter()
-            .map(|&(s, c)| u64::from(stride(s)) * u64::from(c))
+            .map(|&(s, c)| item_bytes(s) * u64::from(c) + 2 * u64::from(PAGE))
             .sum();
         size_of::<SegHeader>().next_multiple_of(ITEM_ALIGN) as u64 + items
     }
 }
 
+/// Bytes between two items' data.
 fn stride(size: u32) -> u32 {
-    (size_of::<ItemHeader>() as u32 + size).next_multiple_of(ITEM_ALIGN as u32)
+    size.next_multiple_of(ITEM_ALIGN as u32)
+}
+
+/// Bytes one item of `size` costs (header and data).
+fn item_bytes(size: u32) -> u64 {
+    u64::from(HEADER) + u64::from(stride(size))
 }
 
 /// Why an allocation failed.
@@ -396,22 +417,27 @@ impl Heap {
                 stride: 0,
                 count: 0,
                 first: 0,
+                data: 0,
             }; MAX_CLASSES],
             returned: LinkWord::new(0),
         };
         let mut at = size_of::<SegHeader>().next_multiple_of(ITEM_ALIGN) as u32;
         for (c, &(size, count)) in plan.classes.iter().enumerate() {
             let st = stride(size);
+            // The class's headers, then (page aligned) its data.
+            let first = at;
+            let data = (first + HEADER * count).next_multiple_of(PAGE);
             hdr.class[c] = ClassInfo {
                 size,
                 stride: st,
                 count,
-                first: at,
+                first,
+                data,
             };
             if count > 0 {
-                self.fresh[c].push((k, at, at + st * count));
+                self.fresh[c].push((k, first, first + HEADER * count));
             }
-            at += st * count;
+            at = (data + st * count).next_multiple_of(PAGE);
         }
         // Safety: the header fits at the start of the fresh segment, which no one else knows.
         unsafe { seg.base().cast::<SegHeader>().as_ptr().write(hdr) };
@@ -422,13 +448,16 @@ impl Heap {
 
     /// Hands out a never-used item of class `c`, writing its header.
     fn take_fresh(&mut self, c: usize) -> Option<(u32, u32)> {
-        let st = stride(self.config.classes[c].0);
         let r = self.fresh[c].last_mut()?;
         let (k, off) = (r.0, r.1);
-        r.1 += st;
+        r.1 += HEADER;
         if r.1 >= r.2 {
             self.fresh[c].pop();
         }
+        let base = self.segs[k as usize].base().as_ptr();
+        // Safety: the segment starts with the header written in `grow`.
+        let ci = unsafe { (*base.cast::<SegHeader>()).class[c] };
+        let data = ci.data + (off - ci.first) / HEADER * ci.stride;
         // Safety: `off` is an unused item of segment `k` of this heap, ITEM_ALIGN aligned; no
         // `BPtr` can refer to it, so this thread is its only user.
         unsafe {
@@ -442,6 +471,8 @@ impl Heap {
                     class: c as u32,
                     next: LinkWord::new(0),
                     used: 0,
+                    data,
+                    flags: 0,
                     ttz: AtomicU64::new(0),
                 })
         };
@@ -512,7 +543,8 @@ impl Heap {
             // send that publishes it (ring `tail` store, SeqCst), as for `Arc::new`.
             item.refs.store(1, Ordering::Relaxed);
             item.used = size as u32;
-            base.add(off as usize + size_of::<ItemHeader>())
+            item.flags = 0;
+            base.add(item.data as usize)
         };
         self.outstanding += 1;
         Ok((self.heap_number(k as usize), off, data))
@@ -539,15 +571,31 @@ impl Heap {
         let base = registry::base(heap);
         // Safety: the caller holds a reference, so the item is live, initialized, and
         // immutable while shared.
-        let (src, used) = unsafe {
+        let (src, used, flags) = unsafe {
             let item = &*base.add(off as usize).cast::<ItemHeader>();
-            (base.add(off as usize + size_of::<ItemHeader>()), item.used as usize)
+            (base.add(item.data as usize), item.used as usize, item.flags)
         };
         let (h, o, dst) = self.alloc_raw(used, ITEM_ALIGN)?;
+        self.set_flags(h, o, flags);
         // Safety: `dst` is a fresh item of at least `used` bytes, `src` a live one; they are
         // different items, so they do not overlap.
         unsafe { std::ptr::copy_nonoverlapping(src, dst, used) };
         Ok((h, o))
+    }
+
+    /// Sets the flags of item (`heap`, `off`) of this heap, which the caller just allocated.
+    pub(crate) fn set_flags(&mut self, heap: u32, off: u32, flags: u32) {
+        let k = (heap - self.owner * SEGMENTS_PER_OWNER) as usize;
+        // Safety: (k, off) is an item of this heap that the caller allocated and has not
+        // shared yet.
+        unsafe {
+            (*self.segs[k]
+                .base()
+                .as_ptr()
+                .add(off as usize)
+                .cast::<ItemHeader>())
+            .flags = flags
+        };
     }
 
     /// Takes in every item whose count reached zero (in any process) since the last call,
@@ -633,8 +681,8 @@ impl Heap {
                     .iter()
                     .enumerate()
                     .map(|(c, rs)| {
-                        let st = stride(self.config.classes[c].0);
-                        rs.iter().map(|r| ((r.2 - r.1) / st) as usize).sum::<usize>()
+                        let _ = c;
+                        rs.iter().map(|r| ((r.2 - r.1) / HEADER) as usize).sum::<usize>()
                     })
                     .sum::<usize>(),
             dormant: self.dormant.len(),
