@@ -132,7 +132,9 @@ fn list_names_every_experiment_and_what_waits() {
         assert!(out.contains(name), "{name} missing: {out}");
     }
     let fig7 = out.lines().find(|l| l.starts_with("000-fig7")).unwrap();
-    assert!(fig7.contains("waits for issue 10"), "{fig7}");
+    assert!(fig7.contains("available; MPI"), "{fig7}");
+    let gsu = out.lines().find(|l| l.starts_with("000-gsu")).unwrap();
+    assert!(gsu.contains("waits for issue 11"), "{gsu}");
 }
 
 #[test]
@@ -148,8 +150,8 @@ fn bad_experiment_arguments_get_one_line() {
     // Waiting for another issue: no output at all.
     let dir = scratch("waits");
     let out = one_line(
-        &["experiment", "000-fig7", "--out", dir.to_str().unwrap()],
-        "waits for issue 10",
+        &["experiment", "000-gsu", "--out", dir.to_str().unwrap()],
+        "waits for issue 11",
     );
     assert!(out.is_empty());
     assert!(!dir.exists(), "a waiting experiment writes nothing");
