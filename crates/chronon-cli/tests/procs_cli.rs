@@ -59,7 +59,10 @@ fn history(r: &serde_json::Value) -> serde_json::Value {
 fn differential(model: &[&str]) {
     let shm_before = dev_shm();
     let seq = history(&report(model));
-    assert!(seq["committed"].as_u64().unwrap() > 0, "{model:?}: an empty run tests nothing");
+    assert!(
+        seq["committed"].as_u64().unwrap() > 0,
+        "{model:?}: an empty run tests nothing"
+    );
     for sync in ["window", "lockstep", "null-message"] {
         for procs in ["1", "2", "3"] {
             for threads in ["1", "2"] {
@@ -85,7 +88,11 @@ fn differential(model: &[&str]) {
             }
         }
     }
-    assert_eq!(dev_shm(), shm_before, "a shared-memory file was left behind");
+    assert_eq!(
+        dev_shm(),
+        shm_before,
+        "a shared-memory file was left behind"
+    );
 }
 
 /// `differential`, then the copy transport (`--payload copy`) over every protocol with 2 and
@@ -97,7 +104,14 @@ fn differential_with_copy(model: &[&str]) {
         for (procs, threads) in [("2", "1"), ("3", "2")] {
             let mut args = model.to_vec();
             args.extend([
-                "--sync", sync, "--procs", procs, "--threads", threads, "--payload", "copy",
+                "--sync",
+                sync,
+                "--procs",
+                procs,
+                "--threads",
+                threads,
+                "--payload",
+                "copy",
             ]);
             assert_eq!(history(&report(&args)), seq, "{args:?}");
         }
@@ -143,7 +157,14 @@ fn campus_across_processes_commits_the_sequential_history() {
 #[test]
 fn phold_across_processes_commits_the_sequential_history() {
     differential(&[
-        "run", "phold", "--lps", "24", "--start-events", "2", "--end", "15",
+        "run",
+        "phold",
+        "--lps",
+        "24",
+        "--start-events",
+        "2",
+        "--end",
+        "15",
     ]);
 }
 
@@ -174,7 +195,16 @@ fn phold_phases_across_processes_commits_the_sequential_history() {
 #[test]
 fn pcs_across_processes_commits_the_sequential_history() {
     differential(&[
-        "run", "pcs", "--width", "5", "--height", "5", "--channels", "20", "--end", "3",
+        "run",
+        "pcs",
+        "--width",
+        "5",
+        "--height",
+        "5",
+        "--channels",
+        "20",
+        "--end",
+        "3",
     ]);
 }
 
@@ -228,7 +258,10 @@ fn kill_9_of_a_worker_process_stops_every_process_within_2_s() {
         if k.len() == 3 {
             break k;
         }
-        assert!(t.elapsed() < Duration::from_secs(20), "workers did not start");
+        assert!(
+            t.elapsed() < Duration::from_secs(20),
+            "workers did not start"
+        );
         std::thread::sleep(Duration::from_millis(20));
     };
     // Let them get into the run (past initialization and the start barrier).
@@ -268,11 +301,26 @@ fn kill_9_of_a_worker_process_stops_every_process_within_2_s() {
 fn a_handler_panic_in_a_worker_process_names_its_lp_and_time() {
     for sync in ["window", "lockstep", "null-message"] {
         let (code, stdout, stderr) = chronon(&[
-            "run", "faulty", "--fault", "panic", "--sync", sync, "--procs", "2", "--threads",
+            "run",
+            "faulty",
+            "--fault",
+            "panic",
+            "--sync",
+            sync,
+            "--procs",
+            "2",
+            "--threads",
             "2",
         ]);
         let (_, _, in_process) = chronon(&[
-            "run", "faulty", "--fault", "panic", "--sync", sync, "--threads", "4",
+            "run",
+            "faulty",
+            "--fault",
+            "panic",
+            "--sync",
+            sync,
+            "--threads",
+            "4",
         ]);
         assert_eq!(code, 1, "{sync}: {stdout}{stderr}");
         assert_eq!(stderr.trim_end().lines().count(), 1, "{stderr}");
@@ -297,7 +345,14 @@ fn bad(args: &[&str], needle: &str) {
 #[test]
 fn shared_heap_limits_are_one_line_errors() {
     for extra in [&[][..], &["--sync", "window", "--procs", "2"][..]] {
-        let mut args = vec!["run", "simplesim", "--payload-bytes", "100000", "--end", "50"];
+        let mut args = vec![
+            "run",
+            "simplesim",
+            "--payload-bytes",
+            "100000",
+            "--end",
+            "50",
+        ];
         args.extend(extra);
         let (code, stdout, stderr) = chronon(&args);
         assert_ne!(code, 0, "{args:?}");
@@ -308,8 +363,18 @@ fn shared_heap_limits_are_one_line_errors() {
         assert!(stderr.contains("LP "), "{stderr}");
     }
     let (code, _, stderr) = chronon(&[
-        "run", "simplesim", "--queue-bound", "200", "--payload-bytes", "5000",
-        "--heap-classes", "8K:4", "--heap-segments", "1", "--end", "50",
+        "run",
+        "simplesim",
+        "--queue-bound",
+        "200",
+        "--payload-bytes",
+        "5000",
+        "--heap-classes",
+        "8K:4",
+        "--heap-segments",
+        "1",
+        "--end",
+        "50",
     ]);
     assert_ne!(code, 0);
     assert_eq!(stderr.trim_end().lines().count(), 1, "{stderr}");
@@ -327,7 +392,16 @@ fn what_cannot_run_across_processes_is_one_line_and_exit_2() {
     );
     bad(&with(&["--procs", "2"]), "got --sync seq");
     bad(
-        &with(&["--procs", "2", "--sync", "window", "--dedicated", "0.5", "--shared-sets", "1"]),
+        &with(&[
+            "--procs",
+            "2",
+            "--sync",
+            "window",
+            "--dedicated",
+            "0.5",
+            "--shared-sets",
+            "1",
+        ]),
         "load balancing",
     );
     bad(
@@ -340,11 +414,21 @@ fn what_cannot_run_across_processes_is_one_line_and_exit_2() {
         "--payload copy compares transports between processes: it needs --procs",
     );
     bad(&with(&["--heap-classes", "64"]), "is not SIZE:COUNT");
-    bad(&with(&["--heap-classes", "4K:1,64:1"]), "must grow strictly");
+    bad(
+        &with(&["--heap-classes", "4K:1,64:1"]),
+        "must grow strictly",
+    );
     bad(&with(&["--heap-segments", "17"]), "1..=16");
     bad(
         &[
-            "run", "pcs", "--sample-period", "1", "--procs", "2", "--sync", "window",
+            "run",
+            "pcs",
+            "--sample-period",
+            "1",
+            "--procs",
+            "2",
+            "--sync",
+            "window",
         ],
         "global events",
     );

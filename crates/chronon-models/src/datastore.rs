@@ -30,8 +30,8 @@
 
 use std::collections::{BTreeMap, HashMap};
 
-use chronon::{Ctx, LpId, Model, ModelStats, SizeHint};
 use chronon::shm::{BPtr, ShmSafe, Slice};
+use chronon::{Ctx, LpId, Model, ModelStats, SizeHint};
 
 use crate::phold::spin_for_us;
 

@@ -169,6 +169,8 @@ mod transport;
 
 pub use error::{ModelError, SimError};
 pub use event::{Event, EventKey};
+#[cfg(target_os = "linux")]
+pub use executor::conservative::procs::is_worker_process;
 pub use executor::{
     ConservativeConfig, Executor, Runtime, StateSaving, TimeWarpOptions, DEFAULT_MAX_NULL_MESSAGES,
 };
@@ -180,8 +182,6 @@ pub use model::{
 pub use progress::{Progress, StallDetector};
 pub use queue::QueueKind;
 pub use rng::LpRng;
-#[cfg(target_os = "linux")]
-pub use executor::conservative::procs::is_worker_process;
 pub use sim::Simulation;
 pub use stats::Report;
 

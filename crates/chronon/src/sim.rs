@@ -107,11 +107,7 @@ where
             .take()
             .map_or((None, false), |(o, _)| (o.args, o.copy));
         self.procs = Some((
-            executor::conservative::procs::ProcsOptions {
-                procs,
-                args,
-                copy,
-            },
+            executor::conservative::procs::ProcsOptions { procs, args, copy },
             executor::conservative::procs::run::<M>,
         ));
         self

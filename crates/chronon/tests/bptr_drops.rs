@@ -38,10 +38,17 @@ fn every_payload_is_freed_once_and_every_heap_released() {
         assert!(r.committed > 200);
         assert_eq!(r.model_stats.get("bad_payloads"), Some(0.0), "{ex:?}");
         fingerprints.push((r.fingerprint, r.model_stats.get("payload_sum")));
-        assert_eq!(outstanding_items(), 0, "{ex:?} left shared-heap items behind");
+        assert_eq!(
+            outstanding_items(),
+            0,
+            "{ex:?} left shared-heap items behind"
+        );
         assert_eq!(free_heap_numbers(), all, "{ex:?} kept a heap number");
     }
-    assert!(fingerprints.windows(2).all(|w| w[0] == w[1]), "{fingerprints:?}");
+    assert!(
+        fingerprints.windows(2).all(|w| w[0] == w[1]),
+        "{fingerprints:?}"
+    );
 
     // Heap numbers: 256 threads may hold a heap at once; the 257th gets a clear error; all
     // come back when the threads end.

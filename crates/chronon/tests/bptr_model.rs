@@ -68,7 +68,8 @@ impl Model for Courier {
                 .all(|(i, &x)| x == (id as u8).wrapping_add(i as u8))
             && *p.meta.inner == [id, id * 2, id * 3, id * 4];
         st.2 += u64::from(!ok);
-        st.1 = st.1.wrapping_add(body.iter().map(|&b| u64::from(b)).sum::<u64>());
+        st.1 =
+            st.1.wrapping_add(body.iter().map(|&b| u64::from(b)).sum::<u64>());
         if self.leak_at == Some(ctx.me()) && !st.3 {
             st.3 = true;
             std::mem::forget(p.body.clone());

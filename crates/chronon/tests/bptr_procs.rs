@@ -20,7 +20,8 @@ fn sim(leak_at: Option<u32>, executor: Executor) -> Simulation<Courier> {
 }
 
 fn check(entry: &str, procs: usize, ex: Executor, copy: bool) {
-    let seq = (!chronon::is_worker_process()).then(|| sim(None, Executor::Sequential).run().unwrap());
+    let seq =
+        (!chronon::is_worker_process()).then(|| sim(None, Executor::Sequential).run().unwrap());
     let r = sim(None, ex.clone())
         .processes(procs)
         .payload_copy(copy)
@@ -30,9 +31,15 @@ fn check(entry: &str, procs: usize, ex: Executor, copy: bool) {
     let seq = seq.expect("only the parent gets a report");
     assert!(seq.committed > 200);
     assert_eq!(seq.model_stats.get("bad_payloads"), Some(0.0));
-    assert_eq!(r.fingerprint, seq.fingerprint, "{ex:?} × {procs}, copy {copy}");
+    assert_eq!(
+        r.fingerprint, seq.fingerprint,
+        "{ex:?} × {procs}, copy {copy}"
+    );
     assert_eq!(r.committed, seq.committed);
-    assert_eq!(r.model_stats, seq.model_stats, "{ex:?} × {procs}, copy {copy}");
+    assert_eq!(
+        r.model_stats, seq.model_stats,
+        "{ex:?} × {procs}, copy {copy}"
+    );
 }
 
 #[test]
@@ -69,7 +76,11 @@ fn zero_copy_lockstep_2_processes_2_threads() {
 fn a_leaked_payload_fails_the_run() {
     let r = sim(Some(4), Executor::Window(ConservativeConfig::new(1)))
         .processes(2)
-        .process_args(["a_leaked_payload_fails_the_run", "--exact", "--test-threads=1"])
+        .process_args([
+            "a_leaked_payload_fails_the_run",
+            "--exact",
+            "--test-threads=1",
+        ])
         .run();
     let e = r.expect_err("a leaked BPtr must fail the run");
     assert!(e.to_string().contains("code 4"), "{e}");

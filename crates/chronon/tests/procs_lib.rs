@@ -98,7 +98,12 @@ fn check(entry: &str, procs: usize, threads: usize, ex: Executor) {
 
 #[test]
 fn window_2_processes() {
-    check("window_2_processes", 2, 1, Executor::Window(ConservativeConfig::new(1)));
+    check(
+        "window_2_processes",
+        2,
+        1,
+        Executor::Window(ConservativeConfig::new(1)),
+    );
 }
 
 #[test]
@@ -151,8 +156,5 @@ fn a_worker_process_that_reaches_another_run_is_refused() {
         ])
         .run()
         .unwrap_err();
-    assert!(
-        e.to_string().contains("different multi-process run"),
-        "{e}"
-    );
+    assert!(e.to_string().contains("different multi-process run"), "{e}");
 }

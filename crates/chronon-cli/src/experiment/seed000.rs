@@ -110,7 +110,10 @@ pub(super) fn fig7_render(s: &Settings, r: &Results) -> Result<Rendered, Failure
         _ => String::new(),
     };
     let cross = match crossover(&pts) {
-        Some(x) => format!("Copy becomes slower than zero copy at about {} bytes.", num(x)),
+        Some(x) => format!(
+            "Copy becomes slower than zero copy at about {} bytes.",
+            num(x)
+        ),
         None => "Copy never became slower than zero copy in this sweep.".into(),
     };
     let end = if s.quick { "100" } else { "1 000" };

@@ -58,9 +58,8 @@ impl NetModel {
             } else {
                 // One payload, shared by the copies to every member of the group.
                 let seq = st.scheduled;
-                let body = ctx.alloc_bytes_with(app.packet_bytes as usize, |b| {
-                    b.fill((seq & 0xff) as u8)
-                });
+                let body =
+                    ctx.alloc_bytes_with(app.packet_bytes as usize, |b| b.fill((seq & 0xff) as u8));
                 let payload = ctx.alloc_shared(Payload {
                     seq,
                     body,

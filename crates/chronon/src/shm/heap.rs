@@ -150,7 +150,8 @@ impl HeapConfig {
             };
             cfg = cfg.class(num(size)? as u32, num(count)? as u32);
         }
-        cfg.check().map_err(|e| format!("--heap-classes {text}: {e}"))?;
+        cfg.check()
+            .map_err(|e| format!("--heap-classes {text}: {e}"))?;
         Ok(cfg)
     }
 
@@ -567,7 +568,11 @@ impl Heap {
     ///
     /// # Safety
     /// (`heap`, `off`) is an item the caller holds a reference to (so it is live and mapped).
-    pub(crate) unsafe fn copy_item(&mut self, heap: u32, off: u32) -> Result<(u32, u32), HeapError> {
+    pub(crate) unsafe fn copy_item(
+        &mut self,
+        heap: u32,
+        off: u32,
+    ) -> Result<(u32, u32), HeapError> {
         let base = registry::base(heap);
         // Safety: the caller holds a reference, so the item is live, initialized, and
         // immutable while shared.
@@ -682,7 +687,9 @@ impl Heap {
                     .enumerate()
                     .map(|(c, rs)| {
                         let _ = c;
-                        rs.iter().map(|r| ((r.2 - r.1) / HEADER) as usize).sum::<usize>()
+                        rs.iter()
+                            .map(|r| ((r.2 - r.1) / HEADER) as usize)
+                            .sum::<usize>()
                     })
                     .sum::<usize>(),
             dormant: self.dormant.len(),

@@ -28,7 +28,10 @@ const TOUCHED: u32 = 1;
 
 fn bytes_for<T>(len: usize) -> Result<usize, HeapError> {
     assert!(size_of::<T>() > 0, "Slice elements must have a size");
-    assert!(align_of::<T>() <= ITEM_ALIGN, "Slice elements may be at most 32-aligned");
+    assert!(
+        align_of::<T>() <= ITEM_ALIGN,
+        "Slice elements may be at most 32-aligned"
+    );
     len.checked_mul(size_of::<T>())
         .filter(|&b| b <= u32::MAX as usize)
         .ok_or(HeapError::TooLarge {

@@ -196,7 +196,10 @@ fn thread_time_is_the_time_to_zero() {
 fn heap_grows_then_reports_exhaustion_and_refuses_big_values() {
     let mut heap = Heap::new(
         fresh_owner(),
-        HeapConfig::empty().class(16, 1).class(256, 1).max_segments(5),
+        HeapConfig::empty()
+            .class(16, 1)
+            .class(256, 1)
+            .max_segments(5),
     )
     .unwrap();
     let mut keep = Vec::new();
@@ -310,7 +313,9 @@ fn control_barrier_registers_and_abort() {
 #[test]
 fn slices_and_bytes_hold_runtime_sizes() {
     let mut heap = small_heap(4);
-    let s = heap.alloc_slice(&[(1u16, 10u64), (2, 20), (3, 30)]).unwrap();
+    let s = heap
+        .alloc_slice(&[(1u16, 10u64), (2, 20), (3, 30)])
+        .unwrap();
     assert_eq!(s.as_slice(), &[(1, 10), (2, 20), (3, 30)]);
     assert_eq!(s.len(), 3);
     let b = heap.alloc_bytes_with(200, |b| b[199] = 7).unwrap();
@@ -393,8 +398,11 @@ fn growth_doubles_segments_and_can_be_disabled() {
     drop(items);
     heap.set_gvt(f64::INFINITY);
     assert_eq!(heap.stats().free, 14);
-    let mut fixed = Heap::new(fresh_owner(), HeapConfig::empty().class(16, 1).max_segments(1))
-        .unwrap();
+    let mut fixed = Heap::new(
+        fresh_owner(),
+        HeapConfig::empty().class(16, 1).max_segments(1),
+    )
+    .unwrap();
     let _one = fixed.alloc(1u64).unwrap();
     let e = fixed.alloc(2u64).unwrap_err();
     assert!(e.to_string().contains("full in all 1 segments"), "{e}");

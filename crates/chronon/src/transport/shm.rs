@@ -280,9 +280,7 @@ fn absorb<E: ShmSafe>(
                 stash.push(e);
             });
         }
-        net.words(me)
-            .stash_min
-            .fetch_min(min.to_bits(), SeqCst);
+        net.words(me).stash_min.fetch_min(min.to_bits(), SeqCst);
     });
 }
 

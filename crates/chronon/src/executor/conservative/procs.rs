@@ -71,13 +71,8 @@ pub(crate) struct ProcsOptions {
 
 /// A multi-process run, as a function pointer (instantiated where `M::Event: ShmSafe` is
 /// known, called from `Simulation::run`, which does not know it).
-pub(crate) type ProcsFn<M> = fn(
-    &M,
-    &RunConfig,
-    Protocol,
-    &ConservativeConfig,
-    &ProcsOptions,
-) -> Result<Report, SimError>;
+pub(crate) type ProcsFn<M> =
+    fn(&M, &RunConfig, Protocol, &ConservativeConfig, &ProcsOptions) -> Result<Report, SimError>;
 
 /// Runs `model` with `protocol` over `opts.procs` processes of `cc.threads` threads (parent),
 /// or, in a worker process, does that worker's part and exits.
@@ -219,7 +214,9 @@ where
             let mut requests = requests_w;
             coordinate(model, cfg, &owner, cc.threads, &mut readers, &mut requests)
         });
-        let launched = launch(procs, args, &control, &net, &dir, sig, results_w, requests_r);
+        let launched = launch(
+            procs, args, &control, &net, &dir, sig, results_w, requests_r,
+        );
         (launched, coordinator.join().unwrap_or(None))
     });
     if let Err(e) = launched {
@@ -245,7 +242,15 @@ where
         return Err(e);
     }
     let stats = stats?;
-    gather(cfg, protocol, cc, procs, outs, stats, start.elapsed().as_secs_f64())
+    gather(
+        cfg,
+        protocol,
+        cc,
+        procs,
+        outs,
+        stats,
+        start.elapsed().as_secs_f64(),
+    )
 }
 
 /// Starts the children with the segments and their pipe ends, waits for them all, and closes
@@ -408,7 +413,13 @@ fn gather(
     stats: ModelStats,
     total_s: f64,
 ) -> Result<Report, SimError> {
-    let mut report = Report::new(protocol.name(), cc.threads, cfg.queue.name(), cfg.lps, cfg.end);
+    let mut report = Report::new(
+        protocol.name(),
+        cc.threads,
+        cfg.queue.name(),
+        cfg.lps,
+        cfg.end,
+    );
     let mut fingerprint = 0u64;
     let (mut pending, mut in_transit, mut tmc_left) = (0u64, 0u64, 0i64);
     let mut rounds = 0f64;
@@ -455,10 +466,7 @@ fn gather(
         st.insert("rounds".into(), rounds);
         if rounds > 0.0 {
             st.insert("round_us".into(), wall * 1e6 / rounds);
-            st.insert(
-                "events_per_round".into(),
-                report.processed as f64 / rounds,
-            );
+            st.insert("events_per_round".into(), report.processed as f64 / rounds);
         }
     }
     Ok(report)
@@ -912,7 +920,9 @@ fn decode(b: &[u8]) -> Option<ChildOut> {
     o.init_s = r.f64()?;
     o.wall_s = r.f64()?;
     let n = r.u64()?;
-    o.counters = (0..n).map(|_| r.u64().map(|v| v as i64)).collect::<Option<_>>()?;
+    o.counters = (0..n)
+        .map(|_| r.u64().map(|v| v as i64))
+        .collect::<Option<_>>()?;
     let n = r.u64()?;
     for _ in 0..n {
         let lp = u32::try_from(r.u64()?).ok()?;
