@@ -8,8 +8,9 @@
 //!
 //! Scaling to this machine: the seed ran 8 processes on 8+ cores for 25 000 simulated seconds
 //! (SimpleSim) and 5 000 (GTNetS). Fig. 7 runs 2 processes (this machine has 2 cores; 8 LPs, 4
-//! per process) for 1 000 simulated seconds (100 with `--quick`); Figs. 8 and 9 oversubscribe
-//! the 2 cores with 4 and 8 processes. Queue bound 5 000 and lookahead 5 as in the seed.
+//! per process) for 1 000 simulated seconds (100 with `--quick`); Fig. 8 the same time; Fig. 9
+//! 200 simulated seconds (20 with `--quick`); Figs. 8 and 9 oversubscribe the 2 cores with 4
+//! and 8 processes. Queue bound 5 000 and lookahead 5 as in the seed.
 
 use super::{md_table, num, Point, Rendered, Results, Settings};
 use crate::report::plot::{figure, Panel, Series};
@@ -73,20 +74,28 @@ pub(super) fn fig7_plan(s: &Settings) -> Result<Vec<Point>, Failure> {
     Ok(out)
 }
 
-/// Where copy's run time line crosses zero copy's (linear interpolation between the sizes
-/// measured), if it does.
-fn crossover(pts: &[(f64, f64, f64)]) -> Option<f64> {
+/// Where copy's run time line crosses zero copy's, from below (linear interpolation between
+/// the sizes measured): `Crossing::At`, or `Always` if copy is slower from the smallest size
+/// on, or `Never`.
+#[derive(Debug, PartialEq)]
+enum Crossing {
+    At(f64),
+    Always,
+    Never,
+}
+
+fn crossover(pts: &[(f64, f64, f64)]) -> Crossing {
     // (bytes, zero-copy s, copy s), sorted by bytes.
+    if pts.first().is_some_and(|p| p.2 > p.1) {
+        return Crossing::Always;
+    }
     for w in pts.windows(2) {
         let (d0, d1) = (w[0].2 - w[0].1, w[1].2 - w[1].1);
         if d0 <= 0.0 && d1 > 0.0 {
-            return Some(w[0].0 + (w[1].0 - w[0].0) * (-d0) / (d1 - d0));
+            return Crossing::At(w[0].0 + (w[1].0 - w[0].0) * (-d0) / (d1 - d0));
         }
     }
-    match pts.first() {
-        Some(p) if p.2 > p.1 => Some(p.0),
-        _ => None,
-    }
+    Crossing::Never
 }
 
 pub(super) fn fig7_render(s: &Settings, r: &Results) -> Result<Rendered, Failure> {
@@ -110,11 +119,16 @@ pub(super) fn fig7_render(s: &Settings, r: &Results) -> Result<Rendered, Failure
         _ => String::new(),
     };
     let cross = match crossover(&pts) {
-        Some(x) => format!(
-            "Copy becomes slower than zero copy at about {} bytes.",
+        Crossing::At(x) => format!(
+            "Copy becomes slower than zero copy at about {} bytes (the seed: ~3 000).",
             num(x)
         ),
-        None => "Copy never became slower than zero copy in this sweep.".into(),
+        Crossing::Always => format!(
+            "Copy is slower than zero copy at every size measured, from {} bytes: no \
+             crossover in this sweep (the seed: ~3 000 bytes).",
+            pts.first().map_or(0.0, |p| p.0)
+        ),
+        Crossing::Never => "Copy never became slower than zero copy in this sweep.".into(),
     };
     let end = if s.quick { "100" } else { "1 000" };
     let table = format!(
@@ -216,7 +230,7 @@ pub(super) fn fig8_render(s: &Settings, r: &Results) -> Result<Rendered, Failure
 
 pub(super) fn fig9_plan(s: &Settings) -> Result<Vec<Point>, Failure> {
     let procs: &[&str] = if s.quick { &PROCS[..2] } else { &PROCS };
-    let end = if s.quick { "1" } else { "10" };
+    let end = if s.quick { "20" } else { "200" };
     let mut out = Vec::new();
     for p in procs {
         for t in TRANSPORTS {
@@ -247,7 +261,7 @@ pub(super) fn fig9_plan(s: &Settings) -> Result<Vec<Point>, Failure> {
 
 pub(super) fn fig9_render(s: &Settings, r: &Results) -> Result<Rendered, Failure> {
     let (rows, series) = process_sweep(r);
-    let end = if s.quick { "1" } else { "10" };
+    let end = if s.quick { "20" } else { "200" };
     let table = format!(
         "Star-of-stars UDP network (one star of P−1 leaves per worker process, hubs in a \
          clique, 1 024-byte packets at 20 % load with on/off sources), window protocol, end \
@@ -270,13 +284,14 @@ pub(super) fn fig9_render(s: &Settings, r: &Results) -> Result<Rendered, Failure
 
 #[cfg(test)]
 mod tests {
-    use super::crossover;
+    use super::{crossover, Crossing};
 
     #[test]
     fn crossover_interpolates_where_copy_overtakes() {
         let pts = [(500.0, 1.0, 0.8), (1500.0, 1.0, 1.2), (5000.0, 1.0, 3.0)];
-        assert_eq!(crossover(&pts), Some(1000.0));
-        assert_eq!(crossover(&[(500.0, 1.0, 2.0)]), Some(500.0));
-        assert_eq!(crossover(&[(500.0, 1.0, 0.5), (900.0, 1.0, 0.9)]), None);
+        assert_eq!(crossover(&pts), Crossing::At(1000.0));
+        assert_eq!(crossover(&[(500.0, 1.0, 2.0)]), Crossing::Always);
+        let never = [(500.0, 1.0, 0.5), (900.0, 1.0, 0.9)];
+        assert_eq!(crossover(&never), Crossing::Never);
     }
 }
