@@ -52,8 +52,8 @@ pub unsafe trait ShmSafe: Send + Sync + 'static {
     ///
     /// # Safety
     /// Only for a byte copy of a live value whose `BPtr`s' counts the caller does not release
-    /// through this copy.
-    #[doc(hidden)]
+    /// through this copy. Implement it (visiting every field that may hold a `BPtr`) for an
+    /// enum or a hand-written impl; never call it outside the copy transport.
     unsafe fn fixup_copy(&mut self) {}
 }
 
