@@ -95,6 +95,65 @@ fn differential(model: &[&str]) {
     );
 }
 
+/// `differential`, then the copy transport (`--payload copy`) over every protocol with 2 and
+/// 3 processes: the same history (the model's code is unchanged; only the bytes move).
+fn differential_with_copy(model: &[&str]) {
+    differential(model);
+    let seq = history(&report(model));
+    for sync in ["window", "lockstep", "null-message"] {
+        for (procs, threads) in [("2", "1"), ("3", "2")] {
+            let mut args = model.to_vec();
+            args.extend([
+                "--sync",
+                sync,
+                "--procs",
+                procs,
+                "--threads",
+                threads,
+                "--payload",
+                "copy",
+            ]);
+            assert_eq!(history(&report(&args)), seq, "{args:?}");
+        }
+    }
+}
+
+/// SimpleSim's payloads are `BPtr<Bytes>` (written and checked here: `--touch write`).
+#[test]
+fn simplesim_across_processes_commits_the_sequential_history() {
+    differential_with_copy(&[
+        "run",
+        "simplesim",
+        "--lps",
+        "6",
+        "--queue-bound",
+        "20",
+        "--payload-bytes",
+        "600",
+        "--touch",
+        "write",
+        "--end",
+        "60",
+    ]);
+}
+
+/// The data store's request and result lists are `BPtr<Slice<_>>`s.
+#[test]
+fn datastore_across_processes_commits_the_sequential_history() {
+    differential_with_copy(&["run", "datastore", "--nodes", "6", "--end", "1"]);
+}
+
+/// Star-clique packets carry their data in nested `BPtr`s (a header item and a byte item).
+#[test]
+fn star_clique_across_processes_commits_the_sequential_history() {
+    differential_with_copy(&["run", "star-clique", "--stars", "3", "--end", "2"]);
+}
+
+#[test]
+fn campus_across_processes_commits_the_sequential_history() {
+    differential(&["run", "campus", "--end", "0.5"]);
+}
+
 #[test]
 fn phold_across_processes_commits_the_sequential_history() {
     differential(&[
@@ -522,6 +581,47 @@ fn bad(args: &[&str], needle: &str) {
     assert!(stderr.contains(needle), "{args:?}: {stderr}");
 }
 
+/// A payload larger than the largest size class, or a class that is full with growth
+/// disabled, ends the run with one line naming the LP, the time and what to change.
+#[test]
+fn shared_heap_limits_are_one_line_errors() {
+    for extra in [&[][..], &["--sync", "window", "--procs", "2"][..]] {
+        let mut args = vec![
+            "run",
+            "simplesim",
+            "--payload-bytes",
+            "100000",
+            "--end",
+            "50",
+        ];
+        args.extend(extra);
+        let (code, stdout, stderr) = chronon(&args);
+        assert_ne!(code, 0, "{args:?}");
+        assert!(stdout.is_empty(), "{stdout}");
+        assert_eq!(stderr.trim_end().lines().count(), 1, "{stderr}");
+        assert!(stderr.contains("a 100000-byte value"), "{stderr}");
+        assert!(stderr.contains("the largest holds 65536 bytes"), "{stderr}");
+        assert!(stderr.contains("LP "), "{stderr}");
+    }
+    let (code, _, stderr) = chronon(&[
+        "run",
+        "simplesim",
+        "--queue-bound",
+        "200",
+        "--payload-bytes",
+        "5000",
+        "--heap-classes",
+        "8K:4",
+        "--heap-segments",
+        "1",
+        "--end",
+        "50",
+    ]);
+    assert_ne!(code, 0);
+    assert_eq!(stderr.trim_end().lines().count(), 1, "{stderr}");
+    assert!(stderr.contains("full in all 1 segments"), "{stderr}");
+}
+
 #[test]
 fn what_cannot_run_across_processes_is_one_line_and_exit_2() {
     let p = ["run", "phold", "--lps", "8", "--end", "5"];
@@ -549,18 +649,17 @@ fn what_cannot_run_across_processes_is_one_line_and_exit_2() {
         &with(&["--procs", "200", "--threads", "2", "--sync", "window"]),
         "at most 256",
     );
+    bad(&with(&["--payload", "mpi"]), "unknown --payload 'mpi'");
     bad(
-        &["run", "simplesim", "--procs", "2", "--sync", "window"],
-        "simplesim cannot run across processes yet",
+        &with(&["--payload", "copy", "--sync", "window"]),
+        "--payload copy compares transports between processes: it needs --procs",
     );
+    bad(&with(&["--heap-classes", "64"]), "is not SIZE:COUNT");
     bad(
-        &["run", "datastore", "--procs", "2", "--sync", "lockstep"],
-        "datastore cannot run across processes yet",
+        &with(&["--heap-classes", "4K:1,64:1"]),
+        "must grow strictly",
     );
-    bad(
-        &["run", "star-clique", "--procs", "2", "--sync", "window"],
-        "star-clique cannot run across processes yet",
-    );
+    bad(&with(&["--heap-segments", "17"]), "1..=16");
     bad(
         &[
             "run",
