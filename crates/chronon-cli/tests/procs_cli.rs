@@ -9,150 +9,14 @@
 mod common;
 
 use std::process::{Command, Stdio};
-use std::sync::atomic::{AtomicUsize, Ordering};
+
 use std::time::{Duration, Instant};
 
 use common::chronon;
 
-fn dev_shm() -> Vec<String> {
-    let mut v: Vec<String> = std::fs::read_dir("/dev/shm")
-        .map(|d| {
-            d.filter_map(|e| e.ok())
-                .map(|e| e.file_name().to_string_lossy().into_owned())
-                .collect()
-        })
-        .unwrap_or_default();
-    v.sort();
-    v
-}
+mod procs_common;
 
-/// Runs `args` with `--output` to a fresh file and returns the report.
-fn report(args: &[&str]) -> serde_json::Value {
-    static N: AtomicUsize = AtomicUsize::new(0);
-    let path = std::env::temp_dir().join(format!(
-        "chronon-procs-{}-{}.json",
-        std::process::id(),
-        N.fetch_add(1, Ordering::SeqCst)
-    ));
-    let mut all: Vec<&str> = args.to_vec();
-    let p = path.to_str().unwrap().to_string();
-    all.extend(["--output", &p]);
-    let (code, stdout, stderr) = chronon(&all);
-    assert_eq!(code, 0, "{args:?}: {stdout}{stderr}");
-    let text = std::fs::read_to_string(&path).unwrap();
-    let _ = std::fs::remove_file(&path);
-    serde_json::from_str(&text).unwrap()
-}
-
-/// What must equal the sequential run's.
-fn history(r: &serde_json::Value) -> serde_json::Value {
-    serde_json::json!({
-        "fingerprint": r["fingerprint"],
-        "committed": r["committed"],
-        "model_stats": r["model_stats"],
-        "pending_at_end": r["pending_at_end"],
-        "last_time": r["last_time"],
-        "complete": r["complete"],
-    })
-}
-
-fn differential(model: &[&str]) {
-    let shm_before = dev_shm();
-    let seq = history(&report(model));
-    assert!(
-        seq["committed"].as_u64().unwrap() > 0,
-        "{model:?}: an empty run tests nothing"
-    );
-    for sync in ["window", "lockstep", "null-message"] {
-        for procs in ["1", "2", "3"] {
-            for threads in ["1", "2"] {
-                let mut args = model.to_vec();
-                args.extend(["--sync", sync, "--procs", procs, "--threads", threads]);
-                let r = report(&args);
-                assert_eq!(history(&r), seq, "{args:?}");
-                let st = &r["executor_stats"];
-                let p: f64 = procs.parse().unwrap();
-                let t: f64 = threads.parse().unwrap();
-                assert_eq!(st["procs"].as_f64(), Some(p), "{args:?}");
-                assert_eq!(r["workers"].as_array().unwrap().len() as f64, p * t);
-                // Work was spread: with more than one worker, several committed events.
-                if p * t > 1.0 {
-                    let busy = r["workers"]
-                        .as_array()
-                        .unwrap()
-                        .iter()
-                        .filter(|w| w["events"].as_f64().unwrap() > 0.0)
-                        .count();
-                    assert!(busy > 1, "{args:?}: one worker did everything");
-                }
-            }
-        }
-    }
-    assert_eq!(
-        dev_shm(),
-        shm_before,
-        "a shared-memory file was left behind"
-    );
-}
-
-/// `differential`, then the copy transport (`--payload copy`) over every protocol with 2 and
-/// 3 processes: the same history (the model's code is unchanged; only the bytes move).
-fn differential_with_copy(model: &[&str]) {
-    differential(model);
-    let seq = history(&report(model));
-    for sync in ["window", "lockstep", "null-message"] {
-        for (procs, threads) in [("2", "1"), ("3", "2")] {
-            let mut args = model.to_vec();
-            args.extend([
-                "--sync",
-                sync,
-                "--procs",
-                procs,
-                "--threads",
-                threads,
-                "--payload",
-                "copy",
-            ]);
-            assert_eq!(history(&report(&args)), seq, "{args:?}");
-        }
-    }
-}
-
-/// SimpleSim's payloads are `BPtr<Bytes>` (written and checked here: `--touch write`).
-#[test]
-fn simplesim_across_processes_commits_the_sequential_history() {
-    differential_with_copy(&[
-        "run",
-        "simplesim",
-        "--lps",
-        "6",
-        "--queue-bound",
-        "20",
-        "--payload-bytes",
-        "600",
-        "--touch",
-        "write",
-        "--end",
-        "60",
-    ]);
-}
-
-/// The data store's request and result lists are `BPtr<Slice<_>>`s.
-#[test]
-fn datastore_across_processes_commits_the_sequential_history() {
-    differential_with_copy(&["run", "datastore", "--nodes", "6", "--end", "1"]);
-}
-
-/// Star-clique packets carry their data in nested `BPtr`s (a header item and a byte item).
-#[test]
-fn star_clique_across_processes_commits_the_sequential_history() {
-    differential_with_copy(&["run", "star-clique", "--stars", "3", "--end", "2"]);
-}
-
-#[test]
-fn campus_across_processes_commits_the_sequential_history() {
-    differential(&["run", "campus", "--end", "0.5"]);
-}
+use procs_common::{dev_shm, differential, history, report};
 
 #[test]
 fn phold_across_processes_commits_the_sequential_history() {
@@ -579,47 +443,6 @@ fn bad(args: &[&str], needle: &str) {
     assert!(stdout.is_empty(), "{args:?}: {stdout}");
     assert_eq!(stderr.trim_end().lines().count(), 1, "{args:?}: {stderr}");
     assert!(stderr.contains(needle), "{args:?}: {stderr}");
-}
-
-/// A payload larger than the largest size class, or a class that is full with growth
-/// disabled, ends the run with one line naming the LP, the time and what to change.
-#[test]
-fn shared_heap_limits_are_one_line_errors() {
-    for extra in [&[][..], &["--sync", "window", "--procs", "2"][..]] {
-        let mut args = vec![
-            "run",
-            "simplesim",
-            "--payload-bytes",
-            "100000",
-            "--end",
-            "50",
-        ];
-        args.extend(extra);
-        let (code, stdout, stderr) = chronon(&args);
-        assert_ne!(code, 0, "{args:?}");
-        assert!(stdout.is_empty(), "{stdout}");
-        assert_eq!(stderr.trim_end().lines().count(), 1, "{stderr}");
-        assert!(stderr.contains("a 100000-byte value"), "{stderr}");
-        assert!(stderr.contains("the largest holds 65536 bytes"), "{stderr}");
-        assert!(stderr.contains("LP "), "{stderr}");
-    }
-    let (code, _, stderr) = chronon(&[
-        "run",
-        "simplesim",
-        "--queue-bound",
-        "200",
-        "--payload-bytes",
-        "5000",
-        "--heap-classes",
-        "8K:4",
-        "--heap-segments",
-        "1",
-        "--end",
-        "50",
-    ]);
-    assert_ne!(code, 0);
-    assert_eq!(stderr.trim_end().lines().count(), 1, "{stderr}");
-    assert!(stderr.contains("full in all 1 segments"), "{stderr}");
 }
 
 #[test]
