@@ -73,6 +73,20 @@ pub(crate) struct CommonArgs {
     /// or null-message; models whose events may cross a process boundary) [default: none].
     #[arg(long, help_heading = EXEC)]
     pub procs: Option<usize>,
+    /// How --procs moves `BPtr` payloads between processes: zero-copy (the pointer travels,
+    /// the bytes stay in the sender's shared heap) or copy (each payload is copied out of
+    /// the sender's item and into a new item of the receiver's heap, what MPI does inside one
+    /// machine) [default: zero-copy].
+    #[arg(long, help_heading = EXEC)]
+    pub payload: Option<String>,
+    /// Size classes of the shared heaps that hold `BPtr` payloads, as SIZE:COUNT per class
+    /// (items per heap segment; sizes in bytes or with K/M) [default: 64:1024,512:256,4K:64,8K:32,64K:8; segment k of a growing heap holds 2^k times as many].
+    #[arg(long, help_heading = EXEC)]
+    pub heap_classes: Option<String>,
+    /// Segments a shared heap may grow to, 1..=16 (1: no growth, a full class is an error)
+    /// [default: 16].
+    #[arg(long, help_heading = EXEC)]
+    pub heap_segments: Option<u32>,
     /// LP-to-worker mapping of the parallel executors: block or round-robin [default: block].
     #[arg(long, help_heading = EXEC)]
     pub mapping: Option<String>,
@@ -204,6 +218,9 @@ pub(crate) const COMMON_KEYS: &[&str] = &[
     "sync",
     "threads",
     "procs",
+    "payload",
+    "heap-classes",
+    "heap-segments",
     "output",
     "state-saving",
     "checkpoint",
@@ -236,6 +253,9 @@ impl CommonArgs {
             sync: self.sync.or(file.sync),
             threads: self.threads.or(file.threads),
             procs: self.procs.or(file.procs),
+            payload: self.payload.or(file.payload),
+            heap_classes: self.heap_classes.or(file.heap_classes),
+            heap_segments: self.heap_segments.or(file.heap_segments),
             barrier: self.barrier.or(file.barrier),
             fan_in: self.fan_in.or(file.fan_in),
             mapping: self.mapping.or(file.mapping),

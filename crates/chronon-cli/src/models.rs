@@ -377,6 +377,9 @@ model_command! {
         off_mean: f64,
         /// Sources start uniformly in [0, this) seconds [default: 0.5].
         start_window: f64,
+        /// Packets carry their bytes of data in shared-heap items (BPtrs), checked at the
+        /// sink; false: a packet's size is only a number [default: true].
+        data: bool,
     }
 }
 

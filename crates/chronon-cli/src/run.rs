@@ -289,7 +289,11 @@ fn conservative(threads: usize, common: &CommonArgs) -> Result<ConservativeConfi
 /// a process boundary (`chronon::shm::ShmSafe`) can; the others say why.
 pub(crate) trait Procs: Model + Sized {
     /// `sim` set to run in `procs` processes, or why this model cannot.
-    fn processes(sim: Simulation<Self>, procs: usize) -> Result<Simulation<Self>, String>;
+    fn processes(
+        sim: Simulation<Self>,
+        procs: usize,
+        copy: bool,
+    ) -> Result<Simulation<Self>, String>;
     /// Why this model (run under `name`) cannot run across processes, if it cannot.
     fn why_not(name: &str) -> Option<String> {
         let _ = name;
@@ -300,29 +304,19 @@ pub(crate) trait Procs: Model + Sized {
 macro_rules! procs_capable {
     ($($t:ty),* $(,)?) => { $(
         impl Procs for $t {
-            fn processes(sim: Simulation<Self>, procs: usize) -> Result<Simulation<Self>, String> {
-                Ok(sim.processes(procs))
+            fn processes(
+                sim: Simulation<Self>,
+                procs: usize,
+                copy: bool,
+            ) -> Result<Simulation<Self>, String> {
+                Ok(sim.processes(procs).payload_copy(copy))
             }
         }
     )* };
 }
 
-macro_rules! procs_not_yet {
-    ($($t:ty => $what:literal);* $(;)?) => { $(
-        impl Procs for $t {
-            fn processes(_: Simulation<Self>, _: usize) -> Result<Simulation<Self>, String> {
-                Err(Self::why_not("this model").unwrap_or_default())
-            }
-            fn why_not(name: &str) -> Option<String> {
-                Some(format!(
-                    "{name} cannot run across processes yet (--procs): its events carry {}, pointers into one process's memory; moving such payloads into shared-heap BPtrs is the next step of issue 10",
-                    $what
-                ))
-            }
-        }
-    )* };
-}
-
+// Every shipped model's events may cross a process boundary (variable-size payloads travel
+// as shared-heap `BPtr`s).
 procs_capable!(
     chronon_models::Phold,
     chronon_models::PholdPhases,
@@ -330,12 +324,43 @@ procs_capable!(
     chronon_models::Manufacturing,
     chronon_models::Random,
     chronon_models::faulty::Faulty,
+    chronon_models::SimpleSim,
+    chronon_models::DataStore,
+    chronon_models::net::NetModel,
 );
-procs_not_yet!(
-    chronon_models::SimpleSim => "a Vec<u8> payload";
-    chronon_models::DataStore => "Vecs of requests and results";
-    chronon_models::net::NetModel => "shared multicast bodies (reference-counted)";
-);
+
+/// `--payload`, `--heap-classes`, `--heap-segments`: sets this process's shared-heap classes;
+/// whether payloads are copied.
+fn payload_options(common: &CommonArgs, procs: Option<usize>) -> Result<bool, Failure> {
+    let copy = match common.payload.as_deref() {
+        None | Some("zero-copy") => false,
+        Some("copy") => true,
+        Some(other) => {
+            return Err(Failure::bad_input(format!(
+                "unknown --payload '{other}' (allowed: zero-copy, copy)"
+            )))
+        }
+    };
+    if copy && procs.is_none() {
+        return Err(Failure::bad_input(
+            "--payload copy compares transports between processes: it needs --procs",
+        ));
+    }
+    let mut heap = match common.heap_classes.as_deref() {
+        None => chronon::shm::HeapConfig::default(),
+        Some(t) => chronon::shm::HeapConfig::parse(t).map_err(Failure::bad_input)?,
+    };
+    if let Some(n) = common.heap_segments {
+        if !(1..=16).contains(&n) {
+            return Err(Failure::bad_input(format!(
+                "--heap-segments is {n}; it must be 1..=16 (1: the heaps never grow)"
+            )));
+        }
+        heap = heap.max_segments(n);
+    }
+    chronon::shm::set_heap_config(heap);
+    Ok(copy)
+}
 
 /// `--runtime bsp --threads N` runs N single-threaded worker processes (seed 002's BSP
 /// version: one process per processor): the executor gets 1 thread and the run N processes.
@@ -430,6 +455,7 @@ pub(crate) fn run_simulation_checked<M: Procs>(
     let asked = executor.clone();
     let (executor, procs) = bsp_processes(executor, common.procs)?;
     check_procs::<M>(name, procs, &executor)?;
+    let copy = payload_options(&common, procs)?;
     let outputs = plan_outputs(&common, &executor)?;
 
     let progress = Arc::new(Progress::new());
@@ -463,7 +489,7 @@ pub(crate) fn run_simulation_checked<M: Procs>(
     };
     let sim = match procs {
         None => sim,
-        Some(p) => M::processes(sim, p).map_err(Failure::bad_input)?,
+        Some(p) => M::processes(sim, p, copy).map_err(Failure::bad_input)?,
     };
     let result = sim.run();
     // Ordering: the flag only tells the progress thread to stop drawing; it guards no data.

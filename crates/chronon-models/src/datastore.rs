@@ -30,6 +30,7 @@
 
 use std::collections::{BTreeMap, HashMap};
 
+use chronon::shm::{BPtr, ShmSafe, Slice};
 use chronon::{Ctx, LpId, Model, ModelStats, SizeHint};
 
 use crate::phold::spin_for_us_in;
@@ -277,16 +278,30 @@ pub enum StoreEvent {
         origin: LpId,
         /// The batch's number at its origin.
         batch: u64,
-        /// The requests.
-        requests: Vec<(u16, u64)>,
+        /// The requests (in a shared-heap item, so the event may cross processes).
+        requests: BPtr<Slice<(u16, u64)>>,
     },
     /// The outcomes of a request set: (transaction index, success), in the same order.
     Reply {
         /// The batch's number at this node.
         batch: u64,
-        /// The outcomes.
-        results: Vec<(u16, bool)>,
+        /// The outcomes (in a shared-heap item).
+        results: BPtr<Slice<(u16, bool)>>,
     },
+}
+
+// Safety: `Tick` and `Batch` are unit variants; `Access` and `Reply` hold plain data and
+// `BPtr`s (visited by `fixup_copy`): no pointer into one process's memory.
+unsafe impl ShmSafe for StoreEvent {
+    unsafe fn fixup_copy(&mut self) {
+        match self {
+            StoreEvent::Tick | StoreEvent::Batch => {}
+            // Safety: forwarded from the caller.
+            StoreEvent::Access { requests, .. } => unsafe { requests.fixup_copy() },
+            // Safety: forwarded from the caller.
+            StoreEvent::Reply { results, .. } => unsafe { results.fixup_copy() },
+        }
+    }
 }
 
 fn owner(origin: LpId, batch: u64, tx: u16) -> u64 {
@@ -361,6 +376,7 @@ impl Model for DataStore {
                 // their allocation.
                 drop(std::hint::black_box(metas));
                 for (dst, requests) in remote {
+                    let requests = ctx.alloc_slice(&requests);
                     ctx.send(
                         dst,
                         self.net_delay,
@@ -386,11 +402,13 @@ impl Model for DataStore {
                 batch,
                 requests,
             } => {
-                let results = requests
+                let results: Vec<(u16, bool)> = requests
+                    .as_slice()
                     .iter()
                     .map(|&(tx, key)| (tx, self.access(node, owner(*origin, *batch, tx), key, now)))
                     .collect();
                 spin_for_us_in(self.work_us * requests.len() as f64, ctx);
+                let results = ctx.alloc_slice(&results);
                 ctx.send(
                     *origin,
                     self.net_delay,
@@ -408,7 +426,7 @@ impl Model for DataStore {
                     node.stray_replies += 1;
                     return;
                 };
-                for &(tx, ok) in results {
+                for &(tx, ok) in results.as_slice() {
                     match pb.txs.get_mut(usize::from(tx)) {
                         Some(t) if t.waiting > 0 => {
                             t.failed |= !ok;

@@ -7,7 +7,10 @@
 //! U(delay_min, delay_max)` later and carries `payload_bytes` bytes and a unique id.
 //!
 //! **The payload** is, as in the seed, memory the model does not look at: by default
-//! ([`Touch::None`]) the sender allocates `payload_bytes` and neither end reads or writes them,
+//! ([`Touch::None`]) the sender allocates `payload_bytes` in its worker's shared heap
+//! (`Ctx::alloc_untouched`) and neither end reads or writes them; the message carries a
+//! `BPtr` to them, so it crosses threads and processes without a copy (`--payload copy` makes
+//! the transport copy them),
 //! so a comparison of transports measures the cost of moving (or copying) the payload and not
 //! the model's own per-byte work. [`Touch::Read`]: the sender allocates zeroed bytes and the
 //! receiver sums every byte. [`Touch::Write`]: the sender writes a pattern into every byte and
@@ -24,6 +27,7 @@
 use std::cmp::Reverse;
 use std::collections::BinaryHeap;
 
+use chronon::shm::{BPtr, Bytes};
 use chronon::{Ctx, LpId, Model, ModelStats, SizeHint};
 
 /// SimpleSim's parameters.
@@ -135,35 +139,40 @@ impl SimpleSim {
         self.lookahead + 0.5 * (self.delay_min + self.delay_max)
     }
 
-    /// A payload of `payload_bytes` and its byte sum, as `touch` says: `None` allocates
-    /// the bytes without touching them (an empty `Vec` with that capacity).
-    fn payload(&self, id: u64) -> (Vec<u8>, u64) {
+    /// A payload of `payload_bytes` in this worker's shared heap and its byte sum, as `touch`
+    /// says: `None` reserves the bytes without touching them.
+    fn payload(&self, id: u64, ctx: &mut Ctx<'_, Self>) -> (BPtr<Bytes>, u64) {
         match self.touch {
-            Touch::None => (Vec::with_capacity(self.payload_bytes), 0),
-            Touch::Read => (vec![0u8; self.payload_bytes], 0),
+            Touch::None => (ctx.alloc_untouched(self.payload_bytes), 0),
+            Touch::Read => (ctx.alloc_bytes_with(self.payload_bytes, |_| {}), 0),
             Touch::Write => {
-                let mut data = vec![0u8; self.payload_bytes];
                 let mut sum = 0u64;
-                for (i, b) in data.iter_mut().enumerate() {
-                    *b = (id as u8).wrapping_add((i as u8).wrapping_mul(31));
-                    sum += u64::from(*b);
-                }
+                let data = ctx.alloc_bytes_with(self.payload_bytes, |data| {
+                    for (i, b) in data.iter_mut().enumerate() {
+                        *b = (id as u8).wrapping_add((i as u8).wrapping_mul(31));
+                        sum += u64::from(*b);
+                    }
+                });
                 (data, sum)
             }
         }
     }
 }
 
-/// A SimpleSim message.
-#[derive(Clone, Debug, PartialEq, Eq)]
+/// A SimpleSim message: 24 bytes whatever the payload's size, which travels as a `BPtr` into
+/// the sender's shared heap (zero copy, also between processes).
+#[derive(Clone, Debug, PartialEq)]
 pub struct Message {
     /// Unique id: sender in the high 32 bits, the sender's message number in the low ones.
     pub id: u64,
-    /// The payload: `payload_bytes` of capacity (of length 0 with [`Touch::None`]).
-    pub data: Vec<u8>,
+    /// The payload: `payload_bytes` bytes in a shared heap (untouched with [`Touch::None`]);
+    /// `None` for the start event.
+    pub data: Option<BPtr<Bytes>>,
     /// The sum of the payload's bytes, written by the sender.
     pub checksum: u64,
 }
+
+chronon::impl_shm_safe!(Message { id, data, checksum });
 
 /// One SimpleSim LP.
 #[derive(Clone, Debug, Default)]
@@ -203,7 +212,7 @@ impl Model for SimpleSim {
             t,
             Message {
                 id: u64::MAX,
-                data: Vec::new(),
+                data: None,
                 checksum: 0,
             },
         );
@@ -214,12 +223,15 @@ impl Model for SimpleSim {
         let now = ctx.now();
         if msg.id != u64::MAX {
             lp.received += 1;
-            lp.bytes_carried += msg.data.capacity().max(msg.data.len()) as u64;
-            if self.touch != Touch::None {
-                let sum: u64 = msg.data.iter().map(|&b| u64::from(b)).sum();
-                lp.bytes_read += msg.data.len() as u64;
-                if sum != msg.checksum {
-                    lp.bad_payloads += 1;
+            if let Some(data) = &msg.data {
+                lp.bytes_carried += data.len() as u64;
+                if self.touch != Touch::None {
+                    let bytes = data.as_slice();
+                    let sum: u64 = bytes.iter().map(|&b| u64::from(b)).sum();
+                    lp.bytes_read += bytes.len() as u64;
+                    if sum != msg.checksum {
+                        lp.bad_payloads += 1;
+                    }
                 }
             }
         }
@@ -244,10 +256,18 @@ impl Model for SimpleSim {
             let dst = ctx.rng().below(n) as LpId;
             let delay = self.lookahead + ctx.rng().uniform_range(self.delay_min, self.delay_max);
             let id = (u64::from(ctx.me()) << 32) | (lp.sent & 0xFFFF_FFFF);
-            let (data, checksum) = self.payload(id);
+            let (data, checksum) = self.payload(id, ctx);
             lp.sent += 1;
             lp.outstanding.push(Reverse((now + delay).to_bits()));
-            ctx.send(dst, delay, Message { id, data, checksum });
+            ctx.send(
+                dst,
+                delay,
+                Message {
+                    id,
+                    data: Some(data),
+                    checksum,
+                },
+            );
         }
     }
 

@@ -267,6 +267,9 @@ impl<'a, M: Model + ?Sized> Ctx<'a, M> {
         counters: &'a mut [i64],
         error: &'a mut Option<ModelError>,
     ) -> Self {
+        // The time-to-zero of a `BPtr` dropped on this thread from now on.
+        #[cfg(target_os = "linux")]
+        crate::shm::set_time(now);
         Ctx {
             now,
             me,
@@ -352,6 +355,61 @@ impl<'a, M: Model + ?Sized> Ctx<'a, M> {
             payload,
         });
         self.platform_return();
+    }
+
+    /// Moves `value` into this worker thread's shared heap and returns the one reference to
+    /// it: an 8-byte [`BPtr`](crate::shm::BPtr) that may travel in events to any worker, in
+    /// this process or another (`--procs`), without copying `value`. In a single-process run
+    /// it is an ordinary shared pointer. Panics (reported as a handler panic, with the LP and
+    /// time) if `value` fits no size class or the heap cannot grow: see
+    /// [`try_alloc_shared`](Self::try_alloc_shared).
+    #[cfg(target_os = "linux")]
+    pub fn alloc_shared<T: crate::shm::ShmSafe>(&mut self, value: T) -> crate::shm::BPtr<T> {
+        self.try_alloc_shared(value)
+            .unwrap_or_else(|e| panic!("{e}"))
+    }
+
+    /// [`alloc_shared`](Self::alloc_shared), with the failure returned.
+    #[cfg(target_os = "linux")]
+    pub fn try_alloc_shared<T: crate::shm::ShmSafe>(
+        &mut self,
+        value: T,
+    ) -> Result<crate::shm::BPtr<T>, crate::shm::HeapError> {
+        crate::shm::with_thread_heap(|h| h.alloc(value)).and_then(|r| r)
+    }
+
+    /// A shared-heap byte array of `len` bytes, zeroed, then written by `fill` (see
+    /// [`alloc_shared`](Self::alloc_shared); panics the same way).
+    #[cfg(target_os = "linux")]
+    pub fn alloc_bytes_with(
+        &mut self,
+        len: usize,
+        fill: impl FnOnce(&mut [u8]),
+    ) -> crate::shm::BPtr<crate::shm::Bytes> {
+        crate::shm::with_thread_heap(|h| h.alloc_bytes_with(len, fill))
+            .and_then(|r| r)
+            .unwrap_or_else(|e| panic!("{e}"))
+    }
+
+    /// A shared-heap array of `len` bytes that are never written or read (the seed's
+    /// untouched payload: its memory is reserved and travels; see
+    /// [`Heap::alloc_untouched`](crate::shm::Heap::alloc_untouched)).
+    #[cfg(target_os = "linux")]
+    pub fn alloc_untouched(&mut self, len: usize) -> crate::shm::BPtr<crate::shm::Bytes> {
+        crate::shm::with_thread_heap(|h| h.alloc_untouched::<u8>(len))
+            .and_then(|r| r)
+            .unwrap_or_else(|e| panic!("{e}"))
+    }
+
+    /// A shared-heap copy of `src` (see [`alloc_shared`](Self::alloc_shared)).
+    #[cfg(target_os = "linux")]
+    pub fn alloc_slice<T: crate::shm::ShmSafe + Copy>(
+        &mut self,
+        src: &[T],
+    ) -> crate::shm::BPtr<crate::shm::Slice<T>> {
+        crate::shm::with_thread_heap(|h| h.alloc_slice(src))
+            .and_then(|r| r)
+            .unwrap_or_else(|e| panic!("{e}"))
     }
 
     /// Adds `delta` to the model counter `index` (see [`Model::counter_names`]). Counters are

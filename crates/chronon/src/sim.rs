@@ -103,12 +103,27 @@ where
     /// # Ok::<(), chronon::SimError>(())
     /// ```
     pub fn processes(mut self, procs: usize) -> Self {
-        let args = self.procs.take().and_then(|(o, _, _)| o.args);
+        let (args, copy) = self
+            .procs
+            .take()
+            .map_or((None, false), |(o, _, _)| (o.args, o.copy));
         self.procs = Some((
-            executor::conservative::procs::ProcsOptions { procs, args },
+            executor::conservative::procs::ProcsOptions { procs, args, copy },
             executor::conservative::procs::run::<M>,
             executor::time_warp::procs::run::<M>,
         ));
+        self
+    }
+
+    /// The copy transport (`chronon run --payload copy`): instead of passing `BPtr`s
+    /// (zero copy), every event's `BPtr` payloads are byte-copied into a new item of the
+    /// sender's heap when it is sent and into a new item of the receiver's heap when it is
+    /// received (the two copies an MPI implementation makes inside one machine), the model's
+    /// code unchanged. Call after [`processes`](Simulation::processes).
+    pub fn payload_copy(mut self, copy: bool) -> Self {
+        if let Some((o, _, _)) = &mut self.procs {
+            o.copy = copy;
+        }
         self
     }
 
@@ -308,6 +323,10 @@ impl<M: Model> Simulation<M> {
                 executor::conservative::run(&self.model, &cfg, Protocol::Lockstep, &c)
             }
         };
+        // The run is over: this thread's shared heap (if a handler ran here) is released once
+        // every item came back; worker threads' heaps went with their threads.
+        #[cfg(target_os = "linux")]
+        crate::shm::release_thread_heap();
         match result {
             Err(SimError::StoppedInInit) => {
                 // Stopped before any event ran: an empty, incomplete report.

@@ -265,19 +265,11 @@ pub(crate) fn executor_flags(model: &str, sync: &str, d: &mut Draw) -> Flags {
         }
     }
     // Worker processes (issue 10) for the conservative protocols on persistent workers without
-    // load balancing, for the models whose events may cross a process boundary; a drawn
-    // configuration with global events is refused in one line and counted as refused.
+    // load balancing, on every model (every shipped model's events may cross a process
+    // boundary); a drawn configuration with global events is refused in one line and counted
+    // as refused.
     let balanced = f.0.iter().any(|a| a == "--dedicated");
-    let shm_safe = matches!(
-        model,
-        "phold" | "phold-phases" | "pcs" | "manufacturing" | "random"
-    );
-    if matches!(sync, "window" | "lockstep" | "null-message")
-        && !ws
-        && !balanced
-        && shm_safe
-        && d.chance(0.3)
-    {
+    if matches!(sync, "window" | "lockstep" | "null-message") && !ws && !balanced && d.chance(0.3) {
         f.set("procs", d.int(1, 3));
     }
     f

@@ -13,6 +13,7 @@ mod ours;
 mod refcount;
 mod registry;
 mod runner;
+mod seed000;
 mod seed001;
 mod seed002;
 mod seed003;

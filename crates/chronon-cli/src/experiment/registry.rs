@@ -2,7 +2,9 @@
 //! functions (see `seed001.rs` for the shape) and add an entry here; an experiment whose parts
 //! have not landed is an entry with `Status::Waits` naming the issue.
 
-use super::{ours, refcount, run_metrics, seed001, seed002, seed003, Experiment, Ready, Status};
+use super::{
+    ours, refcount, run_metrics, seed000, seed001, seed002, seed003, Experiment, Ready, Status,
+};
 
 const fn ready(
     plan: fn(&super::Settings) -> Result<Vec<super::Point>, crate::Failure>,
@@ -32,30 +34,28 @@ pub(crate) const EXPERIMENTS: &[Experiment] = &[
         name: "000-fig7",
         seed: "000",
         what: "Fig. 7: SimpleSim payload sweep",
-        needs: "8 processes, MPI",
-        partial: "",
+        needs: "processes",
+        partial: "MPI and Boost versions (issue 11)",
         reps: 3,
-        status: Status::Waits(
-            "issue 10 (multi-process runs, zero-copy BPtr, copy transport) and issue 11 (MPI)",
-        ),
+        status: ready(seed000::fig7_plan, seed000::fig7_render),
     },
     Experiment {
         name: "000-fig8",
         seed: "000",
         what: "Fig. 8: SimpleSim process sweep",
-        needs: "2-8 processes, MPI",
-        partial: "",
+        needs: "2-8 processes",
+        partial: "MPI and Boost versions (issue 11)",
         reps: 3,
-        status: Status::Waits("issue 10 (multi-process runs) and issue 11 (MPI)"),
+        status: ready(seed000::fig8_plan, seed000::fig8_render),
     },
     Experiment {
         name: "000-fig9",
         seed: "000",
         what: "Fig. 9: star-of-stars network process sweep",
-        needs: "2-8 processes, MPI",
-        partial: "",
+        needs: "2-8 processes",
+        partial: "MPI and Boost versions (issue 11)",
         reps: 3,
-        status: Status::Waits("issue 10 (multi-process runs) and issue 11 (MPI)"),
+        status: ready(seed000::fig9_plan, seed000::fig9_render),
     },
     Experiment {
         name: "001-barriers",

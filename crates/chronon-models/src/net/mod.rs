@@ -165,6 +165,7 @@ pub struct Network {
     groups: Vec<Vec<Vec<NodeId>>>,
     /// Seconds between throughput samples (0: none).
     sample_period: f64,
+    data: bool,
 }
 
 impl Network {
@@ -175,7 +176,15 @@ impl Network {
             apps: vec![Vec::new(); nodes as usize],
             groups: vec![Vec::new(); nodes as usize],
             sample_period: 0.0,
+            data: false,
         }
+    }
+
+    /// Unicast packets carry `packet_bytes` bytes of application data in a shared-heap item
+    /// (a `BPtr` to a header that holds a `BPtr` to the bytes), checked at the destination;
+    /// off (the default): a unicast packet's size is only a number.
+    pub fn carry_data(&mut self, on: bool) {
+        self.data = on;
     }
 
     /// Samples the network's throughput every `period` seconds (0: never): a global event
@@ -264,7 +273,7 @@ impl Network {
     }
 
     /// Adds a multicast source at `src`: every packet it emits goes to each node of `group`
-    /// (`app.dst` is ignored). The copies share one payload (`chronon::refcount::Shared`, seed
+    /// (`app.dst` is ignored). The copies share one payload (a `chronon::shm::BPtr` into the shared heap, seed
     /// 001 §3.3): allocated once per emission, its body of `app.packet_bytes` bytes is checked
     /// by every receiver and freed by the last copy to go.
     pub fn multicast(&mut self, src: NodeId, group: &[NodeId], app: OnOff) -> Result<(), String> {
@@ -345,6 +354,7 @@ impl Network {
             multicast: self.groups.iter().flatten().any(|g| !g.is_empty()),
             groups: self.groups,
             sample_period: self.sample_period,
+            data: self.data,
             core_index,
             core: c,
             next,
@@ -423,6 +433,8 @@ pub struct NetModel {
     multicast: bool,
     /// Seconds between throughput samples (0: none).
     sample_period: f64,
+    /// Unicast packets carry their data ([`Network::carry_data`]).
+    pub(super) data: bool,
     core_index: Vec<u32>,
     core: usize,
     next: Vec<u16>,

@@ -3,7 +3,7 @@
 
 use std::collections::VecDeque;
 
-use chronon::refcount::Shared;
+use chronon::shm::{BPtr, Bytes, ShmSafe};
 use chronon::{Ctx, GlobalCtx, LpId, Model, ModelStats};
 
 use super::{NetModel, NodeId};
@@ -40,13 +40,31 @@ impl NetModel {
             };
             let group = &self.groups[me as usize][k];
             if group.is_empty() {
-                ctx.send(me, st.next - ctx.now(), packet(app.dst, None));
+                // Unicast: with `carry_data`, the packet's own body (a `BPtr` to a header
+                // item that holds a `BPtr` to the bytes, as a packet holds its PDUs).
+                let data = self.data.then(|| {
+                    let seq = st.scheduled;
+                    let body = ctx.alloc_bytes_with(app.packet_bytes as usize, |b| {
+                        b.fill((seq & 0xff) as u8)
+                    });
+                    ctx.alloc_shared(Payload {
+                        seq,
+                        body,
+                        multicast: false,
+                    })
+                });
+                ctx.send(me, st.next - ctx.now(), packet(app.dst, data));
                 st.scheduled += 1;
             } else {
                 // One payload, shared by the copies to every member of the group.
                 let seq = st.scheduled;
-                let body = vec![(seq & 0xff) as u8; app.packet_bytes as usize].into_boxed_slice();
-                let payload = Shared::new(Payload { seq, body });
+                let body =
+                    ctx.alloc_bytes_with(app.packet_bytes as usize, |b| b.fill((seq & 0xff) as u8));
+                let payload = ctx.alloc_shared(Payload {
+                    seq,
+                    body,
+                    multicast: true,
+                });
                 for &dst in group {
                     ctx.send(me, st.next - ctx.now(), packet(dst, Some(payload.clone())));
                 }
@@ -58,14 +76,23 @@ impl NetModel {
     }
 }
 
-/// The body a multicast source's packets share (one allocation per emission).
+/// The body a multicast source's packets share (one shared-heap item per emission, plus one
+/// for its bytes: a nested `BPtr`, which the copy transport copies too).
 #[derive(Debug)]
 pub struct Payload {
     /// The emission's number at its source (the body's bytes are its low byte).
     pub seq: u64,
     /// The application data: `packet_bytes` bytes.
-    pub body: Box<[u8]>,
+    pub body: BPtr<Bytes>,
+    /// Whether it is a multicast body (else a unicast packet's, with `carry_data`).
+    pub multicast: bool,
 }
+
+chronon::impl_shm_safe!(Payload {
+    seq,
+    body,
+    multicast
+});
 
 /// A packet.
 #[derive(Clone, Debug)]
@@ -83,7 +110,28 @@ pub struct Packet {
     /// The interface, at the node it arrives at, of the link it last crossed.
     pub link: u16,
     /// A multicast packet's shared body (`None` for unicast sources, which carry no data).
-    pub data: Option<Shared<Payload>>,
+    pub data: Option<BPtr<Payload>>,
+}
+
+chronon::impl_shm_safe!(Packet {
+    src,
+    dst,
+    bytes,
+    created,
+    hops,
+    link,
+    data
+});
+
+// Safety: `Tick` holds a `u32`; `Packet` is `ShmSafe` (checked by `impl_shm_safe!`), so no
+// variant holds a pointer into one process's memory.
+unsafe impl ShmSafe for NetEvent {
+    unsafe fn fixup_copy(&mut self) {
+        if let NetEvent::Packet(p) = self {
+            // Safety: forwarded from the caller.
+            unsafe { p.fixup_copy() }
+        }
+    }
 }
 
 /// What nodes receive.
@@ -143,6 +191,10 @@ pub struct NodeState {
     pub multicast_received: u64,
     /// Multicast packets delivered to it whose shared body was damaged (always 0).
     pub multicast_corrupt: u64,
+    /// Unicast packets with a body (`carry_data`) delivered to it.
+    pub data_received: u64,
+    /// Of those, bodies that were damaged (always 0).
+    pub data_corrupt: u64,
 }
 
 impl Model for NetModel {
@@ -201,11 +253,15 @@ impl Model for NetModel {
             st.ifaces[usize::from(p.link)].arrived += 1;
             if p.dst == me {
                 if let Some(data) = &p.data {
-                    st.multicast_received += 1;
-                    let intact = data.body.len() == p.bytes as usize
-                        && data.body.iter().all(|&b| b == (data.seq & 0xff) as u8);
-                    if !intact {
-                        st.multicast_corrupt += 1;
+                    let body = data.body.as_slice();
+                    let intact = body.len() == p.bytes as usize
+                        && body.iter().all(|&b| b == (data.seq & 0xff) as u8);
+                    if data.multicast {
+                        st.multicast_received += 1;
+                        st.multicast_corrupt += u64::from(!intact);
+                    } else {
+                        st.data_received += 1;
+                        st.data_corrupt += u64::from(!intact);
                     }
                 }
                 st.received += 1;
@@ -284,6 +340,10 @@ impl Model for NetModel {
         if self.multicast {
             stats.add("multicast_received", st.multicast_received as f64);
             stats.add("multicast_corrupt", st.multicast_corrupt as f64);
+        }
+        if self.data {
+            stats.add("data_received", st.data_received as f64);
+            stats.add("data_corrupt", st.data_corrupt as f64);
         }
         stats.add("bytes_received", st.bytes_received as f64);
         stats.add("latency_sum", st.latency_sum);

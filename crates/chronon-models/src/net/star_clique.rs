@@ -38,6 +38,9 @@ pub struct StarClique {
     pub off_mean: f64,
     /// Sources start uniformly in `[0, start_window)`.
     pub start_window: f64,
+    /// Packets carry `packet_bytes` of data in shared-heap items (`BPtr`s), as GTNetS packets
+    /// carry their PDUs; what the copy transport copies ([`Network::carry_data`]).
+    pub data: bool,
 }
 
 impl Default for StarClique {
@@ -54,6 +57,7 @@ impl Default for StarClique {
             on_mean: 0.5,
             off_mean: 0.5,
             start_window: 0.5,
+            data: true,
         }
     }
 }
@@ -97,6 +101,7 @@ impl StarClique {
         self.validate()?;
         let n = self.stars;
         let mut net = Network::new(self.lps());
+        net.carry_data(self.data);
         let leaf = LinkSpec {
             bandwidth_bps: self.leaf_bandwidth,
             delay: self.leaf_delay,

@@ -26,7 +26,23 @@ pub struct BPtr<T: ShmSafe> {
 
 // Safety: a `BPtr` is (heap number, offset), which means the same item in every process that
 // maps the heap; it holds no address of this process.
-unsafe impl<T: ShmSafe> ShmSafe for BPtr<T> {}
+unsafe impl<T: ShmSafe> ShmSafe for BPtr<T> {
+    /// The copy transport: a fresh item in this thread's heap with a byte copy of the item's
+    /// `used` bytes, whose own `BPtr`s are copied in turn; `self` is overwritten, not dropped.
+    unsafe fn fixup_copy(&mut self) {
+        let (heap, off) = (self.heap, self.off);
+        // Safety: `self` is a byte copy of a live `BPtr`, so the item is live and mapped.
+        let copied = super::local::with_thread_heap(|h| unsafe { h.copy_item(heap, off) })
+            .and_then(|r| r)
+            .unwrap_or_else(|e| panic!("copy transport: {e}"));
+        let mut fresh = std::mem::ManuallyDrop::new(BPtr::<T>::from_parts(copied.0, copied.1));
+        // Safety: the fresh item is ours alone (count 1, not shared yet) and holds a byte copy
+        // of a live `T`, whose nested `BPtr`s must now get their own copies.
+        unsafe { (*fresh.item().1.cast_mut()).fixup_copy() };
+        // Safety: overwrites the byte copy without releasing it (it held no count).
+        unsafe { std::ptr::write(self, std::mem::ManuallyDrop::take(&mut fresh)) };
+    }
+}
 
 const _: () = assert!(size_of::<BPtr<[u8; 1000]>>() == 8);
 
@@ -34,6 +50,11 @@ impl<T: ShmSafe> BPtr<T> {
     /// Moves `value` into `heap` (this process's own) and returns the first reference.
     pub fn new_in(heap: &mut Heap, value: T) -> Result<BPtr<T>, HeapError> {
         heap.alloc(value)
+    }
+
+    /// Moves `value` into this thread's shared heap (the one `Ctx::alloc_shared` uses).
+    pub fn new(value: T) -> Result<BPtr<T>, HeapError> {
+        super::local::with_thread_heap(|h| h.alloc(value)).and_then(|r| r)
     }
 
     pub(crate) fn from_parts(heap: u32, off: u32) -> Self {
@@ -55,12 +76,20 @@ impl<T: ShmSafe> BPtr<T> {
         // initialized `T` that nobody writes (items are immutable once shared) and the
         // segment stays mapped for the life of the process (registry.rs).
         unsafe {
-            let p = base.add(self.off as usize);
-            (
-                &*p.cast::<ItemHeader>(),
-                p.add(size_of::<ItemHeader>()).cast::<T>(),
-            )
+            let h = &*base.add(self.off as usize).cast::<ItemHeader>();
+            (h, base.add(h.data as usize).cast::<T>())
         }
+    }
+
+    /// The address of the item's data in this process.
+    pub(crate) fn data_ptr(&self) -> *const u8 {
+        self.item().1.cast()
+    }
+
+    /// The item's header fields `used` and `flags`.
+    pub(crate) fn used_flags(&self) -> (u32, u32) {
+        let h = self.item().0;
+        (h.used, h.flags)
     }
 
     /// The item's current reference count over all processes (a snapshot).
@@ -130,5 +159,22 @@ impl<T: ShmSafe + fmt::Debug> fmt::Debug for BPtr<T> {
             .field("off", &self.off)
             .field("value", &**self)
             .finish()
+    }
+}
+
+impl<T: ShmSafe + PartialEq> PartialEq for BPtr<T> {
+    /// Compares the values (not the items).
+    fn eq(&self, other: &Self) -> bool {
+        **self == **other
+    }
+}
+
+impl<T: ShmSafe + Copy + PartialEq> PartialEq for BPtr<super::Slice<T>> {
+    /// Compares the elements (untouched items: their lengths, and both untouched).
+    fn eq(&self, other: &Self) -> bool {
+        match (self.is_touched(), other.is_touched()) {
+            (true, true) => self.as_slice() == other.as_slice(),
+            (a, b) => a == b && self.len() == other.len(),
+        }
     }
 }

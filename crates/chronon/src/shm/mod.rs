@@ -17,19 +17,23 @@ mod control;
 pub(crate) mod futex;
 mod heap;
 mod launch;
+pub mod local;
 pub mod registry;
 mod retstack;
 mod ring;
-mod safe;
+pub(crate) mod safe;
 mod segment;
+mod slice;
 
 pub use bptr::BPtr;
 pub use control::{BarrierError, Control, MAX_WORKERS};
 pub use heap::{set_time, time, Heap, HeapConfig, HeapError, HeapStats, ITEM_ALIGN};
 pub use launch::{LaunchError, Launcher, Worker, FDS_ENV, PARENT_ENV, ROLE_ENV};
+pub use local::{release_thread_heap, set_heap_config, set_thread_gvt, with_thread_heap};
 pub use ring::{init_ring, local_ring, ring_bytes, Consumer, Full, Producer, RingRegister};
 pub use safe::ShmSafe;
 pub use segment::{page_size, Segment};
+pub use slice::{Bytes, Slice};
 
 #[cfg(all(test, chronon_loom))]
 mod loom_tests;

@@ -138,6 +138,19 @@ pub unsafe fn attach(heap: u32, seg: Segment) -> io::Result<Arc<Segment>> {
     Ok(seg)
 }
 
+/// Whether heap `heap` is mapped in this process.
+pub(crate) fn is_mapped(heap: u32) -> bool {
+    (heap as usize) < MAX_HEAPS && !BASES[heap as usize].load(Ordering::SeqCst).is_null()
+}
+
+/// Forgets heap `heap` in this process (its owner released it: every item came back, so no
+/// `BPtr` into it exists); the number may be registered again.
+pub(crate) fn unregister(heap: u32) {
+    let mut segs = SEGMENTS.lock().unwrap_or_else(|e| e.into_inner());
+    BASES[heap as usize].store(std::ptr::null_mut(), Ordering::SeqCst);
+    segs.retain(|(h, _)| *h != heap);
+}
+
 /// The base of heap `heap` in this process, mapping it through the directory on first use.
 /// Panics if the heap is unknown here (a `BPtr` from a process that never announced it).
 #[inline]

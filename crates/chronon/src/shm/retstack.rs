@@ -39,3 +39,11 @@ pub(crate) fn next_of(next: &AtomicU32) -> u32 {
     // Ordering: Relaxed: made visible by `take_all`'s Acquire swap.
     next.load(Ordering::Relaxed)
 }
+
+/// Whether the stack at `head` looked empty (a hint: a push may land right after; the owner
+/// then takes it at its next collection).
+pub(crate) fn looks_empty(head: &AtomicU32) -> bool {
+    // Ordering: Relaxed: only a hint to skip the swap; what a push published is read after
+    // the Acquire swap in `take_all`, never after this load.
+    head.load(Ordering::Relaxed) == 0
+}

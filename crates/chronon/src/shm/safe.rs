@@ -41,7 +41,21 @@
     note = "only plain data, arrays and tuples of it, and `BPtr`s into a shared heap may travel between processes",
     note = "put variable-size data (a `Vec`, a `String`) in a shared-heap item and send its `BPtr`; mark your own struct with `chronon::impl_shm_safe!`"
 )]
-pub unsafe trait ShmSafe: Send + Sync + 'static {}
+pub unsafe trait ShmSafe: Send + Sync + 'static {
+    /// The copy transport (`--payload copy`): `self` is a byte copy of a value that still
+    /// exists; replace every [`BPtr`](super::BPtr) inside by a reference to a fresh byte copy of
+    /// its item in this thread's shared heap (the old reference is *forgotten*, not released:
+    /// the byte copy holds no count of its own). Plain data has nothing to do (the default);
+    /// [`impl_shm_safe!`](crate::impl_shm_safe) visits every field. A hand-written impl for a
+    /// type with `BPtr`s inside must visit them, or the copy transport shares their items
+    /// (zero copy) instead of copying them.
+    ///
+    /// # Safety
+    /// Only for a byte copy of a live value whose `BPtr`s' counts the caller does not release
+    /// through this copy. Implement it (visiting every field that may hold a `BPtr`) for an
+    /// enum or a hand-written impl; never call it outside the copy transport.
+    unsafe fn fixup_copy(&mut self) {}
+}
 
 macro_rules! plain {
     ($($t:ty),* $(,)?) => { $(
@@ -70,14 +84,35 @@ plain!(
 );
 
 // Safety: an array of pointer-free values holds no pointer.
-unsafe impl<T: ShmSafe, const N: usize> ShmSafe for [T; N] {}
+unsafe impl<T: ShmSafe, const N: usize> ShmSafe for [T; N] {
+    unsafe fn fixup_copy(&mut self) {
+        for v in self {
+            // Safety: forwarded from the caller.
+            unsafe { v.fixup_copy() };
+        }
+    }
+}
 // Safety: an option of a pointer-free value holds no pointer.
-unsafe impl<T: ShmSafe> ShmSafe for Option<T> {}
+unsafe impl<T: ShmSafe> ShmSafe for Option<T> {
+    unsafe fn fixup_copy(&mut self) {
+        if let Some(v) = self {
+            // Safety: forwarded from the caller.
+            unsafe { v.fixup_copy() };
+        }
+    }
+}
 
 macro_rules! tuples {
     ($(($($n:ident),+)),* $(,)?) => { $(
         // Safety: every element is `ShmSafe`.
-        unsafe impl<$($n: ShmSafe),+> ShmSafe for ($($n,)+) {}
+        unsafe impl<$($n: ShmSafe),+> ShmSafe for ($($n,)+) {
+            #[allow(non_snake_case)]
+            unsafe fn fixup_copy(&mut self) {
+                let ($($n,)+) = self;
+                // Safety: forwarded from the caller.
+                $( unsafe { $n.fixup_copy() }; )+
+            }
+        }
     )* };
 }
 tuples!(
@@ -110,10 +145,36 @@ macro_rules! impl_shm_safe {
         };
         // Safety: every field was just checked to be `ShmSafe`, and the pattern above is
         // exhaustive, so no field was left out.
-        unsafe impl $crate::shm::ShmSafe for $name {}
+        unsafe impl $crate::shm::ShmSafe for $name {
+            unsafe fn fixup_copy(&mut self) {
+                let $name { $($field),* } = self;
+                // Safety: forwarded from the caller, field by field.
+                $( unsafe { $crate::shm::ShmSafe::fixup_copy($field) }; )*
+            }
+        }
     };
 }
 
 // Safety: an event is its key fields, destination and tag (plain data) and its payload, which
 // is `ShmSafe`.
-unsafe impl<P: ShmSafe> ShmSafe for crate::event::Event<P> {}
+unsafe impl<P: ShmSafe> ShmSafe for crate::event::Event<P> {
+    unsafe fn fixup_copy(&mut self) {
+        // Safety: forwarded from the caller.
+        unsafe { self.payload.fixup_copy() };
+    }
+}
+
+/// The copy transport's copy of `value`: a byte copy whose `BPtr`s point to fresh copies of
+/// their items in this thread's heap; `value` is dropped (releasing its references).
+// Only the copy transport calls it (compiled out under loom).
+#[cfg_attr(any(chronon_loom, not(target_os = "linux")), allow(dead_code))]
+pub(crate) fn deep_copy<T: ShmSafe>(value: T) -> T {
+    // Safety: a byte copy of a live value; its `BPtr`s are replaced (not released) by
+    // `fixup_copy`, and the original is dropped normally once the copy is independent.
+    // If a copy fails (a panic), the partial copy is leaked, never released twice.
+    let mut copy = std::mem::ManuallyDrop::new(unsafe { std::ptr::read(&value) });
+    // Safety: as above.
+    unsafe { copy.fixup_copy() };
+    drop(value);
+    std::mem::ManuallyDrop::into_inner(copy)
+}

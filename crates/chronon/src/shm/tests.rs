@@ -167,6 +167,8 @@ fn dormant_items_wait_until_gvt_passes_their_time_to_zero() {
     }
     heap.set_gvt(10.5);
     let s = heap.stats();
+    // The 16-byte item back, the unused 256-byte one, and 1 of the 2 items of 16 bytes in
+    // the growth segment (which holds only the class that ran out, twice as many).
     assert_eq!((s.dormant, s.free), (0, 3));
     // Reused now (the free list hands out the item that came back last).
     let c = heap.alloc(7u32).unwrap();
@@ -192,15 +194,23 @@ fn thread_time_is_the_time_to_zero() {
 
 #[test]
 fn heap_grows_then_reports_exhaustion_and_refuses_big_values() {
-    let mut heap = small_heap(1);
+    let mut heap = Heap::new(
+        fresh_owner(),
+        HeapConfig::empty()
+            .class(16, 1)
+            .class(256, 1)
+            .max_segments(5),
+    )
+    .unwrap();
     let mut keep = Vec::new();
-    for _ in 0..registry::SEGMENTS_PER_OWNER {
+    // 1 + 2 + 4 + 8 + 16 items of 16 bytes in 5 segments.
+    for _ in 0..31 {
         keep.push(heap.alloc(0u64).unwrap());
     }
-    assert_eq!(heap.stats().segments, registry::SEGMENTS_PER_OWNER as usize);
+    assert_eq!(heap.stats().segments, 5);
     assert!(matches!(
         heap.alloc(0u64),
-        Err(HeapError::Exhausted { class_size: 16 })
+        Err(HeapError::Exhausted { class_size: 16, .. })
     ));
     // Values go to the smallest class they fit; bigger ones are refused with a clear error.
     let _big = heap.alloc([0u8; 200]).unwrap();
@@ -298,4 +308,128 @@ fn control_barrier_registers_and_abort() {
     std::thread::sleep(Duration::from_millis(50));
     c.abort(2);
     assert_eq!(waiter.join().unwrap(), Err(BarrierError::Aborted(2)));
+}
+
+#[test]
+fn slices_and_bytes_hold_runtime_sizes() {
+    let mut heap = small_heap(4);
+    let s = heap
+        .alloc_slice(&[(1u16, 10u64), (2, 20), (3, 30)])
+        .unwrap();
+    assert_eq!(s.as_slice(), &[(1, 10), (2, 20), (3, 30)]);
+    assert_eq!(s.len(), 3);
+    let b = heap.alloc_bytes_with(200, |b| b[199] = 7).unwrap();
+    assert_eq!(b.as_slice().len(), 200);
+    assert_eq!(b.as_slice()[199], 7);
+    assert_eq!(b.as_slice()[0], 0);
+    // 8 + 300 bytes fit no class of 16 or 256 bytes.
+    assert!(matches!(
+        heap.alloc_bytes_with(300, |_| {}),
+        Err(HeapError::TooLarge { .. })
+    ));
+    let u = heap.alloc_untouched::<u8>(100).unwrap();
+    assert!(!u.is_touched() && u.len() == 100);
+    drop((s, b));
+    assert_eq!(heap.stats().outstanding, 1);
+    let read = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| u.as_slice().len()));
+    assert!(read.is_err(), "an untouched payload must not be readable");
+    drop(u);
+    assert_eq!(heap.stats().outstanding, 0);
+}
+
+struct Header {
+    id: u64,
+    body: BPtr<Bytes>,
+}
+crate::impl_shm_safe!(Header { id, body });
+
+#[test]
+fn deep_copy_copies_every_nested_item_into_this_threads_heap() {
+    std::thread::spawn(|| {
+        let mut heap = small_heap(8);
+        let body = heap.alloc_bytes_with(100, |b| b.fill(9)).unwrap();
+        let orig = heap.alloc(Header { id: 5, body }).unwrap();
+        let keep = orig.clone();
+        let copy = safe::deep_copy(Some(orig));
+        let copy = copy.unwrap();
+        // The copy is in other items (this thread's heap), with the same contents.
+        assert_ne!(copy.parts(), keep.parts());
+        assert_ne!(copy.body.parts(), keep.body.parts());
+        assert_eq!(copy.id, 5);
+        assert_eq!(copy.body.as_slice(), &[9u8; 100][..]);
+        // The original lost the reference `deep_copy` consumed; its body is untouched.
+        assert_eq!(BPtr::ref_count(&keep), 1);
+        assert_eq!(BPtr::ref_count(&keep.body), 1);
+        assert_eq!(BPtr::ref_count(&copy.body), 1);
+        drop(keep);
+        assert_eq!(heap.stats().outstanding, 0);
+        drop(copy);
+        assert_eq!(local::outstanding_items(), 0);
+        local::release_thread_heap();
+    })
+    .join()
+    .unwrap();
+}
+
+#[test]
+fn heap_config_parses_and_checks() {
+    let c = HeapConfig::parse("64:10, 4K:2,1M:1").unwrap();
+    assert_eq!(c.classes(), &[(64, 10), (4096, 2), (1 << 20, 1)]);
+    assert_eq!(c.largest(), 1 << 20);
+    for bad in ["", "64", "64:0", "512:1,64:1", "x:1", "64:1,64:1", "8G:1"] {
+        assert!(HeapConfig::parse(bad).is_err(), "{bad}");
+    }
+}
+
+#[test]
+fn growth_doubles_segments_and_can_be_disabled() {
+    let mut heap = Heap::new(
+        fresh_owner(),
+        HeapConfig::empty().class(16, 2).max_segments(3),
+    )
+    .unwrap();
+    // 2 + 4 + 8 items in three segments, then exhausted.
+    let items: Vec<_> = (0..14).map(|i| heap.alloc(i as u64).unwrap()).collect();
+    assert_eq!(heap.stats().segments, 3);
+    assert!(matches!(
+        heap.alloc(0u64),
+        Err(HeapError::Exhausted { segments: 3, .. })
+    ));
+    drop(items);
+    heap.set_gvt(f64::INFINITY);
+    assert_eq!(heap.stats().free, 14);
+    let mut fixed = Heap::new(
+        fresh_owner(),
+        HeapConfig::empty().class(16, 1).max_segments(1),
+    )
+    .unwrap();
+    let _one = fixed.alloc(1u64).unwrap();
+    let e = fixed.alloc(2u64).unwrap_err();
+    assert!(e.to_string().contains("full in all 1 segments"), "{e}");
+}
+
+#[test]
+fn thread_heaps_reuse_at_once_until_an_optimistic_executor_reports_gvt() {
+    std::thread::spawn(|| {
+        // Immediate reuse (conservative): a freed item is free again, not dormant.
+        let a = BPtr::new(1u64).unwrap();
+        let free = with_thread_heap(|h| h.stats()).unwrap().free;
+        drop(a);
+        let st = with_thread_heap(|h| h.stats()).unwrap();
+        assert_eq!((st.dormant, st.outstanding, st.free), (0, 0, free + 1));
+        // Deferred past GVT: dropped at time 7, dormant at GVT 7, free above it.
+        set_thread_gvt(5.0);
+        let c = BPtr::new(3u64).unwrap();
+        set_time(7.0);
+        drop(c);
+        let st = with_thread_heap(|h| h.stats()).unwrap();
+        assert_eq!((st.dormant, st.outstanding), (1, 0));
+        set_thread_gvt(7.0);
+        assert_eq!(with_thread_heap(|h| h.stats()).unwrap().dormant, 1);
+        set_thread_gvt(7.5);
+        assert_eq!(with_thread_heap(|h| h.stats()).unwrap().dormant, 0);
+        set_time(f64::INFINITY);
+    })
+    .join()
+    .unwrap();
 }

@@ -24,6 +24,7 @@ use super::Endpoint;
 use crate::event::Event;
 use crate::gsu::{Published, Snapshot};
 use crate::model::Time;
+use crate::shm::safe::deep_copy;
 use crate::shm::{
     futex, init_ring, ring_bytes, Consumer, Control, Producer, RingRegister, Segment, ShmSafe,
 };
@@ -98,6 +99,9 @@ pub(crate) struct ShmNet {
     regs: Vec<Option<RingRegister>>,
     /// This process's number (for the abort word).
     proc_index: u32,
+    /// The copy transport (`--payload copy`): every event's `BPtr` payloads are copied into
+    /// the sender's heap on send and into the receiver's heap on receive.
+    copy: bool,
 }
 
 impl std::fmt::Debug for ShmNet {
@@ -136,6 +140,7 @@ impl ShmNet {
         control: Control,
         workers: usize,
         proc_index: u32,
+        copy: bool,
     ) -> io::Result<ShmNet> {
         let layout = Layout::new::<E>(workers);
         if seg.len() < layout.len || control.workers() != workers {
@@ -164,6 +169,7 @@ impl ShmNet {
             layout,
             regs,
             proc_index,
+            copy,
         })
     }
 
@@ -318,6 +324,11 @@ impl<E: ShmSafe> Endpoint<E> for ShmEnd<'_, E> {
         if batch.is_empty() {
             return;
         }
+        if self.net.copy {
+            // Serialize: each payload is copied out of the model's item into a new one (the
+            // stand-in for a copy into the ring); the model's item is released here.
+            batch = batch.into_iter().map(deep_copy).collect();
+        }
         // (S1) counted in transit first, then (S2) pushed (which lowers the ring's register).
         self.net.control.count_sent(dst, batch.len());
         let Self {
@@ -353,6 +364,10 @@ impl<E: ShmSafe> Endpoint<E> for ShmEnd<'_, E> {
             stash,
             ..
         } = self;
+        let copy = net.copy;
+        // Deserialize: the receiver copies each payload into its own heap (releasing the
+        // sender's copy), as a process that received bytes must.
+        let mut f = |s: &mut S, e: Event<E>| f(s, if copy { deep_copy(e) } else { e });
         net.control.receive(*me, || {
             let mut n = stash.len();
             for e in stash.drain(..) {

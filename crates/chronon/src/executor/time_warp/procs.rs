@@ -51,6 +51,12 @@ pub(crate) fn run<M: Model>(
 where
     M::Event: ShmSafe,
 {
+    if procs.copy {
+        // The Time Warp rings (`shm_wires.rs`) pass events as they are: zero copy only.
+        return Err(SimError::Config(
+            "--payload copy does not run under --sync timewarp yet; leave out --payload copy (zero copy) or use a conservative --sync".into(),
+        ));
+    }
     check(model, threads, opts, procs.procs)?;
     let sig = format!(
         "lps={} end={:x} seed={} queue={} sync=timewarp threads={threads} procs={} options={opts:?}",

@@ -25,6 +25,7 @@ use crate::fingerprint::Fingerprint;
 use crate::gsu::{Published, Snapshot};
 use crate::model::{LpId, Model, ModelStats};
 use crate::queue::{HeapQueue, LadderQueue, PendingSet, QueueKind};
+use crate::shm::registry::{set_directory, Directory};
 use crate::shm::{Control, ShmSafe};
 use crate::transport::shm::ShmNet;
 use crate::transport::wire::{Reader, Writer};
@@ -37,16 +38,17 @@ pub(super) fn child<M: Model>(
     cc: &ConservativeConfig,
     w: crate::shm::Worker,
     sig: &str,
+    copy: bool,
 ) -> !
 where
     M::Event: ShmSafe,
 {
     child_main(model, w, sig, |w, control, states| match cfg.queue {
-        QueueKind::Heap => {
-            child_run::<M, HeapQueue<Event<M::Event>>>(model, cfg, protocol, cc, w, control, states)
-        }
+        QueueKind::Heap => child_run::<M, HeapQueue<Event<M::Event>>>(
+            model, cfg, protocol, cc, w, control, states, copy,
+        ),
         QueueKind::Ladder => child_run::<M, LadderQueue<Event<M::Event>>>(
-            model, cfg, protocol, cc, w, control, states,
+            model, cfg, protocol, cc, w, control, states, copy,
         ),
     })
 }
@@ -74,7 +76,7 @@ pub(crate) fn child_main<M: Model>(
     let out = match std::env::var(RUN_ENV) {
         Ok(s) if s == sig => match Control::attach(w.segment(0).unwrap_or_else(|_| exit_no_segment())) {
             Ok(control) => {
-                let out = run(&mut w, &control, &mut states);
+                let out = attach_heaps(&mut w).and_then(|()| run(&mut w, &control, &mut states));
                 out.unwrap_or_else(|e| {
                     // Nobody may wait for this process at a barrier.
                     control.abort(w.index as u32);
@@ -124,7 +126,46 @@ pub(crate) fn child_main<M: Model>(
             std::process::exit(3)
         }
     }
+    drop(states);
+    check_heaps_at_exit(w.index)
+}
+
+/// Every item of this process's shared heaps must come back once every process has dropped
+/// its events and states (the last ones drop theirs as the parent closes the request pipes):
+/// wait a little for them, then exit, with code 4 and one line if some never came back.
+fn check_heaps_at_exit(p: usize) -> ! {
+    let deadline = Instant::now() + std::time::Duration::from_secs(3);
+    let mut left = crate::shm::local::outstanding_items();
+    while left != 0 && Instant::now() < deadline {
+        std::thread::sleep(std::time::Duration::from_millis(1));
+        left = crate::shm::local::outstanding_items();
+    }
+    if left != 0 {
+        eprintln!(
+            "chronon: worker process {p}: {left} shared-heap items were never freed (a BPtr leaked)"
+        );
+        std::process::exit(4)
+    }
     std::process::exit(0)
+}
+
+/// Shared heaps: this process's thread heaps take owner numbers from its share and announce
+/// their segments in the run's directory (descriptor 2 + 2P), where other processes find them.
+fn attach_heaps(w: &mut crate::shm::Worker) -> Result<(), SimError> {
+    let (p, procs) = (w.index, w.procs);
+    crate::shm::local::set_worker_process(p, procs);
+    let dir = w
+        .segment(2 + 2 * procs)
+        .map_err(io_error("worker process: the heap directory"))?;
+    // Safety: the parent made descriptor 2 + 2P with `Directory::create`.
+    let dir = unsafe { Directory::attach(dir) }
+        .map_err(io_error("worker process: the heap directory"))?;
+    if set_directory(dir).is_err() {
+        return Err(SimError::Process(
+            "worker process: a heap directory was already set".into(),
+        ));
+    }
+    Ok(())
 }
 
 fn exit_no_segment() -> ! {
@@ -132,6 +173,7 @@ fn exit_no_segment() -> ! {
     std::process::exit(3)
 }
 
+#[allow(clippy::too_many_arguments)]
 fn child_run<M: Model, Q: PendingSet<Event<M::Event>>>(
     model: &M,
     cfg: &RunConfig,
@@ -140,6 +182,7 @@ fn child_run<M: Model, Q: PendingSet<Event<M::Event>>>(
     w: &mut crate::shm::Worker,
     control: &Control,
     states: &mut Vec<Option<M::State>>,
+    copy: bool,
 ) -> Result<ChildOut, SimError>
 where
     M::Event: ShmSafe,
@@ -149,7 +192,7 @@ where
     let seg = w
         .segment(1)
         .map_err(io_error("worker process: the rings segment"))?;
-    let net = ShmNet::attach::<M::Event>(seg, control.clone(), n, p as u32)
+    let net = ShmNet::attach::<M::Event>(seg, control.clone(), n, p as u32, copy)
         .map_err(io_error("worker process: the rings segment"))?;
     let owner = cc.mapping.owners(cfg.lps, n).map_err(SimError::Config)?;
     let links = Links::new(model, cfg.lps)?;

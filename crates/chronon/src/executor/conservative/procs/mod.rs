@@ -64,6 +64,8 @@ pub(crate) struct ProcsOptions {
     /// The command line of each worker process (after the program name); `None`: this
     /// process's own.
     pub args: Option<Vec<OsString>>,
+    /// The copy transport (`--payload copy`) instead of zero copy.
+    pub copy: bool,
 }
 
 /// A multi-process run, as a function pointer (instantiated where `M::Event: ShmSafe` is
@@ -84,9 +86,13 @@ where
     M::Event: ShmSafe,
 {
     check(model, protocol, cc, opts.procs)?;
-    let sig = signature(cfg, protocol, cc, opts.procs);
+    let sig = format!(
+        "{} payload={}",
+        signature(cfg, protocol, cc, opts.procs),
+        if opts.copy { "copy" } else { "zero-copy" }
+    );
     match crate::shm::Worker::from_env() {
-        Some(Ok(w)) => child::child(model, cfg, protocol, cc, w, &sig),
+        Some(Ok(w)) => child::child(model, cfg, protocol, cc, w, &sig, opts.copy),
         Some(Err(e)) => {
             // The parent is gone (or the environment is broken): nothing to report to.
             eprintln!("chronon: worker process cannot start: {e}");

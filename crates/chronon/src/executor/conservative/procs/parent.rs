@@ -13,6 +13,7 @@ use crate::executor::conservative::{ConservativeConfig, Protocol};
 use crate::executor::RunConfig;
 use crate::fingerprint::Fingerprint;
 use crate::model::{Model, ModelStats, StatOp};
+use crate::shm::registry::Directory;
 use crate::shm::{Control, Launcher, ShmSafe};
 use crate::stats::Report;
 use crate::transport::shm::ShmNet;
@@ -63,6 +64,7 @@ pub(crate) fn parent_run<M: Model>(
     net: &crate::shm::Segment,
 ) -> Result<(Vec<ChildOut>, ModelStats), SimError> {
     let procs = opts.procs;
+    let dir = Directory::create().map_err(io_error("cannot create the heap directory"))?;
     // Per child: a result pipe (child → parent: its report, then finish replies) and a
     // request pipe (parent → child: finish requests; closing it lets the child exit).
     let mut results_r = Vec::with_capacity(procs);
@@ -91,7 +93,7 @@ pub(crate) fn parent_run<M: Model>(
             let mut requests = requests_w;
             coordinate(model, cfg, owner, threads, &mut readers, &mut requests)
         });
-        let launched = launch(procs, args, control, net, sig, results_w, requests_r);
+        let launched = launch(procs, args, control, net, &dir, sig, results_w, requests_r);
         (launched, coordinator.join().unwrap_or(None))
     });
     if let Err(e) = launched {
@@ -122,11 +124,13 @@ pub(crate) fn parent_run<M: Model>(
 
 /// Starts the children with the segments and their pipe ends, waits for them all, and closes
 /// this process's copies of the children's pipe ends.
+#[allow(clippy::too_many_arguments)]
 fn launch(
     procs: usize,
     args: Vec<OsString>,
     control: &Control,
     net: &crate::shm::Segment,
+    dir: &Directory,
     sig: &str,
     results_w: Vec<std::fs::File>,
     requests_r: Vec<std::fs::File>,
@@ -143,6 +147,8 @@ fn launch(
     for r in &requests_r {
         launcher = launcher.fd(r.as_fd());
     }
+    // Descriptor 2 + 2P: where every process announces its heap segments.
+    launcher = launcher.segment(dir.segment());
     launcher.run()
 }
 

@@ -1,0 +1,297 @@
+//! Seed 000 (zero-copy message passing between processes, §4.1–4.2): Fig. 7, SimpleSim run
+//! time vs payload size with the zero-copy transport (`BPtr`s into the sender's shared heap)
+//! and the copy transport (`--payload copy`: each payload copied out of the sender's item and
+//! into a new item of the receiver's heap, what an MPI implementation does inside one
+//! machine); Fig. 8, SimpleSim at 7 000 bytes over 2, 4 and 8 processes; Fig. 9, the
+//! star-of-stars network over 2, 4 and 8 processes. MPI and Boost.Interprocess, the seed's
+//! other two versions, are not here (MPI is issue 11).
+//!
+//! Scaling to this machine: the seed ran 8 processes on 8+ cores for 25 000 simulated seconds
+//! (SimpleSim) and 5 000 (GTNetS). Fig. 7 runs 2 processes (this machine has 2 cores; 8 LPs, 4
+//! per process) for 1 000 simulated seconds (100 with `--quick`); Fig. 8 the same time; Fig. 9
+//! 200 simulated seconds (20 with `--quick`); Figs. 8 and 9 oversubscribe the 2 cores with 4
+//! and 8 processes. Queue bound 5 000 and lookahead 5 as in the seed.
+
+use super::{md_table, num, Point, Rendered, Results, Settings};
+use crate::report::plot::{figure, Panel, Series};
+use crate::Failure;
+
+/// Fig. 7's processes on this machine (the seed: 8).
+const FIG7_PROCS: &str = "2";
+const TRANSPORTS: [&str; 2] = ["zero-copy", "copy"];
+const SIZES: [&str; 8] = [
+    "500", "1000", "2000", "3000", "5000", "10000", "20000", "50000",
+];
+const QUICK_SIZES: [&str; 3] = ["500", "5000", "50000"];
+const PROCS: [&str; 3] = ["2", "4", "8"];
+
+fn simplesim(s: &Settings, lps: &str, bytes: &str, procs: &str, transport: &str) -> Vec<String> {
+    let end = if s.quick { "100" } else { "1000" };
+    [
+        "run",
+        "simplesim",
+        "--lps",
+        lps,
+        "--queue-bound",
+        "5000",
+        "--lookahead",
+        "5",
+        "--payload-bytes",
+        bytes,
+        "--end",
+        end,
+        "--sync",
+        "window",
+        "--threads",
+        "1",
+        "--procs",
+        procs,
+        "--payload",
+        transport,
+        "--stall-secs",
+        "0",
+    ]
+    .map(String::from)
+    .to_vec()
+}
+
+fn point(params: &[(&'static str, &str)], args: Vec<String>) -> Point {
+    let a: Vec<&str> = args.iter().map(String::as_str).collect();
+    Point::new(params, &a)
+}
+
+pub(super) fn fig7_plan(s: &Settings) -> Result<Vec<Point>, Failure> {
+    let sizes: &[&str] = if s.quick { &QUICK_SIZES } else { &SIZES };
+    let mut out = Vec::new();
+    for bytes in sizes {
+        for t in TRANSPORTS {
+            out.push(point(
+                &[("bytes", bytes), ("transport", t)],
+                simplesim(s, "8", bytes, FIG7_PROCS, t),
+            ));
+        }
+    }
+    Ok(out)
+}
+
+/// Where copy's run time line crosses zero copy's, from below (linear interpolation between
+/// the sizes measured): `Crossing::At`, or `Always` if copy is slower from the smallest size
+/// on, or `Never`.
+#[derive(Debug, PartialEq)]
+enum Crossing {
+    At(f64),
+    Always,
+    Never,
+}
+
+fn crossover(pts: &[(f64, f64, f64)]) -> Crossing {
+    // (bytes, zero-copy s, copy s), sorted by bytes.
+    if pts.first().is_some_and(|p| p.2 > p.1) {
+        return Crossing::Always;
+    }
+    for w in pts.windows(2) {
+        let (d0, d1) = (w[0].2 - w[0].1, w[1].2 - w[1].1);
+        if d0 <= 0.0 && d1 > 0.0 {
+            return Crossing::At(w[0].0 + (w[1].0 - w[0].0) * (-d0) / (d1 - d0));
+        }
+    }
+    Crossing::Never
+}
+
+pub(super) fn fig7_render(s: &Settings, r: &Results) -> Result<Rendered, Failure> {
+    let mut rows = Vec::new();
+    let mut pts = Vec::new();
+    for bytes in r.values("bytes") {
+        let z = r.get(&[("bytes", &bytes), ("transport", "zero-copy")], "wall_s");
+        let c = r.get(&[("bytes", &bytes), ("transport", "copy")], "wall_s");
+        rows.push(vec![bytes.clone(), num(z), num(c), num(c / z)]);
+        pts.push((bytes.parse::<f64>().unwrap_or(f64::NAN), z, c));
+    }
+    pts.sort_by(|a, b| a.0.total_cmp(&b.0));
+    let flat = match (pts.first(), pts.last()) {
+        (Some(a), Some(b)) if pts.len() > 1 => format!(
+            "zero copy at {} B takes {}× its time at {} B; copy {}×.",
+            b.0,
+            num(b.1 / a.1),
+            a.0,
+            num(b.2 / a.2)
+        ),
+        _ => String::new(),
+    };
+    let cross = match crossover(&pts) {
+        Crossing::At(x) => format!(
+            "Copy becomes slower than zero copy at about {} bytes (the seed: ~3 000).",
+            num(x)
+        ),
+        Crossing::Always => format!(
+            "Copy is slower than zero copy at every size measured, from {} bytes: no \
+             crossover in this sweep (the seed: ~3 000 bytes).",
+            pts.first().map_or(0.0, |p| p.0)
+        ),
+        Crossing::Never => "Copy never became slower than zero copy in this sweep.".into(),
+    };
+    let end = if s.quick { "100" } else { "1 000" };
+    let table = format!(
+        "SimpleSim, 8 LPs over {FIG7_PROCS} worker processes of 1 thread (the seed: 8 \
+         processes), window protocol, queue bound 5 000, lookahead 5, end {end} simulated \
+         seconds (the seed: 25 000), untouched payloads; run time (wall s, initialization \
+         excluded) of the zero-copy transport (a `BPtr` into the sender's shared heap crosses \
+         the ring) and the copy transport (`--payload copy`: the payload is copied into a new \
+         item on send and into the receiver's heap on receive). {flat} {cross} The seed's MPI \
+         and Boost.Interprocess versions are not measured (MPI: issue 11).\n\n{}",
+        md_table(
+            &[
+                "payload bytes".into(),
+                "zero copy s".into(),
+                "copy s".into(),
+                "copy / zero copy".into()
+            ],
+            &rows
+        )
+    );
+    let svg = figure(
+        "Seed 000 Fig. 7: SimpleSim run time vs payload size",
+        &[Panel::Lines {
+            title: format!("8 LPs, {FIG7_PROCS} processes, end {end}"),
+            x: "payload (bytes)".into(),
+            y: "run time (s)".into(),
+            series: vec![
+                Series::new("zero copy (BPtr)", pts.iter().map(|p| (p.0, p.1)).collect()),
+                Series::new("copy", pts.iter().map(|p| (p.0, p.2)).collect()),
+            ],
+        }],
+    )?;
+    Ok(Rendered { table, figure: svg })
+}
+
+pub(super) fn fig8_plan(s: &Settings) -> Result<Vec<Point>, Failure> {
+    let procs: &[&str] = if s.quick { &PROCS[..2] } else { &PROCS };
+    let mut out = Vec::new();
+    for p in procs {
+        for t in TRANSPORTS {
+            // One LP per process, as in the seed's Fig. 8.
+            out.push(point(
+                &[("procs", p), ("transport", t)],
+                simplesim(s, p, "7000", p, t),
+            ));
+        }
+    }
+    Ok(out)
+}
+
+fn process_sweep(r: &Results) -> (Vec<Vec<String>>, Vec<Series>) {
+    let mut rows = Vec::new();
+    let mut z = Vec::new();
+    let mut c = Vec::new();
+    for p in r.values("procs") {
+        let zs = r.get(&[("procs", &p), ("transport", "zero-copy")], "wall_s");
+        let cs = r.get(&[("procs", &p), ("transport", "copy")], "wall_s");
+        rows.push(vec![p.clone(), num(zs), num(cs), num(cs / zs)]);
+        let x = p.parse::<f64>().unwrap_or(f64::NAN);
+        z.push((x, zs));
+        c.push((x, cs));
+    }
+    (
+        rows,
+        vec![Series::new("zero copy (BPtr)", z), Series::new("copy", c)],
+    )
+}
+
+fn header() -> Vec<String> {
+    vec![
+        "processes".into(),
+        "zero copy s".into(),
+        "copy s".into(),
+        "copy / zero copy".into(),
+    ]
+}
+
+pub(super) fn fig8_render(s: &Settings, r: &Results) -> Result<Rendered, Failure> {
+    let (rows, series) = process_sweep(r);
+    let end = if s.quick { "100" } else { "1 000" };
+    let table = format!(
+        "SimpleSim with 7 000-byte untouched payloads, one LP per worker process (1 thread \
+         each), window protocol, queue bound 5 000, lookahead 5, end {end} simulated seconds \
+         (the seed: 25 000); 4 and 8 processes oversubscribe this machine's 2 cores. Run time \
+         (wall s) of the zero-copy and the copy transport.\n\n{}",
+        md_table(&header(), &rows)
+    );
+    let svg = figure(
+        "Seed 000 Fig. 8: SimpleSim (7 000 B) run time vs processes",
+        &[Panel::Lines {
+            title: format!("one LP per process, end {end}"),
+            x: "processes".into(),
+            y: "run time (s)".into(),
+            series,
+        }],
+    )?;
+    Ok(Rendered { table, figure: svg })
+}
+
+pub(super) fn fig9_plan(s: &Settings) -> Result<Vec<Point>, Failure> {
+    let procs: &[&str] = if s.quick { &PROCS[..2] } else { &PROCS };
+    let end = if s.quick { "20" } else { "200" };
+    let mut out = Vec::new();
+    for p in procs {
+        for t in TRANSPORTS {
+            // One star per process, as in the seed (a block mapping puts star s on process s).
+            let args = [
+                "run",
+                "star-clique",
+                "--stars",
+                p,
+                "--end",
+                end,
+                "--sync",
+                "window",
+                "--threads",
+                "1",
+                "--procs",
+                p,
+                "--payload",
+                t,
+                "--stall-secs",
+                "0",
+            ];
+            out.push(Point::new(&[("procs", p), ("transport", t)], &args));
+        }
+    }
+    Ok(out)
+}
+
+pub(super) fn fig9_render(s: &Settings, r: &Results) -> Result<Rendered, Failure> {
+    let (rows, series) = process_sweep(r);
+    let end = if s.quick { "20" } else { "200" };
+    let table = format!(
+        "Star-of-stars UDP network (one star of P−1 leaves per worker process, hubs in a \
+         clique, 1 024-byte packets at 20 % load with on/off sources), window protocol, end \
+         {end} simulated seconds (the seed: 5 000). Each packet carries its data as a `BPtr` to \
+         a header item holding a `BPtr` to the bytes (two items, as a packet holds its PDUs); \
+         the copy transport copies both. Run time (wall s).\n\n{}",
+        md_table(&header(), &rows)
+    );
+    let svg = figure(
+        "Seed 000 Fig. 9: star-of-stars network run time vs processes",
+        &[Panel::Lines {
+            title: format!("one star per process, end {end}"),
+            x: "processes".into(),
+            y: "run time (s)".into(),
+            series,
+        }],
+    )?;
+    Ok(Rendered { table, figure: svg })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{crossover, Crossing};
+
+    #[test]
+    fn crossover_interpolates_where_copy_overtakes() {
+        let pts = [(500.0, 1.0, 0.8), (1500.0, 1.0, 1.2), (5000.0, 1.0, 3.0)];
+        assert_eq!(crossover(&pts), Crossing::At(1000.0));
+        assert_eq!(crossover(&[(500.0, 1.0, 2.0)]), Crossing::Always);
+        let never = [(500.0, 1.0, 0.5), (900.0, 1.0, 0.9)];
+        assert_eq!(crossover(&never), Crossing::Never);
+    }
+}

@@ -1,0 +1,110 @@
+//! `--procs` runs of the models whose payloads travel as shared-heap `BPtr`s (simplesim,
+//! datastore, star-clique, campus), zero copy and `--payload copy`, against the sequential
+//! run; shared-heap limits as one-line errors.
+#![cfg(target_os = "linux")]
+
+mod common;
+mod procs_common;
+
+use common::chronon;
+use procs_common::{differential, history, report};
+
+/// `differential`, then the copy transport (`--payload copy`) over every protocol with 2 and
+/// 3 processes: the same history (the model's code is unchanged; only the bytes move).
+fn differential_with_copy(model: &[&str]) {
+    differential(model);
+    let seq = history(&report(model));
+    for sync in ["window", "lockstep", "null-message"] {
+        for (procs, threads) in [("2", "1"), ("3", "2")] {
+            let mut args = model.to_vec();
+            args.extend([
+                "--sync",
+                sync,
+                "--procs",
+                procs,
+                "--threads",
+                threads,
+                "--payload",
+                "copy",
+            ]);
+            assert_eq!(history(&report(&args)), seq, "{args:?}");
+        }
+    }
+}
+
+/// SimpleSim's payloads are `BPtr<Bytes>` (written and checked here: `--touch write`).
+#[test]
+fn simplesim_across_processes_commits_the_sequential_history() {
+    differential_with_copy(&[
+        "run",
+        "simplesim",
+        "--lps",
+        "6",
+        "--queue-bound",
+        "20",
+        "--payload-bytes",
+        "600",
+        "--touch",
+        "write",
+        "--end",
+        "60",
+    ]);
+}
+
+/// The data store's request and result lists are `BPtr<Slice<_>>`s.
+#[test]
+fn datastore_across_processes_commits_the_sequential_history() {
+    differential_with_copy(&["run", "datastore", "--nodes", "6", "--end", "1"]);
+}
+
+/// Star-clique packets carry their data in nested `BPtr`s (a header item and a byte item).
+#[test]
+fn star_clique_across_processes_commits_the_sequential_history() {
+    differential_with_copy(&["run", "star-clique", "--stars", "3", "--end", "2"]);
+}
+
+#[test]
+fn campus_across_processes_commits_the_sequential_history() {
+    differential(&["run", "campus", "--end", "0.5"]);
+}
+
+/// A payload larger than the largest size class, or a class that is full with growth
+/// disabled, ends the run with one line naming the LP, the time and what to change.
+#[test]
+fn shared_heap_limits_are_one_line_errors() {
+    for extra in [&[][..], &["--sync", "window", "--procs", "2"][..]] {
+        let mut args = vec![
+            "run",
+            "simplesim",
+            "--payload-bytes",
+            "100000",
+            "--end",
+            "50",
+        ];
+        args.extend(extra);
+        let (code, stdout, stderr) = chronon(&args);
+        assert_ne!(code, 0, "{args:?}");
+        assert!(stdout.is_empty(), "{stdout}");
+        assert_eq!(stderr.trim_end().lines().count(), 1, "{stderr}");
+        assert!(stderr.contains("a 100000-byte value"), "{stderr}");
+        assert!(stderr.contains("the largest holds 65536 bytes"), "{stderr}");
+        assert!(stderr.contains("LP "), "{stderr}");
+    }
+    let (code, _, stderr) = chronon(&[
+        "run",
+        "simplesim",
+        "--queue-bound",
+        "200",
+        "--payload-bytes",
+        "5000",
+        "--heap-classes",
+        "8K:4",
+        "--heap-segments",
+        "1",
+        "--end",
+        "50",
+    ]);
+    assert_ne!(code, 0);
+    assert_eq!(stderr.trim_end().lines().count(), 1, "{stderr}");
+    assert!(stderr.contains("full in all 1 segments"), "{stderr}");
+}
