@@ -105,6 +105,10 @@ impl<'s, 'a, M: Model, Q: PendingSet<TwEvent<M::Event>>> Worker<'s, 'a, M, Q> {
     pub(super) fn fossil(&mut self, g: f64) -> Result<(), SimError> {
         let sh = self.sh;
         self.gvt = g;
+        // This thread's shared heap reuses a freed item only once GVT has passed the time it
+        // was freed at (seed 000 §3.3): a rolled-back handler may still have read it.
+        #[cfg(all(target_os = "linux", not(chronon_loom)))]
+        crate::shm::set_thread_gvt(g);
         let reverse = sh.saving == Saving::Reverse;
         let (counters, stats, current) = (&mut self.counters, &mut self.stats, &mut self.current);
         let (cold, census) = (&mut self.cold, &mut self.census);
