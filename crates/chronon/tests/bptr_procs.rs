@@ -85,3 +85,47 @@ fn a_leaked_payload_fails_the_run() {
     let e = r.expect_err("a leaked BPtr must fail the run");
     assert!(e.to_string().contains("code 4"), "{e}");
 }
+
+/// Time Warp across processes: the same history with zero copy (rolled-back handlers drop
+/// their payloads and re-send; a worker thread's heap reuses an item only once GVT passed the
+/// time it was freed at), and every item back at exit (the leak check of `child_main`).
+#[test]
+fn zero_copy_time_warp_2_processes_2_threads() {
+    check(
+        "zero_copy_time_warp_2_processes_2_threads",
+        2,
+        Executor::TimeWarp { threads: 2 },
+        false,
+    );
+}
+
+#[test]
+fn a_leaked_payload_fails_a_time_warp_run() {
+    let r = sim(Some(4), Executor::TimeWarp { threads: 1 })
+        .processes(2)
+        .process_args([
+            "a_leaked_payload_fails_a_time_warp_run",
+            "--exact",
+            "--test-threads=1",
+        ])
+        .run();
+    let e = r.expect_err("a leaked BPtr must fail the run");
+    assert!(e.to_string().contains("code 4"), "{e}");
+}
+
+/// The Time Warp rings pass events as they are: `--payload copy` is refused there, in one line.
+#[test]
+fn copy_under_time_warp_is_refused() {
+    let e = sim(None, Executor::TimeWarp { threads: 1 })
+        .processes(2)
+        .payload_copy(true)
+        .process_args([
+            "copy_under_time_warp_is_refused",
+            "--exact",
+            "--test-threads=1",
+        ])
+        .run()
+        .expect_err("copy under Time Warp is not built");
+    assert!(e.to_string().contains("--payload copy"), "{e}");
+    assert_eq!(e.to_string().lines().count(), 1, "{e}");
+}

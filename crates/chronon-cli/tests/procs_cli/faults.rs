@@ -359,18 +359,21 @@ fn what_cannot_run_across_processes_is_one_line_and_exit_2() {
         &with(&["--procs", "200", "--threads", "2", "--sync", "window"]),
         "at most 256",
     );
+    bad(&with(&["--payload", "mpi"]), "unknown --payload 'mpi'");
     bad(
-        &["run", "simplesim", "--procs", "2", "--sync", "window"],
-        "simplesim cannot run across processes yet",
+        &with(&["--payload", "copy", "--sync", "window"]),
+        "--payload copy compares transports between processes: it needs --procs",
     );
     bad(
-        &["run", "datastore", "--procs", "2", "--sync", "lockstep"],
-        "datastore cannot run across processes yet",
+        &with(&["--payload", "copy", "--sync", "timewarp", "--procs", "2"]),
+        "--payload copy does not run under --sync timewarp yet",
     );
+    bad(&with(&["--heap-classes", "64"]), "is not SIZE:COUNT");
     bad(
-        &["run", "star-clique", "--procs", "2", "--sync", "window"],
-        "star-clique cannot run across processes yet",
+        &with(&["--heap-classes", "4K:1,64:1"]),
+        "must grow strictly",
     );
+    bad(&with(&["--heap-segments", "17"]), "1..=16");
     bad(
         &[
             "run",
