@@ -14,6 +14,11 @@
 //! sender never waits on a worker that is itself waiting, and no ring cycle can deadlock. The
 //! stash is this worker's, taken first by every receive. Proof that GVT still holds (rings
 //! behave like mailboxes for rules R1 and R2): README.md, "GVT across processes".
+//!
+//! Events travel as they are: a `BPtr` payload crosses as the pointer (zero copy; its item
+//! stays in its owner's shared heap, found through the run's heap directory). The copy
+//! transport (`ShmSafe::fixup_copy`, `--payload copy`) is not applied here: `procs.rs`
+//! refuses `--payload copy` under Time Warp in one line.
 
 use std::any::Any;
 use std::io;
