@@ -1,7 +1,6 @@
 //! `--procs` runs of the models whose payloads travel as shared-heap `BPtr`s (simplesim,
-//! datastore, star-clique, campus), zero copy (conservative and Time Warp) and `--payload copy`
-//! (conservative; refused under Time Warp), against the sequential run; shared-heap limits as
-//! one-line errors.
+//! datastore, star-clique, campus), zero copy and `--payload copy`, conservative and Time Warp,
+//! against the sequential run; shared-heap limits as one-line errors.
 #![cfg(target_os = "linux")]
 
 mod common;
@@ -15,7 +14,7 @@ use procs_common::{differential, history, report};
 fn differential_with_copy(model: &[&str]) {
     differential(model);
     let seq = history(&report(model));
-    for sync in ["window", "lockstep", "null-message"] {
+    for sync in ["window", "lockstep", "null-message", "timewarp"] {
         for (procs, threads) in [("2", "1"), ("3", "2")] {
             let mut args = model.to_vec();
             args.extend([
@@ -108,25 +107,4 @@ fn shared_heap_limits_are_one_line_errors() {
     assert_ne!(code, 0);
     assert_eq!(stderr.trim_end().lines().count(), 1, "{stderr}");
     assert!(stderr.contains("full in all 1 segments"), "{stderr}");
-}
-
-/// The Time Warp rings pass events as they are: `--payload copy` with `--sync timewarp` is
-/// one line and exit 2 (zero copy runs there: `differential` covers it).
-#[test]
-fn copy_under_time_warp_is_one_line() {
-    let (code, stdout, stderr) = chronon(&[
-        "run",
-        "simplesim",
-        "--end",
-        "5",
-        "--sync",
-        "timewarp",
-        "--procs",
-        "2",
-        "--payload",
-        "copy",
-    ]);
-    assert_eq!(code, 2, "{stdout}{stderr}");
-    assert_eq!(stderr.trim_end().lines().count(), 1, "{stderr}");
-    assert!(stderr.contains("--payload copy"), "{stderr}");
 }

@@ -113,19 +113,14 @@ fn a_leaked_payload_fails_a_time_warp_run() {
     assert!(e.to_string().contains("code 4"), "{e}");
 }
 
-/// The Time Warp rings pass events as they are: `--payload copy` is refused there, in one line.
+/// The copy transport under Time Warp: payloads copied on send and on receive, the same
+/// history; every copy back at exit.
 #[test]
-fn copy_under_time_warp_is_refused() {
-    let e = sim(None, Executor::TimeWarp { threads: 1 })
-        .processes(2)
-        .payload_copy(true)
-        .process_args([
-            "copy_under_time_warp_is_refused",
-            "--exact",
-            "--test-threads=1",
-        ])
-        .run()
-        .expect_err("copy under Time Warp is not built");
-    assert!(e.to_string().contains("--payload copy"), "{e}");
-    assert_eq!(e.to_string().lines().count(), 1, "{e}");
+fn copy_time_warp_3_processes() {
+    check(
+        "copy_time_warp_3_processes",
+        3,
+        Executor::TimeWarp { threads: 1 },
+        true,
+    );
 }

@@ -364,10 +364,6 @@ fn what_cannot_run_across_processes_is_one_line_and_exit_2() {
         &with(&["--payload", "copy", "--sync", "window"]),
         "--payload copy compares transports between processes: it needs --procs",
     );
-    bad(
-        &with(&["--payload", "copy", "--sync", "timewarp", "--procs", "2"]),
-        "--payload copy does not run under --sync timewarp yet",
-    );
     bad(&with(&["--heap-classes", "64"]), "is not SIZE:COUNT");
     bad(
         &with(&["--heap-classes", "4K:1,64:1"]),

@@ -51,28 +51,23 @@ pub(crate) fn run<M: Model>(
 where
     M::Event: ShmSafe,
 {
-    if procs.copy {
-        // The Time Warp rings (`shm_wires.rs`) pass events as they are: zero copy only.
-        return Err(SimError::Config(
-            "--payload copy does not run under --sync timewarp yet; leave out --payload copy (zero copy) or use a conservative --sync".into(),
-        ));
-    }
     check(model, threads, opts, procs.procs)?;
     let sig = format!(
-        "lps={} end={:x} seed={} queue={} sync=timewarp threads={threads} procs={} options={opts:?}",
+        "lps={} end={:x} seed={} queue={} sync=timewarp threads={threads} procs={} payload={} options={opts:?}",
         cfg.lps,
         cfg.end.to_bits(),
         cfg.seed,
         cfg.queue.name(),
         procs.procs,
+        if procs.copy { "copy" } else { "zero-copy" },
     );
     match crate::shm::Worker::from_env() {
         Some(Ok(w)) => child_main(model, w, &sig, |w, control, states| match cfg.queue {
             QueueKind::Heap => child_run::<M, HeapQueue<TwEvent<M::Event>>>(
-                model, cfg, threads, opts, w, control, states,
+                model, cfg, threads, opts, w, control, states, procs.copy,
             ),
             QueueKind::Ladder => child_run::<M, LadderQueue<TwEvent<M::Event>>>(
-                model, cfg, threads, opts, w, control, states,
+                model, cfg, threads, opts, w, control, states, procs.copy,
             ),
         }),
         Some(Err(e)) => {
@@ -208,6 +203,7 @@ where
 
 // ---------------------------------------------------------------- child
 
+#[allow(clippy::too_many_arguments)]
 fn child_run<M: Model, Q: PendingSet<TwEvent<M::Event>>>(
     model: &M,
     cfg: &RunConfig,
@@ -216,6 +212,7 @@ fn child_run<M: Model, Q: PendingSet<TwEvent<M::Event>>>(
     w: &mut crate::shm::Worker,
     control: &Control,
     states: &mut Vec<Option<M::State>>,
+    copy: bool,
 ) -> Result<ChildOut, SimError>
 where
     M::Event: ShmSafe,
@@ -226,7 +223,7 @@ where
         .segment(1)
         .map_err(io_error("worker process: the rings segment"))?;
     let (wires, gvt) =
-        ShmWires::<M::Event>::attach(seg, control.clone(), n, p as u32, base, threads)
+        ShmWires::<M::Event>::attach(seg, control.clone(), n, p as u32, base, threads, copy)
             .map_err(io_error("worker process: the rings segment"))?;
     let Built {
         sh,

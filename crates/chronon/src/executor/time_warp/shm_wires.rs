@@ -15,10 +15,11 @@
 //! stash is this worker's, taken first by every receive. Proof that GVT still holds (rings
 //! behave like mailboxes for rules R1 and R2): README.md, "GVT across processes".
 //!
-//! Events travel as they are: a `BPtr` payload crosses as the pointer (zero copy; its item
-//! stays in its owner's shared heap, found through the run's heap directory). The copy
-//! transport (`ShmSafe::fixup_copy`, `--payload copy`) is not applied here: `procs.rs`
-//! refuses `--payload copy` under Time Warp in one line.
+//! Zero copy (the default), a `BPtr` payload crosses as the pointer (its item stays in its
+//! owner's shared heap, found through the run's heap directory). The copy transport
+//! (`--payload copy`) does what `transport/shm.rs` does: the sender copies each event's
+//! payloads into new items (`shm::safe::deep_copy`, `ShmSafe::fixup_copy`) before pushing it,
+//! releasing the model's, and the receiver copies them again into its own heap.
 
 use std::any::Any;
 use std::io;
@@ -31,6 +32,7 @@ use super::gvt::GvtRegisters;
 use super::lp::{Anti, Msg, TwEvent};
 use crate::comm::Batch;
 use crate::event::{Event, EventKey, Keyed};
+use crate::shm::safe::deep_copy;
 use crate::shm::{init_ring, ring_bytes, Consumer, Control, Producer, Segment, ShmSafe};
 
 /// Records per ring.
@@ -173,6 +175,8 @@ pub(super) struct ShmWires<P> {
     /// Events that could not be sent because the run was over (aborted, or GVT at the end:
     /// then they are at or after the end), counted as pending at the end.
     unsent: AtomicU64,
+    /// The copy transport: `deep_copy` of an event (set by `attach`, where `P: ShmSafe`).
+    copy: Option<fn(Event<P>) -> Event<P>>,
 }
 
 impl<P> std::fmt::Debug for ShmWires<P> {
@@ -218,6 +222,7 @@ impl<P: Send + 'static> ShmWires<P> {
         proc_index: u32,
         base: usize,
         threads: usize,
+        copy: bool,
     ) -> io::Result<(ShmWires<P>, GvtRegisters)>
     where
         P: ShmSafe,
@@ -270,6 +275,7 @@ impl<P: Send + 'static> ShmWires<P> {
                 base,
                 ends,
                 unsent: AtomicU64::new(0),
+                copy: copy.then_some(deep_copy::<Event<P>> as fn(Event<P>) -> Event<P>),
             },
             gvt,
         ))
@@ -297,7 +303,20 @@ impl<P: Send + 'static> ShmWires<P> {
     /// Hands everything waiting for worker `w` to `f` (its stash first, then its rings in
     /// sender order; per sender in sending order).
     pub(super) fn receive(&self, w: usize, f: impl FnMut(Msg<P>)) {
-        self.ends(w).receive(false, f);
+        self.ends(w).receive(false, self.copied(f));
+    }
+
+    /// `f`, given received events with their payloads copied into this thread's heap under
+    /// the copy transport.
+    fn copied(&self, mut f: impl FnMut(Msg<P>)) -> impl FnMut(Msg<P>) {
+        let copy = self.copy;
+        move |m| match (m, copy) {
+            (Msg::Event(mut e), Some(c)) => {
+                e.ev = c(e.ev);
+                f(Msg::Event(e))
+            }
+            (m, _) => f(m),
+        }
     }
 
     /// BH_min of worker `w`: the minimum of its incoming rings' registers (each a lower bound
@@ -319,7 +338,7 @@ impl<P: Send + 'static> ShmWires<P> {
     ///
     /// [`end_barrier`]: Self::end_barrier
     pub(super) fn leftovers(&self, w: usize, f: impl FnMut(Msg<P>)) {
-        self.ends(w).receive(true, f);
+        self.ends(w).receive(true, self.copied(f));
     }
 
     /// Events that were never sent because the run was over.
@@ -360,7 +379,10 @@ impl<P: Send + 'static> ShmWires<P> {
                             None => 0,
                         };
                         recs.push(Rec(Wire::Event {
-                            ev: e.ev,
+                            ev: match self.copy {
+                                Some(c) => c(e.ev),
+                                None => e.ev,
+                            },
                             id: e.id,
                             keys,
                         }));
@@ -417,8 +439,8 @@ mod tests {
         let seg = ShmWires::<u64>::create(2).unwrap();
         let seg2 = Segment::from_fd(seg.fd().try_clone_to_owned().unwrap()).unwrap();
         let control = Control::create(2).unwrap();
-        let (a, _) = ShmWires::attach(seg, control.clone(), 2, 0, 0, 1).unwrap();
-        let (b, _) = ShmWires::attach(seg2, control, 2, 1, 1, 1).unwrap();
+        let (a, _) = ShmWires::attach(seg, control.clone(), 2, 0, 0, 1, false).unwrap();
+        let (b, _) = ShmWires::attach(seg2, control, 2, 1, 1, 1, false).unwrap();
         (a, b)
     }
 
