@@ -16,6 +16,7 @@ mod bptr;
 mod control;
 pub(crate) mod futex;
 mod heap;
+mod heap_config;
 mod launch;
 pub mod local;
 pub mod registry;
