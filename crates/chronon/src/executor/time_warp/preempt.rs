@@ -42,6 +42,7 @@ pub(super) struct Parts<S, P> {
     err: Option<ModelError>,
     checks: u64,
     returns: u64,
+    ticked: u64,
 }
 
 /// A started event that has not returned: its context, the event (shared with the context,
@@ -84,6 +85,8 @@ pub(super) struct PreemptStats {
     pub(super) stacks: u64,
     /// Ticks delivered to the worker's thread.
     pub(super) ticks_delivered: u64,
+    /// Ticks acted on: checks of BH_min that a tick made due (in contexts that returned).
+    pub(super) ticks_acted_on: u64,
     /// Wall seconds with ticks running.
     pub(super) ticks_on_s: f64,
     /// The alpha rule's means at the end: Δe (seconds) and APMS.
@@ -177,6 +180,7 @@ impl<'s, M: Model, Q: PendingSet<TwEvent<M::Event>>> Worker<'s, '_, M, Q> {
             err: None,
             checks: 0,
             returns: 0,
+            ticked: 0,
         };
         let meta = lp.meta;
         let before = sh.check_eq.map(|_| lp.state.clone());
@@ -209,6 +213,7 @@ impl<'s, M: Model, Q: PendingSet<TwEvent<M::Event>>> Worker<'s, '_, M, Q> {
             }
             p.checks = sw.checks();
             p.returns = sw.returns();
+            p.ticked = sw.ticked();
             p
         });
         self.pstats.started += 1;
@@ -262,6 +267,7 @@ impl<'s, M: Model, Q: PendingSet<TwEvent<M::Event>>> Worker<'s, '_, M, Q> {
                 }
                 self.err = p.err;
                 self.pstats.checks += p.checks;
+                self.pstats.ticks_acted_on += p.ticked;
                 self.tick_rule(job.cpu_s, p.returns);
                 self.epilogue(ev, job.li, job.meta, job.before, None)
             }

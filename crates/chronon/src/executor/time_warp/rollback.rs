@@ -58,6 +58,9 @@ impl<M: Model, Q: PendingSet<TwEvent<M::Event>>> Worker<'_, '_, M, Q> {
         annihilate: Option<u64>,
     ) -> Result<(), SimError> {
         let sh = self.sh;
+        // Rollback length in events and wall time (report.rs, `rollback_*`).
+        let t0 = std::time::Instant::now();
+        let undone = self.lps[li].next - at;
         // A suspended context of this LP saw a state the rollback changes (preempt.rs).
         self.discard_job_of(li);
         let lp = &mut self.lps[li];
@@ -171,6 +174,8 @@ impl<M: Model, Q: PendingSet<TwEvent<M::Event>>> Worker<'_, '_, M, Q> {
                 self.stats.coasted += 1;
             }
         }
+        self.stats.rollback_max = self.stats.rollback_max.max(undone);
+        self.stats.rollback_ns += t0.elapsed().as_nanos() as u64;
         Ok(())
     }
 }
