@@ -17,13 +17,29 @@ use std::time::Instant;
 use super::lp::TwEvent;
 use super::options::Ticks;
 use super::shared::Shared;
+use super::transport::Wires;
 use super::worker::Worker;
 use crate::error::{ModelError, SimError};
 use crate::event::Event;
 use crate::model::{Ctx, LpMeta, Model, Time};
 use crate::preempt::ticks::{AlphaRule, Flag, Timer};
-use crate::preempt::{Context, Step, Switch};
+use crate::preempt::{BhMin, Context, Step, Switch};
 use crate::queue::PendingSet;
+
+/// Worker `w`'s BH_min as its contexts' checks read it: the mailbox register with threads; across
+/// processes the minimum of its incoming rings' registers and of its stash (`Wires::bh_min`;
+/// README.md, "BH_min across processes", says why that is a lower bound at the check).
+struct Register<'s, P> {
+    wires: &'s Wires<P>,
+    w: usize,
+}
+
+impl<P: Send + 'static> BhMin for Register<'_, P> {
+    #[inline(always)]
+    fn bh_min(&self) -> Time {
+        self.wires.bh_min(self.w)
+    }
+}
 
 /// Preemption settings shared by the workers.
 #[derive(Clone, Copy, Debug)]
@@ -196,7 +212,11 @@ impl<'s, M: Model, Q: PendingSet<TwEvent<M::Event>>> Worker<'s, '_, M, Q> {
         let flag = self.tick_flag();
         let ctx = Context::new(stack, move |y| {
             let mut p = parts;
-            let sw = Switch::new(sh.wires.mailbox(w), y, flag);
+            let register = Register {
+                wires: &sh.wires,
+                w,
+            };
+            let sw = Switch::new(&register, y, flag);
             {
                 let mut ctx = Ctx::new(
                     event.ev.time,

@@ -195,8 +195,35 @@ const PREEMPT_FIGURES: [(&str, Figure); 7] = [
     ("preempt_stacks", |p| p.stacks),
 ];
 
+/// Across processes (procs.rs): the totals of the rollback-length, preemption and tick figures
+/// from the workers' figures (each process sends its workers' maps to the parent).
+pub(super) fn totals_from_workers(
+    es: &mut std::collections::BTreeMap<String, f64>,
+    workers: &[std::collections::BTreeMap<String, f64>],
+    rolled_back: u64,
+) {
+    let sum = |k: &str| -> f64 { workers.iter().filter_map(|w| w.get(k)).sum() };
+    let longest = workers
+        .iter()
+        .filter_map(|w| w.get("rollback_length_max"))
+        .fold(0.0, |a: f64, b| a.max(*b));
+    insert_rollback_lengths(
+        es,
+        rolled_back,
+        sum("rollbacks") as u64,
+        longest as u64,
+        (sum("rollback_wall_s") * 1e9).round() as u64,
+    );
+    let names = PREEMPT_FIGURES.iter().map(|(n, _)| *n);
+    for name in names.chain(["ticks_delivered", "ticks_acted_on", "ticks_on_s"]) {
+        if workers.iter().any(|w| w.contains_key(name)) {
+            es.insert(name.to_string(), sum(name));
+        }
+    }
+}
+
 /// A worker's preemption figures (`--preempt`), and its tick figures when ticks are on.
-fn insert_preempt(
+pub(super) fn insert_preempt(
     m: &mut std::collections::BTreeMap<String, f64>,
     p: &super::preempt::PreemptStats,
     ticks: bool,
