@@ -209,7 +209,7 @@ fn figure(r: &Report, name: &str) -> f64 {
 
 #[test]
 fn preemptive_time_warp_commits_the_sequential_history() {
-    let (mut preemptions, mut discarded, mut resumed) = (0.0, 0.0, 0.0);
+    let (mut preemptions, mut discarded, mut resumed, mut restores) = (0.0, 0.0, 0.0, 0.0);
     for points in [0, 12] {
         for seed in [1, 2] {
             let m = Churn::new(points);
@@ -282,6 +282,11 @@ fn preemptive_time_warp_commits_the_sequential_history() {
                     preemptions += figure(&tw, "preemptions");
                     discarded += figure(&tw, "preempt_discarded");
                     resumed += figure(&tw, "preempt_resumed");
+                    restores += figure(&tw, "preempt_restores");
+                    if name == "reverse" {
+                        // Reverse saving cannot undo half an event: contexts work on clones.
+                        assert_eq!(figure(&tw, "preempt_restores"), 0.0, "{what}");
+                    }
                 }
             }
         }
@@ -289,6 +294,11 @@ fn preemptive_time_warp_commits_the_sequential_history() {
     eprintln!("preemptions {preemptions}, resumed {resumed}, discarded {discarded}");
     assert!(preemptions > 0.0, "the test must exercise preemption");
     assert!(resumed > 0.0, "the test must resume suspended contexts");
+    // Copy saving moves the LP's state into the context: a dropped one restores it.
+    assert!(
+        restores > 0.0,
+        "the test must restore states of dropped contexts"
+    );
 }
 
 /// The report's rollback lengths (issue 12, item 6), in total and per worker: present, and

@@ -185,7 +185,7 @@ pub(super) fn finish<M: Model, Q: PendingSet<TwEvent<M::Event>>>(
 type Figure = fn(&super::preempt::PreemptStats) -> u64;
 
 /// The preemption figures of the report (totals and per worker), by name.
-const PREEMPT_FIGURES: [(&str, Figure); 7] = [
+const PREEMPT_FIGURES: [(&str, Figure); 8] = [
     ("preempt_started", |p| p.started),
     ("preemptions", |p| p.preemptions),
     ("preempt_resumed", |p| p.resumed),
@@ -193,6 +193,7 @@ const PREEMPT_FIGURES: [(&str, Figure); 7] = [
     ("preempt_fallbacks", |p| p.fallbacks),
     ("preempt_checks", |p| p.checks),
     ("preempt_stacks", |p| p.stacks),
+    ("preempt_restores", |p| p.restores),
 ];
 
 /// Across processes (procs.rs): the totals of the rollback-length, preemption and tick figures

@@ -61,8 +61,9 @@ impl<M: Model, Q: PendingSet<TwEvent<M::Event>>> Worker<'_, '_, M, Q> {
         // Rollback length in events and wall time (report.rs, `rollback_*`).
         let t0 = std::time::Instant::now();
         let undone = self.lps[li].next - at;
-        // A suspended context of this LP saw a state the rollback changes (preempt.rs).
-        self.discard_job_of(li);
+        // A suspended context of this LP saw a state the rollback changes (preempt.rs); the
+        // state is restored below (copy) or stayed with the LP (reverse).
+        self.discard_job_of(li, false)?;
         let lp = &mut self.lps[li];
         let me = lp.id;
         while lp.next > at {
