@@ -3,13 +3,15 @@
 //! running event's time; the platform context then flushes the bottom half and dispatches by
 //! LTF among the pending events *and* the suspended contexts.
 //!
-//! The rule that keeps the committed history the sequential one: a context works on a *copy*
-//! of its LP's state and bookkeeping and buffers its sends and counter deltas; nothing of it
+//! The rule that keeps the committed history the sequential one: a context works on its LP's
+//! state taken out of the LP (moved with copy state saving, a spare standing in; cloned with
+//! reverse saving) and a copy of its bookkeeping, and buffers its sends and counter deltas; nothing of it
 //! reaches the LP, the history or another worker until it returns. While an LP has a suspended
 //! context no other event of that LP runs: an event that sorts before the suspended one drops
 //! the context (its event is pending again), one that sorts after waits; every rollback of the
 //! LP drops it too. So a context that returns saw exactly the state an uninterrupted run would
-//! have seen, and a dropped one left no trace.
+//! have seen, and a dropped one left no trace (a moved state is restored from the LP's
+//! checkpoint).
 
 use std::rc::Rc;
 use std::time::Instant;
