@@ -291,7 +291,7 @@ impl<'s, M: Model, Q: PendingSet<TwEvent<M::Event>>> Worker<'s, '_, M, Q> {
                 lp.meta = p.meta;
                 // The stand-in (or, where the state was cloned, the state before the event)
                 // stands in for the next context's LP.
-                if self.spare_states.len() <= self.jobs.len() {
+                if self.sh.saving == Saving::Copy && self.spare_states.len() <= self.jobs.len() {
                     self.spare_states.push(old);
                 }
                 self.out.append(&mut p.out);
