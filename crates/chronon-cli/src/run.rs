@@ -216,9 +216,9 @@ fn time_warp_options(common: &CommonArgs, executor: &Executor) -> Result<TimeWar
         }
     }
     let alpha = common.alpha.unwrap_or(0.5);
-    if !(alpha >= 0.0 && alpha.is_finite()) {
+    if !(alpha > -1.0 && alpha.is_finite()) {
         return Err(Failure::bad_input(format!(
-            "--alpha is {alpha}; it must be finite and >= 0"
+            "--alpha is {alpha}; it must be finite and > -1"
         )));
     }
     if common.alpha.is_some() && common.tick_us.is_none() {

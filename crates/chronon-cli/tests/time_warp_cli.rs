@@ -311,6 +311,8 @@ fn preemptive_time_warp_prints_the_sequential_fingerprint() {
             "copy",
         ][..],
         &["--preempt", "--tick-us", "200", "--alpha", "0"][..],
+        // The seed's data-store setting: ticks on sooner (T / ΔET >= 0.5).
+        &["--preempt", "--tick-us", "200", "--alpha", "-0.5"][..],
     ] {
         let mut args = vec!["--work-us", "3", "--sync", "timewarp", "--threads", "2"];
         args.extend_from_slice(extra);
