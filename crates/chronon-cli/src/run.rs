@@ -216,9 +216,9 @@ fn time_warp_options(common: &CommonArgs, executor: &Executor) -> Result<TimeWar
         }
     }
     let alpha = common.alpha.unwrap_or(0.5);
-    if !(alpha >= 0.0 && alpha.is_finite()) {
+    if !(alpha > -1.0 && alpha.is_finite()) {
         return Err(Failure::bad_input(format!(
-            "--alpha is {alpha}; it must be finite and >= 0"
+            "--alpha is {alpha}; it must be finite and > -1"
         )));
     }
     if common.alpha.is_some() && common.tick_us.is_none() {
@@ -767,12 +767,62 @@ fn print_summary(name: &str, r: &Report) {
     if let Some(eff) = r.executor_stats.get("efficiency") {
         println!("efficiency   {:.3}", eff);
     }
+    for line in time_warp_lines(r) {
+        println!("{line}");
+    }
     println!("wall         {:.3} s", r.wall_s);
     println!("events/s     {:.0}", r.events_per_s);
     println!("fingerprint  {}", r.fingerprint);
     if !r.complete {
         println!("INCOMPLETE   stopped at t = {}", r.last_time);
     }
+}
+
+/// Time Warp's rollback and preemption lines of the summary (issue 12, item 6; the same
+/// figures, per worker too, are in the report's `executor_stats` and `workers`).
+fn time_warp_lines(r: &Report) -> Vec<String> {
+    let es = &r.executor_stats;
+    let get = |k: &str| es.get(k).copied().unwrap_or(0.0);
+    let mut lines = Vec::new();
+    if get("rollbacks") > 0.0 {
+        lines.push(format!(
+            "rollbacks    {} (mean {:.1} events, longest {}; {:.3} s rolling back, {:.1} us each)",
+            get("rollbacks"),
+            get("rollback_length_mean"),
+            get("rollback_length_max"),
+            get("rollback_wall_s"),
+            get("rollback_wall_mean_us")
+        ));
+    }
+    if es.contains_key("preemptions") {
+        lines.push(format!(
+            "preemption   {} started, {} preempted, {} resumed, {} discarded, {} ran unpreemptible",
+            get("preempt_started"),
+            get("preemptions"),
+            get("preempt_resumed"),
+            get("preempt_discarded"),
+            get("preempt_fallbacks")
+        ));
+    }
+    if es.contains_key("ticks_delivered") {
+        let rule: Vec<String> = r
+            .workers
+            .iter()
+            .enumerate()
+            .map(|(w, m)| {
+                let f = |k: &str| m.get(k).copied().unwrap_or(0.0);
+                format!("w{w} {:.1} us / {:.2}", f("delta_e_us"), f("apms"))
+            })
+            .collect();
+        lines.push(format!(
+            "ticks        {} delivered, {} acted on, on for {:.3} s; Δe / APMS: {}",
+            get("ticks_delivered"),
+            get("ticks_acted_on"),
+            get("ticks_on_s"),
+            rule.join(", ")
+        ));
+    }
+    lines
 }
 
 fn write_report(

@@ -78,6 +78,52 @@ fn rollback_heavy_time_warp_across_processes_commits_the_sequential_history() {
     );
 }
 
+/// Preemptive Time Warp across processes with events long enough to be preempted (busy work
+/// with preemption points, most sends remote): checks read BH_min from the rings and the
+/// stash; with and without ticks, 2 processes × 1–2 threads.
+#[test]
+fn preemptive_time_warp_across_processes_switches_and_commits_the_sequential_history() {
+    let model = [
+        "run",
+        "phold",
+        "--lps",
+        "32",
+        "--end",
+        "10",
+        "--work-us",
+        "20",
+        "--remote",
+        "0.9",
+    ];
+    let seq = history(&report(&model));
+    let shm_before = dev_shm();
+    let mut preemptions = 0.0;
+    for ticks in [&[][..], &["--tick-us", "50", "--alpha", "0"][..]] {
+        for threads in ["1", "2"] {
+            let mut args = model.to_vec();
+            args.extend([
+                "--sync",
+                "timewarp",
+                "--procs",
+                "2",
+                "--threads",
+                threads,
+                "--preempt",
+            ]);
+            args.extend_from_slice(ticks);
+            let r = report(&args);
+            assert_eq!(history(&r), seq, "{args:?}");
+            preemptions += r["executor_stats"]["preemptions"].as_f64().unwrap();
+        }
+    }
+    assert!(preemptions > 0.0, "no event was preempted across processes");
+    assert_eq!(
+        dev_shm(),
+        shm_before,
+        "a shared-memory file was left behind"
+    );
+}
+
 #[test]
 fn phold_phases_across_processes_commits_the_sequential_history() {
     differential(&[

@@ -311,6 +311,8 @@ fn preemptive_time_warp_prints_the_sequential_fingerprint() {
             "copy",
         ][..],
         &["--preempt", "--tick-us", "200", "--alpha", "0"][..],
+        // The seed's data-store setting: ticks on sooner (T / ΔET >= 0.5).
+        &["--preempt", "--tick-us", "200", "--alpha", "-0.5"][..],
     ] {
         let mut args = vec!["--work-us", "3", "--sync", "timewarp", "--threads", "2"];
         args.extend_from_slice(extra);
@@ -329,4 +331,36 @@ fn calibrate_ticks_prints_overhead_per_period_and_refuses_bad_periods() {
     let (code, _, err) = chronon(&["calibrate", "ticks", "--periods", "5"]);
     assert_eq!(code, 2, "{err}");
     assert_eq!(err.trim_end().lines().count(), 1, "{err}");
+}
+
+/// Issue 12, item 6: the summary shows rollback length (events and wall time) with and without
+/// `--preempt`, and the preemption and tick figures under it.
+#[test]
+fn the_summary_shows_rollback_lengths_and_preemption_figures() {
+    for extra in [
+        &[][..],
+        &["--preempt", "--tick-us", "50", "--alpha", "0"][..],
+    ] {
+        let mut args = vec![
+            "--work-us",
+            "3",
+            "--sync",
+            "timewarp",
+            "--threads",
+            "2",
+            "--remote",
+            "0.9",
+        ];
+        args.extend_from_slice(extra);
+        let (code, out, err) = run(&args);
+        assert_eq!(code, 0, "{extra:?}: {err}");
+        assert!(out.contains("efficiency   "), "{extra:?}: {out}");
+        let preempt = !extra.is_empty();
+        assert_eq!(out.contains("\npreemption   "), preempt, "{extra:?}: {out}");
+        assert_eq!(out.contains("\nticks        "), preempt, "{extra:?}: {out}");
+        if out.contains("rolled back)") {
+            assert!(out.contains("\nrollbacks    "), "{extra:?}: {out}");
+            assert!(out.contains("s rolling back"), "{extra:?}: {out}");
+        }
+    }
 }

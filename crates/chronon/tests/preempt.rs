@@ -209,7 +209,7 @@ fn figure(r: &Report, name: &str) -> f64 {
 
 #[test]
 fn preemptive_time_warp_commits_the_sequential_history() {
-    let (mut preemptions, mut discarded, mut resumed) = (0.0, 0.0, 0.0);
+    let (mut preemptions, mut discarded, mut resumed, mut restores) = (0.0, 0.0, 0.0, 0.0);
     for points in [0, 12] {
         for seed in [1, 2] {
             let m = Churn::new(points);
@@ -278,9 +278,15 @@ fn preemptive_time_warp_commits_the_sequential_history() {
                             - w["preempt_discarded"]
                             <= 1.0));
                     }
+                    assert_rollback_figures(&tw, &what);
                     preemptions += figure(&tw, "preemptions");
                     discarded += figure(&tw, "preempt_discarded");
                     resumed += figure(&tw, "preempt_resumed");
+                    restores += figure(&tw, "preempt_restores");
+                    if name == "reverse" {
+                        // Reverse saving cannot undo half an event: contexts work on clones.
+                        assert_eq!(figure(&tw, "preempt_restores"), 0.0, "{what}");
+                    }
                 }
             }
         }
@@ -288,6 +294,131 @@ fn preemptive_time_warp_commits_the_sequential_history() {
     eprintln!("preemptions {preemptions}, resumed {resumed}, discarded {discarded}");
     assert!(preemptions > 0.0, "the test must exercise preemption");
     assert!(resumed > 0.0, "the test must resume suspended contexts");
+    // Copy saving moves the LP's state into the context: a dropped one restores it.
+    assert!(
+        restores > 0.0,
+        "the test must restore states of dropped contexts"
+    );
+}
+
+/// The report's rollback lengths (issue 12, item 6), in total and per worker: present, and
+/// consistent with the counts (events undone = rollbacks × mean length, totals = sums).
+fn assert_rollback_figures(r: &Report, what: &str) {
+    const KEYS: [&str; 6] = [
+        "rollbacks",
+        "rollback_length_mean",
+        "rollback_length_max",
+        "rollback_wall_s",
+        "rollback_wall_mean_us",
+        "efficiency",
+    ];
+    let es = &r.executor_stats;
+    for k in KEYS {
+        assert!(es.contains_key(k), "{what}: {k} missing from the totals");
+        assert!(
+            r.workers.iter().all(|w| w.contains_key(k)),
+            "{what}: {k} missing from a worker"
+        );
+    }
+    let close = |a: f64, b: f64| (a - b).abs() <= 1e-6 * a.abs().max(b.abs()).max(1.0);
+    let rb = es["rollbacks"];
+    assert_eq!(
+        rb,
+        es["primary_rollbacks"] + es["secondary_rollbacks"],
+        "{what}: a rollback is primary or secondary"
+    );
+    assert!(
+        close(rb * es["rollback_length_mean"], r.rolled_back as f64),
+        "{what}: events undone = rollbacks × mean length"
+    );
+    assert!(
+        close(
+            es["efficiency"],
+            r.committed as f64 / r.processed.max(1) as f64
+        ),
+        "{what}: efficiency"
+    );
+    let (mut sum_rb, mut sum_undone, mut sum_wall, mut longest) = (0.0, 0.0, 0.0, 0.0f64);
+    for w in &r.workers {
+        let n = w["rollbacks"];
+        assert!(
+            close(n * w["rollback_length_mean"], w["rolled_back"]),
+            "{what}: a worker's events undone"
+        );
+        assert!(
+            w["rollback_length_max"] >= w["rollback_length_mean"],
+            "{what}: longest >= mean"
+        );
+        assert_eq!(
+            n > 0.0,
+            w["rollback_length_max"] >= 1.0,
+            "{what}: a rollback undoes an event"
+        );
+        assert_eq!(
+            n > 0.0,
+            w["rollback_wall_s"] > 0.0,
+            "{what}: a rollback takes time"
+        );
+        assert!(
+            close(n * w["rollback_wall_mean_us"], w["rollback_wall_s"] * 1e6),
+            "{what}: wall per rollback"
+        );
+        sum_rb += n;
+        sum_undone += w["rolled_back"];
+        sum_wall += w["rollback_wall_s"];
+        longest = longest.max(w["rollback_length_max"]);
+    }
+    assert_eq!(sum_rb, rb, "{what}: rollbacks = the workers' sum");
+    assert_eq!(
+        sum_undone, r.rolled_back as f64,
+        "{what}: rolled back = the workers' sum"
+    );
+    assert!(
+        close(sum_wall, es["rollback_wall_s"]),
+        "{what}: wall = the workers' sum"
+    );
+    assert_eq!(
+        longest, es["rollback_length_max"],
+        "{what}: longest = the workers' longest"
+    );
+}
+
+/// Without `--preempt` the report has the same rollback figures, and no preemption figures.
+#[test]
+fn rollback_lengths_are_reported_with_and_without_preemption() {
+    let mut rolled_back = [0u64; 2];
+    for (i, preempt) in [false, true].into_iter().enumerate() {
+        for threads in [2, 4] {
+            for saving in [StateSaving::Reverse, StateSaving::Copy] {
+                let m = Churn::new(12);
+                let r = Simulation::new(m)
+                    .lps(LPS)
+                    .end_time(END)
+                    .seed(3)
+                    .executor(Executor::TimeWarp { threads })
+                    .time_warp(
+                        TimeWarpOptions::new()
+                            .state_saving(saving)
+                            .preempt(preempt)
+                            .gvt_every(64),
+                    )
+                    .run()
+                    .expect("run");
+                let what = format!("preempt {preempt}, {threads} threads, {saving:?}");
+                assert_rollback_figures(&r, &what);
+                assert_eq!(
+                    r.executor_stats.contains_key("preemptions"),
+                    preempt,
+                    "{what}"
+                );
+                rolled_back[i] += r.rolled_back;
+            }
+        }
+    }
+    assert!(
+        rolled_back.iter().all(|&n| n > 0),
+        "the runs must roll back: {rolled_back:?}"
+    );
 }
 
 /// Events re-executed by coasting forward (copy state saving) also run the handler.
@@ -321,7 +452,7 @@ fn a_tick_storm_and_the_alpha_rule_keep_the_history() {
     };
     let m = slow();
     let seq = sequential(&m, 3);
-    let mut delivered = 0.0;
+    let (mut delivered, mut acted) = (0.0, 0.0);
     // 50 µs ticks with alpha 0 (a storm for this machine's signal cost), and 1 s
     // ticks (the rule keeps them off: a return comes far more often than a tick).
     for (period, alpha) in [(50.0, 0.0), (1e6, 0.5)] {
@@ -340,10 +471,26 @@ fn a_tick_storm_and_the_alpha_rule_keep_the_history() {
                     "{what}: ticks stay off"
                 );
             }
+            // A tick is acted on at most once (it made one check due), and only if delivered;
+            // every worker reports Δe and APMS.
+            assert!(
+                figure(&tw, "ticks_acted_on") <= figure(&tw, "ticks_delivered"),
+                "{what}: acted on <= delivered"
+            );
+            assert!(
+                tw.workers
+                    .iter()
+                    .all(|w| ["delta_e_us", "apms", "ticks_acted_on", "ticks_on_s"]
+                        .iter()
+                        .all(|k| w.contains_key(*k))),
+                "{what}: per-worker tick figures"
+            );
             delivered += figure(&tw, "ticks_delivered");
+            acted += figure(&tw, "ticks_acted_on");
         }
     }
     assert!(delivered > 0.0, "the storm delivered ticks");
+    assert!(acted > 0.0, "the storm's ticks made checks due");
 }
 
 #[test]

@@ -141,9 +141,42 @@ pub fn differential_tw(model: &[&str], seq: &serde_json::Value) {
             }
         }
     }
+    differential_preempt(model, seq);
     assert_eq!(
         dev_shm(),
         shm_before,
         "a shared-memory file was left behind"
     );
+}
+
+/// Preemptive Time Warp across processes (issue 12): 2 processes × 1–2 threads, `--preempt`,
+/// commits the sequential history; the report's preemption and rollback figures are the sums
+/// of the workers' (every process's).
+pub fn differential_preempt(model: &[&str], seq: &serde_json::Value) {
+    for threads in ["1", "2"] {
+        let mut args = model.to_vec();
+        args.extend([
+            "--sync",
+            "timewarp",
+            "--procs",
+            "2",
+            "--threads",
+            threads,
+            "--preempt",
+        ]);
+        let r = report(&args);
+        assert_eq!(&history(&r), seq, "{args:?}");
+        let st = &r["executor_stats"];
+        let workers = r["workers"].as_array().unwrap();
+        for k in ["preempt_started", "preemptions", "rollbacks"] {
+            let sum: f64 = workers.iter().map(|w| w[k].as_f64().unwrap()).sum();
+            assert_eq!(st[k].as_f64(), Some(sum), "{args:?}: {k}");
+        }
+        // Every event processed ran in a context (or unpreemptibly) once, plus the dropped ones.
+        assert_eq!(
+            st["preempt_started"].as_f64().unwrap() + st["preempt_fallbacks"].as_f64().unwrap(),
+            r["processed"].as_f64().unwrap() + st["preempt_discarded"].as_f64().unwrap(),
+            "{args:?}"
+        );
+    }
 }

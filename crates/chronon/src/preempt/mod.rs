@@ -60,6 +60,8 @@ pub(crate) struct Switch<'y, R: BhMin + ?Sized> {
     checks: Cell<u64>,
     /// Platform-mode returns so far (APMS, the alpha rule).
     returns: Cell<u64>,
+    /// Checks that a tick made due (ticks acted on).
+    ticked: Cell<u64>,
 }
 
 impl<'y, R: BhMin + ?Sized> Switch<'y, R> {
@@ -74,6 +76,7 @@ impl<'y, R: BhMin + ?Sized> Switch<'y, R> {
             ticks,
             checks: Cell::new(0),
             returns: Cell::new(0),
+            ticked: Cell::new(0),
         }
     }
 
@@ -86,6 +89,11 @@ impl<'y, R: BhMin + ?Sized> Switch<'y, R> {
     pub(crate) fn checks(&self) -> u64 {
         self.checks.get()
     }
+
+    /// Ticks acted on so far: checks that a tick made due.
+    pub(crate) fn ticked(&self) -> u64 {
+        self.ticked.get()
+    }
 }
 
 impl<R: BhMin + ?Sized> PlatformReturn for Switch<'_, R> {
@@ -95,8 +103,10 @@ impl<R: BhMin + ?Sized> PlatformReturn for Switch<'_, R> {
         if let Some(t) = self.ticks {
             // Ticks on: the register is read only once a tick has come since the last check
             // (seed 003 §2.3: the tick is what makes a check due).
-            if !t.take() {
-                return;
+            match t.take_tick() {
+                None => return,
+                Some(true) => self.ticked.set(self.ticked.get() + 1),
+                Some(false) => {}
             }
         }
         self.checks.set(self.checks.get() + 1);

@@ -34,17 +34,25 @@ impl Flag {
     }
 
     /// Whether a check is due: always while ticks are off, else once per tick (clears it).
-    #[inline(always)]
+    #[cfg(test)]
     pub(crate) fn take(&self) -> bool {
+        self.take_tick().is_some()
+    }
+
+    /// As [`take`](Self::take), telling why: `Some(true)` a tick made the check due (the
+    /// report's `ticks_acted_on`), `Some(false)` ticks are off (every check is due), `None`
+    /// not due.
+    #[inline(always)]
+    pub(crate) fn take_tick(&self) -> Option<bool> {
         // Ordering: Relaxed, as in `raise`; the loads first keep the common case plain reads.
         if !self.gating.load(Relaxed) {
-            return true;
+            return Some(false);
         }
         if self.due.load(Relaxed) {
             self.due.store(false, Relaxed);
-            true
+            Some(true)
         } else {
-            false
+            None
         }
     }
 

@@ -57,6 +57,57 @@ fn ring_register_never_exceeds_a_waiting_record() {
     });
 }
 
+/// Check-and-switch across processes (executor/time_warp/README.md, "BH_min across
+/// processes"): a worker's BH_min is the minimum of its incoming rings' registers and of its
+/// private stash. One ring already holds a later record (9); another worker pushes an earlier
+/// one (1) into the second ring while the owner, running an event at 5, checks, flushes when the
+/// check fires, and in between absorbs its rings into the stash (as a sender facing a full
+/// ring does). A check after the push completed fires unless the record was already taken.
+#[test]
+fn bh_min_over_rings_and_stash_never_misses_a_completed_push() {
+    loom::model(|| {
+        let (mut pa, mut ca) = local_ring::<u32>(2);
+        let (mut pb, mut cb) = local_ring::<u32>(2);
+        pa.try_push_batch(&mut vec![9], |&v| f64::from(v));
+        let pushed = Arc::new(AtomicBool::new(false));
+        let pushed2 = pushed.clone();
+        let sender = thread::spawn(move || {
+            pb.try_push_batch(&mut vec![1], |&v| f64::from(v));
+            pushed2.store(true, Ordering::SeqCst);
+        });
+        let now = 5.0;
+        let (mut stash, mut got) = (Vec::<f64>::new(), Vec::<f64>::new());
+        for round in 0..2 {
+            let done = pushed.load(Ordering::SeqCst);
+            let bh_min = stash
+                .iter()
+                .copied()
+                .fold(ca.min_time().min(cb.min_time()), f64::min);
+            let fire = bh_min < now;
+            if done && !got.iter().any(|&t| t < now) {
+                assert!(fire, "a completed earlier push was missed by the check");
+            }
+            if fire {
+                // Switch: the platform takes the stash, then the rings.
+                got.append(&mut stash);
+                ca.drain(|v| got.push(f64::from(v)));
+                cb.drain(|v| got.push(f64::from(v)));
+            }
+            if round == 0 {
+                // The worker absorbs its rings into its stash (a full outgoing ring).
+                ca.drain(|v| stash.push(f64::from(v)));
+                cb.drain(|v| stash.push(f64::from(v)));
+            }
+        }
+        sender.join().unwrap();
+        got.append(&mut stash);
+        ca.drain(|v| got.push(f64::from(v)));
+        cb.drain(|v| got.push(f64::from(v)));
+        got.sort_by(f64::total_cmp);
+        assert_eq!(got, [1.0, 9.0]);
+    });
+}
+
 /// A sender that finds the ring full and decides to sleep on the space word with the value it
 /// saw is always woken: by the time the consumer's drain is over, the word has changed (R3).
 #[test]

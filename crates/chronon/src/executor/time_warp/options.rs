@@ -189,9 +189,11 @@ impl TimeWarpOptions {
                     t.period_us
                 )));
             }
-            if !(t.alpha >= 0.0 && t.alpha.is_finite()) {
+            // 1 + alpha is the threshold on T / ΔET; the seed uses 0 (PHOLD) and -0.5 (its
+            // data store: ticks on sooner), so negative values down to (not including) -1.
+            if !(t.alpha > -1.0 && t.alpha.is_finite()) {
                 return Err(SimError::Config(format!(
-                    "alpha {} is not allowed; it must be finite and >= 0",
+                    "alpha {} is not allowed; it must be finite and > -1",
                     t.alpha
                 )));
             }

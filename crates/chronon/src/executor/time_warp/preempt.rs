@@ -3,27 +3,45 @@
 //! running event's time; the platform context then flushes the bottom half and dispatches by
 //! LTF among the pending events *and* the suspended contexts.
 //!
-//! The rule that keeps the committed history the sequential one: a context works on a *copy*
-//! of its LP's state and bookkeeping and buffers its sends and counter deltas; nothing of it
+//! The rule that keeps the committed history the sequential one: a context works on its LP's
+//! state taken out of the LP (moved with copy state saving, a spare standing in; cloned with
+//! reverse saving) and a copy of its bookkeeping, and buffers its sends and counter deltas; nothing of it
 //! reaches the LP, the history or another worker until it returns. While an LP has a suspended
 //! context no other event of that LP runs: an event that sorts before the suspended one drops
 //! the context (its event is pending again), one that sorts after waits; every rollback of the
 //! LP drops it too. So a context that returns saw exactly the state an uninterrupted run would
-//! have seen, and a dropped one left no trace.
+//! have seen, and a dropped one left no trace (a moved state is restored from the LP's
+//! checkpoint).
 
 use std::rc::Rc;
 use std::time::Instant;
 
 use super::lp::TwEvent;
 use super::options::Ticks;
-use super::shared::Shared;
+use super::shared::{Saving, Shared};
+use super::transport::Wires;
 use super::worker::Worker;
 use crate::error::{ModelError, SimError};
 use crate::event::Event;
 use crate::model::{Ctx, LpMeta, Model, Time};
 use crate::preempt::ticks::{AlphaRule, Flag, Timer};
-use crate::preempt::{Context, Step, Switch};
+use crate::preempt::{BhMin, Context, Step, Switch};
 use crate::queue::PendingSet;
+
+/// Worker `w`'s BH_min as its contexts' checks read it: the mailbox register with threads; across
+/// processes the minimum of its incoming rings' registers and of its stash (`Wires::bh_min`;
+/// README.md, "BH_min across processes", says why that is a lower bound at the check).
+struct Register<'s, P> {
+    wires: &'s Wires<P>,
+    w: usize,
+}
+
+impl<P: Send + 'static> BhMin for Register<'_, P> {
+    #[inline(always)]
+    fn bh_min(&self) -> Time {
+        self.wires.bh_min(self.w)
+    }
+}
 
 /// Preemption settings shared by the workers.
 #[derive(Clone, Copy, Debug)]
@@ -42,6 +60,7 @@ pub(super) struct Parts<S, P> {
     err: Option<ModelError>,
     checks: u64,
     returns: u64,
+    ticked: u64,
 }
 
 /// A started event that has not returned: its context, the event (shared with the context,
@@ -52,6 +71,9 @@ pub(super) struct Job<'s, M: Model> {
     li: usize,
     meta: LpMeta,
     before: Option<M::State>,
+    /// Whether the LP's state was moved into the context (a spare stands in the LP's place
+    /// until it returns; dropping it then restores the state) rather than cloned.
+    moved: bool,
     /// Seconds on the CPU so far (measured only with ticks configured).
     cpu_s: f64,
 }
@@ -82,8 +104,12 @@ pub(super) struct PreemptStats {
     pub(super) checks: u64,
     /// Stacks mapped.
     pub(super) stacks: u64,
+    /// LP states restored after dropping a context that had taken the state (copy saving).
+    pub(super) restores: u64,
     /// Ticks delivered to the worker's thread.
     pub(super) ticks_delivered: u64,
+    /// Ticks acted on: checks of BH_min that a tick made due (in contexts that returned).
+    pub(super) ticks_acted_on: u64,
     /// Wall seconds with ticks running.
     pub(super) ticks_on_s: f64,
     /// The alpha rule's means at the end: Δe (seconds) and APMS.
@@ -124,7 +150,7 @@ impl<'s, M: Model, Q: PendingSet<TwEvent<M::Event>>> Worker<'s, '_, M, Q> {
                 // Earlier than the suspended event of its LP: that context saw a state this
                 // event changes. Drop it; its event is pending again.
                 let job = self.jobs.swap_remove(j);
-                self.discard_job(job);
+                self.discard_job(job, true)?;
             } else {
                 // The LP's suspended event comes first (same head time): finish it first.
                 self.queue.push(ev);
@@ -168,15 +194,17 @@ impl<'s, M: Model, Q: PendingSet<TwEvent<M::Event>>> Worker<'s, '_, M, Q> {
             return Ok(());
         };
         let sh = self.sh;
+        let (state, moved) = self.context_state(li);
         let lp = &self.lps[li];
         let parts = Parts {
-            state: lp.state.clone(),
+            state,
             meta: lp.meta,
             out: Vec::new(),
             counters: vec![0; self.scratch.len()],
             err: None,
             checks: 0,
             returns: 0,
+            ticked: 0,
         };
         let meta = lp.meta;
         let before = sh.check_eq.map(|_| lp.state.clone());
@@ -192,7 +220,11 @@ impl<'s, M: Model, Q: PendingSet<TwEvent<M::Event>>> Worker<'s, '_, M, Q> {
         let flag = self.tick_flag();
         let ctx = Context::new(stack, move |y| {
             let mut p = parts;
-            let sw = Switch::new(sh.wires.mailbox(w), y, flag);
+            let register = Register {
+                wires: &sh.wires,
+                w,
+            };
+            let sw = Switch::new(&register, y, flag);
             {
                 let mut ctx = Ctx::new(
                     event.ev.time,
@@ -209,6 +241,7 @@ impl<'s, M: Model, Q: PendingSet<TwEvent<M::Event>>> Worker<'s, '_, M, Q> {
             }
             p.checks = sw.checks();
             p.returns = sw.returns();
+            p.ticked = sw.ticked();
             p
         });
         self.pstats.started += 1;
@@ -218,6 +251,7 @@ impl<'s, M: Model, Q: PendingSet<TwEvent<M::Event>>> Worker<'s, '_, M, Q> {
             li,
             meta,
             before,
+            moved,
             cpu_s: 0.0,
         })
     }
@@ -226,8 +260,7 @@ impl<'s, M: Model, Q: PendingSet<TwEvent<M::Event>>> Worker<'s, '_, M, Q> {
     /// (it joins the suspended ones). A cancelled event's context is dropped instead.
     fn resume_job(&mut self, mut job: Job<'s, M>) -> Result<(), SimError> {
         if !self.cancelled.is_empty() && self.cancelled.contains(&job.ev.id) {
-            self.discard_job(job);
-            return Ok(());
+            return self.discard_job(job, true);
         }
         if job.ctx.started() {
             self.pstats.resumed += 1;
@@ -254,52 +287,96 @@ impl<'s, M: Model, Q: PendingSet<TwEvent<M::Event>>> Worker<'s, '_, M, Q> {
                 let ev = Rc::try_unwrap(job.ev)
                     .unwrap_or_else(|_| unreachable!("the context returned its event"));
                 let lp = &mut self.lps[job.li];
-                lp.state = p.state;
+                let old = std::mem::replace(&mut lp.state, p.state);
                 lp.meta = p.meta;
+                // The stand-in (or, where the state was cloned, the state before the event)
+                // stands in for the next context's LP.
+                if self.sh.saving == Saving::Copy && self.spare_states.len() <= self.jobs.len() {
+                    self.spare_states.push(old);
+                }
                 self.out.append(&mut p.out);
                 for (a, b) in self.scratch.iter_mut().zip(&p.counters) {
                     *a += b;
                 }
                 self.err = p.err;
                 self.pstats.checks += p.checks;
+                self.pstats.ticks_acted_on += p.ticked;
                 self.tick_rule(job.cpu_s, p.returns);
                 self.epilogue(ev, job.li, job.meta, job.before, None)
             }
         }
     }
 
-    /// Drops a suspended context (its stack unwound, its state copy and sends discarded); its
-    /// event is pending again unless an anti-message cancelled it.
-    fn discard_job(&mut self, job: Job<'s, M>) {
+    /// The state a context starts from, and whether it was moved out of the LP. With copy state
+    /// saving the LP's state is *moved* into the context and a spare state stands in its place
+    /// (no clone per event: the LP's state is the only one the event may change, and while the
+    /// context lives nothing reads the LP's state — README.md, "Moving the state"); dropping
+    /// the context restores it from the LP's checkpoint. With reverse state saving (nothing
+    /// to restore from: a reverse handler cannot undo half an event) and while no spare
+    /// exists yet, the context works on a clone.
+    fn context_state(&mut self, li: usize) -> (M::State, bool) {
+        let lp = &mut self.lps[li];
+        if self.sh.saving == Saving::Copy {
+            if let Some(spare) = self.spare_states.pop() {
+                return (std::mem::replace(&mut lp.state, spare), true);
+            }
+        }
+        (lp.state.clone(), false)
+    }
+
+    /// Drops a suspended context (its stack unwound, its state and sends discarded); its
+    /// event is pending again unless an anti-message cancelled it. `restore`: where the
+    /// context took the LP's state, give the LP its state back (the one after its last
+    /// processed event: checkpoint, then coasting forward); a rollback that follows at once
+    /// restores it itself.
+    fn discard_job(&mut self, job: Job<'s, M>, restore: bool) -> Result<(), SimError> {
         self.pstats.discarded += 1;
         self.stacks.put(job.ctx.discard());
         let ev = Rc::try_unwrap(job.ev)
             .unwrap_or_else(|_| unreachable!("a discarded context dropped its event"));
+        if job.moved && restore {
+            // A rollback of no event: the LP's state and bookkeeping as after its last
+            // processed event (rollback.rs), not counted as a rollback.
+            let (max, ns) = (self.stats.rollback_max, self.stats.rollback_ns);
+            let next = self.lps[job.li].next;
+            self.rollback(job.li, next, None)?;
+            (self.stats.rollback_max, self.stats.rollback_ns) = (max, ns);
+            self.pstats.restores += 1;
+        }
         if !self.cancelled.is_empty() && self.cancelled.remove(&ev.id) {
-            return;
+            return Ok(());
         }
         self.queue.push(ev);
+        Ok(())
     }
 
-    /// Drops LP `li`'s suspended context, if any (before anything changes the LP).
+    /// Drops LP `li`'s suspended context, if any (before anything changes the LP); `restore`
+    /// as in [`discard_job`](Self::discard_job).
     #[inline]
-    pub(super) fn discard_job_of(&mut self, li: usize) {
+    pub(super) fn discard_job_of(&mut self, li: usize, restore: bool) -> Result<(), SimError> {
         if self.jobs.is_empty() {
-            return;
+            return Ok(());
         }
         if let Some(j) = self.jobs.iter().position(|j| j.li == li) {
             let job = self.jobs.swap_remove(j);
-            self.discard_job(job);
+            self.discard_job(job, restore)?;
         }
+        Ok(())
     }
 
-    /// At the end of the run: every suspended context is dropped, its event pending.
-    pub(crate) fn release_contexts(&mut self) {
+    /// At the end of the run: every suspended context is dropped, its event pending and its
+    /// LP's state restored; the spare states go.
+    pub(crate) fn release_contexts(&mut self) -> Result<(), SimError> {
+        let mut result = Ok(());
         while let Some(job) = self.jobs.pop() {
-            self.discard_job(job);
+            if let Err(e) = self.discard_job(job, true) {
+                result = result.and(Err(e));
+            }
         }
+        self.spare_states.clear();
         self.pstats.stacks = self.stacks.created;
         self.tick_figures();
+        result
     }
 
     /// The tick flag a context's checks consult (`None`: ticks off, every check reads BH_min).

@@ -19,7 +19,7 @@ use std::time::Instant;
 use super::gvt::GvtRegisters;
 use super::lp::TwEvent;
 use super::options::{StateSaving, TimeWarpOptions};
-use super::report::{pending_at_end, worker_figures};
+use super::report::{insert_preempt, pending_at_end, totals_from_workers, worker_figures};
 use super::setup::{build, spawn, Built};
 use super::shm_wires::ShmWires;
 use super::transport::Wires;
@@ -102,13 +102,6 @@ fn check<M: Model>(
             "--procs {procs} × --threads {threads} is {n} workers; a multi-process run holds at most {MAX_WORKERS}"
         )));
     }
-    if opts.preempt {
-        // Check-and-switch reads the mailbox register; across processes BH_min is the rings'
-        // registers (`Wires::bh_min`), which the contexts do not read yet.
-        return Err(SimError::Config(
-            "--preempt does not run across processes yet; leave out --procs or --preempt".into(),
-        ));
-    }
     if opts.check_reverse {
         return Err(SimError::Config(
             "--check-reverse does not run across processes; leave out --procs or --check-reverse"
@@ -180,6 +173,7 @@ where
     ] {
         es.insert(k.to_string(), sum(k));
     }
+    totals_from_workers(&mut es, &report.workers, report.rolled_back);
     es.insert("gvt_rounds".into(), gvt.rounds() as f64);
     let reverse = match opts.state_saving {
         StateSaving::Copy => false,
@@ -276,7 +270,11 @@ where
         }
         processed += st.processed;
         last_time = last_time.max(st.last_committed);
-        workers.push(worker_figures(&st, saving));
+        let mut figures = worker_figures(&st, saving);
+        if let Some(p) = sh.preempt {
+            insert_preempt(&mut figures, &st.preempt, p.ticks.is_some());
+        }
+        workers.push(figures);
         fingerprint = fingerprint
             .wrapping_add(Fingerprint::from_digests(lps.iter().map(|l| (l.id, &l.digest))).0);
         committed += lps.iter().map(|l| l.digest.count()).sum::<u64>();

@@ -35,6 +35,10 @@ pub(super) struct Stats {
     /// User and system CPU seconds of the worker's thread (from the OS; 0 where unreported).
     pub(super) cpu_user: f64,
     pub(super) cpu_sys: f64,
+    /// The longest rollback (events undone by one primary or secondary rollback).
+    pub(super) rollback_max: u64,
+    /// Wall nanoseconds spent in rollbacks (undoing, anti-messages, restoring, coasting).
+    pub(super) rollback_ns: u64,
     /// Preemptive Time Warp's figures (zero when off).
     pub(super) preempt: super::preempt::PreemptStats,
 }
@@ -112,6 +116,14 @@ pub(super) fn finish<M: Model, Q: PendingSet<TwEvent<M::Event>>>(
     es.insert("primary_rollbacks".into(), sum(|s| s.primary) as f64);
     es.insert("secondary_rollbacks".into(), sum(|s| s.secondary) as f64);
     es.insert("anti_messages".into(), sum(|s| s.antis) as f64);
+    let longest = stats.iter().map(|s| s.rollback_max).max().unwrap_or(0);
+    insert_rollback_lengths(
+        es,
+        report.rolled_back,
+        sum(|s| s.primary + s.secondary),
+        longest,
+        sum(|s| s.rollback_ns),
+    );
     es.insert("coasted_events".into(), sum(|s| s.coasted) as f64);
     es.insert("checkpoints".into(), sum(|s| s.checkpoints) as f64);
     es.insert("gvt_rounds".into(), sh.gvt.rounds() as f64);
@@ -148,6 +160,8 @@ pub(super) fn finish<M: Model, Q: PendingSet<TwEvent<M::Event>>>(
             let delivered: u64 = stats.iter().map(|s| s.preempt.ticks_delivered).sum();
             let on: f64 = stats.iter().map(|s| s.preempt.ticks_on_s).sum();
             es.insert("ticks_delivered".into(), delivered as f64);
+            let acted: u64 = stats.iter().map(|s| s.preempt.ticks_acted_on).sum();
+            es.insert("ticks_acted_on".into(), acted as f64);
             es.insert("ticks_on_s".into(), on);
         }
     }
@@ -171,7 +185,7 @@ pub(super) fn finish<M: Model, Q: PendingSet<TwEvent<M::Event>>>(
 type Figure = fn(&super::preempt::PreemptStats) -> u64;
 
 /// The preemption figures of the report (totals and per worker), by name.
-const PREEMPT_FIGURES: [(&str, Figure); 7] = [
+const PREEMPT_FIGURES: [(&str, Figure); 8] = [
     ("preempt_started", |p| p.started),
     ("preemptions", |p| p.preemptions),
     ("preempt_resumed", |p| p.resumed),
@@ -179,10 +193,38 @@ const PREEMPT_FIGURES: [(&str, Figure); 7] = [
     ("preempt_fallbacks", |p| p.fallbacks),
     ("preempt_checks", |p| p.checks),
     ("preempt_stacks", |p| p.stacks),
+    ("preempt_restores", |p| p.restores),
 ];
 
+/// Across processes (procs.rs): the totals of the rollback-length, preemption and tick figures
+/// from the workers' figures (each process sends its workers' maps to the parent).
+pub(super) fn totals_from_workers(
+    es: &mut std::collections::BTreeMap<String, f64>,
+    workers: &[std::collections::BTreeMap<String, f64>],
+    rolled_back: u64,
+) {
+    let sum = |k: &str| -> f64 { workers.iter().filter_map(|w| w.get(k)).sum() };
+    let longest = workers
+        .iter()
+        .filter_map(|w| w.get("rollback_length_max"))
+        .fold(0.0, |a: f64, b| a.max(*b));
+    insert_rollback_lengths(
+        es,
+        rolled_back,
+        sum("rollbacks") as u64,
+        longest as u64,
+        (sum("rollback_wall_s") * 1e9).round() as u64,
+    );
+    let names = PREEMPT_FIGURES.iter().map(|(n, _)| *n);
+    for name in names.chain(["ticks_delivered", "ticks_acted_on", "ticks_on_s"]) {
+        if workers.iter().any(|w| w.contains_key(name)) {
+            es.insert(name.to_string(), sum(name));
+        }
+    }
+}
+
 /// A worker's preemption figures (`--preempt`), and its tick figures when ticks are on.
-fn insert_preempt(
+pub(super) fn insert_preempt(
     m: &mut std::collections::BTreeMap<String, f64>,
     p: &super::preempt::PreemptStats,
     ticks: bool,
@@ -192,6 +234,7 @@ fn insert_preempt(
     }
     if ticks {
         m.insert("ticks_delivered".into(), p.ticks_delivered as f64);
+        m.insert("ticks_acted_on".into(), p.ticks_acted_on as f64);
         m.insert("ticks_on_s".into(), p.ticks_on_s);
         m.insert("delta_e_us".into(), p.delta_e_s * 1e6);
         m.insert("apms".into(), p.apms);
@@ -207,6 +250,13 @@ pub(super) fn worker_figures(s: &Stats, saving: Saving) -> std::collections::BTr
     m.insert("primary_rollbacks".into(), s.primary as f64);
     m.insert("secondary_rollbacks".into(), s.secondary as f64);
     m.insert("anti_messages".into(), s.antis as f64);
+    insert_rollback_lengths(
+        &mut m,
+        s.rolled_back,
+        s.primary + s.secondary,
+        s.rollback_max,
+        s.rollback_ns,
+    );
     m.insert("coasted_events".into(), s.coasted as f64);
     m.insert("checkpoints".into(), s.checkpoints as f64);
     m.insert("gvt_reports".into(), s.reports as f64);
@@ -220,6 +270,32 @@ pub(super) fn worker_figures(s: &Stats, saving: Saving) -> std::collections::BTr
         s.committed as f64 / s.processed.max(1) as f64,
     );
     m
+}
+
+/// Rollback length (issue 12, item 6): how many rollbacks, the events each undid (mean and
+/// longest) and the wall time they took, in total and per rollback. A rollback is one primary
+/// (straggler) or secondary (anti-message) rollback of one LP; its wall time is what undoing
+/// its events took (anti-messages, reverse handlers or checkpoint restore and coasting), not
+/// the wall time the undone events had run for (that would need a clock read per event).
+pub(super) fn insert_rollback_lengths(
+    m: &mut std::collections::BTreeMap<String, f64>,
+    rolled_back: u64,
+    rollbacks: u64,
+    longest: u64,
+    ns: u64,
+) {
+    let per = |x: f64| {
+        if rollbacks == 0 {
+            0.0
+        } else {
+            x / rollbacks as f64
+        }
+    };
+    m.insert("rollbacks".into(), rollbacks as f64);
+    m.insert("rollback_length_mean".into(), per(rolled_back as f64));
+    m.insert("rollback_length_max".into(), longest as f64);
+    m.insert("rollback_wall_s".into(), ns as f64 * 1e-9);
+    m.insert("rollback_wall_mean_us".into(), per(ns as f64 * 1e-3));
 }
 
 /// The events a worker leaves scheduled and uncommitted once every worker has stopped: its

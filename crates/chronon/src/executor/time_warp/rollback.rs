@@ -58,8 +58,12 @@ impl<M: Model, Q: PendingSet<TwEvent<M::Event>>> Worker<'_, '_, M, Q> {
         annihilate: Option<u64>,
     ) -> Result<(), SimError> {
         let sh = self.sh;
-        // A suspended context of this LP saw a state the rollback changes (preempt.rs).
-        self.discard_job_of(li);
+        // Rollback length in events and wall time (report.rs, `rollback_*`).
+        let t0 = std::time::Instant::now();
+        let undone = self.lps[li].next - at;
+        // A suspended context of this LP saw a state the rollback changes (preempt.rs); the
+        // state is restored below (copy) or stayed with the LP (reverse).
+        self.discard_job_of(li, false)?;
         let lp = &mut self.lps[li];
         let me = lp.id;
         while lp.next > at {
@@ -171,6 +175,8 @@ impl<M: Model, Q: PendingSet<TwEvent<M::Event>>> Worker<'_, '_, M, Q> {
                 self.stats.coasted += 1;
             }
         }
+        self.stats.rollback_max = self.stats.rollback_max.max(undone);
+        self.stats.rollback_ns += t0.elapsed().as_nanos() as u64;
         Ok(())
     }
 }

@@ -375,9 +375,18 @@ pub(super) fn spawn<M: Model, Q: PendingSet<TwEvent<M::Event>>>(
                 let w = base + k;
                 s.spawn(move || {
                     let mut worker = Worker::new(w, sh, lps, cold, queue, ncounters);
-                    let outcome = catch_unwind(AssertUnwindSafe(|| worker.run_loop()));
-                    // Suspended contexts are dropped; their events are pending again.
-                    worker.release_contexts();
+                    let mut outcome = catch_unwind(AssertUnwindSafe(|| worker.run_loop()));
+                    // Suspended contexts are dropped; their events are pending again and their
+                    // LPs' states are restored (copy state saving coasts forward: a failure or
+                    // panic there is the run's error if it had none).
+                    let released = catch_unwind(AssertUnwindSafe(|| worker.release_contexts()));
+                    if matches!(outcome, Ok(Ok(_))) {
+                        match released {
+                            Ok(Ok(())) => {}
+                            Ok(Err(e)) => outcome = Ok(Err(e)),
+                            Err(p) => outcome = Err(p),
+                        }
+                    }
                     worker.stats.preempt = worker.pstats;
                     let complete = match outcome {
                         Ok(Ok(complete)) => complete,

@@ -90,16 +90,10 @@ impl<P: Send + 'static> Wires<P> {
         !self.boxes[w].is_empty()
     }
 
-    /// Worker `w`'s bottom-half queue, whose register is BH_min (for check-and-switch).
-    #[inline]
-    pub(super) fn mailbox(&self, w: usize) -> &Mailbox<Msg<P>> {
-        &self.boxes[w]
-    }
-
     /// BH_min of worker `w`: a lower bound on the times of the messages waiting for it (the
     /// mailbox register with threads; across processes the minimum of its incoming rings'
     /// registers and of its stash). Only worker `w` may call it (for preemption).
-    #[allow(dead_code)]
+    #[inline]
     pub(super) fn bh_min(&self, w: usize) -> f64 {
         #[cfg(all(target_os = "linux", not(chronon_loom)))]
         if let Some(p) = self.procs() {

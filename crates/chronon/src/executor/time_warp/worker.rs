@@ -76,6 +76,9 @@ pub(super) struct Worker<'s, 'a, M: Model, Q> {
     pub(super) stacks: StackPool,
     pub(super) pstats: PreemptStats,
     pub(super) ticker: Option<Ticker>,
+    /// States that stand in an LP's place while its state is moved into a context (copy state
+    /// saving, preempt.rs).
+    pub(super) spare_states: Vec<M::State>,
 }
 
 impl<'s, 'a, M: Model, Q: PendingSet<TwEvent<M::Event>>> Worker<'s, 'a, M, Q> {
@@ -128,6 +131,7 @@ impl<'s, 'a, M: Model, Q: PendingSet<TwEvent<M::Event>>> Worker<'s, 'a, M, Q> {
             stacks: StackPool::default(),
             pstats: PreemptStats::default(),
             ticker: None,
+            spare_states: Vec::new(),
         }
     }
 
