@@ -19,6 +19,11 @@ use crate::model::{Ctx, LpId, LpMeta, Model, ReverseCtx, Time};
 use crate::preempt::StackPool;
 use crate::queue::PendingSet;
 
+/// The most events a worker runs in a row between two looks at its mailbox, GVT and the abort
+/// flag (they cost a few shared-memory loads per look; a message waits at most this many
+/// events longer, which only delays its delivery, as a slower worker would).
+const BATCH: u64 = 16;
+
 /// Counts behind the memory estimate (besides the arena, which knows its own size).
 #[derive(Clone, Copy, Debug, Default)]
 pub(super) struct Census {
@@ -166,27 +171,39 @@ impl<'s, 'a, M: Model, Q: PendingSet<TwEvent<M::Event>>> Worker<'s, 'a, M, Q> {
                 self.publish_progress(&mut reported);
                 return Ok(true);
             }
+            // Under a memory cap, rounds start twice per cap's worth of events, so that fossil
+            // collection keeps up with a small cap.
+            let every = if sh.mem.bounded() {
+                sh.gvt_every.min(sh.mem.cap() / 2).max(1)
+            } else {
+                sh.gvt_every
+            };
             let ran = match sh.preempt {
-                None => match self.next_event() {
-                    Some(ev) => {
-                        self.process(ev)?;
-                        true
+                None => {
+                    // Up to BATCH events in a row without the polls above, stopping where one
+                    // of the per-event checks below is due (none is skipped).
+                    let p = self.stats.processed;
+                    let mut budget = BATCH
+                        .min(every.saturating_sub(since_gvt).max(1))
+                        .min(POLL_EVERY - (p - reported.0).min(POLL_EVERY - 1));
+                    if sh.mem.bounded() {
+                        budget = budget.min(MEMORY_EVERY - p % MEMORY_EVERY);
                     }
-                    None => false,
-                },
+                    let mut n = 0;
+                    while n < budget {
+                        let Some(ev) = self.next_event() else { break };
+                        self.process(ev)?;
+                        n += 1;
+                    }
+                    since_gvt += n.saturating_sub(1);
+                    n > 0
+                }
                 Some(p) => self.step_preemptive(p.max_suspended)?,
             };
             match ran {
                 true => {
                     backoff.reset();
                     since_gvt += 1;
-                    // Under a memory cap, rounds start twice per cap's worth of events, so that
-                    // fossil collection keeps up with a small cap.
-                    let every = if sh.mem.bounded() {
-                        sh.gvt_every.min(sh.mem.cap() / 2).max(1)
-                    } else {
-                        sh.gvt_every
-                    };
                     if since_gvt >= every {
                         since_gvt = 0;
                         sh.gvt.try_start();
