@@ -302,7 +302,9 @@ impl<'s, 'a, M: Model, Q: PendingSet<TwEvent<M::Event>>> Worker<'s, 'a, M, Q> {
     /// Runs one event: rolls its LP back first if the event is in the LP's past (primary
     /// rollback), saves state as configured, and records what it did.
     pub(super) fn process(&mut self, ev: TwEvent<M::Event>) -> Result<(), SimError> {
-        let Some((ev, li)) = self.prologue(ev)? else {
+        // By reference: the event is moved once, into its record (each move of the 48-byte
+        // event through a returned `Option` cost a store-forwarding stall).
+        let Some(li) = self.prologue_at(&ev)? else {
             return Ok(());
         };
         let sh = self.sh;
@@ -338,6 +340,16 @@ impl<'s, 'a, M: Model, Q: PendingSet<TwEvent<M::Event>>> Worker<'s, 'a, M, Q> {
         &mut self,
         ev: TwEvent<M::Event>,
     ) -> Result<Option<Started<M::Event>>, SimError> {
+        Ok(self.prologue_at(&ev)?.map(|li| (ev, li)))
+    }
+
+    /// [`prologue`](Self::prologue) on a borrowed event: the index of its LP among the
+    /// worker's LPs, or `None` when the rollback cancelled the event itself (then drop it).
+    #[inline(always)]
+    pub(super) fn prologue_at(
+        &mut self,
+        ev: &TwEvent<M::Event>,
+    ) -> Result<Option<usize>, SimError> {
         let sh = self.sh;
         let li = sh.local_of(ev.ev.dst);
         {
@@ -356,7 +368,7 @@ impl<'s, 'a, M: Model, Q: PendingSet<TwEvent<M::Event>>> Worker<'s, 'a, M, Q> {
                 let mut undo = 0;
                 let mut seq = lp.last;
                 while let Some(r) = self.history.get(seq) {
-                    if r.committed || r.ev.order(&ev) != std::cmp::Ordering::Greater {
+                    if r.committed || r.ev.order(ev) != std::cmp::Ordering::Greater {
                         break;
                     }
                     undo += 1;
@@ -393,7 +405,7 @@ impl<'s, 'a, M: Model, Q: PendingSet<TwEvent<M::Event>>> Worker<'s, 'a, M, Q> {
                 self.census.checkpoints += 1;
             }
         }
-        Ok(Some((ev, li)))
+        Ok(Some(li))
     }
 
     /// What comes after an event's handler: checks, the record with its sends and counter
