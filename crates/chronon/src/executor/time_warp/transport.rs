@@ -175,6 +175,10 @@ impl<P: Send + 'static> Endpoint<P> {
     /// space then drops what is left, which is at or after the end time).
     #[inline]
     pub(super) fn flush(&mut self, wires: &Wires<P>, over: impl Fn() -> bool) -> f64 {
+        if self.dirty.is_empty() {
+            // Nothing queued (every event without a remote send): nothing to push.
+            return f64::INFINITY;
+        }
         #[cfg(all(target_os = "linux", not(chronon_loom)))]
         if let Some(p) = wires.procs() {
             return p.flush(
