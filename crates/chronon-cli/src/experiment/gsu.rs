@@ -7,8 +7,10 @@
 //!   reading every MOE, MOM and TMC), the LBTS read of the window and lock-step executors; no
 //!   worker waits for another.
 //! * `gsu-shm`: the same on the shared control segment (`chronon::shm::Control`), the registers
-//!   of the executors across processes — here mapped by threads of one process (the processes
-//!   case is not measured).
+//!   of the executors across processes, mapped by the threads of one process;
+//! * `gsu-procs`: the same segment mapped by N worker processes of one thread each (started by
+//!   `chronon::shm::Launcher`, as `--procs` runs are); MOM is not read there (the transport's
+//!   rings hold it; here there are none), so a snapshot reads N fewer words.
 //! * `message`: the message-based LBTS of [`super::msg_lbts`] (a reduction of (MOE, sent,
 //!   received) up a binary tree of channels and the outcome back down), every worker taking
 //!   part in every computation, as a distributed simulator computes it.
@@ -33,7 +35,7 @@ use super::{md_table, num, run_metrics, Metrics, Point, Rendered, Results, Setti
 use crate::report::plot::{figure, Panel, Series};
 use crate::Failure;
 
-const METHODS: [&str; 3] = ["gsu", "gsu-shm", "message"];
+const METHODS: [&str; 4] = ["gsu", "gsu-shm", "gsu-procs", "message"];
 
 fn threads(s: &Settings) -> Vec<usize> {
     match &s.threads {
@@ -116,6 +118,7 @@ pub(super) fn render(_: &Settings, r: &Results) -> Result<Rendered, Failure> {
         "threads",
         "GSU ns",
         "GSU (shm segment) ns",
+        "GSU (shm, processes) ns",
         "message tree ns",
         "message / GSU",
         "MPI_Iallreduce ns",
@@ -134,18 +137,19 @@ pub(super) fn render(_: &Settings, r: &Results) -> Result<Rendered, Failure> {
         let x: f64 = t.parse().unwrap_or(f64::NAN);
         let ns = |m: &str| r.get(&[("threads", t), ("method", m)], "ns_per_lbts");
         let w = |k: &str| r.get(&[("threads", t), ("method", "window")], k);
-        let (g, gs, msg) = (ns("gsu"), ns("gsu-shm"), ns("message"));
+        let (g, gs, gp, msg) = (ns("gsu"), ns("gsu-shm"), ns("gsu-procs"), ns("message"));
         rows.push(vec![
             t.clone(),
             num(g),
             num(gs),
+            num(gp),
             num(msg),
             num(msg / g),
             "needs --features mpi: not yet".into(),
             num(w("round_us")),
             num(w("events_per_round")),
         ]);
-        for (s, v) in cost.iter_mut().zip([g, gs, msg]) {
+        for (s, v) in cost.iter_mut().zip([g, gs, gp, msg]) {
             if v.is_finite() {
                 s.points.push((x, v / 1000.0));
             }
@@ -159,7 +163,9 @@ pub(super) fn render(_: &Settings, r: &Results) -> Result<Rendered, Failure> {
          and TMC registers (`chronon::gsu`, the software GSU; the window and lock-step \
          executors' LBTS read). **GSU (shm segment)**: the same protocol on the control \
          segment that processes share (`chronon::shm::Control`), here mapped by the threads of \
-         one process. **Message tree**: every worker sends (MOE, messages sent, messages \
+         one process. **GSU (shm, processes)**: the \
+         same segment mapped by N worker processes of one thread each (MOM not read: no \
+         rings). **Message tree**: every worker sends (MOE, messages sent, messages \
          received) up a binary tree of channels, the root takes the minimum and checks that \
          sent = received (no transient message), and the outcome comes back down: 2⌈log₂ N⌉ \
          message latencies, every worker taking part. **Window round**: the window \
@@ -200,7 +206,7 @@ pub(super) fn render(_: &Settings, r: &Results) -> Result<Rendered, Failure> {
 /// Flags of `chronon bench lbts-once`.
 #[derive(Debug, clap::Args)]
 pub(crate) struct OnceArgs {
-    /// gsu, gsu-shm or message.
+    /// gsu, gsu-shm, gsu-procs or message.
     #[arg(long)]
     method: String,
     /// Worker threads.
@@ -255,6 +261,11 @@ fn worker(
                 c.snapshot(|i| mb[i].min_time(), &mut snap);
                 snap.lbts()
             }
+            ("gsu-procs", Registers::Shm(c, _), _) => {
+                c.publish(w, &key(mine, w));
+                c.snapshot(|_| f64::INFINITY, &mut snap);
+                snap.lbts()
+            }
             (_, _, Some(node)) => {
                 let c = Contribution {
                     moe: mine,
@@ -292,7 +303,7 @@ enum Registers {
 pub(crate) fn once(a: OnceArgs) -> Result<u8, Failure> {
     if !METHODS.contains(&a.method.as_str()) {
         return Err(Failure::bad_input(format!(
-            "unknown --method '{}': gsu, gsu-shm or message",
+            "unknown --method '{}': gsu, gsu-shm, gsu-procs or message",
             a.method
         )));
     }
@@ -305,8 +316,20 @@ pub(crate) fn once(a: OnceArgs) -> Result<u8, Failure> {
     if a.rounds == 0 {
         return Err(Failure::bad_input("--rounds must be at least 1"));
     }
+    if let Some(me) = chronon::shm::Worker::from_env() {
+        return procs_worker(me, &a);
+    }
     let outputs = crate::output::Outputs::plan(&[("--output", a.output.clone())], &[])?;
     let n = a.threads;
+    if a.method == "gsu-procs" {
+        let secs = procs_parent(&a)?;
+        return write(
+            &outputs,
+            &secs,
+            a.rounds,
+            secs.iter().copied().fold(0.0, f64::max),
+        );
+    }
     let mailboxes = || (0..n).map(|_| Mailbox::new()).collect::<Vec<_>>();
     let regs = Arc::new(match a.method.as_str() {
         "gsu" => Registers::Threads(Gsu::new(n), mailboxes()),
@@ -341,11 +364,89 @@ pub(crate) fn once(a: OnceArgs) -> Result<u8, Failure> {
             .map_err(|_| Failure::runtime("an LBTS worker thread panicked"))?;
         secs.push(r.map_err(Failure::runtime)?);
     }
-    let wall = t0.elapsed().as_secs_f64();
-    let ns = secs.iter().sum::<f64>() / n as f64 / a.rounds as f64 * 1e9;
-    let v = serde_json::json!({ "ns_per_lbts": ns, "wall_s": wall, "rounds": a.rounds });
+    write(&outputs, &secs, a.rounds, t0.elapsed().as_secs_f64())
+}
+
+/// Writes the JSON result: the mean over workers of their seconds per computation, in ns.
+fn write(
+    outputs: &crate::output::Outputs,
+    secs: &[f64],
+    rounds: u64,
+    wall: f64,
+) -> Result<u8, Failure> {
+    let ns = secs.iter().sum::<f64>() / secs.len() as f64 / rounds as f64 * 1e9;
+    let v = serde_json::json!({ "ns_per_lbts": ns, "wall_s": wall, "rounds": rounds });
     if let Some(p) = outputs.path("--output") {
         crate::output::write_or_rescue("--output", p, v.to_string().as_bytes())?;
     }
+    Ok(0)
+}
+
+/// Worker `index`'s result file beside the parent's `--output`.
+fn worker_file(output: &std::path::Path, index: usize) -> PathBuf {
+    let mut name = output.as_os_str().to_owned();
+    name.push(format!(".w{index}"));
+    PathBuf::from(name)
+}
+
+/// `gsu-procs`: a control segment for `threads` workers, one process each (this command
+/// again, as a `chronon::shm::Launcher` worker); their seconds, read back from their files.
+fn procs_parent(a: &OnceArgs) -> Result<Vec<f64>, Failure> {
+    let n = a.threads;
+    let control = chronon::shm::Control::create(n)
+        .map_err(|e| Failure::runtime(format!("cannot create a control segment: {e}")))?;
+    let files: Vec<PathBuf> = (0..n).map(|i| worker_file(&a.output, i)).collect();
+    let args = [
+        "bench".to_string(),
+        "lbts-once".into(),
+        "--method".into(),
+        "gsu-procs".into(),
+        "--threads".into(),
+        n.to_string(),
+        "--rounds".into(),
+        a.rounds.to_string(),
+        "--output".into(),
+    ];
+    let launched = chronon::shm::Launcher::new(n)
+        .args(args)
+        .arg(a.output.clone())
+        .segment(control.segment())
+        .run();
+    let secs: Result<Vec<f64>, Failure> = match launched {
+        Ok(()) => files
+            .iter()
+            .map(|f| {
+                std::fs::read_to_string(f)
+                    .ok()
+                    .and_then(|t| t.trim().parse().ok())
+                    .ok_or_else(|| {
+                        Failure::runtime(format!("no result from worker file {}", f.display()))
+                    })
+            })
+            .collect(),
+        Err(e) => Err(Failure::runtime(e.to_string())),
+    };
+    for f in &files {
+        let _ = std::fs::remove_file(f);
+    }
+    secs
+}
+
+/// A `gsu-procs` worker process: maps the control segment, waits for every worker, computes
+/// the LBTS `rounds` times and writes its seconds to its file. Exit code 1 on any failure (the
+/// parent's launcher names the worker).
+fn procs_worker(me: std::io::Result<chronon::shm::Worker>, a: &OnceArgs) -> Result<u8, Failure> {
+    let fail = |e: String| Failure::runtime(format!("gsu-procs worker: {e}"));
+    let mut me = me.map_err(|e| fail(e.to_string()))?;
+    let seg = me.segment(0).map_err(|e| fail(e.to_string()))?;
+    let control = chronon::shm::Control::attach(seg).map_err(|e| fail(e.to_string()))?;
+    let timeout = std::time::Duration::from_secs(60);
+    control
+        .barrier(me.procs as u32, timeout)
+        .map_err(|e| fail(format!("{e:?}")))?;
+    let regs = Registers::Shm(control, Vec::new());
+    let secs = worker("gsu-procs", me.index, me.procs, a.rounds, &regs, None).map_err(fail)?;
+    std::fs::write(worker_file(&a.output, me.index), secs.to_string())
+        .map_err(|e| fail(e.to_string()))?;
     Ok(0)
 }

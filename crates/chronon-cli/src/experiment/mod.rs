@@ -294,7 +294,8 @@ pub(crate) fn run(cmd: ExperimentCmd) -> Result<u8, Failure> {
     let rendered = (ready.render)(&settings, &results)?;
     let header = format!(
         "# {name}: seed {} {}\n\n{how}; each cell is from the fastest repetition (the least \
-         disturbed on a shared machine); every repetition is in {name}.csv.\n\n",
+         disturbed on a shared machine; the median where a measurement has no wall time); \
+         every repetition is in {name}.csv.\n\n",
         e.seed, e.what,
     );
     let partial = if e.partial.is_empty() {

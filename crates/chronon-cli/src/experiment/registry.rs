@@ -24,7 +24,7 @@ pub(crate) const EXPERIMENTS: &[Experiment] = &[
         seed: "000",
         what: "§3.1: GSU LBTS cost vs message-based LBTS",
         needs: "threads",
-        partial: "the MPI_Iallreduce column (needs --features mpi), the GSU across processes",
+        partial: "the MPI_Iallreduce column (needs --features mpi)",
         reps: 3,
         status: Status::Ready(Ready {
             plan: gsu::plan,
