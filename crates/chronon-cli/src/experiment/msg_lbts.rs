@@ -65,16 +65,19 @@ pub(crate) struct Node {
 pub(crate) fn tree(n: usize) -> Vec<Node> {
     let ups: Vec<(Sender<Contribution>, Receiver<Contribution>)> =
         (0..n).map(|_| channel()).collect();
-    let mut downs: Vec<(Option<Sender<Outcome>>, Option<Receiver<Outcome>>)> = (0..n)
-        .map(|w| {
-            if w == 0 {
-                (None, None)
-            } else {
-                let (tx, rx) = channel();
-                (Some(tx), Some(rx))
-            }
-        })
-        .collect();
+    // The channel down to worker w (none for the root): its sender goes to w's parent.
+    let mut down_tx: Vec<Option<Sender<Outcome>>> = Vec::with_capacity(n);
+    let mut down_rx: Vec<Option<Receiver<Outcome>>> = Vec::with_capacity(n);
+    for w in 0..n {
+        if w == 0 {
+            down_tx.push(None);
+            down_rx.push(None);
+        } else {
+            let (tx, rx) = channel();
+            down_tx.push(Some(tx));
+            down_rx.push(Some(rx));
+        }
+    }
     let to_parent: Vec<Option<Sender<Contribution>>> = (0..n)
         .map(|w| (w > 0).then(|| ups[(w - 1) / 2].0.clone()))
         .collect();
@@ -88,8 +91,8 @@ pub(crate) fn tree(n: usize) -> Vec<Node> {
             children: kids.len(),
             from_children,
             to_parent: to_parent[w].clone(),
-            from_parent: downs[w].1.take(),
-            to_children: kids.iter().filter_map(|&c| downs[c].0.clone()).collect(),
+            from_parent: down_rx[w].take(),
+            to_children: kids.iter().filter_map(|&c| down_tx[c].clone()).collect(),
         });
     }
     nodes
