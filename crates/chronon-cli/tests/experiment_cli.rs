@@ -255,9 +255,9 @@ fn gsu_lbts_is_compared_with_the_message_tree_and_mpi_waits() {
         "gsu",
         "gsu-shm",
         "gsu-procs",
-        "message",
+        "message tree, µs per LBTS",
         "message / GSU",
-        "window round_us",
+        "window round_us (PHOLD)",
     ] {
         assert!(texts.iter().any(|t| t == s), "{s} missing: {texts:?}");
     }
