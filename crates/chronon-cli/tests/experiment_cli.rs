@@ -564,7 +564,7 @@ fn model_series_go_to_series_csv_and_model_svg_and_rollbacks_match_the_report() 
 /// Every available experiment at `--quick` size with the binary named by `CHRONON_BIN` (the
 /// release build: `.ci/run` runs this), checking the three files of each.
 #[test]
-#[ignore = "about a minute and a half with the release binary; .ci/run runs it"]
+#[ignore = "about two minutes with the release binary; .ci/run runs it"]
 fn every_available_experiment_runs_quick() {
     let bin = std::env::var("CHRONON_BIN").unwrap_or_else(|_| env!("CARGO_BIN_EXE_chronon").into());
     let (code, list, _) = common::chronon_at(&bin, &["experiment", "--list"]);
