@@ -350,7 +350,10 @@ pub(crate) fn once(a: OnceArgs) -> Result<u8, Failure> {
         _ => Registers::None,
     });
     let mut nodes: Vec<Option<msg_lbts::Node>> = if a.method == "message" {
-        msg_lbts::tree(n).into_iter().map(Some).collect()
+        msg_lbts::tree(n, msg_lbts::PATIENCE)
+            .into_iter()
+            .map(Some)
+            .collect()
     } else {
         (0..n).map(|_| None).collect()
     };

@@ -12,6 +12,12 @@
 //! exchange itself: 2 ⌈log₂ N⌉ message latencies and the wake-ups of parked threads.
 
 use std::sync::mpsc::{channel, Receiver, Sender};
+use std::time::Duration;
+
+/// How long a worker of the benchmark waits for a child's or its parent's message before it
+/// gives up: a worker that stopped early (an error) never sends, and its partners must not wait
+/// for ever.
+pub(crate) const PATIENCE: Duration = Duration::from_secs(30);
 
 /// What one worker contributes to an LBTS computation.
 #[derive(Clone, Copy, Debug, PartialEq)]
@@ -54,6 +60,7 @@ impl Outcome {
 #[derive(Debug)]
 pub(crate) struct Node {
     children: usize,
+    patience: Duration,
     from_children: Receiver<Contribution>,
     to_parent: Option<Sender<Contribution>>,
     from_parent: Option<Receiver<Outcome>>,
@@ -61,8 +68,8 @@ pub(crate) struct Node {
 }
 
 /// The nodes of a binary tree over `n` workers (worker w's parent is (w − 1) / 2), one per
-/// worker thread.
-pub(crate) fn tree(n: usize) -> Vec<Node> {
+/// worker thread; a worker waits at most `patience` for each message.
+pub(crate) fn tree(n: usize, patience: Duration) -> Vec<Node> {
     let ups: Vec<(Sender<Contribution>, Receiver<Contribution>)> =
         (0..n).map(|_| channel()).collect();
     // The channel down to worker w (none for the root): its sender goes to w's parent.
@@ -89,6 +96,7 @@ pub(crate) fn tree(n: usize) -> Vec<Node> {
             .collect();
         nodes.push(Node {
             children: kids.len(),
+            patience,
             from_children,
             to_parent: to_parent[w].clone(),
             from_parent: down_rx[w].take(),
@@ -100,18 +108,18 @@ pub(crate) fn tree(n: usize) -> Vec<Node> {
 
 impl Node {
     /// One LBTS computation: this worker's contribution goes up, the outcome comes back.
-    /// Every worker of the tree must call it once per computation (a worker that stops
-    /// calling leaves its parent waiting). `None` if this worker's parent, or every sender to
-    /// it, was dropped.
+    /// Every worker of the tree must call it once per computation. `None` if a message it
+    /// waits for does not come within the tree's patience (a worker stopped calling) or its partner
+    /// is gone.
     pub(crate) fn compute(&self, mine: Contribution) -> Option<Outcome> {
         let mut acc = mine;
         for _ in 0..self.children {
-            acc = acc.combine(self.from_children.recv().ok()?);
+            acc = acc.combine(self.from_children.recv_timeout(self.patience).ok()?);
         }
         let outcome = match (&self.to_parent, &self.from_parent) {
             (Some(up), Some(down)) => {
                 up.send(acc).ok()?;
-                down.recv().ok()?
+                down.recv_timeout(self.patience).ok()?
             }
             _ => Outcome {
                 min_moe: acc.moe,
@@ -132,7 +140,7 @@ mod tests {
     #[test]
     fn every_worker_gets_the_minimum_and_the_transient_count() {
         for n in [1, 2, 3, 5, 8] {
-            let handles: Vec<_> = tree(n)
+            let handles: Vec<_> = tree(n, PATIENCE)
                 .into_iter()
                 .enumerate()
                 .map(|(w, node)| {
@@ -165,5 +173,24 @@ mod tests {
                 }
             }
         }
+    }
+
+    #[test]
+    fn a_worker_that_stops_does_not_leave_the_others_waiting() {
+        let mut nodes = tree(3, Duration::from_millis(100));
+        drop(nodes.pop()); // worker 2, a child of the root, never takes part
+        let c = Contribution {
+            moe: 1.0,
+            sent: 0,
+            received: 0,
+        };
+        let one = nodes.pop().unwrap();
+        let h = std::thread::spawn(move || one.compute(c));
+        let root = nodes.pop().unwrap();
+        // The root hears from worker 1, waits for worker 2 in vain, and gives up; worker 1 then
+        // finds its parent gone.
+        assert_eq!(root.compute(c), None);
+        drop(root);
+        assert_eq!(h.join().unwrap(), None);
     }
 }
