@@ -33,6 +33,14 @@ pub(crate) enum BenchWhich {
     /// 001-refcount`).
     #[command(hide = true)]
     RefcountOnce(crate::bench_refcount::OnceArgs),
+    /// One tick-overhead measurement over N threads written as JSON (used by `chronon
+    /// experiment 003-fig5`).
+    #[command(hide = true)]
+    TicksOnce(crate::experiment::ticks::OnceArgs),
+    /// LBTS computations by the GSU or by message exchange, written as JSON (used by `chronon
+    /// experiment 000-gsu`).
+    #[command(hide = true)]
+    LbtsOnce(crate::experiment::gsu::OnceArgs),
 }
 
 #[derive(Debug, Args)]
@@ -147,5 +155,7 @@ pub(crate) fn run(cmd: BenchCmd) -> Result<u8, Failure> {
         BenchWhich::Queue(b) => crate::bench_queue::run(b),
         BenchWhich::Refcount(b) => crate::bench_refcount::run(b),
         BenchWhich::RefcountOnce(a) => crate::bench_refcount::once(a),
+        BenchWhich::TicksOnce(a) => crate::experiment::ticks::once(a),
+        BenchWhich::LbtsOnce(a) => crate::experiment::gsu::once(a),
     }
 }

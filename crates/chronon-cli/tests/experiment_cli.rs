@@ -184,15 +184,150 @@ fn list_names_every_experiment_and_what_waits() {
     }
     let fig7 = line("000-fig7");
     assert!(fig7.contains("available; MPI"), "{fig7}");
-    for (name, waits) in [
-        ("000-gsu", "waits for issue 11"),
+    assert!(
+        line("003-fig5").contains(" available"),
+        "{}",
+        line("003-fig5")
+    );
+    let gsu = line("000-gsu");
+    assert!(
+        gsu.contains("available; the MPI_Iallreduce column"),
+        "{gsu}"
+    );
+    assert!(
+        !out.contains("waits for"),
+        "no experiment waits today: {out}"
+    );
+}
+
+#[test]
+fn tick_overhead_follows_fig5_layout() {
+    let (rows, md, texts) = quick("003-fig5", &["--threads", "1"]);
+    // Seven periods, one thread count.
+    assert_eq!(rows.len(), 7);
+    let periods: Vec<&str> = rows.iter().map(|r| col(r, "period_us")).collect();
+    assert_eq!(periods, ["500", "250", "200", "100", "50", "20", "10"]);
+    for r in &rows {
+        let o: f64 = col(r, "overhead").parse().unwrap();
+        assert!(o.is_finite() && o < 1.0, "{r:?}");
+        let (ticks, want): (f64, f64) = (
+            col(r, "ticks").parse().unwrap(),
+            col(r, "expected_ticks").parse().unwrap(),
+        );
+        assert!(ticks > 0.0 && ticks <= want * 1.05 + 2.0, "{r:?}");
+    }
+    assert!(md.contains("| 50 | 20.0 |"), "{md}");
+    assert!(md.contains("1 thr. T_base / T_ticks"), "{md}");
+    for s in ["1 thread", "1 ms / ΔET", "T_base / T_ticks", "overhead %"] {
+        assert!(texts.iter().any(|t| t == s), "{s} missing: {texts:?}");
+    }
+}
+
+#[test]
+fn gsu_lbts_is_compared_with_the_message_tree_and_mpi_waits() {
+    let (rows, md, texts) = quick("000-gsu", &["--threads", "1,2"]);
+    // gsu, gsu-shm, gsu-procs, message and the window executor at 1 and 2 threads.
+    assert_eq!(rows.len(), 10);
+    let ns = |t: &str, m: &str| -> f64 {
+        let r = rows
+            .iter()
+            .find(|r| col(r, "threads") == t && col(r, "method") == m)
+            .unwrap_or_else(|| panic!("no {m} x{t}"));
+        col(r, "ns_per_lbts").parse().unwrap()
+    };
+    for t in ["1", "2"] {
+        for m in ["gsu", "gsu-shm", "gsu-procs", "message"] {
+            assert!(ns(t, m) > 0.0 && ns(t, m).is_finite(), "{m} x{t}");
+        }
+    }
+    // Two threads exchanging messages and waking each other cost more than reading shared
+    // registers.
+    assert!(ns("2", "message") > ns("2", "gsu"), "{rows:?}");
+    let window = rows
+        .iter()
+        .find(|r| col(r, "method") == "window" && col(r, "threads") == "2")
+        .unwrap();
+    let round: f64 = col(window, "round_us").parse().unwrap();
+    assert!(round > 0.0, "{window:?}");
+    assert!(md.contains("needs --features mpi: not yet"), "{md}");
+    assert!(md.contains("| 2 |"), "{md}");
+    for s in [
+        "gsu",
+        "gsu-shm",
+        "gsu-procs",
+        "message tree, µs per LBTS",
+        "message / GSU",
+        "window round_us (PHOLD)",
+    ] {
+        assert!(texts.iter().any(|t| t == s), "{s} missing: {texts:?}");
+    }
+}
+
+#[test]
+fn the_hidden_measurements_refuse_bad_arguments_in_one_line() {
+    let dir = scratch("once");
+    let out = dir.join("r.json");
+    let o = out.to_str().unwrap();
+    for (args, want) in [
         (
-            "003-fig5",
-            "waits for its experiment wrapper; `chronon calibrate ticks`",
+            vec![
+                "lbts-once",
+                "--method",
+                "mpi",
+                "--threads",
+                "2",
+                "--rounds",
+                "5",
+            ],
+            "unknown --method 'mpi'",
+        ),
+        (
+            vec![
+                "lbts-once",
+                "--method",
+                "gsu",
+                "--threads",
+                "0",
+                "--rounds",
+                "5",
+            ],
+            "--threads must be between 1 and",
+        ),
+        (
+            vec![
+                "ticks-once",
+                "--period-us",
+                "5",
+                "--threads",
+                "1",
+                "--ms",
+                "10",
+            ],
+            "--period-us must be a number of at least 10",
+        ),
+        (
+            vec![
+                "ticks-once",
+                "--period-us",
+                "50",
+                "--threads",
+                "1",
+                "--ms",
+                "0",
+            ],
+            "--ms must be between",
         ),
     ] {
-        assert!(line(name).contains(waits), "{}", line(name));
+        let mut a = vec!["bench"];
+        a.extend(args);
+        a.extend(["--output", o]);
+        let (code, _, err) = chronon(&a);
+        assert_eq!(code, 2, "{a:?}: {err}");
+        assert_eq!(err.lines().count(), 1, "{err}");
+        assert!(err.contains(want), "{a:?}: {err}");
     }
+    assert!(!out.exists());
+    let _ = std::fs::remove_dir_all(&dir);
 }
 
 #[test]
@@ -238,15 +373,8 @@ fn bad_experiment_arguments_get_one_line() {
         assert!(err.contains(want), "{args:?}: {err}");
         out
     };
-    one_line(&["experiment", "no-such"], "unknown experiment 'no-such'");
-    // Waiting for another issue: no output at all.
-    let dir = scratch("waits");
-    let out = one_line(
-        &["experiment", "000-gsu", "--out", dir.to_str().unwrap()],
-        "waits for issue 11",
-    );
+    let out = one_line(&["experiment", "no-such"], "unknown experiment 'no-such'");
     assert!(out.is_empty());
-    assert!(!dir.exists(), "a waiting experiment writes nothing");
     // An output directory under a regular file.
     let file = scratch("file");
     std::fs::write(&file, b"x").unwrap();
@@ -436,7 +564,7 @@ fn model_series_go_to_series_csv_and_model_svg_and_rollbacks_match_the_report() 
 /// Every available experiment at `--quick` size with the binary named by `CHRONON_BIN` (the
 /// release build: `.ci/run` runs this), checking the three files of each.
 #[test]
-#[ignore = "about a minute and a half with the release binary; .ci/run runs it"]
+#[ignore = "about two minutes with the release binary; .ci/run runs it"]
 fn every_available_experiment_runs_quick() {
     let bin = std::env::var("CHRONON_BIN").unwrap_or_else(|_| env!("CARGO_BIN_EXE_chronon").into());
     let (code, list, _) = common::chronon_at(&bin, &["experiment", "--list"]);

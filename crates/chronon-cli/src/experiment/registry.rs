@@ -3,7 +3,8 @@
 //! have not landed is an entry with `Status::Waits` naming the issue.
 
 use super::{
-    ours, refcount, run_metrics, seed000, seed001, seed002, seed003, Experiment, Ready, Status,
+    gsu, ours, refcount, run_metrics, seed000, seed001, seed002, seed003, ticks, Experiment, Ready,
+    Status,
 };
 
 const fn ready(
@@ -22,13 +23,14 @@ pub(crate) const EXPERIMENTS: &[Experiment] = &[
         name: "000-gsu",
         seed: "000",
         what: "§3.1: GSU LBTS cost vs message-based LBTS",
-        needs: "processes/MPI",
-        partial: "",
+        needs: "threads",
+        partial: "the MPI_Iallreduce column (needs --features mpi)",
         reps: 3,
-        status: Status::Waits(
-            "issue 11 (a message-based LBTS: reductions over MPI ranks; the threads transport \
-             has only the GSU)",
-        ),
+        status: Status::Ready(Ready {
+            plan: gsu::plan,
+            extract: gsu::extract,
+            render: gsu::render,
+        }),
     },
     Experiment {
         name: "000-fig7",
@@ -126,9 +128,11 @@ pub(crate) const EXPERIMENTS: &[Experiment] = &[
         needs: "threads",
         partial: "",
         reps: 3,
-        status: Status::Waits(
-            "its experiment wrapper; `chronon calibrate ticks` measures it today (docs/timewarp.md)",
-        ),
+        status: Status::Ready(Ready {
+            plan: ticks::plan,
+            extract: ticks::extract,
+            render: ticks::render,
+        }),
     },
     Experiment {
         name: "003-phold-phases",

@@ -25,10 +25,29 @@ const SIZES: [&str; 8] = [
 const QUICK_SIZES: [&str; 3] = ["500", "5000", "50000"];
 const PROCS: [&str; 3] = ["2", "4", "8"];
 
+/// `chronon run MODEL ARGS` under the window protocol on `procs` worker processes of one thread
+/// each, payloads passed by `transport`: what every point of Figs. 7-9 runs.
+fn procs_run(model: &[&str], procs: &str, transport: &str) -> Vec<String> {
+    let mut args = vec!["run"];
+    args.extend_from_slice(model);
+    args.extend([
+        "--sync",
+        "window",
+        "--threads",
+        "1",
+        "--procs",
+        procs,
+        "--payload",
+        transport,
+        "--stall-secs",
+        "0",
+    ]);
+    args.into_iter().map(String::from).collect()
+}
+
 fn simplesim(s: &Settings, lps: &str, bytes: &str, procs: &str, transport: &str) -> Vec<String> {
     let end = if s.quick { "100" } else { "1000" };
-    [
-        "run",
+    let model = [
         "simplesim",
         "--lps",
         lps,
@@ -40,38 +59,41 @@ fn simplesim(s: &Settings, lps: &str, bytes: &str, procs: &str, transport: &str)
         bytes,
         "--end",
         end,
-        "--sync",
-        "window",
-        "--threads",
-        "1",
-        "--procs",
-        procs,
-        "--payload",
-        transport,
-        "--stall-secs",
-        "0",
-    ]
-    .map(String::from)
-    .to_vec()
+    ];
+    procs_run(&model, procs, transport)
 }
 
-fn point(params: &[(&'static str, &str)], args: Vec<String>) -> Point {
-    let a: Vec<&str> = args.iter().map(String::as_str).collect();
-    Point::new(params, &a)
+/// One point per value of `key` and per transport, measured by `args(value, transport)`.
+fn transport_sweep(
+    key: &'static str,
+    values: &[&str],
+    args: impl Fn(&str, &str) -> Vec<String>,
+) -> Vec<Point> {
+    let mut out = Vec::new();
+    for v in values {
+        for t in TRANSPORTS {
+            let a = args(v, t);
+            let a: Vec<&str> = a.iter().map(String::as_str).collect();
+            out.push(Point::new(&[(key, v), ("transport", t)], &a));
+        }
+    }
+    out
+}
+
+/// The process counts of Figs. 8 and 9.
+fn procs(s: &Settings) -> &'static [&'static str] {
+    if s.quick {
+        &PROCS[..2]
+    } else {
+        &PROCS
+    }
 }
 
 pub(super) fn fig7_plan(s: &Settings) -> Result<Vec<Point>, Failure> {
     let sizes: &[&str] = if s.quick { &QUICK_SIZES } else { &SIZES };
-    let mut out = Vec::new();
-    for bytes in sizes {
-        for t in TRANSPORTS {
-            out.push(point(
-                &[("bytes", bytes), ("transport", t)],
-                simplesim(s, "8", bytes, FIG7_PROCS, t),
-            ));
-        }
-    }
-    Ok(out)
+    Ok(transport_sweep("bytes", sizes, |bytes, t| {
+        simplesim(s, "8", bytes, FIG7_PROCS, t)
+    }))
 }
 
 /// Where copy's run time line crosses zero copy's, from below (linear interpolation between
@@ -165,18 +187,10 @@ pub(super) fn fig7_render(s: &Settings, r: &Results) -> Result<Rendered, Failure
 }
 
 pub(super) fn fig8_plan(s: &Settings) -> Result<Vec<Point>, Failure> {
-    let procs: &[&str] = if s.quick { &PROCS[..2] } else { &PROCS };
-    let mut out = Vec::new();
-    for p in procs {
-        for t in TRANSPORTS {
-            // One LP per process, as in the seed's Fig. 8.
-            out.push(point(
-                &[("procs", p), ("transport", t)],
-                simplesim(s, p, "7000", p, t),
-            ));
-        }
-    }
-    Ok(out)
+    // One LP per process, as in the seed's Fig. 8.
+    Ok(transport_sweep("procs", procs(s), |p, t| {
+        simplesim(s, p, "7000", p, t)
+    }))
 }
 
 fn process_sweep(r: &Results) -> (Vec<Vec<String>>, Vec<Series>) {
@@ -229,34 +243,11 @@ pub(super) fn fig8_render(s: &Settings, r: &Results) -> Result<Rendered, Failure
 }
 
 pub(super) fn fig9_plan(s: &Settings) -> Result<Vec<Point>, Failure> {
-    let procs: &[&str] = if s.quick { &PROCS[..2] } else { &PROCS };
     let end = if s.quick { "20" } else { "200" };
-    let mut out = Vec::new();
-    for p in procs {
-        for t in TRANSPORTS {
-            // One star per process, as in the seed (a block mapping puts star s on process s).
-            let args = [
-                "run",
-                "star-clique",
-                "--stars",
-                p,
-                "--end",
-                end,
-                "--sync",
-                "window",
-                "--threads",
-                "1",
-                "--procs",
-                p,
-                "--payload",
-                t,
-                "--stall-secs",
-                "0",
-            ];
-            out.push(Point::new(&[("procs", p), ("transport", t)], &args));
-        }
-    }
-    Ok(out)
+    // One star per process, as in the seed (a block mapping puts star s on process s).
+    Ok(transport_sweep("procs", procs(s), |p, t| {
+        procs_run(&["star-clique", "--stars", p, "--end", end], p, t)
+    }))
 }
 
 pub(super) fn fig9_render(s: &Settings, r: &Results) -> Result<Rendered, Failure> {
@@ -284,7 +275,43 @@ pub(super) fn fig9_render(s: &Settings, r: &Results) -> Result<Rendered, Failure
 
 #[cfg(test)]
 mod tests {
-    use super::{crossover, Crossing};
+    use super::{crossover, fig7_plan, fig8_plan, fig9_plan, Crossing, Settings};
+
+    #[test]
+    fn the_three_plans_share_the_window_run_over_processes() {
+        let s = Settings {
+            quick: true,
+            threads: None,
+            reps: 1,
+            cores: 2,
+        };
+        let tail = "--sync window --threads 1 --procs 2 --payload copy --stall-secs 0";
+        let f9 = fig9_plan(&s).unwrap();
+        assert_eq!(f9.len(), 4, "2 and 4 processes, 2 transports");
+        assert_eq!(
+            f9[1].args.join(" "),
+            format!("run star-clique --stars 2 --end 20 {tail}")
+        );
+        assert_eq!(
+            f9[1].params,
+            [("procs", "2".into()), ("transport", "copy".into())]
+        );
+        let f8 = fig8_plan(&s).unwrap();
+        assert_eq!(
+            f8[1].args.join(" "),
+            format!(
+                "run simplesim --lps 2 --queue-bound 5000 --lookahead 5 --payload-bytes 7000 \
+                 --end 100 {tail}"
+            )
+        );
+        let f7 = fig7_plan(&s).unwrap();
+        assert_eq!(f7.len(), 6);
+        assert_eq!(
+            f7[5].params,
+            [("bytes", "50000".into()), ("transport", "copy".into())]
+        );
+        assert!(f7[5].args.join(" ").ends_with(tail));
+    }
 
     #[test]
     fn crossover_interpolates_where_copy_overtakes() {
