@@ -254,6 +254,7 @@ impl Gsu {
     pub fn snapshot(&self, mom: impl Fn(usize) -> f64, out: &mut Snapshot) {
         let w = self.regs.len();
         let mut epochs = vec![0u64; w];
+        let mut round = 0u32;
         loop {
             let mut stable = true;
             for (e, r) in epochs.iter_mut().zip(self.regs.iter()) {
@@ -282,8 +283,15 @@ impl Gsu {
             }
             #[cfg(chronon_loom)]
             crate::loom::thread::yield_now();
+            // A writer is inside its odd epoch: spin briefly, then give the CPU away (with more
+            // threads than cores the writer may be descheduled; spinning on would only delay it).
             #[cfg(not(chronon_loom))]
-            std::hint::spin_loop();
+            if round < 16 {
+                round += 1;
+                std::hint::spin_loop();
+            } else {
+                std::thread::yield_now();
+            }
         }
     }
 }
