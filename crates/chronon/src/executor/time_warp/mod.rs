@@ -9,6 +9,9 @@
 //! (`global.rs`). Protocols and proofs: README.md.
 
 mod fossil;
+// Used by the MPI transport (feature `mpi`); built and tested without it.
+#[allow(dead_code)]
+mod dgvt;
 mod global;
 mod gvt;
 mod history;
