@@ -298,7 +298,11 @@ mod tests {
         assert_eq!(g.active_round(), Some(r));
         assert_eq!(g.report(3, r, 7.0), None);
         assert_eq!(g.local_result(r), None);
-        assert_eq!(g.report(2, r, 4.0), None, "the last reporter publishes no GVT");
+        assert_eq!(
+            g.report(2, r, 4.0),
+            None,
+            "the last reporter publishes no GVT"
+        );
         assert_eq!(g.local_result(r), Some(4.0));
         assert_eq!(g.gvt(), 0.0);
         g.publish(3.0);

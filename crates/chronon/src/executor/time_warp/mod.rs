@@ -22,6 +22,8 @@ mod options;
 mod preempt;
 #[cfg(all(target_os = "linux", not(chronon_loom)))]
 pub(crate) mod procs;
+#[cfg(feature = "mpi")]
+mod ranks;
 mod report;
 mod rollback;
 mod setup;
