@@ -155,6 +155,14 @@ impl Dgvt {
         self.stats
     }
 
+    /// Messages sent and received so far, all colours (for the end of a run).
+    pub(crate) fn totals(&self) -> (u64, u64) {
+        (
+            self.sent,
+            self.recv_folded + self.recv.values().sum::<u64>(),
+        )
+    }
+
     /// The current colour.
     pub(crate) fn epoch(&self) -> u64 {
         self.epoch

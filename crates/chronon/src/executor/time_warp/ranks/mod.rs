@@ -11,6 +11,7 @@
 //! Protocol and proof sketch: README.md beside `dgvt.rs` ("GVT across ranks", "Across ranks").
 
 pub(super) mod codec;
+pub(super) mod driver;
 
 use std::ops::Range;
 
