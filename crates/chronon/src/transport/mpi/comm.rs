@@ -49,6 +49,24 @@ struct InFlight {
     buf: *mut [u8],
 }
 
+/// A non-blocking all-gather in progress ([`RankComm::start_all_gather`]); its buffers are
+/// leaked until it completes (and for good if it is dropped unfinished: MPI may still write).
+pub(crate) struct PendingGather {
+    req: Option<mpi::request::Request<'static, [u64], StaticScope>>,
+    send: *mut [u64],
+    recv: *mut [u64],
+    started: Instant,
+}
+
+impl Drop for PendingGather {
+    fn drop(&mut self) {
+        if let Some(req) = self.req.take() {
+            // Unfinished (the run aborted): MPI may still use the buffers; leave them leaked.
+            std::mem::forget(req);
+        }
+    }
+}
+
 /// What only the holder of the MPI lock touches.
 struct Locked {
     comm: SimpleCommunicator,
@@ -298,6 +316,59 @@ impl RankComm {
         // `Box::leak` above and nothing else refers to them.
         let (_send, recv) = unsafe { (Box::from_raw(send_ptr), Box::from_raw(recv_ptr)) };
         Some(recv.into_vec())
+    }
+
+    /// Starts a non-blocking all-gather of every rank's `mine` (all the same length), for a
+    /// caller that does its own progress meanwhile (Time Warp's driver: `test_all_gather`).
+    pub(crate) fn start_all_gather(&self, mine: &[u64]) -> PendingGather {
+        let send: &'static mut [u64] = Box::leak(mine.to_vec().into_boxed_slice());
+        let recv: &'static mut [u64] =
+            Box::leak(vec![0u64; mine.len() * self.size].into_boxed_slice());
+        let (send_ptr, recv_ptr): (*mut [u64], *mut [u64]) = (send, recv);
+        let m = lock(&self.mpi);
+        // Safety: both pointers come from `Box::leak` just above and are not used elsewhere
+        // until the request completes (`test_all_gather` frees them then).
+        let req = unsafe {
+            m.comm
+                .immediate_all_gather_into(StaticScope, &*send_ptr, &mut *recv_ptr)
+        };
+        self.stats.collectives.fetch_add(1, SeqCst);
+        PendingGather {
+            req: Some(req),
+            send: send_ptr,
+            recv: recv_ptr,
+            started: Instant::now(),
+        }
+    }
+
+    /// Tests a gather from [`start_all_gather`](RankComm::start_all_gather): `None` while it
+    /// runs, `Some(Some(all))` once complete (every rank's values in rank order), `Some(None)`
+    /// if a rank aborted (the request is abandoned and its buffers leaked: the run is over).
+    pub(crate) fn test_all_gather(&self, g: &mut PendingGather) -> Option<Option<Vec<u64>>> {
+        let req = g.req.take()?;
+        let done = {
+            let _m = lock(&self.mpi);
+            req.test()
+        };
+        match done {
+            Ok(_) => {
+                self.stats
+                    .collective_ns
+                    .fetch_add(g.started.elapsed().as_nanos() as u64, SeqCst);
+                // Safety: the request completed, so MPI no longer uses the buffers; they came
+                // from `Box::leak` in `start_all_gather` and nothing else refers to them.
+                let (_send, recv) = unsafe { (Box::from_raw(g.send), Box::from_raw(g.recv)) };
+                Some(Some(recv.into_vec()))
+            }
+            Err(req) if self.aborted().is_some() => {
+                std::mem::forget(req);
+                Some(None)
+            }
+            Err(req) => {
+                g.req = Some(req);
+                None
+            }
+        }
     }
 
     /// A barrier over every rank (non-blocking, with progress: see

@@ -27,7 +27,7 @@ use super::codec;
 use crate::error::SimError;
 use crate::event::Keyed;
 use crate::model::Model;
-use crate::transport::mpi::comm::{Backoff, RankComm};
+use crate::transport::mpi::comm::{Backoff, PendingGather, RankComm};
 use crate::transport::mpi::RankSafe;
 
 /// A rank begins a GVT computation at least this often, asked or not (so that GVT moves while
@@ -68,28 +68,28 @@ impl<M: Model> LocalRound for Local<'_, '_, M> {
     }
 }
 
-/// The reduction over the rank layer's all-gather: each rank gathers every rank's
-/// `[transit, failed, min bits]` and reduces them itself (the same result on every rank).
-/// Batches that arrive meanwhile are kept and delivered after the poll.
+/// The reduction over the rank layer's non-blocking all-gather: each rank gathers every
+/// rank's `[transit, failed, min bits]` and reduces them itself (the same result everywhere).
 struct Gather<'c> {
     comm: &'c RankComm,
-    mine: Option<[u64; 3]>,
-    stash: Vec<Vec<u8>>,
+    pending: Option<PendingGather>,
 }
 
 impl Reduce for Gather<'_> {
     fn start(&mut self, sums: [i64; SUMS], min: f64) {
-        self.mine = Some([sums[0] as u64, sums[1] as u64, min.to_bits()]);
+        self.pending =
+            Some(
+                self.comm
+                    .start_all_gather(&[sums[0] as u64, sums[1] as u64, min.to_bits()]),
+            );
     }
 
     fn test(&mut self) -> Option<([i64; SUMS], f64)> {
-        let mine = self.mine.take()?;
-        let stash = &mut self.stash;
-        let Some(all) = self
-            .comm
-            .all_gather(&mine, &mut |_, b| stash.push(b.to_vec()))
-        else {
-            // Another rank aborted: the run is over.
+        let g = self.pending.as_mut()?;
+        let all = self.comm.test_all_gather(g)?;
+        self.pending = None;
+        let Some(all) = all else {
+            // A rank aborted: the run is over.
             return Some(([0, 1], 0.0));
         };
         let (mut sums, mut min) = ([0i64; SUMS], f64::INFINITY);
@@ -126,8 +126,7 @@ where
     };
     let mut gather = Gather {
         comm,
-        mine: None,
-        stash: Vec::new(),
+        pending: None,
     };
     let mut local = Local { sh, round: 0 };
     let mut backoff = Backoff::default();
@@ -149,10 +148,6 @@ where
         let begin = sh.gvt.take_wanted() || last.elapsed() >= PACE || marked;
         let was_busy = d.dgvt.busy();
         let out = d.dgvt.poll(&mut gather, &mut local, begin);
-        for b in std::mem::take(&mut gather.stash) {
-            d.deliver(&b);
-            busy = true;
-        }
         busy |= d.dgvt.busy() != was_busy;
         if let Some(o) = out {
             last = Instant::now();
