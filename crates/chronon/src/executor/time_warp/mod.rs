@@ -23,7 +23,7 @@ mod preempt;
 #[cfg(all(target_os = "linux", not(chronon_loom)))]
 pub(crate) mod procs;
 #[cfg(feature = "mpi")]
-mod ranks;
+pub(crate) mod ranks;
 mod report;
 mod rollback;
 mod setup;

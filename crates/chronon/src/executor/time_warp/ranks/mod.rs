@@ -12,6 +12,7 @@
 
 pub(super) mod codec;
 pub(super) mod driver;
+pub(crate) mod run;
 
 use std::ops::Range;
 

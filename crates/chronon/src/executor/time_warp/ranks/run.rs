@@ -23,7 +23,7 @@ use super::super::setup::{build, spawn, Built};
 use super::super::transport::Wires;
 use super::driver::{drive, DriverOut};
 use crate::error::{guard, SimError};
-use crate::executor::conservative::procs::ChildOut;
+use crate::executor::conservative::procs::{ChildOut, ABORTED};
 use crate::executor::RunConfig;
 use crate::model::Model;
 use crate::queue::{HeapQueue, LadderQueue, PendingSet, QueueKind};
@@ -36,9 +36,6 @@ use crate::transport::mpi::RankSafe;
 /// is known).
 pub(crate) type TwRanksFn<M> =
     fn(&M, &RunConfig, usize, &TimeWarpOptions) -> Result<Report, SimError>;
-
-/// What a run's part says when it stopped because another rank failed.
-const STOPPED: &str = "stopped: another rank failed";
 
 /// Runs `model` under Time Warp over every rank of the MPI world, `threads` workers each.
 /// Every rank calls it with the same configuration; rank 0's result carries the report, the
@@ -153,13 +150,22 @@ where
         .owners(cfg.lps, ranks * threads)
         .map_err(SimError::Config)?;
     let _ = rank;
-    finish_on_ranks(model, cfg, comm, out, &states, &owner, threads, |outs, stats| {
-        let mut report = gather(model, cfg, threads, opts, outs, stats, gvt_rounds, start);
-        let es = &mut report.executor_stats;
-        es.insert("ranks".into(), ranks as f64);
-        es.insert("ranks_total_s".into(), start.elapsed().as_secs_f64());
-        Ok(report)
-    })
+    finish_on_ranks(
+        model,
+        cfg,
+        comm,
+        out,
+        &states,
+        &owner,
+        threads,
+        |outs, stats| {
+            let mut report = gather(model, cfg, threads, opts, outs, stats, gvt_rounds, start);
+            let es = &mut report.executor_stats;
+            es.insert("ranks".into(), ranks as f64);
+            es.insert("ranks_total_s".into(), start.elapsed().as_secs_f64());
+            Ok(report)
+        },
+    )
 }
 
 /// This rank's part: its workers and its driver, until the run ends on every rank.
@@ -200,14 +206,12 @@ where
     let start = Instant::now();
     let (results, d) = std::thread::scope(|s| {
         let d = s.spawn(|| {
-            catch_unwind(AssertUnwindSafe(|| drive(&sh, comm, threads, &stopped))).map_err(
-                |p| {
-                    // The driver failed (a payload that does not serialize, say): this rank's
-                    // workers stop at their loop tops, the other ranks at once.
-                    sh.fail(SimError::from_panic(0, 0.0, p.as_ref()));
-                    comm.abort();
-                },
-            )
+            catch_unwind(AssertUnwindSafe(|| drive(&sh, comm, threads, &stopped))).map_err(|p| {
+                // The driver failed (a payload that does not serialize, say): this rank's
+                // workers stop at their loop tops, the other ranks at once.
+                sh.fail(SimError::from_panic(0, 0.0, p.as_ref()));
+                comm.abort();
+            })
         });
         let results = spawn(&sh, base, parts, |_| {
             stopped.fetch_add(1, SeqCst);
@@ -219,7 +223,7 @@ where
         return (Err(e), d);
     }
     if !d.as_ref().is_some_and(|d| d.complete) || results.iter().any(|r| !r.4) {
-        return (Err(SimError::Process(STOPPED.into())), d);
+        return (Err(SimError::Process(ABORTED.into())), d);
     }
     let out = part_out(
         model,
