@@ -71,7 +71,7 @@ where
 
 /// Every rank must have reached the same run (same configuration): an all-gather of a hash of
 /// its signature.
-pub(crate) fn same_run_everywhere(comm: &RankComm, sig: &str) -> Result<(), SimError> {
+fn same_run_everywhere(comm: &RankComm, sig: &str) -> Result<(), SimError> {
     use std::hash::{Hash, Hasher};
     let mut h = std::collections::hash_map::DefaultHasher::new();
     sig.hash(&mut h);

@@ -29,7 +29,7 @@ use crate::model::Model;
 use crate::queue::{HeapQueue, LadderQueue, PendingSet, QueueKind};
 use crate::stats::Report;
 use crate::transport::mpi::comm::RankComm;
-use crate::transport::mpi::run::{add_rank_figures, finish_on_ranks, same_run_everywhere};
+use crate::transport::mpi::run::{add_rank_figures, finish_on_ranks};
 use crate::transport::mpi::RankSafe;
 
 /// A Time Warp run over ranks, as a function pointer (instantiated where `M::Event: RankSafe`
@@ -65,7 +65,7 @@ where
         cfg.queue.name(),
         comm.size(),
     );
-    same_run_everywhere(&comm, &sig)?;
+    same_run(&comm, &sig)?;
     let result = match cfg.queue {
         QueueKind::Heap => {
             rank_run::<M, HeapQueue<TwEvent<M::Event>>>(model, cfg, threads, opts, &comm)
@@ -77,6 +77,30 @@ where
     #[cfg(target_os = "linux")]
     crate::shm::release_thread_heap();
     result
+}
+
+/// Every rank must have reached the same run: an all-gather of a hash of its signature. It
+/// receives nothing meanwhile (the rank layer's blocking collectives deliver data batches to
+/// their handler): a rank that finished it may already be sending the run's first records.
+fn same_run(comm: &RankComm, sig: &str) -> Result<(), SimError> {
+    use std::hash::{Hash, Hasher};
+    let mut h = std::collections::hash_map::DefaultHasher::new();
+    sig.hash(&mut h);
+    let mut g = comm.start_all_gather(&[h.finish()]);
+    let mut backoff = crate::transport::mpi::comm::Backoff::default();
+    let all = loop {
+        match comm.test_all_gather(&mut g) {
+            Some(all) => break all,
+            None => backoff.snooze(),
+        }
+    }
+    .ok_or_else(|| SimError::Process("a rank stopped before the run started".into()))?;
+    match all.iter().position(|&x| x != all[0]) {
+        None => Ok(()),
+        Some(r) => Err(SimError::Config(format!(
+            "rank {r} reached a different run than rank 0 ({sig}): every rank must build the same simulation"
+        ))),
+    }
 }
 
 /// What Time Warp over ranks cannot do, refused in one line before anything starts (the same
