@@ -135,7 +135,10 @@ where
     loop {
         let mut busy = d.pump();
         busy |= d.receive();
-        if comm.aborted().is_some() {
+        if comm.aborted().is_some() || stopped.load(SeqCst) == threads {
+            // Another rank stopped the run, or every worker of this rank stopped before GVT
+            // reached the end (a stop request): the local rounds can no longer complete, so
+            // this rank stops the run too rather than wait for them.
             sh.abort.store(true, SeqCst);
         }
         if sh.abort.load(SeqCst) && !marked {
