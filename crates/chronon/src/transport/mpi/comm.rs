@@ -165,6 +165,7 @@ impl RankComm {
 
     /// Sends every non-empty outbox to its rank as one message (non-blocking), and completes
     /// the sends that are done.
+    #[allow(dead_code)] // for Time Warp over MPI (its own flush points)
     pub(crate) fn flush(&self) {
         let mut m = lock(&self.mpi);
         self.flush_locked(&mut m);
@@ -302,6 +303,7 @@ impl RankComm {
 
     /// A barrier over every rank (non-blocking, with progress: see
     /// [`all_gather`](RankComm::all_gather)). `false`: aborted.
+    #[allow(dead_code)] // for Time Warp over MPI
     pub(crate) fn barrier(&self, on_batch: &mut dyn FnMut(usize, &[u8])) -> bool {
         let req = lock(&self.mpi).comm.immediate_barrier();
         self.wait(req, on_batch)

@@ -16,6 +16,8 @@ pub(crate) mod codec;
 pub(crate) mod comm;
 #[cfg(feature = "mpi")]
 pub(crate) mod net;
+#[cfg(feature = "mpi")]
+pub(crate) mod run;
 
 /// Whether this build has MPI support (the cargo feature `mpi`).
 pub const COMPILED: bool = cfg!(feature = "mpi");

@@ -98,29 +98,8 @@ pub(crate) fn child_main<M: Model>(
     // closes the pipe.
     let mut requests = std::fs::File::from(requests);
     while let Some(req) = read_msg(&mut requests) {
-        let mut r = Reader::new(&req);
-        let reply = match (r.u64(), get_stats(&mut r)) {
-            (Some(lp), Some(mut stats)) if states.get(lp as usize).is_some_and(Option::is_some) => {
-                let lp = lp as LpId;
-                let Some(state) = &states[lp as usize] else {
-                    std::process::exit(3)
-                };
-                let mut w = Writer::default();
-                match guard("Model::finish", Some(lp), || {
-                    model.finish(lp, state, &mut stats)
-                }) {
-                    Ok(()) => {
-                        w.u64(0);
-                        put_stats(&mut w, &stats);
-                    }
-                    Err(e) => {
-                        w.u64(1);
-                        w.str(&e.to_string());
-                    }
-                }
-                w.0
-            }
-            _ => std::process::exit(3),
+        let Some(reply) = serve_finish(model, &states, &req) else {
+            std::process::exit(3)
         };
         if write_msg(&mut pipe, &reply).is_err() {
             std::process::exit(3)
@@ -128,6 +107,34 @@ pub(crate) fn child_main<M: Model>(
     }
     drop(states);
     check_heaps_at_exit(w.index)
+}
+
+/// Answers one `Model::finish` request (an LP of this part and the figures so far): runs
+/// `finish` for that LP on them and returns the figures after it, or its error. `None`: the
+/// request is malformed or names an LP this part does not hold.
+pub(crate) fn serve_finish<M: Model>(
+    model: &M,
+    states: &[Option<M::State>],
+    req: &[u8],
+) -> Option<Vec<u8>> {
+    let mut r = Reader::new(req);
+    let (lp, mut stats) = (r.u64()?, get_stats(&mut r)?);
+    let state = states.get(usize::try_from(lp).ok()?)?.as_ref()?;
+    let lp = lp as LpId;
+    let mut w = Writer::default();
+    match guard("Model::finish", Some(lp), || {
+        model.finish(lp, state, &mut stats)
+    }) {
+        Ok(()) => {
+            w.u64(0);
+            put_stats(&mut w, &stats);
+        }
+        Err(e) => {
+            w.u64(1);
+            w.str(&e.to_string());
+        }
+    }
+    Some(w.0)
 }
 
 /// Every item of this process's shared heaps must come back once every process has dropped
