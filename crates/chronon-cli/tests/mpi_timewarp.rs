@@ -246,8 +246,9 @@ fn rollback_heavy_time_warp_over_ranks_commits_the_sequential_history() {
     }
 }
 
-/// A handler panics on one rank: every rank stops, exit code 1, one line on stderr (rank 0's),
-/// the line a run in one process prints.
+/// A handler panics on one rank (LP 1: rank 0 under block mapping, rank 1 under round-robin
+/// with one thread per rank): every rank stops, exit code 1, one line on stderr (rank 0's): the
+/// line a run in one process prints, naming the rank.
 #[test]
 fn a_handler_panic_on_one_rank_ends_the_run_on_every_rank_with_one_line() {
     let args = ["run", "faulty", "--fault", "panic", "--sync", "timewarp"];
@@ -255,20 +256,28 @@ fn a_handler_panic_on_one_rank_ends_the_run_on_every_rank_with_one_line() {
     one.extend(["--threads", "4"]);
     let (_, _, in_process) = chronon(&one);
     assert!(in_process.contains("model panicked: LP 1 at time 3"));
-    for ranks in [2, 3] {
-        for threads in ["1", "2"] {
-            let mut a = args.to_vec();
-            a.extend(["--threads", threads]);
-            let t0 = std::time::Instant::now();
-            let (code, stdout, stderr) = mpirun(ranks, &a);
-            assert_eq!(code, 1, "{ranks} ranks {a:?}: {stdout}{stderr}");
-            assert_eq!(stderr, in_process, "{ranks} ranks {a:?}");
-            assert!(
-                !stdout.contains("error"),
-                "{ranks} ranks {a:?}: a second error line: {stdout}"
-            );
-            assert!(t0.elapsed().as_secs() < 30, "{ranks} ranks: slow to stop");
-        }
+    for (ranks, threads, mapping, on) in [
+        (2, "1", "block", 0),
+        (2, "2", "block", 0),
+        (3, "2", "block", 0),
+        (2, "1", "round-robin", 1),
+        (3, "1", "round-robin", 1),
+    ] {
+        let mut a = args.to_vec();
+        a.extend(["--threads", threads, "--mapping", mapping]);
+        let t0 = std::time::Instant::now();
+        let (code, stdout, stderr) = mpirun(ranks, &a);
+        assert_eq!(code, 1, "{ranks} ranks {a:?}: {stdout}{stderr}");
+        assert_eq!(
+            stderr,
+            format!("{} (on rank {on})\n", in_process.trim_end()),
+            "{ranks} ranks {a:?}"
+        );
+        assert!(
+            !stdout.contains("error"),
+            "{ranks} ranks {a:?}: a second error line: {stdout}"
+        );
+        assert!(t0.elapsed().as_secs() < 30, "{ranks} ranks: slow to stop");
     }
 }
 

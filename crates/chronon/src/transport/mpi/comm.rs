@@ -61,7 +61,8 @@ pub(crate) struct PendingGather {
 impl Drop for PendingGather {
     fn drop(&mut self) {
         if let Some(req) = self.req.take() {
-            // Unfinished (the run aborted): MPI may still use the buffers; leave them leaked.
+            // Unfinished (a bug: collectives are tested to completion): MPI may still use the
+            // buffers; leave them leaked.
             std::mem::forget(req);
         }
     }
@@ -104,6 +105,10 @@ pub(crate) struct RankComm {
     size: usize,
     mpi: Mutex<Locked>,
     outbox: Vec<Outbox>,
+    /// Per destination rank: data and abort messages sent to it; and how many this rank
+    /// received (for [`RankComm::drain`]).
+    sent_to: Vec<AtomicU64>,
+    received: AtomicU64,
     /// The rank that asked everyone to stop ([`NO_ABORT`]: none yet).
     aborted_by: AtomicUsize,
     pub(crate) stats: CommStats,
@@ -158,6 +163,8 @@ impl RankComm {
                 sends: Vec::new(),
             }),
             outbox: (0..size).map(|_| Mutex::new(Vec::new())).collect(),
+            sent_to: (0..size).map(|_| AtomicU64::new(0)).collect(),
+            received: AtomicU64::new(0),
             aborted_by: AtomicUsize::new(NO_ABORT),
             stats: CommStats::default(),
         }
@@ -183,6 +190,7 @@ impl RankComm {
 
     /// Sends every non-empty outbox to its rank as one message (non-blocking), and completes
     /// the sends that are done.
+    #[allow(dead_code)] // for Time Warp over MPI (its own flush points)
     pub(crate) fn flush(&self) {
         let mut m = lock(&self.mpi);
         self.flush_locked(&mut m);
@@ -199,6 +207,7 @@ impl RankComm {
                 continue;
             }
             self.stats.msgs_sent.fetch_add(1, SeqCst);
+            self.sent_to[dst].fetch_add(1, SeqCst);
             self.stats.bytes_sent.fetch_add(bytes.len() as u64, SeqCst);
             let buf: &'static mut [u8] = Box::leak(bytes.into_boxed_slice());
             let ptr: *mut [u8] = buf;
@@ -237,6 +246,7 @@ impl RankComm {
         while let Some(probed) = any.immediate_matched_probe_with_tag(TAG_DATA) {
             let (bytes, status) = probed.matched_receive_vec::<u8>();
             self.stats.msgs_received.fetch_add(1, SeqCst);
+            self.received.fetch_add(1, SeqCst);
             self.stats
                 .bytes_received
                 .fetch_add(bytes.len() as u64, SeqCst);
@@ -245,6 +255,7 @@ impl RankComm {
         }
         if let Some(probed) = any.immediate_matched_probe_with_tag(TAG_ABORT) {
             let (_, status) = probed.matched_receive_vec::<u8>();
+            self.received.fetch_add(1, SeqCst);
             let _ = self.aborted_by.compare_exchange(
                 NO_ABORT,
                 status.source_rank() as usize,
@@ -266,6 +277,7 @@ impl RankComm {
         }
         let mut m = lock(&self.mpi);
         for dst in (0..self.size).filter(|&d| d != self.rank) {
+            self.sent_to[dst].fetch_add(1, SeqCst);
             let buf: &'static mut [u8] = Box::leak(vec![0u8; 1].into_boxed_slice());
             let ptr: *mut [u8] = buf;
             let req = m.comm.process_at_rank(dst as i32).immediate_send_with_tag(
@@ -287,13 +299,15 @@ impl RankComm {
     }
 
     /// Every rank's `mine` (all the same length), concatenated in rank order, by a
-    /// non-blocking all-gather; batches arriving meanwhile go to `on_batch`. `None`: a rank
-    /// aborted while this one waited (the collective is abandoned; the run is over).
+    /// non-blocking all-gather; batches arriving meanwhile go to `on_batch`. A collective is
+    /// never abandoned, not even after an abort (an abandoned one leaves the other ranks'
+    /// contributions unmatched): every rank must make the same sequence of collective calls,
+    /// and an abort travels inside the gathered words where the caller needs to agree on it.
     pub(crate) fn all_gather(
         &self,
         mine: &[u64],
         on_batch: &mut dyn FnMut(usize, &[u8]),
-    ) -> Option<Vec<u64>> {
+    ) -> Vec<u64> {
         // The buffers live as long as MPI may use them: leaked for the static scope, taken
         // back once the request completed (and left leaked if the run aborts meanwhile).
         let send: &'static mut [u64] = Box::leak(mine.to_vec().into_boxed_slice());
@@ -309,13 +323,11 @@ impl RankComm {
                     .immediate_all_gather_into(StaticScope, &*send_ptr, &mut *recv_ptr)
             }
         };
-        if !self.wait(req, on_batch) {
-            return None;
-        }
+        self.wait(req, on_batch);
         // Safety: the request completed, so MPI no longer uses the buffers; they came from
         // `Box::leak` above and nothing else refers to them.
         let (_send, recv) = unsafe { (Box::from_raw(send_ptr), Box::from_raw(recv_ptr)) };
-        Some(recv.into_vec())
+        recv.into_vec()
     }
 
     /// Starts a non-blocking all-gather of every rank's `mine` (all the same length), for a
@@ -342,9 +354,10 @@ impl RankComm {
     }
 
     /// Tests a gather from [`start_all_gather`](RankComm::start_all_gather): `None` while it
-    /// runs, `Some(Some(all))` once complete (every rank's values in rank order), `Some(None)`
-    /// if a rank aborted (the request is abandoned and its buffers leaked: the run is over).
-    pub(crate) fn test_all_gather(&self, g: &mut PendingGather) -> Option<Option<Vec<u64>>> {
+    /// runs, every rank's values in rank order once complete. Like every collective here it is
+    /// never abandoned (see [`all_gather`](RankComm::all_gather)): an abort travels in the
+    /// gathered words.
+    pub(crate) fn test_all_gather(&self, g: &mut PendingGather) -> Option<Vec<u64>> {
         let req = g.req.take()?;
         let done = {
             let _m = lock(&self.mpi);
@@ -358,11 +371,7 @@ impl RankComm {
                 // Safety: the request completed, so MPI no longer uses the buffers; they came
                 // from `Box::leak` in `start_all_gather` and nothing else refers to them.
                 let (_send, recv) = unsafe { (Box::from_raw(g.send), Box::from_raw(g.recv)) };
-                Some(Some(recv.into_vec()))
-            }
-            Err(req) if self.aborted().is_some() => {
-                std::mem::forget(req);
-                Some(None)
+                Some(recv.into_vec())
             }
             Err(req) => {
                 g.req = Some(req);
@@ -372,44 +381,74 @@ impl RankComm {
     }
 
     /// A barrier over every rank (non-blocking, with progress: see
-    /// [`all_gather`](RankComm::all_gather)). `false`: aborted.
-    pub(crate) fn barrier(&self, on_batch: &mut dyn FnMut(usize, &[u8])) -> bool {
+    /// [`all_gather`](RankComm::all_gather), which also says why it is never abandoned).
+    #[allow(dead_code)]
+    pub(crate) fn barrier(&self, on_batch: &mut dyn FnMut(usize, &[u8])) {
         let req = lock(&self.mpi).comm.immediate_barrier();
-        self.wait(req, on_batch)
+        self.wait(req, on_batch);
     }
 
     /// Tests `req` until it completes, taking the MPI lock per test and releasing it between
     /// tests (so this rank's other threads can flush and deliver), delivering batches and
-    /// backing off. `false`: a rank aborted; the request is abandoned (never freed).
+    /// backing off.
     fn wait<D: ?Sized>(
         &self,
         mut req: mpi::request::Request<'static, D, StaticScope>,
         on_batch: &mut dyn FnMut(usize, &[u8]),
-    ) -> bool {
+    ) {
         let t0 = Instant::now();
         let mut backoff = Backoff::default();
-        let ok = loop {
-            {
-                let mut m = lock(&self.mpi);
-                match req.test() {
-                    Ok(_) => break true,
-                    Err(r) => req = r,
-                }
-                if self.progress_locked(&mut m, on_batch) > 0 {
-                    backoff.reset();
-                }
+        loop {
+            let mut m = lock(&self.mpi);
+            match req.test() {
+                Ok(_) => break,
+                Err(r) => req = r,
             }
-            if self.aborted().is_some() {
-                std::mem::forget(req);
-                break false;
+            let got = self.progress_locked(&mut m, on_batch);
+            drop(m);
+            if got > 0 {
+                backoff.reset();
+            } else {
+                backoff.snooze();
             }
-            backoff.snooze();
-        };
+        }
         self.stats.collectives.fetch_add(1, SeqCst);
         self.stats
             .collective_ns
             .fetch_add(t0.elapsed().as_nanos() as u64, SeqCst);
-        ok
+    }
+
+    /// The end of a run on every rank (collective; call it after the last data message was
+    /// posted, whether the run completed or aborted): sends what is left in the outboxes, then
+    /// receives and drops every data and abort message still addressed to this rank (each rank
+    /// says how many it sent to each, by a blocking all-gather), and waits for its own sends,
+    /// so that MPI finalizes with no message unmatched.
+    pub(crate) fn drain(&self) {
+        let mut m = lock(&self.mpi);
+        self.flush_locked(&mut m);
+        let mine: Vec<u64> = self.sent_to.iter().map(|c| c.load(SeqCst)).collect();
+        let mut all = vec![0u64; self.size * self.size];
+        m.comm.all_gather_into(&mine[..], &mut all[..]);
+        let expected: u64 = (0..self.size).map(|r| all[r * self.size + self.rank]).sum();
+        let any = m.comm.any_process();
+        while self.received.load(SeqCst) < expected {
+            let (probed_msg, status) = any.matched_probe();
+            let _ = (probed_msg, status).matched_receive_vec::<u8>();
+            match status.tag() {
+                TAG_DATA | TAG_ABORT => {
+                    self.received.fetch_add(1, SeqCst);
+                }
+                other => panic!(
+                    "rank {}: unexpected MPI message tag {other} at the end",
+                    self.rank
+                ),
+            }
+        }
+        for InFlight { req, buf } in m.sends.drain(..) {
+            req.wait();
+            // Safety: as in `complete_sends`.
+            drop(unsafe { Box::from_raw(buf) });
+        }
     }
 
     /// Sends `bytes` to rank 0 (tag up; rank 0 keeps its own). Blocking (after the run).
@@ -486,19 +525,12 @@ fn complete_sends(m: &mut Locked) {
 
 impl Drop for RankComm {
     fn drop(&mut self) {
+        // `drain` completed every send of a run that got to its end; what is left here belongs
+        // to a run that failed before it: the requests are abandoned (their buffers leaked)
+        // rather than waited for.
         let m = self.mpi.get_mut().unwrap_or_else(|p| p.into_inner());
-        // Every send is waited for (its receiver either took it or the run is over and MPI
-        // finalizes); an aborted run's unsent buffers are leaked rather than freed under MPI.
-        if self.aborted_by.load(SeqCst) == NO_ABORT {
-            for InFlight { req, buf } in m.sends.drain(..) {
-                req.wait();
-                // Safety: as in `complete_sends`.
-                drop(unsafe { Box::from_raw(buf) });
-            }
-        } else {
-            for f in m.sends.drain(..) {
-                std::mem::forget(f.req);
-            }
+        for f in m.sends.drain(..) {
+            std::mem::forget(f.req);
         }
     }
 }

@@ -29,6 +29,8 @@ use crate::transport::Endpoint;
 
 /// Words per local worker in the gathered record.
 const LOCAL_WORDS: usize = 9;
+/// Words after the per-worker ones: whether the rank saw an abort.
+const RANK_WORDS: usize = 1;
 
 /// What the threads of one rank share.
 pub(crate) struct MpiNet<'c, E> {
@@ -154,7 +156,8 @@ impl<'c, E: RankSafe> MpiNet<'c, E> {
     }
 
     /// The barrier leader's part: flush, gather every rank's registers, receive every event
-    /// sent to this rank's workers, compute the snapshot. `false`: a rank aborted.
+    /// sent to this rank's workers, compute the snapshot. `false`: a rank aborted (every rank
+    /// returns the same: the abort word is gathered too, and the collective always completes).
     fn exchange(&self) -> bool {
         let (w, n) = (self.threads, self.workers);
         let mut local = Snapshot::default();
@@ -178,15 +181,15 @@ impl<'c, E: RankSafe> MpiNet<'c, E> {
             mine.push(self.sent_min[x].swap(f64::INFINITY.to_bits(), SeqCst));
             mine.push(self.sent_events[x].load(SeqCst));
         }
+        let aborted = self.abort.load(SeqCst) || self.comm.aborted().is_some();
+        mine.push(u64::from(aborted));
         let words = mine.len();
-        let Some(all) = self
+        let all = self
             .comm
-            .all_gather(&mine, &mut |src, b| self.deliver(src, b))
-        else {
-            return false;
-        };
-        let at = |r: usize, i: usize| all[r * words + i];
+            .all_gather(&mine, &mut |src, b| self.deliver(src, b));
         let ranks = self.comm.size();
+        let any_aborted = (0..ranks).any(|r| all[r * words + words - RANK_WORDS] != 0);
+        let at = |r: usize, i: usize| all[r * words + i];
         // Per worker of the run: events sent to it by every rank, and the earliest time sent
         // to it since the previous gather.
         let sent_to = |x: usize| -> (u64, f64) {
@@ -195,16 +198,14 @@ impl<'c, E: RankSafe> MpiNet<'c, E> {
                 (c + at(r, o + 1), m.min(f64::from_bits(at(r, o))))
             })
         };
-        // Receive until every event sent to this rank's workers has been delivered.
+        // Receive until every event sent to this rank's workers has been delivered (also after
+        // an abort: every posted send arrives, and none may stay unmatched).
         let expected: Vec<u64> = (0..w).map(|l| sent_to(self.rank * w + l).0).collect();
         let mut backoff = Backoff::default();
         loop {
             let done = (0..w).all(|l| self.recv_events[l].load(SeqCst) >= expected[l]);
             if done {
                 break;
-            }
-            if self.comm.aborted().is_some() || self.abort.load(SeqCst) {
-                return false;
             }
             if self.comm.progress_wait(&mut |src, b| self.deliver(src, b)) > 0 {
                 backoff.reset();
@@ -233,7 +234,10 @@ impl<'c, E: RankSafe> MpiNet<'c, E> {
             });
         }
         *self.snap.lock().unwrap_or_else(|p| p.into_inner()) = snap;
-        true
+        if any_aborted {
+            self.abort.store(true, SeqCst);
+        }
+        !any_aborted
     }
 }
 
@@ -324,10 +328,9 @@ impl<E: RankSafe> Endpoint<E> for MpiEnd<'_, '_, E> {
         let net = self.net;
         self.fresh = true;
         if net.local_barrier.wait().is_leader() {
-            let ok = !net.abort.load(SeqCst) && net.exchange();
-            if !ok {
-                net.abort.store(true, SeqCst);
-            }
+            // Every rank makes the same collective calls, aborted or not (comm.rs): the
+            // outcome is agreed inside the exchange.
+            let ok = net.exchange();
             net.barrier_ok.store(ok, SeqCst);
         }
         net.local_barrier.wait();

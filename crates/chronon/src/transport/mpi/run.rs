@@ -64,6 +64,8 @@ where
             rank_run::<M, LadderQueue<Event<M::Event>>>(model, cfg, protocol, cc, &comm)
         }
     };
+    // No message left unmatched when MPI finalizes.
+    comm.drain();
     #[cfg(target_os = "linux")]
     crate::shm::release_thread_heap();
     result
@@ -75,9 +77,7 @@ fn same_run_everywhere(comm: &RankComm, sig: &str) -> Result<(), SimError> {
     use std::hash::{Hash, Hasher};
     let mut h = std::collections::hash_map::DefaultHasher::new();
     sig.hash(&mut h);
-    let all = comm
-        .all_gather(&[h.finish()], &mut |_, _| {})
-        .ok_or_else(|| SimError::Process("a rank stopped before the run started".into()))?;
+    let all = comm.all_gather(&[h.finish()], &mut |_, _| {});
     match all.iter().position(|&x| x != all[0]) {
         None => Ok(()),
         Some(r) => Err(SimError::Config(format!(
@@ -107,10 +107,9 @@ where
     let mut out = match (out, net.decode_error()) {
         (_, Some(e)) => ChildOut::failed(SimError::Process(format!("rank {rank}: {e}"))),
         (Ok(o), None) => o,
-        (Err(e), None) => {
-            comm.abort();
-            ChildOut::failed(e)
-        }
+        // An error reached every rank already (a flag in the round protocols' snapshot, the
+        // abort word under null messages) or is one every rank found (configuration).
+        (Err(e), None) => ChildOut::failed(on_rank(e, rank)),
     };
     add_rank_figures(comm, &mut out);
     let owner = cc
@@ -296,4 +295,20 @@ pub(crate) fn finish_on_ranks<M: Model>(
     let mut r = Report::new("ranks", threads, cfg.queue.name(), cfg.lps, cfg.end);
     r.complete = !o.stopped;
     Ok(r)
+}
+
+/// `e` with the rank it happened on, where it names an LP.
+pub(crate) fn on_rank(e: SimError, rank: usize) -> SimError {
+    match e {
+        SimError::Panic { lp, time, message } => SimError::Panic {
+            lp,
+            time,
+            message: format!("{message} (on rank {rank})"),
+        },
+        SimError::Model(mut m) => {
+            m.message = format!("{} (on rank {rank})", m.message);
+            SimError::Model(m)
+        }
+        other => other,
+    }
 }

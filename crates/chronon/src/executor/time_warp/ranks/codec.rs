@@ -37,8 +37,10 @@ fn put_key(out: &mut Vec<u8>, k: EventKey) {
     out.extend_from_slice(&k.src.to_le_bytes());
 }
 
-/// Appends one message.
-pub(crate) fn put<P: Serialize>(out: &mut Vec<u8>, m: &Msg<P>) {
+/// Appends one message; a payload that serde refuses is an error (and `out` is left as it
+/// was).
+pub(crate) fn put<P: Serialize>(out: &mut Vec<u8>, m: &Msg<P>) -> Result<(), String> {
+    let at = out.len();
     match m {
         Msg::Event(e) => {
             out.push(EVENT);
@@ -51,9 +53,13 @@ pub(crate) fn put<P: Serialize>(out: &mut Vec<u8>, m: &Msg<P>) {
             for &k in stack {
                 put_key(out, k);
             }
-            // Writing into a Vec cannot fail; a payload serde refuses is a model bug.
-            bincode::serialize_into(&mut *out, &e.ev.payload)
-                .unwrap_or_else(|err| panic!("an event payload does not serialize: {err}"));
+            if let Err(err) = bincode::serialize_into(&mut *out, &e.ev.payload) {
+                out.truncate(at);
+                return Err(format!(
+                    "an event payload for LP {} at time {} does not serialize: {err}",
+                    e.ev.dst, e.ev.time
+                ));
+            }
         }
         Msg::Anti(a) => {
             out.push(ANTI);
@@ -62,6 +68,7 @@ pub(crate) fn put<P: Serialize>(out: &mut Vec<u8>, m: &Msg<P>) {
             out.extend_from_slice(&a.id.to_le_bytes());
         }
     }
+    Ok(())
 }
 
 fn take<const N: usize>(b: &mut &[u8]) -> Result<[u8; N], String> {
@@ -187,7 +194,7 @@ mod tests {
         for (epoch, part) in [(3u64, &msgs[..2]), (4, &msgs[2..])] {
             let at = begin_record(&mut out, epoch);
             for m in part {
-                put(&mut out, m);
+                put(&mut out, m).unwrap();
             }
             end_record(&mut out, at, part.len() as u32);
         }

@@ -88,10 +88,6 @@ impl Reduce for Gather<'_> {
         let g = self.pending.as_mut()?;
         let all = self.comm.test_all_gather(g)?;
         self.pending = None;
-        let Some(all) = all else {
-            // A rank aborted: the run is over.
-            return Some(([0, 1], 0.0));
-        };
         let (mut sums, mut min) = ([0i64; SUMS], f64::INFINITY);
         for c in all.chunks_exact(3) {
             sums[0] = sums[0].wrapping_add(c[0] as i64);
@@ -231,9 +227,14 @@ where
                     self.bufs[r].clear();
                     codec::begin_record(&mut self.bufs[r], 0);
                 }
-                self.counts[r] += 1;
-                self.mins[r] = self.mins[r].min(m.key().time);
-                codec::put(&mut self.bufs[r], &m);
+                match codec::put(&mut self.bufs[r], &m) {
+                    Ok(()) => {
+                        self.counts[r] += 1;
+                        self.mins[r] = self.mins[r].min(m.key().time);
+                    }
+                    // The run ends on every rank (the driver's next contribution says failed).
+                    Err(e) => sh.fail(SimError::Process(e)),
+                }
             });
             sh.wires.give_back(b);
         });
@@ -309,12 +310,9 @@ where
         loop {
             let (sent, recv) = self.dgvt.totals();
             let mut got = Vec::new();
-            let Some(all) = self
+            let all = self
                 .comm
-                .all_gather(&[sent, recv], &mut |_, b| got.push(b.to_vec()))
-            else {
-                return;
-            };
+                .all_gather(&[sent, recv], &mut |_, b| got.push(b.to_vec()));
             for b in got {
                 self.deliver(&b);
             }

@@ -29,7 +29,7 @@ use crate::model::Model;
 use crate::queue::{HeapQueue, LadderQueue, PendingSet, QueueKind};
 use crate::stats::Report;
 use crate::transport::mpi::comm::RankComm;
-use crate::transport::mpi::run::{add_rank_figures, finish_on_ranks};
+use crate::transport::mpi::run::{add_rank_figures, finish_on_ranks, on_rank};
 use crate::transport::mpi::RankSafe;
 
 /// A Time Warp run over ranks, as a function pointer (instantiated where `M::Event: RankSafe`
@@ -74,6 +74,8 @@ where
             rank_run::<M, LadderQueue<TwEvent<M::Event>>>(model, cfg, threads, opts, &comm)
         }
     };
+    // No message left unmatched when MPI finalizes.
+    comm.drain();
     #[cfg(target_os = "linux")]
     crate::shm::release_thread_heap();
     result
@@ -93,8 +95,7 @@ fn same_run(comm: &RankComm, sig: &str) -> Result<(), SimError> {
             Some(all) => break all,
             None => backoff.snooze(),
         }
-    }
-    .ok_or_else(|| SimError::Process("a rank stopped before the run started".into()))?;
+    };
     match all.iter().position(|&x| x != all[0]) {
         None => Ok(()),
         Some(r) => Err(SimError::Config(format!(
@@ -146,12 +147,11 @@ where
     let (rank, ranks) = (comm.rank(), comm.size());
     let mut states: Vec<Option<M::State>> = Vec::new();
     let (out, d) = part::<M, Q>(model, cfg, threads, opts, comm, &mut states);
+    // An error reached every rank already (the driver's `failed` in the reductions, the rank
+    // layer's abort) or is one every rank found (configuration).
     let mut out = match out {
         Ok(o) => o,
-        Err(e) => {
-            comm.abort();
-            ChildOut::failed(e)
-        }
+        Err(e) => ChildOut::failed(on_rank(e, rank)),
     };
     add_rank_figures(comm, &mut out);
     let gvt_rounds = d.as_ref().map_or(0, |d| d.gvt.rounds);
@@ -173,7 +173,6 @@ where
         .mapping
         .owners(cfg.lps, ranks * threads)
         .map_err(SimError::Config)?;
-    let _ = rank;
     finish_on_ranks(
         model,
         cfg,
