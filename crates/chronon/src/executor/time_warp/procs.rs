@@ -148,7 +148,7 @@ where
     // Safety: `create` initialized the GVT registers at the start of the segment for `n`
     // workers; the Arc keeps it mapped; every child has exited.
     let gvt = unsafe { GvtRegisters::attach_shared(net.base(), n, net.clone()) };
-    let mut report = gather(model, cfg, threads, opts, outs, stats, gvt.rounds(), start);
+    let mut report = gather(model, cfg, threads, opts, outs, stats, gvt.rounds());
     let es = &mut report.executor_stats;
     es.insert("procs".into(), procs as f64);
     es.insert("procs_total_s".into(), start.elapsed().as_secs_f64());
@@ -167,7 +167,6 @@ pub(super) fn gather<M: Model>(
     outs: Vec<ChildOut>,
     stats: crate::model::ModelStats,
     gvt_rounds: u64,
-    start: Instant,
 ) -> Report {
     let n = outs.len() * threads;
     let mut report = Report::new("timewarp", threads, cfg.queue.name(), cfg.lps, cfg.end);
@@ -213,7 +212,6 @@ pub(super) fn gather<M: Model>(
     // The worker processes' (ranks') peak resident sets, summed (the parent's own is the
     // CLI's `peak_rss_bytes`).
     es.insert("workers_peak_rss_bytes".into(), peak_rss as f64);
-    let _ = start;
     report.executor_stats.extend(es);
     report.fingerprint = Fingerprint(fingerprint);
     cfg.progress.set_now(report.last_time);

@@ -182,7 +182,7 @@ where
         &owner,
         threads,
         |outs, stats| {
-            let mut report = gather(model, cfg, threads, opts, outs, stats, gvt_rounds, start);
+            let mut report = gather(model, cfg, threads, opts, outs, stats, gvt_rounds);
             let es = &mut report.executor_stats;
             es.insert("ranks".into(), ranks as f64);
             es.insert("ranks_total_s".into(), start.elapsed().as_secs_f64());
