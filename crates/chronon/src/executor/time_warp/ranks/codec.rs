@@ -104,24 +104,26 @@ pub(crate) fn decode<P: DeserializeOwned>(
         let epoch = u64_(&mut b)?;
         let count = u32_(&mut b)?;
         let mut failed = None;
-        let mut left = count;
-        let mut it = std::iter::from_fn(|| {
-            if left == 0 || failed.is_some() {
-                return None;
+        {
+            let mut left = count;
+            let mut it = std::iter::from_fn(|| {
+                if left == 0 || failed.is_some() {
+                    return None;
+                }
+                left -= 1;
+                let m = one(&mut b);
+                if let Err(e) = &m {
+                    failed = Some(e.clone());
+                }
+                Some(m)
+            });
+            on_record(epoch, &mut it);
+            // Whatever the handler left unread is read (and dropped) so the next record lines
+            // up.
+            for m in it.by_ref() {
+                m?;
             }
-            left -= 1;
-            let m = one(&mut b);
-            if let Err(e) = &m {
-                failed = Some(e.clone());
-            }
-            Some(m)
-        });
-        on_record(epoch, &mut it);
-        // Whatever the handler left unread is read (and dropped) so the next record lines up.
-        for m in it.by_ref() {
-            m?;
         }
-        drop(it);
         if let Some(e) = failed {
             return Err(e);
         }
@@ -173,7 +175,7 @@ mod tests {
         let k = |time, seq, src| EventKey { time, seq, src };
         let mut e = Event::new(k(2.5, 7, 3), 9, (1u64, String::from("x")));
         e.tag = 5;
-        let msgs = vec![
+        let msgs = [
             Msg::Event(TwEvent {
                 ev: e,
                 id: 42,
