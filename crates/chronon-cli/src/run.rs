@@ -331,28 +331,6 @@ procs_capable!(
     chronon_models::Manufacturing,
     chronon_models::Random,
     chronon_models::faulty::Faulty,
-);
-
-/// Models whose `BPtr` payloads do not cross MPI ranks yet.
-macro_rules! procs_only {
-    ($($t:ty),* $(,)?) => { $(
-        impl Procs for $t {
-            fn processes(
-                sim: Simulation<Self>,
-                procs: usize,
-                copy: bool,
-            ) -> Result<Simulation<Self>, String> {
-                Ok(sim.processes(procs).payload_copy(copy))
-            }
-            #[cfg(feature = "mpi")]
-            fn ranks(_sim: Simulation<Self>) -> Result<Simulation<Self>, String> {
-                Err("this model's shared-heap (BPtr) payloads do not cross MPI ranks yet; run it with --threads or --procs".into())
-            }
-        }
-    )* };
-}
-
-procs_only!(
     chronon_models::SimpleSim,
     chronon_models::DataStore,
     chronon_models::net::NetModel,

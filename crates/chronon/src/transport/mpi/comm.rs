@@ -18,7 +18,7 @@
 //!   (yield, then sleeps up to 200 µs).
 //! - **Abort** ([`RankComm::abort`]): a small message to every other rank; a rank that sees it
 //!   (in any progress or collective wait) stops waiting, and its collectives return `None`.
-//! - **Rank-0 gather** ([`RankComm::to_root`], [`RankComm::from_root`], [`RankComm::broadcast`]):
+//! - **Rank-0 gather** ([`RankComm::send_to_root`], [`RankComm::recv_from_root`], [`RankComm::broadcast`]):
 //!   point-to-point messages to and from rank 0 for the report and the `Model::finish`
 //!   requests, and a broadcast of the outcome.
 
@@ -452,7 +452,7 @@ impl RankComm {
     }
 
     /// Sends `bytes` to rank 0 (tag up; rank 0 keeps its own). Blocking (after the run).
-    pub(crate) fn to_root(&self, bytes: &[u8]) {
+    pub(crate) fn send_to_root(&self, bytes: &[u8]) {
         debug_assert!(self.rank != 0);
         lock(&self.mpi)
             .comm
@@ -461,7 +461,7 @@ impl RankComm {
     }
 
     /// Rank 0: the next message from rank `src` (tag up).
-    pub(crate) fn from_rank(&self, src: usize) -> Vec<u8> {
+    pub(crate) fn recv_from(&self, src: usize) -> Vec<u8> {
         let m = lock(&self.mpi);
         m.comm
             .process_at_rank(src as i32)
@@ -470,7 +470,7 @@ impl RankComm {
     }
 
     /// Rank 0: sends `bytes` to rank `dst` (tag down).
-    pub(crate) fn to_rank(&self, dst: usize, bytes: &[u8]) {
+    pub(crate) fn send_to(&self, dst: usize, bytes: &[u8]) {
         lock(&self.mpi)
             .comm
             .process_at_rank(dst as i32)
@@ -478,7 +478,7 @@ impl RankComm {
     }
 
     /// The next message from rank 0 (tag down).
-    pub(crate) fn from_root(&self) -> Vec<u8> {
+    pub(crate) fn recv_from_root(&self) -> Vec<u8> {
         let m = lock(&self.mpi);
         m.comm
             .process_at_rank(0)

@@ -196,7 +196,7 @@ impl<M: Model> Parts for RankParts<'_, M> {
         if p == 0 {
             self.own.pop_front()
         } else {
-            Some(self.comm.from_rank(p))
+            Some(self.comm.recv_from(p))
         }
     }
     fn write(&mut self, p: usize, bytes: &[u8]) -> bool {
@@ -209,13 +209,13 @@ impl<M: Model> Parts for RankParts<'_, M> {
                 None => false,
             }
         } else {
-            self.comm.to_rank(p, bytes);
+            self.comm.send_to(p, bytes);
             true
         }
     }
     fn close(&mut self) {
         for p in 1..self.comm.size() {
-            self.comm.to_rank(p, &[]);
+            self.comm.send_to(p, &[]);
         }
     }
     fn count(&self) -> usize {
@@ -256,9 +256,9 @@ pub(crate) fn finish_on_ranks<M: Model>(
             },
         }
     } else {
-        comm.to_root(&encode(&out));
+        comm.send_to_root(&encode(&out));
         loop {
-            let req = comm.from_root();
+            let req = comm.recv_from_root();
             if req.is_empty() {
                 break;
             }
@@ -271,7 +271,7 @@ pub(crate) fn finish_on_ranks<M: Model>(
                 ));
                 w.0
             });
-            comm.to_root(&reply);
+            comm.send_to_root(&reply);
         }
         Err(SimError::Process(String::new()))
     };
