@@ -14,8 +14,8 @@
 //!   handler runs under the lock, so two threads never deliver batches out of order.
 //! - **Non-blocking collectives with progress** ([`RankComm::all_gather`],
 //!   [`RankComm::barrier`]): `MPI_Iallgather`/`MPI_Ibarrier`, tested in a loop that also
-//!   delivers incoming batches, completes sends and watches for an abort; it backs off
-//!   (yield, then sleeps up to 200 µs).
+//!   delivers incoming batches and completes sends; it backs off (spin, yield, then sleeps
+//!   up to 100 µs).
 //! - **Abort** ([`RankComm::abort`]): a small message to every other rank; a rank that sees it
 //!   (in any progress or collective wait) stops waiting, and its collectives return `None`.
 //! - **Rank-0 gather** ([`RankComm::send_to_root`], [`RankComm::recv_from_root`], [`RankComm::broadcast`]):
@@ -129,8 +129,10 @@ fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
     m.lock().unwrap_or_else(|p| p.into_inner())
 }
 
-/// Backs off while waiting: spins a little, then yields, then sleeps up to 200 µs (2 cores are
-/// shared by every rank and thread of a test run).
+/// Backs off while waiting: spins a little, then yields (about a millisecond of polling when
+/// the machine is idle: a collective's partner is usually a few microseconds behind), then
+/// sleeps up to 100 µs per round (2 cores are shared by every rank and thread of a test run;
+/// a yield gives the core away on a loaded machine).
 #[derive(Debug, Default)]
 pub(crate) struct Backoff(u32);
 
@@ -142,8 +144,8 @@ impl Backoff {
         self.0 = self.0.saturating_add(1);
         match self.0 {
             0..=16 => std::hint::spin_loop(),
-            17..=64 => std::thread::yield_now(),
-            n => std::thread::sleep(Duration::from_micros(u64::from((n - 64).min(200)))),
+            17..=1024 => std::thread::yield_now(),
+            n => std::thread::sleep(Duration::from_micros(u64::from((n - 1024).min(100)))),
         }
     }
 }

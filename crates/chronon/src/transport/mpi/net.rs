@@ -360,7 +360,7 @@ impl<E: RankSafe> Endpoint<E> for MpiEnd<'_, '_, E> {
 
     fn wait_until(&mut self, ready: impl Fn(&Self) -> bool) {
         // Batches from other ranks arrive only when some thread of this rank polls: poll with a
-        // backoff (at most 200 µs asleep) instead of parking.
+        // backoff (at most 100 µs asleep) instead of parking.
         let mut backoff = Backoff::default();
         loop {
             self.net.progress();
