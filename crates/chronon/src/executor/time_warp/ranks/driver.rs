@@ -163,8 +163,6 @@ where
         }
         if busy {
             backoff.reset();
-        } else if std::env::var_os("TWYIELD").is_some() {
-            std::thread::yield_now();
         } else {
             backoff.snooze();
         }
