@@ -141,11 +141,6 @@ impl Dgvt {
         self.failed = true;
     }
 
-    /// The GVT published last.
-    pub(crate) fn gvt(&self) -> f64 {
-        self.gvt
-    }
-
     /// Whether a computation is in progress.
     pub(crate) fn busy(&self) -> bool {
         self.phase != Phase::Idle
@@ -161,11 +156,6 @@ impl Dgvt {
             self.sent,
             self.recv_folded + self.recv.values().sum::<u64>(),
         )
-    }
-
-    /// The current colour.
-    pub(crate) fn epoch(&self) -> u64 {
-        self.epoch
     }
 
     /// White messages delivered here: every epoch up to the white one.

@@ -92,6 +92,7 @@ impl GvtRegisters {
         }
     }
 
+    #[cfg_attr(not(feature = "mpi"), allow(dead_code))]
     /// Registers for one MPI rank: `workers` report slots (workers are numbered over every
     /// rank), of which the `local` ones (this rank's) report in each round; rounds are local
     /// rounds, started by the rank's driver ([`start_local`](Self::start_local)), and GVT is
@@ -191,6 +192,7 @@ impl GvtRegisters {
         self.start_round()
     }
 
+    #[cfg_attr(not(feature = "mpi"), allow(dead_code))]
     /// Over MPI ranks, the rank's driver: whether a worker asked for GVT since the last call.
     pub(crate) fn take_wanted(&self) -> bool {
         self.ranked.as_ref().is_some_and(|r| {
@@ -199,6 +201,7 @@ impl GvtRegisters {
         })
     }
 
+    #[cfg_attr(not(feature = "mpi"), allow(dead_code))]
     /// Over MPI ranks, the rank's driver starts a local round (none is in progress); returns
     /// its number.
     pub(crate) fn start_local(&self) -> Option<u64> {
@@ -206,12 +209,14 @@ impl GvtRegisters {
             .then(|| self.word(STATE).load(SeqCst) >> 32)
     }
 
+    #[cfg_attr(not(feature = "mpi"), allow(dead_code))]
     /// Over MPI ranks: local round `round`'s minimum, once every worker of the rank reported.
     pub(crate) fn local_result(&self, round: u64) -> Option<f64> {
         let r = self.ranked.as_ref()?;
         (self.word(PUBLISHED).load(SeqCst) >= round).then(|| f64::from_bits(r.local.load(SeqCst)))
     }
 
+    #[cfg_attr(not(feature = "mpi"), allow(dead_code))]
     /// Over MPI ranks, the driver publishes GVT `g` (every rank publishes the same; never
     /// lowers it).
     pub(crate) fn publish(&self, g: f64) {

@@ -10,7 +10,7 @@
 
 mod fossil;
 // Used by the MPI transport (feature `mpi`); built and tested without it.
-#[allow(dead_code)]
+#[cfg_attr(not(feature = "mpi"), allow(dead_code))]
 mod dgvt;
 mod global;
 mod gvt;
