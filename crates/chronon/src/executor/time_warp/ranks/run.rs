@@ -104,6 +104,19 @@ fn same_run(comm: &RankComm, sig: &str) -> Result<(), SimError> {
     }
 }
 
+/// Whether `ok` holds on every rank (a non-blocking all-gather that receives nothing meanwhile:
+/// nobody sends before it completes).
+fn agree(comm: &RankComm, ok: bool) -> bool {
+    let mut g = comm.start_all_gather(&[u64::from(ok)]);
+    let mut backoff = crate::transport::mpi::comm::Backoff::default();
+    loop {
+        match comm.test_all_gather(&mut g) {
+            Some(all) => return all.iter().all(|&x| x == 1),
+            None => backoff.snooze(),
+        }
+    }
+}
+
 /// What Time Warp over ranks cannot do, refused in one line before anything starts (the same
 /// on every rank).
 fn check<M: Model>(model: &M, threads: usize, opts: &TimeWarpOptions) -> Result<(), SimError> {
@@ -211,16 +224,22 @@ where
         GvtRegisters::ranked(n, threads),
     );
     let built = build::<M, Q>(model, cfg, n, opts, None, mine, Some(net));
+    // Every rank learns whether every rank could set up its part before any driver starts
+    // reducing (an error found by some ranks only, such as a memory bound, would otherwise
+    // leave the others in a reduction nobody joins).
+    let all_ok = agree(comm, built.is_ok());
+    let built = match (built, all_ok) {
+        (Err(e), _) => return (Err(e), None),
+        (Ok(_), false) => return (Err(SimError::Process(ABORTED.into())), None),
+        (Ok(b), true) => b,
+    };
     let Built {
         sh,
         parts,
         counters: mut init_counters,
         report,
         saving,
-    } = match built {
-        Ok(b) => b,
-        Err(e) => return (Err(e), None),
-    };
+    } = built;
     // The counters `init` moved are counted once, by rank 0.
     if rank != 0 {
         init_counters.iter_mut().for_each(|c| *c = 0);
