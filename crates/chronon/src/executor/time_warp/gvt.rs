@@ -43,7 +43,7 @@ pub(crate) struct GvtRegisters {
 }
 
 /// The registers' part that only runs over MPI ranks uses.
-#[derive(Debug, Default)]
+#[derive(Debug)]
 struct Ranked {
     /// Bits of the last local round's minimum.
     local: AtomicU64,
@@ -100,7 +100,10 @@ impl GvtRegisters {
     pub(crate) fn ranked(workers: usize, local: usize) -> Self {
         let mut g = GvtRegisters::new(workers);
         g.participants = local.max(1) as u64;
-        g.ranked = Some(Ranked::default());
+        g.ranked = Some(Ranked {
+            local: AtomicU64::new(f64::INFINITY.to_bits()),
+            wanted: AtomicU64::new(0),
+        });
         g
     }
 
