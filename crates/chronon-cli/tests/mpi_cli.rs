@@ -184,7 +184,6 @@ fn bad_input_under_mpirun_is_one_line_from_rank_0() {
         (&["--sync", "window", "--lps", "0"], "lps is 0"),
         (&["--sync", "window", "--procs", "2"], "do not mix"),
         (&["--sync", "window", "--threads", "0"], "at least 1"),
-        (&["--sync", "timewarp"], "timewarp"),
         (
             &["--sync", "window", "--dedicated", "0.5"],
             "load balancing",
