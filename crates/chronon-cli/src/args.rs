@@ -73,6 +73,10 @@ pub(crate) struct CommonArgs {
     /// or null-message; models whose events may cross a process boundary) [default: none].
     #[arg(long, help_heading = EXEC)]
     pub procs: Option<usize>,
+    /// MPI ranks: run under `mpirun -n R` (a build with the `mpi` feature); checked against
+    /// the number of ranks mpirun started [default: mpirun's].
+    #[arg(long, help_heading = EXEC)]
+    pub ranks: Option<usize>,
     /// How --procs moves `BPtr` payloads between processes: zero-copy (the pointer travels,
     /// the bytes stay in the sender's shared heap) or copy (each payload is copied out of
     /// the sender's item and into a new item of the receiver's heap, what MPI does inside one
@@ -218,6 +222,7 @@ pub(crate) const COMMON_KEYS: &[&str] = &[
     "sync",
     "threads",
     "procs",
+    "ranks",
     "payload",
     "heap-classes",
     "heap-segments",
@@ -253,6 +258,7 @@ impl CommonArgs {
             sync: self.sync.or(file.sync),
             threads: self.threads.or(file.threads),
             procs: self.procs.or(file.procs),
+            ranks: self.ranks.or(file.ranks),
             payload: self.payload.or(file.payload),
             heap_classes: self.heap_classes.or(file.heap_classes),
             heap_segments: self.heap_segments.or(file.heap_segments),

@@ -11,6 +11,7 @@ mod check;
 mod experiment;
 mod lockstep_runtime;
 mod models;
+mod mpi;
 mod output;
 mod report;
 mod run;
@@ -80,7 +81,10 @@ fn main() -> ExitCode {
     match outcome {
         Ok(Ok(code)) => ExitCode::from(code),
         Ok(Err(f)) => {
-            eprintln!("error: {}", short_numbers(one_line(&f.message)));
+            // Under mpirun every rank has the same error; rank 0 says it.
+            if !mpi::quiet() {
+                eprintln!("error: {}", short_numbers(one_line(&f.message)));
+            }
             ExitCode::from(f.code)
         }
         Err(payload) => {

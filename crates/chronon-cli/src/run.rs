@@ -294,6 +294,9 @@ pub(crate) trait Procs: Model + Sized {
         procs: usize,
         copy: bool,
     ) -> Result<Simulation<Self>, String>;
+    /// `sim` set to run over MPI ranks (`crate::mpi`).
+    #[cfg(feature = "mpi")]
+    fn ranks(sim: Simulation<Self>) -> Result<Simulation<Self>, String>;
     /// Why this model (run under `name`) cannot run across processes, if it cannot.
     fn why_not(name: &str) -> Option<String> {
         let _ = name;
@@ -311,12 +314,16 @@ macro_rules! procs_capable {
             ) -> Result<Simulation<Self>, String> {
                 Ok(sim.processes(procs).payload_copy(copy))
             }
+            #[cfg(feature = "mpi")]
+            fn ranks(sim: Simulation<Self>) -> Result<Simulation<Self>, String> {
+                crate::mpi::ranks(sim)
+            }
         }
     )* };
 }
 
 // Every shipped model's events may cross a process boundary (variable-size payloads travel
-// as shared-heap `BPtr`s).
+// as shared-heap `BPtr`s) and serialize (MPI ranks).
 procs_capable!(
     chronon_models::Phold,
     chronon_models::PholdPhases,
@@ -456,14 +463,17 @@ pub(crate) fn run_simulation_checked<M: Procs>(
     let (executor, procs) = bsp_processes(executor, common.procs)?;
     check_procs::<M>(name, procs, &executor)?;
     let copy = payload_options(&common, procs)?;
+    // Over MPI ranks: MPI for the run (finalized when this function returns).
+    let mpi = crate::mpi::start(common.ranks, procs)?;
     let outputs = plan_outputs(&common, &executor)?;
 
     let progress = Arc::new(Progress::new());
     install_ctrlc(&progress);
     let done = Arc::new(AtomicBool::new(false));
     let stall_after = match common.stall_secs {
-        // Under --procs the events run in the worker processes: nothing here to watch.
-        _ if procs.is_some() => Duration::ZERO,
+        // Under --procs the events run in the worker processes: nothing here to watch (nor on
+        // a rank other than 0, whose progress is not counted).
+        _ if procs.is_some() || crate::mpi::quiet() => Duration::ZERO,
         None => StallDetector::DEFAULT_AFTER,
         Some(s) if s.is_finite() && s >= 0.0 => Duration::from_secs_f64(s),
         Some(s) => {
@@ -491,6 +501,11 @@ pub(crate) fn run_simulation_checked<M: Procs>(
         None => sim,
         Some(p) => M::processes(sim, p, copy).map_err(Failure::bad_input)?,
     };
+    #[cfg(feature = "mpi")]
+    let sim = match &mpi {
+        Some(_) => M::ranks(sim).map_err(Failure::bad_input)?,
+        None => sim,
+    };
     let result = sim.run();
     // Ordering: the flag only tells the progress thread to stop drawing; it guards no data.
     done.store(true, Ordering::Relaxed);
@@ -499,6 +514,10 @@ pub(crate) fn run_simulation_checked<M: Procs>(
     let _ = bar.join();
     let samples = sampler.finish();
     let report = result?;
+    if mpi.is_some() && crate::mpi::quiet() {
+        // Rank 0 prints and writes the run's report.
+        return Ok(if report.complete { 0 } else { EXIT_INTERRUPTED });
+    }
     let rb = series::rollbacks_known(&samples, report.rolled_back);
 
     let config = report_config(&common, &asked, end, seed, queue, model_config);
@@ -694,7 +713,8 @@ fn spawn_progress_bar(
 ) -> std::thread::JoinHandle<()> {
     let mut stall = (!stall_after.is_zero()).then(|| StallDetector::new(stall_after, end));
     // A worker process of --procs draws nothing: its parent owns the terminal.
-    let terminal = std::io::stderr().is_terminal() && !chronon::is_worker_process();
+    let terminal =
+        std::io::stderr().is_terminal() && !chronon::is_worker_process() && !crate::mpi::quiet();
     std::thread::spawn(move || {
         let bar = if terminal {
             indicatif::ProgressBar::new(1000)

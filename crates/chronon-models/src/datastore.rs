@@ -266,7 +266,7 @@ pub struct Node {
 }
 
 /// What nodes receive.
-#[derive(Clone, Debug, PartialEq)]
+#[derive(Clone, Debug, PartialEq, serde::Serialize, serde::Deserialize)]
 pub enum StoreEvent {
     /// Generate the next window of batches.
     Tick,

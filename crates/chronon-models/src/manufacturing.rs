@@ -342,7 +342,7 @@ pub enum MfgState {
 }
 
 /// What moves between LPs.
-#[derive(Clone, Copy, Debug, PartialEq)]
+#[derive(Clone, Copy, Debug, PartialEq, serde::Serialize, serde::Deserialize)]
 pub enum Flow {
     /// The source's generation tick.
     Tick,

@@ -230,7 +230,7 @@ pub struct Cell {
 }
 
 /// What a cell receives.
-#[derive(Clone, Copy, Debug, PartialEq)]
+#[derive(Clone, Copy, Debug, PartialEq, serde::Serialize, serde::Deserialize)]
 pub enum CellEvent {
     /// Generate the next window of new calls.
     Tick,

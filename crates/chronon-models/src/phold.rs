@@ -192,7 +192,7 @@ pub struct PholdLp {
 }
 
 /// PHOLD's event carries nothing: its key is all it needs.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct Job;
 
 /// Spins for `us` microseconds of wall time.

@@ -156,7 +156,7 @@ pub struct MeshObject {
 }
 
 /// A job hop; it names the object it came from.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct Hop {
     /// The sender (the object itself for the initial jobs).
     pub from: LpId,

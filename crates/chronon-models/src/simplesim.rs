@@ -161,7 +161,7 @@ impl SimpleSim {
 
 /// A SimpleSim message: 24 bytes whatever the payload's size, which travels as a `BPtr` into
 /// the sender's shared heap (zero copy, also between processes).
-#[derive(Clone, Debug, PartialEq)]
+#[derive(Clone, Debug, PartialEq, serde::Serialize, serde::Deserialize)]
 pub struct Message {
     /// Unique id: sender in the high 32 bits, the sender's message number in the low ones.
     pub id: u64,

@@ -168,6 +168,13 @@ pub mod shm;
 mod sim;
 mod stats;
 mod transport;
+/// Runs over MPI ranks (`mpirun -n R`): detection (always), [`mpi::Mpi`] and the transport
+/// behind the cargo feature `mpi`. See `transport/mpi/README.md`.
+pub mod mpi {
+    pub use crate::transport::mpi::{launched, COMPILED, NOT_COMPILED};
+    #[cfg(feature = "mpi")]
+    pub use crate::transport::mpi::{Mpi, RankSafe};
+}
 
 pub use error::{ModelError, SimError};
 pub use event::{Event, EventKey};

@@ -46,6 +46,40 @@ pub struct Simulation<M: Model> {
         executor::conservative::procs::ProcsFn<M>,
         executor::time_warp::procs::TwProcsFn<M>,
     )>,
+    /// A run over MPI ranks ([`Simulation::ranks`]).
+    #[cfg(feature = "mpi")]
+    ranks: Option<(RanksFn<M>, executor::time_warp::ranks::run::TwRanksFn<M>)>,
+}
+
+/// A conservative run over MPI ranks, instantiated where `M::Event: RankSafe` is known.
+#[cfg(feature = "mpi")]
+type RanksFn<M> = fn(
+    &M,
+    &RunConfig,
+    Protocol,
+    &executor::conservative::ConservativeConfig,
+) -> Result<Report, SimError>;
+
+/// Runs over MPI ranks (cargo feature `mpi`): only for models whose events serialize.
+#[cfg(feature = "mpi")]
+impl<M: Model> Simulation<M>
+where
+    M::Event: crate::mpi::RankSafe,
+{
+    /// Runs the simulation over every rank of the MPI world (this program started by
+    /// `mpirun -n R`), each with the executor's threads (window, lock-step or null messages;
+    /// the LP mapping is over all R × W workers, numbered `rank * W + thread`). Every rank
+    /// builds the same simulation and calls `run`; rank 0's report is the run's (fingerprint,
+    /// committed count and `model_stats` equal the sequential run's), the other ranks get an
+    /// empty report with the same completeness, or the same error. Needs
+    /// [`Mpi::init`](crate::mpi::Mpi::init) first. Events cross ranks through serde (bincode).
+    pub fn ranks(mut self) -> Self {
+        self.ranks = Some((
+            crate::transport::mpi::run::run::<M>,
+            executor::time_warp::ranks::run::run::<M>,
+        ));
+        self
+    }
 }
 
 /// Multi-process runs (Linux): only for models whose events may cross a process boundary.
@@ -160,6 +194,8 @@ impl<M: Model> Simulation<M> {
             memory_limit: None,
             #[cfg(all(target_os = "linux", not(chronon_loom)))]
             procs: None,
+            #[cfg(feature = "mpi")]
+            ranks: None,
         }
     }
 
@@ -234,6 +270,15 @@ impl<M: Model> Simulation<M> {
         if let Some((o, _, _)) = &self.procs {
             return o.procs.max(1) as u64;
         }
+        // Every rank on this machine holds the whole LP table too.
+        #[cfg(feature = "mpi")]
+        if self.ranks.is_some() {
+            return std::env::var("MPI_LOCALNRANKS")
+                .ok()
+                .and_then(|v| v.parse::<u64>().ok())
+                .unwrap_or(1)
+                .max(1);
+        }
         1
     }
 
@@ -291,6 +336,23 @@ impl<M: Model> Simulation<M> {
             ));
         }
         let (name, threads) = (self.executor.name(), self.executor.threads());
+        #[cfg(feature = "mpi")]
+        if let Some((run, run_tw)) = self.ranks {
+            let (protocol, c) = match &self.executor {
+                Executor::Window(c) => (Protocol::Window, c),
+                Executor::NullMessage(c) => (Protocol::NullMessage, c),
+                Executor::Lockstep(c) => (Protocol::Lockstep, c),
+                Executor::TimeWarp { threads } => {
+                    return run_tw(&self.model, &cfg, *threads, &self.time_warp);
+                }
+                Executor::Sequential => {
+                    return Err(SimError::Config(
+                        "a run over MPI ranks needs --sync window, lockstep, null-message or timewarp; got --sync seq".into(),
+                    ))
+                }
+            };
+            return run(&self.model, &cfg, protocol, c);
+        }
         #[cfg(all(target_os = "linux", not(chronon_loom)))]
         if let Some((opts, run, run_tw)) = &self.procs {
             let (protocol, c) = match &self.executor {

@@ -78,7 +78,7 @@ impl NetModel {
 
 /// The body a multicast source's packets share (one shared-heap item per emission, plus one
 /// for its bytes: a nested `BPtr`, which the copy transport copies too).
-#[derive(Debug)]
+#[derive(Debug, serde::Serialize, serde::Deserialize)]
 pub struct Payload {
     /// The emission's number at its source (the body's bytes are its low byte).
     pub seq: u64,
@@ -88,6 +88,8 @@ pub struct Payload {
     pub multicast: bool,
 }
 
+chronon::impl_item_serde!(Payload);
+
 chronon::impl_shm_safe!(Payload {
     seq,
     body,
@@ -95,7 +97,7 @@ chronon::impl_shm_safe!(Payload {
 });
 
 /// A packet.
-#[derive(Clone, Debug)]
+#[derive(Clone, Debug, serde::Serialize, serde::Deserialize)]
 pub struct Packet {
     /// Its source node.
     pub src: NodeId,
@@ -135,7 +137,7 @@ unsafe impl ShmSafe for NetEvent {
 }
 
 /// What nodes receive.
-#[derive(Clone, Debug)]
+#[derive(Clone, Debug, serde::Serialize, serde::Deserialize)]
 pub enum NetEvent {
     /// Source `app` of this node generates its next window of packets.
     Tick {

@@ -24,6 +24,7 @@ mod retstack;
 mod ring;
 pub(crate) mod safe;
 mod segment;
+mod serde_item;
 mod slice;
 
 pub use bptr::BPtr;
@@ -34,6 +35,7 @@ pub use local::{release_thread_heap, set_heap_config, set_thread_gvt, with_threa
 pub use ring::{init_ring, local_ring, ring_bytes, Consumer, Full, Producer, RingRegister};
 pub use safe::ShmSafe;
 pub use segment::{page_size, Segment};
+pub use serde_item::ItemSerde;
 pub use slice::{Bytes, Slice};
 
 #[cfg(all(test, chronon_loom))]

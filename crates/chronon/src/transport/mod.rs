@@ -14,6 +14,7 @@ use crate::event::Event;
 use crate::gsu::{Published, Snapshot};
 use crate::model::Time;
 
+pub(crate) mod mpi;
 #[cfg(all(target_os = "linux", not(chronon_loom)))]
 pub(crate) mod shm;
 pub(crate) mod threads;
@@ -92,4 +93,9 @@ pub(crate) trait Endpoint<E> {
     /// Null messages' global-event rendezvous: every worker arrives; the last one runs `last`
     /// while the others wait, then all leave. `false`: aborted while waiting.
     fn rendezvous(&mut self, last: impl FnOnce(&mut Self)) -> bool;
+
+    /// The transport's own per-worker figures for the report (none by default).
+    fn figures(&self, out: &mut Vec<(&'static str, f64)>) {
+        let _ = out;
+    }
 }

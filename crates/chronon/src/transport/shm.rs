@@ -301,19 +301,6 @@ fn absorb<E: ShmSafe>(
     });
 }
 
-impl<E: ShmSafe> ShmEnd<'_, E> {
-    /// Receives what is left at the end of the run without executing it: the number of
-    /// events still in transit to this worker.
-    pub(crate) fn drain_at_end(&mut self) -> usize {
-        self.receive(&mut (), |_, _| {}, |_| Published::IDLE)
-    }
-
-    /// How many times a send found its ring full after the bounded wait.
-    pub(crate) fn full_retries(&self) -> u64 {
-        self.full_retries
-    }
-}
-
 impl<E: ShmSafe> Endpoint<E> for ShmEnd<'_, E> {
     #[inline]
     fn me(&self) -> usize {
@@ -443,6 +430,10 @@ impl<E: ShmSafe> Endpoint<E> for ShmEnd<'_, E> {
 
     fn aborted(&self) -> bool {
         self.net.control.aborted().is_some()
+    }
+
+    fn figures(&self, out: &mut Vec<(&'static str, f64)>) {
+        out.push(("ring_full_retries", self.full_retries as f64));
     }
 
     fn rendezvous(&mut self, _last: impl FnOnce(&mut Self)) -> bool {

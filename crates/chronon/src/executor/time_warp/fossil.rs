@@ -29,19 +29,7 @@ impl<'s, 'a, M: Model, Q: PendingSet<TwEvent<M::Event>>> Worker<'s, 'a, M, Q> {
             self.hand_in();
         }
         if let Some(g) = sh.gvt.report(self.w, r, local_min) {
-            // The last reporter keeps the round's figures and adjusts the optimism window.
-            let wall = sh.start.elapsed().as_secs_f64();
-            sh.optimism.adjust(g, wall);
-            if let Ok(mut s) = sh.series.lock() {
-                if s.last().is_none_or(|&(t, _)| wall - t >= 1e-3) || g >= sh.end {
-                    s.push((wall, g.min(sh.end)));
-                }
-            }
-            if sh.mem.bounded() && g < sh.end {
-                if let Some(m) = sh.mem.adjust(sh.totals(), wall, sh.record_size) {
-                    sh.fail(SimError::Resource(m));
-                }
-            }
+            sh.after_round(g);
         }
         self.reported = r;
         self.send_min = f64::INFINITY;

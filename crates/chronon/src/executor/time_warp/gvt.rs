@@ -34,6 +34,21 @@ pub(crate) struct GvtRegisters {
     _own: Option<Box<[AtomicU64]>>,
     /// Keeps a shared mapping alive when the words live there.
     _keep: Option<std::sync::Arc<dyn std::any::Any + Send + Sync>>,
+    /// Workers that report in a round (every worker, except over MPI ranks: the rank's own).
+    participants: u64,
+    /// Over MPI ranks (`ranked`): a round is the rank's *local* round (README, "GVT across
+    /// ranks"): workers only ask for one (`wanted`), the rank's driver starts it, its minimum
+    /// goes to `local` instead of `gvt`, and the driver publishes GVT.
+    ranked: Option<Ranked>,
+}
+
+/// The registers' part that only runs over MPI ranks uses.
+#[derive(Debug)]
+struct Ranked {
+    /// Bits of the last local round's minimum.
+    local: AtomicU64,
+    /// A worker asked for a GVT computation since the driver last looked.
+    wanted: AtomicU64,
 }
 
 // Safety: the registers are atomics (shared by reference between threads by design); the
@@ -70,9 +85,26 @@ impl GvtRegisters {
         GvtRegisters {
             words: NonNull::from(&own[0]),
             len: own.len(),
+            participants: own.len() as u64 - REPORTS as u64,
             _own: Some(own),
             _keep: None,
+            ranked: None,
         }
+    }
+
+    #[cfg_attr(not(feature = "mpi"), allow(dead_code))]
+    /// Registers for one MPI rank: `workers` report slots (workers are numbered over every
+    /// rank), of which the `local` ones (this rank's) report in each round; rounds are local
+    /// rounds, started by the rank's driver ([`start_local`](Self::start_local)), and GVT is
+    /// what the driver [`publish`](Self::publish)es.
+    pub(crate) fn ranked(workers: usize, local: usize) -> Self {
+        let mut g = GvtRegisters::new(workers);
+        g.participants = local.max(1) as u64;
+        g.ranked = Some(Ranked {
+            local: AtomicU64::new(f64::INFINITY.to_bits()),
+            wanted: AtomicU64::new(0),
+        });
+        g
     }
 
     /// The bytes the registers of `workers` workers take in a shared segment.
@@ -115,8 +147,10 @@ impl GvtRegisters {
         GvtRegisters {
             words: at.cast(),
             len: REPORTS + workers.max(1),
+            participants: workers.max(1) as u64,
             _own: None,
             _keep: Some(keep),
+            ranked: None,
         }
     }
 
@@ -152,11 +186,52 @@ impl GvtRegisters {
     /// Starts a round unless one is in progress or the last one is not published yet. Returns
     /// whether this call started it.
     pub(crate) fn try_start(&self) -> bool {
+        if let Some(r) = &self.ranked {
+            // Over ranks the driver starts rounds; a worker only asks.
+            // Ordering: a hint; the driver also computes GVT on a timer.
+            r.wanted.store(1, std::sync::atomic::Ordering::Relaxed);
+            return false;
+        }
+        self.start_round()
+    }
+
+    #[cfg_attr(not(feature = "mpi"), allow(dead_code))]
+    /// Over MPI ranks, the rank's driver: whether a worker asked for GVT since the last call.
+    pub(crate) fn take_wanted(&self) -> bool {
+        self.ranked.as_ref().is_some_and(|r| {
+            // Ordering: a hint (see `try_start`).
+            r.wanted.swap(0, std::sync::atomic::Ordering::Relaxed) != 0
+        })
+    }
+
+    #[cfg_attr(not(feature = "mpi"), allow(dead_code))]
+    /// Over MPI ranks, the rank's driver starts a local round (none is in progress); returns
+    /// its number.
+    pub(crate) fn start_local(&self) -> Option<u64> {
+        self.start_round()
+            .then(|| self.word(STATE).load(SeqCst) >> 32)
+    }
+
+    #[cfg_attr(not(feature = "mpi"), allow(dead_code))]
+    /// Over MPI ranks: local round `round`'s minimum, once every worker of the rank reported.
+    pub(crate) fn local_result(&self, round: u64) -> Option<f64> {
+        let r = self.ranked.as_ref()?;
+        (self.word(PUBLISHED).load(SeqCst) >= round).then(|| f64::from_bits(r.local.load(SeqCst)))
+    }
+
+    #[cfg_attr(not(feature = "mpi"), allow(dead_code))]
+    /// Over MPI ranks, the driver publishes GVT `g` (every rank publishes the same; never
+    /// lowers it).
+    pub(crate) fn publish(&self, g: f64) {
+        self.word(GVT).fetch_max(g.to_bits(), SeqCst);
+    }
+
+    fn start_round(&self) -> bool {
         let s = self.word(STATE).load(SeqCst);
         if s & REMAINING != 0 || self.word(PUBLISHED).load(SeqCst) != s >> 32 {
             return false;
         }
-        let next = ((s >> 32) + 1) << 32 | (self.len - REPORTS) as u64;
+        let next = ((s >> 32) + 1) << 32 | self.participants;
         self.word(STATE)
             .compare_exchange(s, next, SeqCst, SeqCst)
             .is_ok()
@@ -182,6 +257,13 @@ impl GvtRegisters {
             .reports()
             .map(|r| f64::from_bits(r.load(SeqCst)))
             .fold(f64::INFINITY, f64::min);
+        if let Some(r) = &self.ranked {
+            // A local round: its minimum is the rank's contribution, not GVT (the slots of
+            // other ranks' workers are never written: they stay +inf).
+            r.local.store(min.to_bits(), SeqCst);
+            self.word(PUBLISHED).store(round, SeqCst);
+            return None;
+        }
         // The GVT never decreases (the proof says the minimum cannot; `fetch_max` keeps a
         // mistake from turning into an uncommit).
         let prev = f64::from_bits(self.word(GVT).fetch_max(min.to_bits(), SeqCst));
@@ -210,6 +292,32 @@ mod tests {
         assert_eq!(g.active_round(), None);
         assert!(g.try_start());
         assert_eq!(g.active_round(), Some(2));
+    }
+
+    #[test]
+    fn a_ranked_round_is_local_and_the_driver_publishes() {
+        // Workers 2 and 3 of 4 live on this rank.
+        let g = GvtRegisters::ranked(4, 2);
+        assert!(!g.try_start(), "workers only ask");
+        assert!(g.take_wanted());
+        assert!(!g.take_wanted());
+        let r = g.start_local().expect("no round in progress");
+        assert_eq!(g.start_local(), None, "one round at a time");
+        assert_eq!(g.active_round(), Some(r));
+        assert_eq!(g.report(3, r, 7.0), None);
+        assert_eq!(g.local_result(r), None);
+        assert_eq!(
+            g.report(2, r, 4.0),
+            None,
+            "the last reporter publishes no GVT"
+        );
+        assert_eq!(g.local_result(r), Some(4.0));
+        assert_eq!(g.gvt(), 0.0);
+        g.publish(3.0);
+        assert_eq!(g.gvt(), 3.0);
+        g.publish(2.0);
+        assert_eq!(g.gvt(), 3.0, "GVT never goes back");
+        assert_eq!(g.active_round(), None);
     }
 }
 

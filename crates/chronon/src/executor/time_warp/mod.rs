@@ -9,6 +9,9 @@
 //! (`global.rs`). Protocols and proofs: README.md.
 
 mod fossil;
+// Used by the MPI transport (feature `mpi`); built and tested without it.
+#[cfg_attr(not(feature = "mpi"), allow(dead_code))]
+mod dgvt;
 mod global;
 mod gvt;
 mod history;
@@ -19,6 +22,8 @@ mod options;
 mod preempt;
 #[cfg(all(target_os = "linux", not(chronon_loom)))]
 pub(crate) mod procs;
+#[cfg(feature = "mpi")]
+pub(crate) mod ranks;
 mod report;
 mod rollback;
 mod setup;

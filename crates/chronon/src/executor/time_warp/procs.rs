@@ -141,6 +141,27 @@ where
     // Safety: `create` initialized the GVT registers at the start of the segment for `n`
     // workers; the Arc keeps it mapped; every child has exited.
     let gvt = unsafe { GvtRegisters::attach_shared(net.base(), n, net.clone()) };
+    let mut report = gather(model, cfg, threads, opts, outs, stats, gvt.rounds());
+    let es = &mut report.executor_stats;
+    es.insert("procs".into(), procs as f64);
+    es.insert("procs_total_s".into(), start.elapsed().as_secs_f64());
+    Ok(report)
+}
+
+/// The one report of a run across parts (processes, or MPI ranks) from the parts' outputs:
+/// fingerprint parts added, counts summed, per-worker figures concatenated, `stats` (computed
+/// in LP order by the caller) as `model_stats`.
+#[allow(clippy::too_many_arguments)]
+pub(super) fn gather<M: Model>(
+    model: &M,
+    cfg: &RunConfig,
+    threads: usize,
+    opts: &TimeWarpOptions,
+    outs: Vec<ChildOut>,
+    stats: crate::model::ModelStats,
+    gvt_rounds: u64,
+) -> Report {
+    let n = outs.len() * threads;
     let mut report = Report::new("timewarp", threads, cfg.queue.name(), cfg.lps, cfg.end);
     let mut fingerprint = 0u64;
     let mut wall = 0f64;
@@ -174,25 +195,23 @@ where
         es.insert(k.to_string(), sum(k));
     }
     totals_from_workers(&mut es, &report.workers, report.rolled_back);
-    es.insert("gvt_rounds".into(), gvt.rounds() as f64);
+    es.insert("gvt_rounds".into(), gvt_rounds as f64);
     let reverse = match opts.state_saving {
         StateSaving::Copy => false,
         StateSaving::Reverse => true,
         StateSaving::Auto => model.has_reverse(),
     };
     es.insert("reverse_computation".into(), f64::from(u8::from(reverse)));
-    es.insert("procs".into(), procs as f64);
     es.insert("workers_total".into(), n as f64);
-    es.insert("procs_total_s".into(), start.elapsed().as_secs_f64());
-    // The worker processes' peak resident sets, summed (the parent's own is the CLI's
-    // `peak_rss_bytes`).
+    // The worker processes' (ranks') peak resident sets, summed (the parent's own is the
+    // CLI's `peak_rss_bytes`).
     es.insert("workers_peak_rss_bytes".into(), peak_rss as f64);
     report.executor_stats.extend(es);
     report.fingerprint = Fingerprint(fingerprint);
     cfg.progress.set_now(report.last_time);
     report.model_stats = stats;
     report.set_wall(wall);
-    Ok(report)
+    report
 }
 
 // ---------------------------------------------------------------- child
@@ -252,8 +271,39 @@ where
     if results.iter().any(|r| !r.4) && control.aborted().is_some() {
         return Err(SimError::Process(ABORTED.into()));
     }
-    let mut counters = init_counters;
-    let mut pending = sh.wires.procs().map_or(0, |net| net.unsent());
+    let pending = sh.wires.procs().map_or(0, |net| net.unsent());
+    part_out(
+        model,
+        cfg,
+        &sh,
+        results,
+        init_counters,
+        pending,
+        base,
+        (report.init_s, wall_s),
+        states,
+        saving,
+    )
+}
+
+/// A part's (process's, rank's) output once its workers stopped: its LPs' fingerprint part and
+/// committed count, committed counters (with `counters`, what `init` moved and the part
+/// counts), pending events (`pending` plus each worker's leftovers), per-worker figures, the
+/// operations `Model::finish` made per LP; `states` gets its LPs' final states.
+#[allow(clippy::too_many_arguments)]
+pub(super) fn part_out<M: Model, Q: PendingSet<TwEvent<M::Event>>>(
+    model: &M,
+    cfg: &RunConfig,
+    sh: &super::shared::Shared<'_, M>,
+    results: Vec<super::setup::WorkerResult<M, Q>>,
+    counters: Vec<i64>,
+    mut pending: u64,
+    base: usize,
+    (init_s, wall_s): (f64, f64),
+    states: &mut Vec<Option<M::State>>,
+    saving: super::shared::Saving,
+) -> Result<ChildOut, SimError> {
+    let mut counters = counters;
     let mut complete = true;
     let mut workers = Vec::with_capacity(results.len());
     let mut last_time = 0f64;
@@ -302,7 +352,7 @@ where
         tmc_left: 0,
         stopped: !complete,
         last_time,
-        init_s: report.init_s,
+        init_s,
         wall_s,
         peak_rss: peak_rss_bytes(),
         counters,

@@ -124,6 +124,23 @@ impl<M: Model> Shared<'_, M> {
         self.wires.abort_others();
     }
 
+    /// Whoever published GVT `g` (the last reporter of a round; over MPI ranks, the rank's
+    /// driver) keeps the round's figures and adjusts the optimism window and the memory cap.
+    pub(super) fn after_round(&self, g: Time) {
+        let wall = self.start.elapsed().as_secs_f64();
+        self.optimism.adjust(g, wall);
+        if let Ok(mut s) = self.series.lock() {
+            if s.last().is_none_or(|&(t, _)| wall - t >= 1e-3) || g >= self.end {
+                s.push((wall, g.min(self.end)));
+            }
+        }
+        if self.mem.bounded() && g < self.end {
+            if let Some(m) = self.mem.adjust(self.totals(), wall, self.record_size) {
+                self.fail(SimError::Resource(m));
+            }
+        }
+    }
+
     /// The worker that owns LP `lp`.
     #[inline(always)]
     pub(super) fn owner_of(&self, lp: LpId) -> usize {

@@ -41,6 +41,9 @@ pub(super) struct Wires<P> {
     pools: Vec<BatchPool<Msg<P>>>,
     #[cfg(all(target_os = "linux", not(chronon_loom)))]
     procs: Option<ShmWires<P>>,
+    /// Over MPI ranks: the workers of this rank, and what goes to other ranks (ranks/).
+    #[cfg(feature = "mpi")]
+    ranks: Option<super::ranks::RankWires<P>>,
 }
 
 impl<P: Send + 'static> Wires<P> {
@@ -50,6 +53,33 @@ impl<P: Send + 'static> Wires<P> {
             pools: (0..workers).map(|_| BatchPool::new()).collect(),
             #[cfg(all(target_os = "linux", not(chronon_loom)))]
             procs: None,
+            #[cfg(feature = "mpi")]
+            ranks: None,
+        }
+    }
+
+    /// Over MPI ranks: mailboxes and pools as with threads (only this rank's workers' are
+    /// used), and a flush to another rank's worker goes to the rank's driver.
+    #[cfg(feature = "mpi")]
+    pub(super) fn over_ranks(workers: usize, mine: std::ops::Range<usize>) -> Self {
+        let mut w = Wires::new(workers);
+        w.ranks = Some(super::ranks::RankWires::new(mine));
+        w
+    }
+
+    /// The part only a run over MPI ranks has.
+    #[cfg(feature = "mpi")]
+    pub(super) fn ranks(&self) -> Option<&super::ranks::RankWires<P>> {
+        self.ranks.as_ref()
+    }
+
+    /// Gives an emptied batch back to its sender's pool (the rank driver, once it serialized
+    /// a batch for another rank).
+    #[cfg(feature = "mpi")]
+    pub(super) fn give_back(&self, b: Batch<Msg<P>>) {
+        match b.owner() {
+            Some(o) => self.pools[o].give_back(b),
+            None => drop(b),
         }
     }
 
@@ -60,6 +90,8 @@ impl<P: Send + 'static> Wires<P> {
             boxes: Vec::new(),
             pools: Vec::new(),
             procs: Some(procs),
+            #[cfg(feature = "mpi")]
+            ranks: None,
         }
     }
 
@@ -195,6 +227,13 @@ impl<P: Send + 'static> Endpoint<P> {
             if let Some(b) = self.outbox[o].take() {
                 for m in b.items() {
                     min = min.min(m.key().time);
+                }
+                #[cfg(feature = "mpi")]
+                if let Some(r) = wires.ranks.as_ref().filter(|r| !r.is_local(o)) {
+                    // For another rank: the driver sends it (ranks/driver.rs). For rule R2
+                    // this counts as pushed (README, "GVT across ranks", D3).
+                    r.hand_over(b);
+                    continue;
                 }
                 wires.boxes[o].push_batch_node(b);
             }

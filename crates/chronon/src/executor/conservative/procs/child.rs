@@ -98,29 +98,8 @@ pub(crate) fn child_main<M: Model>(
     // closes the pipe.
     let mut requests = std::fs::File::from(requests);
     while let Some(req) = read_msg(&mut requests) {
-        let mut r = Reader::new(&req);
-        let reply = match (r.u64(), get_stats(&mut r)) {
-            (Some(lp), Some(mut stats)) if states.get(lp as usize).is_some_and(Option::is_some) => {
-                let lp = lp as LpId;
-                let Some(state) = &states[lp as usize] else {
-                    std::process::exit(3)
-                };
-                let mut w = Writer::default();
-                match guard("Model::finish", Some(lp), || {
-                    model.finish(lp, state, &mut stats)
-                }) {
-                    Ok(()) => {
-                        w.u64(0);
-                        put_stats(&mut w, &stats);
-                    }
-                    Err(e) => {
-                        w.u64(1);
-                        w.str(&e.to_string());
-                    }
-                }
-                w.0
-            }
-            _ => std::process::exit(3),
+        let Some(reply) = serve_finish(model, &states, &req) else {
+            std::process::exit(3)
         };
         if write_msg(&mut pipe, &reply).is_err() {
             std::process::exit(3)
@@ -128,6 +107,34 @@ pub(crate) fn child_main<M: Model>(
     }
     drop(states);
     check_heaps_at_exit(w.index)
+}
+
+/// Answers one `Model::finish` request (an LP of this part and the figures so far): runs
+/// `finish` for that LP on them and returns the figures after it, or its error. `None`: the
+/// request is malformed or names an LP this part does not hold.
+pub(crate) fn serve_finish<M: Model>(
+    model: &M,
+    states: &[Option<M::State>],
+    req: &[u8],
+) -> Option<Vec<u8>> {
+    let mut r = Reader::new(req);
+    let (lp, mut stats) = (r.u64()?, get_stats(&mut r)?);
+    let state = states.get(usize::try_from(lp).ok()?)?.as_ref()?;
+    let lp = lp as LpId;
+    let mut w = Writer::default();
+    match guard("Model::finish", Some(lp), || {
+        model.finish(lp, state, &mut stats)
+    }) {
+        Ok(()) => {
+            w.u64(0);
+            put_stats(&mut w, &stats);
+        }
+        Err(e) => {
+            w.u64(1);
+            w.str(&e.to_string());
+        }
+    }
+    Some(w.0)
 }
 
 /// Every item of this process's shared heaps must come back once every process has dropped
@@ -194,6 +201,30 @@ where
         .map_err(io_error("worker process: the rings segment"))?;
     let net = ShmNet::attach::<M::Event>(seg, control.clone(), n, p as u32, copy)
         .map_err(io_error("worker process: the rings segment"))?;
+    run_part::<M, Q, _>(model, cfg, protocol, cc, (p, procs), states, &|g| {
+        net.endpoint::<M::Event>(g)
+    })
+}
+
+/// One part of a run across parts (a worker process of `--procs`, or a rank of an MPI run):
+/// `part = (p, parts)`; its workers are `p * W + t`. Builds every LP (deterministic: the same
+/// states, streams and initial events in every part), keeps its own workers' initial events,
+/// runs its workers (each over the endpoint `endpoint(its number)` makes, inside its thread;
+/// each publishes its first key and passes a start barrier before any runs: G0 across parts,
+/// so a transport's registers need no seeding), passes the end barriers (drain, TMC check), and returns its
+/// report; `states` gets its own LPs' final states (for `Model::finish` requests).
+#[allow(clippy::too_many_arguments)]
+pub(crate) fn run_part<M: Model, Q: PendingSet<Event<M::Event>>, X: Endpoint<M::Event>>(
+    model: &M,
+    cfg: &RunConfig,
+    protocol: Protocol,
+    cc: &ConservativeConfig,
+    part: (usize, usize),
+    states: &mut Vec<Option<M::State>>,
+    endpoint: &(dyn Fn(usize) -> X + Sync),
+) -> Result<ChildOut, SimError> {
+    let (p, threads) = (part.0, cc.threads);
+    let n = part.1 * threads;
     let owner = cc.mapping.owners(cfg.lps, n).map_err(SimError::Config)?;
     let links = Links::new(model, cfg.lps)?;
     let (worker_la, link_la) = worker_lookaheads(&links, &owner, n);
@@ -250,9 +281,9 @@ where
             .into_iter()
             .enumerate()
             .map(|(k, q)| {
-                let (shared, net, first) = (&shared, &net, first[k]);
+                let (shared, first) = (&shared, first[k]);
                 s.spawn(move || {
-                    let mut ep = net.endpoint::<M::Event>(base + k);
+                    let mut ep = endpoint(base + k);
                     // G0 across processes: every worker's first event is published before
                     // any worker runs (the start barrier).
                     ep.publish(&Published {
@@ -278,7 +309,8 @@ where
                     // must all be back to 0 (G2).
                     let (mut left, mut tmc) = (0, 0);
                     if started && worker.ep.barrier() {
-                        left = worker.ep.drain_at_end();
+                        // What is left for this worker, received without running it.
+                        left = worker.ep.receive(&mut (), |_, _| {}, |_| Published::IDLE);
                         if worker.ep.barrier() {
                             if base + k == 0 {
                                 let mut snap = Snapshot::default();
@@ -291,8 +323,7 @@ where
                     } else {
                         r.stopped = true;
                     }
-                    r.extra
-                        .push(("ring_full_retries", worker.ep.full_retries() as f64));
+                    worker.ep.figures(&mut r.extra);
                     (r, left, tmc)
                 })
             })

@@ -31,9 +31,12 @@ mod child;
 mod parent;
 mod report;
 
-pub(crate) use child::{child_main, finish_ops, peak_rss_bytes};
-pub(crate) use parent::parent_run;
-pub(crate) use report::ChildOut;
+#[cfg_attr(not(feature = "mpi"), allow(unused_imports))]
+pub(crate) use child::{child_main, finish_ops, peak_rss_bytes, run_part, serve_finish};
+#[cfg_attr(not(feature = "mpi"), allow(unused_imports))]
+pub(crate) use parent::{coordinate, first_error, gather, parent_run, Parts};
+#[cfg_attr(not(feature = "mpi"), allow(unused_imports))]
+pub(crate) use report::{decode, encode, ChildOut};
 
 use std::ffi::OsString;
 
@@ -103,7 +106,7 @@ where
 }
 
 /// What a multi-process run cannot do (yet), before anything starts.
-fn check<M: Model>(
+pub(crate) fn check<M: Model>(
     model: &M,
     protocol: Protocol,
     cc: &ConservativeConfig,
@@ -157,7 +160,12 @@ fn check<M: Model>(
     Ok(())
 }
 
-fn signature(cfg: &RunConfig, protocol: Protocol, cc: &ConservativeConfig, procs: usize) -> String {
+pub(crate) fn signature(
+    cfg: &RunConfig,
+    protocol: Protocol,
+    cc: &ConservativeConfig,
+    procs: usize,
+) -> String {
     format!(
         "lps={} end={:x} seed={} queue={} sync={} threads={} procs={} mapping={:?}",
         cfg.lps,

@@ -89,9 +89,11 @@ pub(crate) fn parent_run<M: Model>(
         // pipes so the children exit. It never blocks forever: once every child is gone and
         // our own write ends are closed (`launch` returns), every read ends.
         let coordinator = s.spawn(|| {
-            let mut readers = results_r;
-            let mut requests = requests_w;
-            coordinate(model, cfg, owner, threads, &mut readers, &mut requests)
+            let mut pipes = Pipes {
+                readers: results_r,
+                requests: requests_w,
+            };
+            coordinate(model, cfg, owner, threads, &mut pipes)
         });
         let launched = launch(procs, args, control, net, &dir, sig, results_w, requests_r);
         (launched, coordinator.join().unwrap_or(None))
@@ -104,11 +106,19 @@ pub(crate) fn parent_run<M: Model>(
             "a worker process exited without a readable report".into(),
         ));
     };
-    // The error of the earliest (time, LP) wins, as with threads (errors without a time, such
-    // as configuration errors, rank last; "stopped by another process", which only Time Warp
-    // children report, only when nothing better is known).
+    if let Some(e) = first_error(&mut outs) {
+        return Err(e);
+    }
+    Ok((outs, stats?))
+}
+
+/// Takes every part's error out of `outs` and returns the one that wins: the error of the
+/// earliest (time, LP), as with threads (errors without a time, such as configuration errors,
+/// rank last; "stopped by another process", which only Time Warp children report, only when
+/// nothing better is known).
+pub(crate) fn first_error(outs: &mut [ChildOut]) -> Option<SimError> {
     let mut error: Option<SimError> = None;
-    for o in &mut outs {
+    for o in outs {
         if let Err(e) = std::mem::replace(&mut o.result, Ok(())) {
             error = Some(match error {
                 None => e,
@@ -116,10 +126,43 @@ pub(crate) fn parent_run<M: Model>(
             });
         }
     }
-    if let Some(e) = error {
-        return Err(e);
+    error
+}
+
+/// How the coordinator reaches the parts of a run: each part's report, then its replies to
+/// `Model::finish` requests.
+pub(crate) trait Parts {
+    /// The next message from part `p`; `None`: it is gone.
+    fn read(&mut self, p: usize) -> Option<Vec<u8>>;
+    /// A finish request to part `p`; `false`: it is gone.
+    fn write(&mut self, p: usize, bytes: &[u8]) -> bool;
+    /// No more requests: every part may stop serving.
+    fn close(&mut self);
+    /// The number of parts.
+    fn count(&self) -> usize;
+}
+
+/// Worker processes' pipes.
+struct Pipes {
+    readers: Vec<std::fs::File>,
+    requests: Vec<std::fs::File>,
+}
+
+impl Parts for Pipes {
+    fn read(&mut self, p: usize) -> Option<Vec<u8>> {
+        read_msg(&mut self.readers[p])
     }
-    Ok((outs, stats?))
+    fn write(&mut self, p: usize, bytes: &[u8]) -> bool {
+        self.requests
+            .get_mut(p)
+            .is_some_and(|w| write_msg(w, bytes).is_ok())
+    }
+    fn close(&mut self) {
+        self.requests.clear();
+    }
+    fn count(&self) -> usize {
+        self.readers.len()
+    }
 }
 
 /// Starts the children with the segments and their pipe ends, waits for them all, and closes
@@ -180,20 +223,19 @@ pub(super) fn write_msg(w: &mut impl Write, bytes: &[u8]) -> std::io::Result<()>
 /// figures, run by that process on the figures so far (one request per such LP). `None`: a
 /// child's report could not be read (it died; the launcher says which).
 #[allow(clippy::type_complexity)]
-fn coordinate<M: Model>(
+pub(crate) fn coordinate<M: Model>(
     model: &M,
     cfg: &RunConfig,
     owner: &[u32],
     threads: usize,
-    readers: &mut [std::fs::File],
-    requests: &mut Vec<std::fs::File>,
+    parts: &mut impl Parts,
 ) -> Option<(Vec<ChildOut>, Result<ModelStats, SimError>)> {
-    let mut outs = Vec::with_capacity(readers.len());
-    for r in readers.iter_mut() {
-        outs.push(decode(&read_msg(r)?)?);
+    let mut outs = Vec::with_capacity(parts.count());
+    for p in 0..parts.count() {
+        outs.push(decode(&parts.read(p)?)?);
     }
     if outs.iter().any(|o| o.result.is_err()) {
-        requests.clear();
+        parts.close();
         return Some((outs, Ok(ModelStats::default())));
     }
     let names = model.counter_names();
@@ -219,23 +261,23 @@ fn coordinate<M: Model>(
                 let mut w = Writer::default();
                 w.u64(lp as u64);
                 put_stats(&mut w, &stats);
-                if write_msg(&mut requests[p], &w.0).is_err() {
+                if !parts.write(p, &w.0) {
                     return None;
                 }
-                let reply = read_msg(&mut readers[p])?;
+                let reply = parts.read(p)?;
                 let mut r = Reader::new(&reply);
                 match r.u64()? {
                     0 => stats = get_stats(&mut r)?,
                     _ => {
                         let e = SimError::Process(r.str()?);
-                        requests.clear();
+                        parts.close();
                         return Some((outs, Err(e)));
                     }
                 }
             }
         }
     }
-    requests.clear();
+    parts.close();
     Some((outs, Ok(stats)))
 }
 
@@ -258,7 +300,7 @@ fn earlier(a: SimError, b: SimError) -> SimError {
     }
 }
 
-fn gather(
+pub(crate) fn gather(
     cfg: &RunConfig,
     protocol: Protocol,
     cc: &ConservativeConfig,

@@ -72,7 +72,7 @@ pub(super) fn get_stats(r: &mut Reader<'_>) -> Option<ModelStats> {
     Some(stats)
 }
 
-pub(super) fn encode(o: &ChildOut) -> Vec<u8> {
+pub(crate) fn encode(o: &ChildOut) -> Vec<u8> {
     let mut w = Writer::default();
     match &o.result {
         Ok(()) => w.u64(0),
@@ -129,7 +129,7 @@ pub(super) fn encode(o: &ChildOut) -> Vec<u8> {
     w.0
 }
 
-pub(super) fn decode(b: &[u8]) -> Option<ChildOut> {
+pub(crate) fn decode(b: &[u8]) -> Option<ChildOut> {
     let mut r = Reader::new(b);
     let result = match r.u64()? {
         0 => Ok(()),

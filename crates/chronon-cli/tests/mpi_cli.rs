@@ -1,0 +1,325 @@
+//! The real binary under `mpirun` (a build with `--features mpi`; MPICH's `mpirun` on the
+//! PATH): every shipped model × window, lock-step, null messages × 1–3 ranks × 1–2 threads
+//! commits the sequential history (fingerprint, committed count, `model_stats`, pending events,
+//! last time); rank 0 writes the one report with per-rank transport figures; bad input under
+//! mpirun is one line from rank 0 and every rank exits non-zero; a handler panic on one rank
+//! and a rank killed with `kill -9` end the run on every rank within seconds, leaving nothing
+//! running.
+#![cfg(feature = "mpi")]
+
+mod common;
+
+use std::process::{Command, Stdio};
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::time::{Duration, Instant};
+
+const BIN: &str = env!("CARGO_BIN_EXE_chronon");
+
+/// `mpirun -n ranks chronon args...` under a 60 s timeout: (exit code, stdout, stderr).
+fn mpirun(ranks: usize, args: &[&str]) -> (i32, String, String) {
+    let out = Command::new("timeout")
+        .args(["60", "mpirun", "-n", &ranks.to_string(), BIN])
+        .args(args)
+        .output()
+        .expect("mpirun runs (install mpich)");
+    (
+        out.status.code().unwrap_or(-1),
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
+}
+
+fn tmp(tag: &str) -> String {
+    static N: AtomicUsize = AtomicUsize::new(0);
+    std::env::temp_dir()
+        .join(format!(
+            "chronon-mpi-{tag}-{}-{}.json",
+            std::process::id(),
+            N.fetch_add(1, Ordering::SeqCst)
+        ))
+        .to_string_lossy()
+        .into_owned()
+}
+
+/// The report of `args` (run directly when `ranks` is `None`, else under mpirun).
+fn report(ranks: Option<usize>, args: &[&str]) -> serde_json::Value {
+    let path = tmp("report");
+    let mut all = args.to_vec();
+    all.extend(["--output", &path]);
+    let (code, stdout, stderr) = match ranks {
+        None => common::chronon(&all),
+        Some(r) => mpirun(r, &all),
+    };
+    assert_eq!(code, 0, "{ranks:?} {args:?}: {stdout}{stderr}");
+    let text = std::fs::read_to_string(&path).unwrap();
+    let _ = std::fs::remove_file(&path);
+    serde_json::from_str(&text).unwrap()
+}
+
+fn history(r: &serde_json::Value) -> serde_json::Value {
+    serde_json::json!({
+        "fingerprint": r["fingerprint"],
+        "committed": r["committed"],
+        "model_stats": r["model_stats"],
+        "pending_at_end": r["pending_at_end"],
+        "last_time": r["last_time"],
+        "complete": r["complete"],
+    })
+}
+
+/// `model` over 1–3 ranks × 1–2 threads × every conservative protocol equals its sequential
+/// run; the report has one record per worker and the transport figures per rank.
+fn differential(model: &[&str]) {
+    differential_with(model, &[]);
+}
+
+/// [`differential`] with `extra` flags for the parallel runs only (such as `--mapping`).
+fn differential_with(model: &[&str], extra: &[&str]) {
+    let seq = history(&report(None, model));
+    assert!(
+        seq["committed"].as_u64().unwrap() > 0,
+        "{model:?}: an empty run tests nothing"
+    );
+    for sync in ["window", "lockstep", "null-message"] {
+        for ranks in [1usize, 2, 3] {
+            for threads in ["1", "2"] {
+                let r_s = ranks.to_string();
+                let mut args = model.to_vec();
+                args.extend(["--sync", sync, "--threads", threads, "--ranks", &r_s]);
+                args.extend(extra);
+                let r = report(Some(ranks), &args);
+                assert_eq!(history(&r), seq, "mpirun -n {ranks} {args:?}");
+                assert_eq!(r["executor_stats"]["ranks"].as_f64(), Some(ranks as f64));
+                let workers = r["workers"].as_array().unwrap();
+                let t: usize = threads.parse().unwrap();
+                assert_eq!(workers.len(), ranks * t, "{args:?}");
+                for k in 0..ranks {
+                    let first = &workers[k * t];
+                    assert_eq!(first["rank"].as_f64(), Some(k as f64), "{args:?}");
+                    assert!(first["mpi_collectives"].as_f64().unwrap() > 0.0, "{args:?}");
+                }
+                if ranks > 1 {
+                    let sent: f64 = workers
+                        .iter()
+                        .filter_map(|w| w["mpi_batches_sent"].as_f64())
+                        .sum();
+                    assert!(sent > 0.0, "{args:?}: no batch crossed ranks");
+                }
+            }
+        }
+    }
+}
+
+#[test]
+fn phold_over_ranks_commits_the_sequential_history() {
+    differential(&[
+        "run",
+        "phold",
+        "--lps",
+        "24",
+        "--start-events",
+        "2",
+        "--end",
+        "15",
+    ]);
+}
+
+#[test]
+fn phold_phases_pcs_and_manufacturing_over_ranks() {
+    differential(&["run", "phold-phases", "--end", "4"]);
+    differential(&["run", "pcs", "--end", "0.5"]);
+    differential(&["run", "manufacturing", "--end", "40"]);
+}
+
+/// The random model: zero-lookahead links refused under null messages are avoided by its
+/// defaults; several seeds and the round-robin mapping.
+#[test]
+fn random_models_over_ranks() {
+    for seed in ["1", "2"] {
+        differential(&["run", "random", "--end", "20", "--seed", seed]);
+    }
+    differential_with(
+        &["run", "random", "--end", "20"],
+        &["--mapping", "round-robin"],
+    );
+}
+
+/// `BPtr` payloads cross ranks by value (serde of the item; a copy in the receiver's heap),
+/// nested ones too (star-clique's packet bodies).
+#[test]
+fn shared_heap_payload_models_over_ranks() {
+    differential(&[
+        "run",
+        "simplesim",
+        "--lps",
+        "6",
+        "--queue-bound",
+        "20",
+        "--payload-bytes",
+        "600",
+        "--touch",
+        "write",
+        "--end",
+        "60",
+    ]);
+    differential(&["run", "datastore", "--nodes", "6", "--end", "1"]);
+    differential(&["run", "star-clique", "--stars", "3", "--end", "2"]);
+}
+
+#[test]
+fn campus_over_ranks() {
+    differential(&["run", "campus", "--end", "0.1"]);
+}
+
+/// Bad input under mpirun: one line, from rank 0 only; every rank exits non-zero (mpirun
+/// returns it); nothing hangs.
+#[test]
+fn bad_input_under_mpirun_is_one_line_from_rank_0() {
+    let cases: &[(&[&str], &str)] = &[
+        (&["--sync", "seq"], "needs --sync window"),
+        (
+            &["--sync", "window", "--ranks", "3"],
+            "--ranks 3 but mpirun started 2",
+        ),
+        (&["--sync", "window", "--lps", "0"], "lps is 0"),
+        (&["--sync", "window", "--procs", "2"], "do not mix"),
+        (&["--sync", "window", "--threads", "0"], "at least 1"),
+        (
+            &["--sync", "window", "--dedicated", "0.5"],
+            "load balancing",
+        ),
+    ];
+    for (extra, says) in cases {
+        let mut args = vec!["run", "phold", "--end", "5"];
+        args.extend(*extra);
+        let t0 = Instant::now();
+        let (code, stdout, stderr) = mpirun(2, &args);
+        assert_ne!(code, 0, "{args:?}");
+        assert_ne!(code, 124, "{args:?}: timed out");
+        assert!(stdout.is_empty(), "{args:?}: {stdout}");
+        assert_eq!(stderr.trim_end().lines().count(), 1, "{args:?}: {stderr}");
+        assert!(stderr.contains(says), "{args:?}: {stderr}");
+        assert!(t0.elapsed() < Duration::from_secs(30), "{args:?}");
+    }
+}
+
+/// A handler that panics on one rank (LP 1 lives on rank 0 with the block mapping; with
+/// round-robin over 3 ranks × 2 threads on rank 0 too; LP 1 at time 3 either way) ends the run
+/// on every rank, with the one line naming the LP, the time and the rank.
+#[test]
+fn a_panicking_handler_on_one_rank_ends_the_run_everywhere() {
+    for sync in ["window", "lockstep", "null-message"] {
+        for threads in ["1", "2"] {
+            let args = [
+                "run",
+                "faulty",
+                "--fault",
+                "panic",
+                "--lps",
+                "12",
+                "--sync",
+                sync,
+                "--threads",
+                threads,
+            ];
+            let t0 = Instant::now();
+            let (code, stdout, stderr) = mpirun(3, &args);
+            assert_eq!(code, 1, "{args:?}: {stdout}{stderr}");
+            assert_eq!(stderr.trim_end().lines().count(), 1, "{args:?}: {stderr}");
+            assert!(
+                stderr.contains("LP 1 at time 3") && stderr.contains("on rank 0"),
+                "{args:?}: {stderr}"
+            );
+            assert!(t0.elapsed() < Duration::from_secs(20), "{args:?}");
+        }
+    }
+}
+
+/// The pids of processes whose command line contains `marker`.
+fn pids_with(marker: &str) -> Vec<u32> {
+    let mut v = Vec::new();
+    for e in std::fs::read_dir("/proc").unwrap().flatten() {
+        let Ok(pid) = e.file_name().to_string_lossy().parse::<u32>() else {
+            continue;
+        };
+        let Ok(cmd) = std::fs::read(format!("/proc/{pid}/cmdline")) else {
+            continue;
+        };
+        let cmd = String::from_utf8_lossy(&cmd).replace('\0', " ");
+        if cmd.starts_with(BIN) && cmd.contains(marker) {
+            v.push(pid);
+        }
+    }
+    v
+}
+
+/// `kill -9` of one rank ends the run on every rank within seconds: mpirun exits non-zero and
+/// names the process and the signal; no rank is left running.
+#[test]
+fn a_killed_rank_ends_the_run_everywhere() {
+    for sync in ["window", "null-message"] {
+        let seed = format!("{}", 900_000 + std::process::id() % 1000);
+        let child = Command::new("timeout")
+            .args(["60", "mpirun", "-n", "3", BIN])
+            .args([
+                "run",
+                "phold",
+                "--lps",
+                "300",
+                "--end",
+                "1e9",
+                "--seed",
+                &seed,
+                "--sync",
+                sync,
+                "--threads",
+                "1",
+            ])
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        let marker = format!("--seed {seed}");
+        let t0 = Instant::now();
+        let pids = loop {
+            let p = pids_with(&marker);
+            if p.len() == 3 || t0.elapsed() > Duration::from_secs(20) {
+                break p;
+            }
+            std::thread::sleep(Duration::from_millis(50));
+        };
+        assert_eq!(pids.len(), 3, "{sync}: three ranks should be running");
+        // Let the run get going, then kill one rank.
+        std::thread::sleep(Duration::from_millis(500));
+        let victim = pids[1];
+        assert!(Command::new("kill")
+            .args(["-9", &victim.to_string()])
+            .status()
+            .unwrap()
+            .success());
+        let killed = Instant::now();
+        let out = child.wait_with_output().unwrap();
+        let took = killed.elapsed();
+        // Hydra's report of the dead rank goes to stdout.
+        let stderr = format!(
+            "{}{}",
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr)
+        );
+        assert!(
+            took < Duration::from_secs(10),
+            "{sync}: the run took {took:?} to end"
+        );
+        assert!(!out.status.success(), "{sync}: {stderr}");
+        assert_ne!(out.status.code(), Some(124), "{sync}: timed out");
+        assert!(
+            stderr.contains("EXIT CODE: 9") || stderr.contains("signal 9"),
+            "{sync}: {stderr}"
+        );
+        std::thread::sleep(Duration::from_millis(200));
+        assert!(
+            pids_with(&marker).is_empty(),
+            "{sync}: a rank is still running"
+        );
+    }
+}

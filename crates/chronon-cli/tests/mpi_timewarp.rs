@@ -1,0 +1,339 @@
+//! Time Warp over MPI ranks, with the real binary under `mpirun -n R` (the `mpi` feature;
+//! needs MPICH's `mpirun` on the PATH): every shipped model × ranks 1–3 (star-clique 1–2) ×
+//! threads 1–2 commits the sequential history (fingerprint, committed count, `model_stats`,
+//! pending events, last time); copy and reverse state saving; a zero-lookahead, mostly-remote
+//! PHOLD whose rollbacks and anti-messages cross ranks; a handler panic on one rank ends the
+//! run on every rank with one line (the in-process line); what does not run over ranks is
+//! refused in one line. Every `mpirun` is bounded by `timeout`, so a hang fails, not blocks.
+#![cfg(feature = "mpi")]
+
+mod common;
+
+use std::process::Command;
+use std::sync::atomic::{AtomicUsize, Ordering};
+
+use common::chronon;
+
+/// Runs `chronon args --ranks R` on `ranks` ranks (at most 60 s): (exit code, stdout,
+/// stderr). `--ranks` makes a 1-rank `mpirun` a run over MPI too.
+fn mpirun(ranks: usize, args: &[&str]) -> (i32, String, String) {
+    let r = ranks.to_string();
+    let out = Command::new("timeout")
+        .args(["60", "mpirun", "-n", &r])
+        .arg(env!("CARGO_BIN_EXE_chronon"))
+        .args(args)
+        .args(["--ranks", &r])
+        .output()
+        .expect("timeout and mpirun run");
+    (
+        out.status.code().unwrap_or(-1),
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
+}
+
+fn out_path() -> String {
+    static N: AtomicUsize = AtomicUsize::new(0);
+    std::env::temp_dir()
+        .join(format!(
+            "chronon-mpitw-{}-{}.json",
+            std::process::id(),
+            N.fetch_add(1, Ordering::SeqCst)
+        ))
+        .to_str()
+        .unwrap()
+        .to_string()
+}
+
+fn read_report(path: &str) -> serde_json::Value {
+    let text = std::fs::read_to_string(path).unwrap();
+    let _ = std::fs::remove_file(path);
+    serde_json::from_str(&text).unwrap()
+}
+
+/// The report of `args` in one process (no mpirun).
+fn report(args: &[&str]) -> serde_json::Value {
+    let p = out_path();
+    let mut all = args.to_vec();
+    all.extend(["--output", &p]);
+    let (code, stdout, stderr) = chronon(&all);
+    assert_eq!(code, 0, "{args:?}: {stdout}{stderr}");
+    read_report(&p)
+}
+
+/// The report of `args` on `ranks` ranks (rank 0 writes it).
+fn ranks_report(ranks: usize, args: &[&str]) -> serde_json::Value {
+    let p = out_path();
+    let mut all = args.to_vec();
+    all.extend(["--output", &p]);
+    let (code, stdout, stderr) = mpirun(ranks, &all);
+    assert_eq!(code, 0, "{ranks} ranks {args:?}: {stdout}{stderr}");
+    read_report(&p)
+}
+
+/// What must equal the sequential run's.
+fn history(r: &serde_json::Value) -> serde_json::Value {
+    serde_json::json!({
+        "fingerprint": r["fingerprint"],
+        "committed": r["committed"],
+        "model_stats": r["model_stats"],
+        "pending_at_end": r["pending_at_end"],
+        "last_time": r["last_time"],
+        "complete": r["complete"],
+    })
+}
+
+/// A per-worker figure summed over the report's workers.
+fn sum(r: &serde_json::Value, key: &str) -> f64 {
+    r["workers"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(|w| w[key].as_f64())
+        .sum()
+}
+
+/// `model` under Time Warp on 1–3 ranks × 1–2 threads with `extra` options equals the
+/// sequential run; returns the events rolled back in all those runs.
+fn differential(model: &[&str], extra: &[&str]) -> f64 {
+    differential_on(model, extra, &[1, 2, 3])
+}
+
+/// [`differential`] on the given rank counts.
+fn differential_on(model: &[&str], extra: &[&str], rank_counts: &[usize]) -> f64 {
+    let seq = history(&report(model));
+    assert!(
+        seq["committed"].as_u64().unwrap() > 0,
+        "{model:?}: an empty run tests nothing"
+    );
+    let mut rolled_back = 0.0;
+    for &ranks in rank_counts {
+        for threads in ["1", "2"] {
+            let mut args = model.to_vec();
+            args.extend(["--sync", "timewarp", "--threads", threads]);
+            args.extend(extra);
+            let r = ranks_report(ranks, &args);
+            assert_eq!(history(&r), seq, "{ranks} ranks {args:?}");
+            let st = &r["executor_stats"];
+            assert_eq!(st["ranks"].as_f64(), Some(ranks as f64), "{args:?}");
+            let t: usize = threads.parse().unwrap();
+            assert_eq!(r["workers"].as_array().unwrap().len(), ranks * t);
+            assert!(st["gvt_rounds"].as_f64().unwrap() >= 1.0, "{args:?}");
+            if ranks > 1 {
+                // Events did cross ranks, and every message sent arrived.
+                let sent = sum(&r, "tw_msgs_sent");
+                assert!(sent > 0.0, "{ranks} ranks {args:?}: nothing crossed ranks");
+                assert_eq!(sent, sum(&r, "tw_msgs_received"), "{args:?}");
+            }
+            rolled_back += r["rolled_back"].as_f64().unwrap();
+        }
+    }
+    rolled_back
+}
+
+#[test]
+fn every_model_over_ranks_commits_the_sequential_history() {
+    let models: [&[&str]; 5] = [
+        &[
+            "run",
+            "phold",
+            "--lps",
+            "24",
+            "--start-events",
+            "2",
+            "--end",
+            "15",
+        ],
+        &[
+            "run",
+            "phold-phases",
+            "--width",
+            "5",
+            "--height",
+            "5",
+            "--phase-length",
+            "3",
+            "--end",
+            "9",
+            "--work-a-us",
+            "0",
+            "--work-b-us",
+            "0",
+            "--work-c-us",
+            "0",
+        ],
+        // PCS's last LP reads the figures in `finish`: rank 0 asks that LP's rank.
+        &[
+            "run",
+            "pcs",
+            "--width",
+            "5",
+            "--height",
+            "5",
+            "--channels",
+            "20",
+            "--end",
+            "3",
+        ],
+        &["run", "manufacturing", "--end", "150"],
+        &["run", "random", "--end", "15"],
+    ];
+    let mut rolled_back = 0.0;
+    for m in models {
+        rolled_back += differential(m, &[]);
+    }
+    assert!(rolled_back > 0.0, "no rollback in any run over ranks");
+}
+
+/// Shared-heap (`BPtr`) payloads serialize what they point to across ranks (nested ones too:
+/// star-clique's packet bodies). Star-clique only up to 2 ranks: with 3 ranks × 2 threads it
+/// rolls back ~100 times what it commits on this 2-core machine (docs/benchmarks.md).
+#[test]
+fn shared_heap_payload_models_over_ranks() {
+    differential(
+        &[
+            "run",
+            "simplesim",
+            "--lps",
+            "6",
+            "--queue-bound",
+            "20",
+            "--payload-bytes",
+            "600",
+            "--touch",
+            "write",
+            "--end",
+            "60",
+        ],
+        &[],
+    );
+    differential(&["run", "datastore", "--nodes", "6", "--end", "1"], &[]);
+    differential(&["run", "campus", "--end", "0.1"], &[]);
+    differential_on(
+        &["run", "star-clique", "--stars", "3", "--end", "1"],
+        &[],
+        &[1, 2],
+    );
+}
+
+#[test]
+fn copy_and_reverse_state_saving_over_ranks() {
+    let phold = [
+        "run",
+        "phold",
+        "--lps",
+        "32",
+        "--start-events",
+        "2",
+        "--end",
+        "20",
+    ];
+    for saving in ["copy", "reverse"] {
+        differential(&phold, &["--state-saving", saving]);
+    }
+    differential(
+        &["run", "random", "--end", "15"],
+        &["--state-saving", "copy"],
+    );
+}
+
+/// Zero lookahead (ties, zero-delay sends: order stacks cross ranks), 90 % remote: many
+/// rollbacks, with anti-messages crossing ranks.
+#[test]
+fn rollback_heavy_time_warp_over_ranks_commits_the_sequential_history() {
+    let model = [
+        "run",
+        "phold",
+        "--lps",
+        "48",
+        "--start-events",
+        "4",
+        "--end",
+        "40",
+        "--remote",
+        "0.9",
+        "--lookahead",
+        "0",
+    ];
+    let seq = history(&report(&model));
+    for saving in ["copy", "reverse"] {
+        for ranks in [2, 3] {
+            for threads in ["1", "2"] {
+                let mut args = model.to_vec();
+                args.extend([
+                    "--sync",
+                    "timewarp",
+                    "--state-saving",
+                    saving,
+                    "--threads",
+                    threads,
+                ]);
+                let r = ranks_report(ranks, &args);
+                assert_eq!(history(&r), seq, "{ranks} ranks {args:?}");
+                let st = &r["executor_stats"];
+                assert!(
+                    st["secondary_rollbacks"].as_f64().unwrap() > 0.0,
+                    "{ranks} ranks {args:?}: no anti-message rolled anything back"
+                );
+                assert!(r["rolled_back"].as_f64().unwrap() > 100.0, "{args:?}");
+                assert!(sum(&r, "tw_msgs_sent") > 0.0, "{args:?}");
+            }
+        }
+    }
+}
+
+/// A handler panics on one rank (LP 1: rank 0 under block mapping, rank 1 under round-robin
+/// with one thread per rank): every rank stops, exit code 1, one line on stderr (rank 0's): the
+/// line a run in one process prints, naming the rank.
+#[test]
+fn a_handler_panic_on_one_rank_ends_the_run_on_every_rank_with_one_line() {
+    let args = ["run", "faulty", "--fault", "panic", "--sync", "timewarp"];
+    let mut one = args.to_vec();
+    one.extend(["--threads", "4"]);
+    let (_, _, in_process) = chronon(&one);
+    assert!(in_process.contains("model panicked: LP 1 at time 3"));
+    for (ranks, threads, mapping, on) in [
+        (2, "1", "block", 0),
+        (2, "2", "block", 0),
+        (3, "2", "block", 0),
+        (2, "1", "round-robin", 1),
+        (3, "1", "round-robin", 1),
+    ] {
+        let mut a = args.to_vec();
+        a.extend(["--threads", threads, "--mapping", mapping]);
+        let t0 = std::time::Instant::now();
+        let (code, stdout, stderr) = mpirun(ranks, &a);
+        assert_eq!(code, 1, "{ranks} ranks {a:?}: {stdout}{stderr}");
+        assert_eq!(
+            stderr,
+            format!("{} (on rank {on})\n", in_process.trim_end()),
+            "{ranks} ranks {a:?}"
+        );
+        assert!(
+            !stdout.contains("error"),
+            "{ranks} ranks {a:?}: a second error line: {stdout}"
+        );
+        assert!(t0.elapsed().as_secs() < 30, "{ranks} ranks: slow to stop");
+    }
+}
+
+/// What does not run over ranks is refused before anything starts: one line, exit code 2.
+#[test]
+fn what_does_not_run_over_ranks_is_one_line() {
+    for (extra, needle) in [
+        (&["--preempt"][..], "--preempt does not run over MPI ranks"),
+        (
+            &["--check-reverse"][..],
+            "--check-reverse does not run over MPI ranks",
+        ),
+    ] {
+        let mut a = vec![
+            "run", "phold", "--lps", "8", "--end", "5", "--sync", "timewarp",
+        ];
+        a.extend(extra);
+        let (code, stdout, stderr) = mpirun(2, &a);
+        assert_eq!(code, 2, "{a:?}: {stdout}{stderr}");
+        assert_eq!(stderr.trim_end().lines().count(), 1, "{a:?}: {stderr}");
+        assert!(stderr.contains(needle), "{a:?}: {stderr}");
+    }
+}

@@ -1,0 +1,329 @@
+//! A rank's driver thread: the only thread of the rank that sends to or delivers from other
+//! ranks, and the one that runs GVT across ranks (`dgvt.rs`). Its loop:
+//!
+//! 1. **pump** (rule D2): take every batch workers handed over, serialize each message into the
+//!    record of its destination rank (one record per destination rank per pump, tagged with
+//!    the current colour: `Dgvt::on_send` with the record's earliest time), post the records;
+//! 2. **receive**: the rank layer's probe-and-receive; each record's messages go into their
+//!    workers' mailboxes, and only then is the record counted (`Dgvt::on_receive`, rule D1);
+//! 3. **GVT**: `Dgvt::poll`, with the rank's in-rank round (`GvtRegisters::ranked`) as its
+//!    local round; a computation begins when a worker asked (`try_start` every `gvt_every`
+//!    events) or the last one ended more than [`PACE`] ago. A completed computation publishes
+//!    GVT to the rank's workers (the same value on every rank).
+//!
+//! It ends when GVT reaches the end time on every rank (the same reduction result everywhere),
+//! or when a rank failed (its contribution says so, and the rank layer's abort message goes
+//! out at once). Then it waits for the rank's workers to stop, and (complete runs) exchanges
+//! sent/received totals until every message is delivered, so each is counted once in
+//! `pending_at_end`.
+
+use std::sync::atomic::{AtomicUsize, Ordering::SeqCst};
+use std::time::{Duration, Instant};
+
+use super::super::dgvt::{Dgvt, DgvtStats, LocalRound, Reduce, SUMS};
+use super::super::lp::Msg;
+use super::super::shared::Shared;
+use super::codec;
+use crate::error::SimError;
+use crate::event::Keyed;
+use crate::model::Model;
+use crate::transport::mpi::comm::{Backoff, PendingGather, RankComm};
+use crate::transport::mpi::RankSafe;
+
+/// A rank begins a GVT computation at least this often, asked or not (so that GVT moves while
+/// workers are idle, e.g. waiting for it at the end).
+const PACE: Duration = Duration::from_millis(1);
+
+/// What the driver hands back.
+#[derive(Debug, Default)]
+pub(crate) struct DriverOut {
+    pub(crate) gvt: DgvtStats,
+    /// Whether GVT reached the end time (rather than a rank failing).
+    pub(crate) complete: bool,
+    /// Records sent and received (messages of other ranks), and their messages.
+    pub(crate) records_sent: u64,
+    pub(crate) msgs_sent: u64,
+    pub(crate) msgs_received: u64,
+}
+
+/// The in-rank round as `Dgvt`'s local round.
+struct Local<'s, 'a, M: Model> {
+    sh: &'s Shared<'a, M>,
+    round: u64,
+}
+
+impl<M: Model> LocalRound for Local<'_, '_, M> {
+    fn start(&mut self) {
+        // Only the driver starts rounds over ranks, one after the other: none is in progress.
+        if let Some(r) = self.sh.gvt.start_local() {
+            self.round = r;
+        }
+    }
+    fn result(&mut self) -> Option<f64> {
+        if self.sh.abort.load(SeqCst) {
+            // Workers stop reporting once the rank aborts; the contribution says failed.
+            return Some(self.sh.gvt.gvt());
+        }
+        self.sh.gvt.local_result(self.round)
+    }
+}
+
+/// The reduction over the rank layer's non-blocking all-gather: each rank gathers every
+/// rank's `[transit, failed, min bits]` and reduces them itself (the same result everywhere).
+struct Gather<'c> {
+    comm: &'c RankComm,
+    pending: Option<PendingGather>,
+}
+
+impl Reduce for Gather<'_> {
+    fn start(&mut self, sums: [i64; SUMS], min: f64) {
+        self.pending =
+            Some(
+                self.comm
+                    .start_all_gather(&[sums[0] as u64, sums[1] as u64, min.to_bits()]),
+            );
+    }
+
+    fn test(&mut self) -> Option<([i64; SUMS], f64)> {
+        let g = self.pending.as_mut()?;
+        let all = self.comm.test_all_gather(g)?;
+        self.pending = None;
+        let (mut sums, mut min) = ([0i64; SUMS], f64::INFINITY);
+        for c in all.chunks_exact(3) {
+            sums[0] = sums[0].wrapping_add(c[0] as i64);
+            sums[1] = sums[1].wrapping_add(c[1] as i64);
+            min = min.min(f64::from_bits(c[2]));
+        }
+        Some((sums, min))
+    }
+}
+
+/// Runs rank `comm.rank()`'s driver until the run is over; `stopped` counts the rank's
+/// workers whose loop ended.
+pub(crate) fn drive<M: Model>(
+    sh: &Shared<'_, M>,
+    comm: &RankComm,
+    threads: usize,
+    stopped: &AtomicUsize,
+) -> DriverOut
+where
+    M::Event: RankSafe,
+{
+    let mut d = Driver {
+        sh,
+        comm,
+        threads,
+        dgvt: Dgvt::new(),
+        bufs: (0..comm.size()).map(|_| Vec::new()).collect(),
+        counts: vec![0; comm.size()],
+        mins: vec![f64::INFINITY; comm.size()],
+        out: DriverOut::default(),
+        per_worker: (0..sh.workers).map(|_| Vec::new()).collect(),
+    };
+    let mut gather = Gather {
+        comm,
+        pending: None,
+    };
+    let mut local = Local { sh, round: 0 };
+    let mut backoff = Backoff::default();
+    let mut last = Instant::now();
+    let mut marked = false;
+    loop {
+        let mut busy = d.pump();
+        busy |= d.receive();
+        if comm.aborted().is_some() || stopped.load(SeqCst) == threads {
+            // Another rank stopped the run, or every worker of this rank stopped before GVT
+            // reached the end (a stop request): the local rounds can no longer complete, so
+            // this rank stops the run too rather than wait for them.
+            sh.abort.store(true, SeqCst);
+        }
+        if sh.abort.load(SeqCst) && !marked {
+            // This rank failed (or learned that another did): say so in the next reduction,
+            // and tell every rank at once.
+            marked = true;
+            d.dgvt.fail();
+            comm.abort();
+        }
+        let begin = sh.gvt.take_wanted() || last.elapsed() >= PACE || marked;
+        let was_busy = d.dgvt.busy();
+        let out = d.dgvt.poll(&mut gather, &mut local, begin);
+        busy |= d.dgvt.busy() != was_busy;
+        if let Some(o) = out {
+            last = Instant::now();
+            if o.failed > 0 {
+                sh.abort.store(true, SeqCst);
+                break;
+            }
+            sh.gvt.publish(o.gvt);
+            sh.after_round(o.gvt);
+            if o.gvt >= sh.end {
+                d.out.complete = true;
+                break;
+            }
+        }
+        if busy {
+            backoff.reset();
+        } else {
+            backoff.snooze();
+        }
+    }
+    // The workers stop at their loop tops; keep sending and delivering until they have.
+    let mut backoff = Backoff::default();
+    while stopped.load(SeqCst) < threads {
+        let busy = d.pump() | d.receive();
+        if busy {
+            backoff.reset();
+        } else {
+            backoff.snooze();
+        }
+    }
+    d.pump();
+    if d.out.complete {
+        d.settle();
+    }
+    d.out.gvt = d.dgvt.stats();
+    d.out
+}
+
+struct Driver<'s, 'a, 'c, M: Model> {
+    sh: &'s Shared<'a, M>,
+    comm: &'c RankComm,
+    threads: usize,
+    dgvt: Dgvt,
+    /// Per destination rank: the record being written, its message count, earliest time.
+    bufs: Vec<Vec<u8>>,
+    counts: Vec<u32>,
+    mins: Vec<f64>,
+    out: DriverOut,
+    /// Scratch: decoded messages per destination worker.
+    per_worker: Vec<Vec<Msg<M::Event>>>,
+}
+
+impl<M: Model> Driver<'_, '_, '_, M>
+where
+    M::Event: RankSafe,
+{
+    /// The rank of the worker that owns LP `lp`.
+    fn rank_of(&self, lp: u32) -> usize {
+        self.sh.owner_of(lp) / self.threads
+    }
+
+    /// Sends what workers handed over (rule D2). Returns whether there was anything.
+    fn pump(&mut self) -> bool {
+        let sh = self.sh;
+        let Some(net) = sh.wires.ranks() else {
+            return false;
+        };
+        let mut any = false;
+        net.take_outgoing(|mut b| {
+            any = true;
+            b.drain_into(&mut |m: Msg<M::Event>| {
+                let dst = match &m {
+                    Msg::Event(e) => e.ev.dst,
+                    Msg::Anti(a) => a.dst,
+                };
+                let r = self.rank_of(dst);
+                if self.counts[r] == 0 {
+                    self.bufs[r].clear();
+                    codec::begin_record(&mut self.bufs[r], 0);
+                }
+                match codec::put(&mut self.bufs[r], &m) {
+                    Ok(()) => {
+                        self.counts[r] += 1;
+                        self.mins[r] = self.mins[r].min(m.key().time);
+                    }
+                    // The run ends on every rank (the driver's next contribution says failed).
+                    Err(e) => sh.fail(SimError::Process(e)),
+                }
+            });
+            sh.wires.give_back(b);
+        });
+        if !any {
+            return false;
+        }
+        for r in 0..self.bufs.len() {
+            let n = std::mem::take(&mut self.counts[r]);
+            if n == 0 {
+                continue;
+            }
+            let epoch = self
+                .dgvt
+                .on_send(std::mem::replace(&mut self.mins[r], f64::INFINITY));
+            let buf = &mut self.bufs[r];
+            buf[..8].copy_from_slice(&epoch.to_le_bytes());
+            codec::end_record(buf, 8, n);
+            self.comm.post(r, |out| out.extend_from_slice(buf));
+            self.out.records_sent += 1;
+            self.out.msgs_sent += u64::from(n);
+        }
+        self.comm.flush();
+        true
+    }
+
+    /// Delivers what arrived from other ranks. Returns whether anything did.
+    fn receive(&mut self) -> bool {
+        let mut got = Vec::new();
+        let n = self.comm.progress(&mut |_, b| got.push(b.to_vec()));
+        for b in got {
+            self.deliver(&b);
+        }
+        n > 0
+    }
+
+    /// Decodes a batch into the workers' mailboxes, counting each record once its messages
+    /// are there (rule D1).
+    fn deliver(&mut self, bytes: &[u8]) {
+        let sh = self.sh;
+        let per_worker = &mut self.per_worker;
+        let dgvt = &mut self.dgvt;
+        let out = &mut self.out;
+        let r = codec::decode::<M::Event>(bytes, |epoch, msgs| {
+            let mut touched = Vec::new();
+            for m in msgs {
+                let Ok(m) = m else { break };
+                let lp = match &m {
+                    Msg::Event(e) => e.ev.dst,
+                    Msg::Anti(a) => a.dst,
+                };
+                let w = sh.owner_of(lp);
+                if per_worker[w].is_empty() {
+                    touched.push(w);
+                }
+                per_worker[w].push(m);
+                out.msgs_received += 1;
+            }
+            for w in touched {
+                sh.wires
+                    .mailbox(w)
+                    .push_batch(std::mem::take(&mut per_worker[w]));
+            }
+            dgvt.on_receive(epoch);
+        });
+        if let Err(e) = r {
+            sh.fail(SimError::Process(format!("rank {}: {e}", self.comm.rank())));
+        }
+    }
+
+    /// After the workers stopped on every rank: exchanges totals until every record sent has
+    /// been delivered (into mailboxes: the workers' leftovers count them).
+    fn settle(&mut self) {
+        loop {
+            let (sent, recv) = self.dgvt.totals();
+            let mut got = Vec::new();
+            let all = self
+                .comm
+                .all_gather(&[sent, recv], &mut |_, b| got.push(b.to_vec()));
+            for b in got {
+                self.deliver(&b);
+            }
+            let (s, r) = all
+                .chunks_exact(2)
+                .fold((0u64, 0u64), |(s, r), c| (s + c[0], r + c[1]));
+            if s == r {
+                return;
+            }
+            // Some record is still on its way: the next gather receives while it waits.
+            self.receive();
+        }
+    }
+}

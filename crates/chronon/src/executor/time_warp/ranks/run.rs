@@ -1,0 +1,283 @@
+//! A Time Warp run over the ranks of an `mpirun` ([`Simulation::ranks`] with
+//! `Executor::TimeWarp`): every rank builds the model, initializes every LP (deterministic, so
+//! initial event ids agree), keeps its workers' LPs and events, runs its workers and its driver
+//! (`driver.rs`), and reports a `ChildOut` (the record of a worker process, `procs.rs`); rank 0
+//! gathers them, computes `model_stats` in LP order and makes the one report
+//! (`transport::mpi::run::finish_on_ranks`, shared with the conservative runs over ranks). Each
+//! LP commits in its owner rank only, so commit hooks run once; `init`'s counters are counted by
+//! rank 0 only.
+//!
+//! [`Simulation::ranks`]: crate::Simulation::ranks
+
+use std::panic::{catch_unwind, AssertUnwindSafe};
+use std::sync::atomic::{AtomicUsize, Ordering::SeqCst};
+use std::time::Instant;
+
+use mpi::topology::SimpleCommunicator;
+
+use super::super::gvt::GvtRegisters;
+use super::super::lp::TwEvent;
+use super::super::options::TimeWarpOptions;
+use super::super::procs::{gather, part_out};
+use super::super::setup::{build, spawn, Built};
+use super::super::transport::Wires;
+use super::driver::{drive, DriverOut};
+use crate::error::{guard, SimError};
+use crate::executor::conservative::procs::{ChildOut, ABORTED};
+use crate::executor::RunConfig;
+use crate::model::Model;
+use crate::queue::{HeapQueue, LadderQueue, PendingSet, QueueKind};
+use crate::stats::Report;
+use crate::transport::mpi::comm::RankComm;
+use crate::transport::mpi::run::{add_rank_figures, finish_on_ranks, on_rank};
+use crate::transport::mpi::RankSafe;
+
+/// A Time Warp run over ranks, as a function pointer (instantiated where `M::Event: RankSafe`
+/// is known).
+pub(crate) type TwRanksFn<M> =
+    fn(&M, &RunConfig, usize, &TimeWarpOptions) -> Result<Report, SimError>;
+
+/// Runs `model` under Time Warp over every rank of the MPI world, `threads` workers each.
+/// Every rank calls it with the same configuration; rank 0's result carries the report, the
+/// others' an empty report with the same completeness (or the same error).
+pub(crate) fn run<M: Model>(
+    model: &M,
+    cfg: &RunConfig,
+    threads: usize,
+    opts: &TimeWarpOptions,
+) -> Result<Report, SimError>
+where
+    M::Event: RankSafe,
+{
+    if !crate::transport::mpi::initialized() {
+        return Err(SimError::Config(
+            "Simulation::ranks needs MPI: call chronon::mpi::Mpi::init() first (and run under mpirun)"
+                .into(),
+        ));
+    }
+    let comm = RankComm::new(&SimpleCommunicator::world());
+    check(model, threads, opts)?;
+    let sig = format!(
+        "lps={} end={:x} seed={} queue={} sync=timewarp threads={threads} ranks={} options={opts:?}",
+        cfg.lps,
+        cfg.end.to_bits(),
+        cfg.seed,
+        cfg.queue.name(),
+        comm.size(),
+    );
+    same_run(&comm, &sig)?;
+    let result = match cfg.queue {
+        QueueKind::Heap => {
+            rank_run::<M, HeapQueue<TwEvent<M::Event>>>(model, cfg, threads, opts, &comm)
+        }
+        QueueKind::Ladder => {
+            rank_run::<M, LadderQueue<TwEvent<M::Event>>>(model, cfg, threads, opts, &comm)
+        }
+    };
+    // No message left unmatched when MPI finalizes.
+    comm.drain();
+    #[cfg(target_os = "linux")]
+    crate::shm::release_thread_heap();
+    result
+}
+
+/// Every rank must have reached the same run: an all-gather of a hash of its signature. It
+/// receives nothing meanwhile (the rank layer's blocking collectives deliver data batches to
+/// their handler): a rank that finished it may already be sending the run's first records.
+fn same_run(comm: &RankComm, sig: &str) -> Result<(), SimError> {
+    use std::hash::{Hash, Hasher};
+    let mut h = std::collections::hash_map::DefaultHasher::new();
+    sig.hash(&mut h);
+    let mut g = comm.start_all_gather(&[h.finish()]);
+    let mut backoff = crate::transport::mpi::comm::Backoff::default();
+    let all = loop {
+        match comm.test_all_gather(&mut g) {
+            Some(all) => break all,
+            None => backoff.snooze(),
+        }
+    };
+    match all.iter().position(|&x| x != all[0]) {
+        None => Ok(()),
+        Some(r) => Err(SimError::Config(format!(
+            "rank {r} reached a different run than rank 0 ({sig}): every rank must build the same simulation"
+        ))),
+    }
+}
+
+/// Whether `ok` holds on every rank (a non-blocking all-gather that receives nothing meanwhile:
+/// nobody sends before it completes).
+fn agree(comm: &RankComm, ok: bool) -> bool {
+    let mut g = comm.start_all_gather(&[u64::from(ok)]);
+    let mut backoff = crate::transport::mpi::comm::Backoff::default();
+    loop {
+        match comm.test_all_gather(&mut g) {
+            Some(all) => return all.iter().all(|&x| x == 1),
+            None => backoff.snooze(),
+        }
+    }
+}
+
+/// What Time Warp over ranks cannot do, refused in one line before anything starts (the same
+/// on every rank).
+fn check<M: Model>(model: &M, threads: usize, opts: &TimeWarpOptions) -> Result<(), SimError> {
+    if threads == 0 {
+        return Err(SimError::Config(
+            "Time Warp needs at least 1 thread; got 0".into(),
+        ));
+    }
+    if opts.preempt {
+        return Err(SimError::Config(
+            "--preempt does not run over MPI ranks; leave out --preempt (or run without mpirun)"
+                .into(),
+        ));
+    }
+    if opts.check_reverse {
+        return Err(SimError::Config(
+            "--check-reverse does not run over MPI ranks; leave out --check-reverse (or run without mpirun)"
+                .into(),
+        ));
+    }
+    let globals = guard("Model::global_events", None, || model.global_events())?;
+    if !globals.is_empty() {
+        return Err(SimError::Config(
+            "this model has global events, which read every LP's state; no rank holds every LP's state, so it cannot run over MPI ranks (run it with --threads)".into(),
+        ));
+    }
+    Ok(())
+}
+
+fn rank_run<M: Model, Q: PendingSet<TwEvent<M::Event>>>(
+    model: &M,
+    cfg: &RunConfig,
+    threads: usize,
+    opts: &TimeWarpOptions,
+    comm: &RankComm,
+) -> Result<Report, SimError>
+where
+    M::Event: RankSafe,
+{
+    let start = Instant::now();
+    let (rank, ranks) = (comm.rank(), comm.size());
+    let mut states: Vec<Option<M::State>> = Vec::new();
+    let (out, d) = part::<M, Q>(model, cfg, threads, opts, comm, &mut states);
+    // An error reached every rank already (the driver's `failed` in the reductions, the rank
+    // layer's abort) or is one every rank found (configuration).
+    let mut out = match out {
+        Ok(o) => o,
+        Err(e) => ChildOut::failed(on_rank(e, rank)),
+    };
+    add_rank_figures(comm, &mut out);
+    let gvt_rounds = d.as_ref().map_or(0, |d| d.gvt.rounds);
+    if let (Some(d), Some(w)) = (&d, out.workers.first_mut()) {
+        let g = &d.gvt;
+        for (k, v) in [
+            ("gvt_rank_rounds", g.rounds as f64),
+            ("gvt_reductions", g.reductions as f64),
+            ("gvt_local_rounds", g.local_rounds as f64),
+            ("gvt_reduce_s", g.reduce_time.as_secs_f64()),
+            ("tw_records_sent", d.records_sent as f64),
+            ("tw_msgs_sent", d.msgs_sent as f64),
+            ("tw_msgs_received", d.msgs_received as f64),
+        ] {
+            w.insert(k.into(), v);
+        }
+    }
+    let owner = opts
+        .mapping
+        .owners(cfg.lps, ranks * threads)
+        .map_err(SimError::Config)?;
+    finish_on_ranks(
+        model,
+        cfg,
+        comm,
+        out,
+        &states,
+        &owner,
+        threads,
+        |outs, stats| {
+            let mut report = gather(model, cfg, threads, opts, outs, stats, gvt_rounds);
+            let es = &mut report.executor_stats;
+            es.insert("ranks".into(), ranks as f64);
+            es.insert("ranks_total_s".into(), start.elapsed().as_secs_f64());
+            Ok(report)
+        },
+    )
+}
+
+/// This rank's part: its workers and its driver, until the run ends on every rank.
+fn part<M: Model, Q: PendingSet<TwEvent<M::Event>>>(
+    model: &M,
+    cfg: &RunConfig,
+    threads: usize,
+    opts: &TimeWarpOptions,
+    comm: &RankComm,
+    states: &mut Vec<Option<M::State>>,
+) -> (Result<ChildOut, SimError>, Option<DriverOut>)
+where
+    M::Event: RankSafe,
+{
+    let (rank, ranks) = (comm.rank(), comm.size());
+    let (n, base) = (ranks * threads, rank * threads);
+    let mine = base..base + threads;
+    let net = (
+        Wires::over_ranks(n, mine.clone()),
+        GvtRegisters::ranked(n, threads),
+    );
+    let built = build::<M, Q>(model, cfg, n, opts, None, mine, Some(net));
+    // Every rank learns whether every rank could set up its part before any driver starts
+    // reducing (an error found by some ranks only, such as a memory bound, would otherwise
+    // leave the others in a reduction nobody joins).
+    let all_ok = agree(comm, built.is_ok());
+    let built = match (built, all_ok) {
+        (Err(e), _) => return (Err(e), None),
+        (Ok(_), false) => return (Err(SimError::Process(ABORTED.into())), None),
+        (Ok(b), true) => b,
+    };
+    let Built {
+        sh,
+        parts,
+        counters: mut init_counters,
+        report,
+        saving,
+    } = built;
+    // The counters `init` moved are counted once, by rank 0.
+    if rank != 0 {
+        init_counters.iter_mut().for_each(|c| *c = 0);
+    }
+    let stopped = AtomicUsize::new(0);
+    let start = Instant::now();
+    let (results, d) = std::thread::scope(|s| {
+        let d = s.spawn(|| {
+            catch_unwind(AssertUnwindSafe(|| drive(&sh, comm, threads, &stopped))).map_err(|p| {
+                // The driver failed (a payload that does not serialize, say): this rank's
+                // workers stop at their loop tops, the other ranks at once.
+                sh.fail(SimError::from_panic(0, 0.0, p.as_ref()));
+                comm.abort();
+            })
+        });
+        let results = spawn(&sh, base, parts, |_| {
+            stopped.fetch_add(1, SeqCst);
+        });
+        (results, d.join().ok().and_then(Result::ok))
+    });
+    let wall_s = start.elapsed().as_secs_f64();
+    if let Some(e) = sh.error.lock().ok().and_then(|mut e| e.take()) {
+        return (Err(e), d);
+    }
+    if !d.as_ref().is_some_and(|d| d.complete) || results.iter().any(|r| !r.4) {
+        return (Err(SimError::Process(ABORTED.into())), d);
+    }
+    let out = part_out(
+        model,
+        cfg,
+        &sh,
+        results,
+        init_counters,
+        0,
+        base,
+        (report.init_s, wall_s),
+        states,
+        saving,
+    );
+    (out, d)
+}

@@ -1,0 +1,314 @@
+//! A conservative run over the ranks of an `mpirun` ([`Simulation::ranks`]), and the rank-0
+//! gather every run over ranks ends with (Time Warp's too): each rank reports a `ChildOut`
+//! (`executor/conservative/procs/report.rs`, the same record worker processes send their
+//! parent), rank 0 computes `model_stats` in LP order exactly as the multi-process parent does
+//! (`procs::coordinate`, asking the owner rank to run `Model::finish` where it reads figures),
+//! builds the one report (`procs::gather`), and broadcasts the outcome so that every rank
+//! returns the same error (or success).
+//!
+//! [`Simulation::ranks`]: crate::Simulation::ranks
+
+use std::collections::VecDeque;
+use std::time::Instant;
+
+use mpi::topology::SimpleCommunicator;
+
+use super::comm::RankComm;
+use super::net::MpiNet;
+use super::RankSafe;
+use crate::error::SimError;
+use crate::event::Event;
+use crate::executor::conservative::procs::{
+    self, coordinate, decode, encode, first_error, run_part, serve_finish, ChildOut, Parts,
+};
+use crate::executor::conservative::{ConservativeConfig, Protocol};
+use crate::executor::RunConfig;
+use crate::model::{Model, ModelStats};
+use crate::queue::{HeapQueue, LadderQueue, PendingSet, QueueKind};
+use crate::stats::Report;
+
+/// Runs `model` with `protocol` over every rank of the MPI world, `cc.threads` workers each.
+/// Every rank calls it with the same configuration; rank 0's result carries the report, the
+/// others' an empty report with the same completeness (or the same error).
+pub(crate) fn run<M: Model>(
+    model: &M,
+    cfg: &RunConfig,
+    protocol: Protocol,
+    cc: &ConservativeConfig,
+) -> Result<Report, SimError>
+where
+    M::Event: RankSafe,
+{
+    if !super::initialized() {
+        return Err(SimError::Config(
+            "Simulation::ranks needs MPI: call chronon::mpi::Mpi::init() first (and run under mpirun)"
+                .into(),
+        ));
+    }
+    let comm = RankComm::new(&SimpleCommunicator::world());
+    let ranks = comm.size();
+    // The same checks on every rank (the same configuration): every rank returns the same
+    // error, and only rank 0's caller prints it.
+    procs::check(model, protocol, cc, ranks)?;
+    if protocol == Protocol::NullMessage && !cfg.end.is_finite() && ranks > 1 {
+        return Err(SimError::Config(
+            "--sync null-message over several ranks needs a finite end time".into(),
+        ));
+    }
+    same_run_everywhere(&comm, &procs::signature(cfg, protocol, cc, ranks))?;
+    let result = match cfg.queue {
+        QueueKind::Heap => {
+            rank_run::<M, HeapQueue<Event<M::Event>>>(model, cfg, protocol, cc, &comm)
+        }
+        QueueKind::Ladder => {
+            rank_run::<M, LadderQueue<Event<M::Event>>>(model, cfg, protocol, cc, &comm)
+        }
+    };
+    // No message left unmatched when MPI finalizes.
+    comm.drain();
+    #[cfg(target_os = "linux")]
+    crate::shm::release_thread_heap();
+    result
+}
+
+/// Every rank must have reached the same run (same configuration): an all-gather of a hash of
+/// its signature.
+fn same_run_everywhere(comm: &RankComm, sig: &str) -> Result<(), SimError> {
+    use std::hash::{Hash, Hasher};
+    let mut h = std::collections::hash_map::DefaultHasher::new();
+    sig.hash(&mut h);
+    let all = comm.all_gather(&[h.finish()], &mut |_, _| {});
+    match all.iter().position(|&x| x != all[0]) {
+        None => Ok(()),
+        Some(r) => Err(SimError::Config(format!(
+            "rank {r} reached a different run than rank 0 ({sig}): every rank must build the same simulation"
+        ))),
+    }
+}
+
+fn rank_run<M: Model, Q: PendingSet<Event<M::Event>>>(
+    model: &M,
+    cfg: &RunConfig,
+    protocol: Protocol,
+    cc: &ConservativeConfig,
+    comm: &RankComm,
+) -> Result<Report, SimError>
+where
+    M::Event: RankSafe,
+{
+    let start = Instant::now();
+    let (rank, ranks, threads) = (comm.rank(), comm.size(), cc.threads);
+    let net = MpiNet::<M::Event>::new(comm, threads, protocol == Protocol::NullMessage);
+    let base = rank * threads;
+    let mut states: Vec<Option<M::State>> = Vec::new();
+    let out = run_part::<M, Q, _>(model, cfg, protocol, cc, (rank, ranks), &mut states, &|g| {
+        net.endpoint(g - base)
+    });
+    let mut out = match (out, net.decode_error()) {
+        (_, Some(e)) => ChildOut::failed(SimError::Process(format!("rank {rank}: {e}"))),
+        (Ok(o), None) => o,
+        // An error reached every rank already (a flag in the round protocols' snapshot, the
+        // abort word under null messages) or is one every rank found (configuration).
+        (Err(e), None) => ChildOut::failed(on_rank(e, rank)),
+    };
+    add_rank_figures(comm, &mut out);
+    let owner = cc
+        .mapping
+        .owners(cfg.lps, ranks * threads)
+        .map_err(SimError::Config)?;
+    finish_on_ranks(
+        model,
+        cfg,
+        comm,
+        out,
+        &states,
+        &owner,
+        threads,
+        |outs, stats| {
+            let mut report = procs::gather(
+                cfg,
+                protocol,
+                cc,
+                ranks,
+                outs,
+                stats,
+                start.elapsed().as_secs_f64(),
+            )?;
+            let st = &mut report.executor_stats;
+            st.remove("procs");
+            st.remove("procs_total_s");
+            st.insert("ranks".into(), ranks as f64);
+            st.insert("ranks_total_s".into(), start.elapsed().as_secs_f64());
+            Ok(report)
+        },
+    )
+}
+
+/// This rank's transport figures, on its first worker's record (so the report has them per
+/// rank): batches and bytes sent and received, records posted, collectives and the time spent
+/// waiting in them.
+pub(crate) fn add_rank_figures(comm: &RankComm, out: &mut ChildOut) {
+    use std::sync::atomic::Ordering::SeqCst;
+    let s = &comm.stats;
+    let sent = s.msgs_sent.load(SeqCst) as f64;
+    let figures = [
+        ("rank", comm.rank() as f64),
+        ("mpi_batches_sent", sent),
+        ("mpi_bytes_sent", s.bytes_sent.load(SeqCst) as f64),
+        ("mpi_batches_received", s.msgs_received.load(SeqCst) as f64),
+        ("mpi_bytes_received", s.bytes_received.load(SeqCst) as f64),
+        ("mpi_records_sent", s.records_posted.load(SeqCst) as f64),
+        (
+            "mpi_records_per_batch",
+            if sent > 0.0 {
+                s.records_posted.load(SeqCst) as f64 / sent
+            } else {
+                0.0
+            },
+        ),
+        ("mpi_collectives", s.collectives.load(SeqCst) as f64),
+        (
+            "mpi_collective_s",
+            s.collective_ns.load(SeqCst) as f64 * 1e-9,
+        ),
+    ];
+    for (i, w) in out.workers.iter_mut().enumerate() {
+        w.insert("rank".into(), comm.rank() as f64);
+        if i == 0 {
+            for (k, v) in figures {
+                w.insert(k.into(), v);
+            }
+        }
+    }
+}
+
+/// Rank 0's view of the ranks: its own report and finish replies from a local queue, the
+/// others' over MPI.
+struct RankParts<'a, M: Model> {
+    comm: &'a RankComm,
+    model: &'a M,
+    states: &'a [Option<M::State>],
+    own: VecDeque<Vec<u8>>,
+}
+
+impl<M: Model> Parts for RankParts<'_, M> {
+    fn read(&mut self, p: usize) -> Option<Vec<u8>> {
+        if p == 0 {
+            self.own.pop_front()
+        } else {
+            Some(self.comm.recv_from(p))
+        }
+    }
+    fn write(&mut self, p: usize, bytes: &[u8]) -> bool {
+        if p == 0 {
+            match serve_finish(self.model, self.states, bytes) {
+                Some(reply) => {
+                    self.own.push_back(reply);
+                    true
+                }
+                None => false,
+            }
+        } else {
+            self.comm.send_to(p, bytes);
+            true
+        }
+    }
+    fn close(&mut self) {
+        for p in 1..self.comm.size() {
+            self.comm.send_to(p, &[]);
+        }
+    }
+    fn count(&self) -> usize {
+        self.comm.size()
+    }
+}
+
+/// The end of every run over ranks: rank 0 gathers every rank's `out`, computes `model_stats`
+/// in LP order (finish requests go to the LP's rank, which serves them from `states`), makes
+/// the report with `report` and broadcasts the outcome; every rank returns it (rank 0 with the
+/// report, the others with an empty one of the same completeness).
+#[allow(clippy::too_many_arguments)]
+pub(crate) fn finish_on_ranks<M: Model>(
+    model: &M,
+    cfg: &RunConfig,
+    comm: &RankComm,
+    out: ChildOut,
+    states: &[Option<M::State>],
+    owner: &[u32],
+    threads: usize,
+    report: impl FnOnce(Vec<ChildOut>, ModelStats) -> Result<Report, SimError>,
+) -> Result<Report, SimError> {
+    let result = if comm.rank() == 0 {
+        let mut parts = RankParts {
+            comm,
+            model,
+            states,
+            own: VecDeque::from([encode(&out)]),
+        };
+        drop(out);
+        match coordinate(model, cfg, owner, threads, &mut parts) {
+            None => Err(SimError::Process(
+                "a rank's report could not be read".into(),
+            )),
+            Some((mut outs, stats)) => match first_error(&mut outs) {
+                Some(e) => Err(e),
+                None => stats.and_then(|s| report(outs, s)),
+            },
+        }
+    } else {
+        comm.send_to_root(&encode(&out));
+        loop {
+            let req = comm.recv_from_root();
+            if req.is_empty() {
+                break;
+            }
+            let reply = serve_finish(model, states, &req).unwrap_or_else(|| {
+                let mut w = crate::transport::wire::Writer::default();
+                w.u64(1);
+                w.str(&format!(
+                    "rank {}: a malformed Model::finish request",
+                    comm.rank()
+                ));
+                w.0
+            });
+            comm.send_to_root(&reply);
+        }
+        Err(SimError::Process(String::new()))
+    };
+    // The outcome, from rank 0 to every rank.
+    let outcome = match &result {
+        Ok(r) => {
+            let mut o = ChildOut::failed(SimError::Process(String::new()));
+            o.result = Ok(());
+            o.stopped = !r.complete;
+            o
+        }
+        Err(e) => ChildOut::failed(e.clone()),
+    };
+    let bytes = comm.broadcast(&encode(&outcome));
+    if comm.rank() == 0 {
+        return result;
+    }
+    let o = decode(&bytes)
+        .ok_or_else(|| SimError::Process("rank 0's outcome could not be read".into()))?;
+    o.result?;
+    let mut r = Report::new("ranks", threads, cfg.queue.name(), cfg.lps, cfg.end);
+    r.complete = !o.stopped;
+    Ok(r)
+}
+
+/// `e` with the rank it happened on, where it names an LP.
+pub(crate) fn on_rank(e: SimError, rank: usize) -> SimError {
+    match e {
+        SimError::Panic { lp, time, message } => SimError::Panic {
+            lp,
+            time,
+            message: format!("{message} (on rank {rank})"),
+        },
+        SimError::Model(mut m) => {
+            m.message = format!("{} (on rank {rank})", m.message);
+            SimError::Model(m)
+        }
+        other => other,
+    }
+}
