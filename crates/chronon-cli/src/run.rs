@@ -764,9 +764,10 @@ fn print_summary(name: &str, r: &Report) {
     macro_rules! println {
         ($($t:tt)*) => {{ let _ = writeln!(out, $($t)*); }};
     }
-    let procs = match r.executor_stats.get("procs") {
-        Some(p) => format!(" in each of {p} processes"),
-        None => String::new(),
+    let procs = match (r.executor_stats.get("procs"), r.executor_stats.get("ranks")) {
+        (Some(p), _) => format!(" in each of {p} processes"),
+        (None, Some(n)) => format!(" on each of {n} MPI ranks"),
+        (None, None) => String::new(),
     };
     println!(
         "{name}: sync {} ({} thread{}{procs}), queue {}, {} LPs, end {}",
