@@ -122,6 +122,13 @@ impl<P: Send + 'static> Wires<P> {
         !self.boxes[w].is_empty()
     }
 
+    /// Worker `w`'s mailbox (a rank's driver delivers records from other ranks into it).
+    #[cfg(feature = "mpi")]
+    #[inline]
+    pub(super) fn mailbox(&self, w: usize) -> &Mailbox<Msg<P>> {
+        &self.boxes[w]
+    }
+
     /// BH_min of worker `w`: a lower bound on the times of the messages waiting for it (the
     /// mailbox register with threads; across processes the minimum of its incoming rings'
     /// registers and of its stash). Only worker `w` may call it (for preemption).

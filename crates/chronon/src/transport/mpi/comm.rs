@@ -382,6 +382,21 @@ impl RankComm {
         }
     }
 
+    /// An all-gather that receives nothing while it waits (backing off): for agreements
+    /// before a run starts or around its setup, where a rank that finished the collective may
+    /// already be sending the run's first batches, which must wait for the run's receiver
+    /// rather than reach [`all_gather`](RankComm::all_gather)'s handler.
+    pub(crate) fn all_gather_quiet(&self, mine: &[u64]) -> Vec<u64> {
+        let mut g = self.start_all_gather(mine);
+        let mut backoff = Backoff::default();
+        loop {
+            match self.test_all_gather(&mut g) {
+                Some(all) => return all,
+                None => backoff.snooze(),
+            }
+        }
+    }
+
     /// A barrier over every rank (non-blocking, with progress: see
     /// [`all_gather`](RankComm::all_gather), which also says why it is never abandoned).
     #[allow(dead_code)]

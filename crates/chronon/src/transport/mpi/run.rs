@@ -72,12 +72,13 @@ where
 }
 
 /// Every rank must have reached the same run (same configuration): an all-gather of a hash of
-/// its signature.
-fn same_run_everywhere(comm: &RankComm, sig: &str) -> Result<(), SimError> {
+/// its signature. It receives nothing meanwhile ([`RankComm::all_gather_quiet`]): a rank that
+/// finished it may already be sending the run's first batches.
+pub(crate) fn same_run_everywhere(comm: &RankComm, sig: &str) -> Result<(), SimError> {
     use std::hash::{Hash, Hasher};
     let mut h = std::collections::hash_map::DefaultHasher::new();
     sig.hash(&mut h);
-    let all = comm.all_gather(&[h.finish()], &mut |_, _| {});
+    let all = comm.all_gather_quiet(&[h.finish()]);
     match all.iter().position(|&x| x != all[0]) {
         None => Ok(()),
         Some(r) => Err(SimError::Config(format!(

@@ -65,7 +65,7 @@ where
         cfg.queue.name(),
         comm.size(),
     );
-    same_run(&comm, &sig)?;
+    crate::transport::mpi::run::same_run_everywhere(&comm, &sig)?;
     let result = match cfg.queue {
         QueueKind::Heap => {
             rank_run::<M, HeapQueue<TwEvent<M::Event>>>(model, cfg, threads, opts, &comm)
@@ -81,40 +81,12 @@ where
     result
 }
 
-/// Every rank must have reached the same run: an all-gather of a hash of its signature. It
-/// receives nothing meanwhile (the rank layer's blocking collectives deliver data batches to
-/// their handler): a rank that finished it may already be sending the run's first records.
-fn same_run(comm: &RankComm, sig: &str) -> Result<(), SimError> {
-    use std::hash::{Hash, Hasher};
-    let mut h = std::collections::hash_map::DefaultHasher::new();
-    sig.hash(&mut h);
-    let mut g = comm.start_all_gather(&[h.finish()]);
-    let mut backoff = crate::transport::mpi::comm::Backoff::default();
-    let all = loop {
-        match comm.test_all_gather(&mut g) {
-            Some(all) => break all,
-            None => backoff.snooze(),
-        }
-    };
-    match all.iter().position(|&x| x != all[0]) {
-        None => Ok(()),
-        Some(r) => Err(SimError::Config(format!(
-            "rank {r} reached a different run than rank 0 ({sig}): every rank must build the same simulation"
-        ))),
-    }
-}
-
 /// Whether `ok` holds on every rank (a non-blocking all-gather that receives nothing meanwhile:
 /// nobody sends before it completes).
 fn agree(comm: &RankComm, ok: bool) -> bool {
-    let mut g = comm.start_all_gather(&[u64::from(ok)]);
-    let mut backoff = crate::transport::mpi::comm::Backoff::default();
-    loop {
-        match comm.test_all_gather(&mut g) {
-            Some(all) => return all.iter().all(|&x| x == 1),
-            None => backoff.snooze(),
-        }
-    }
+    comm.all_gather_quiet(&[u64::from(ok)])
+        .iter()
+        .all(|&x| x == 1)
 }
 
 /// What Time Warp over ranks cannot do, refused in one line before anything starts (the same
