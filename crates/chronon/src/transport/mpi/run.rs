@@ -39,6 +39,37 @@ pub(crate) fn run<M: Model>(
 where
     M::Event: RankSafe,
 {
+    on_world(
+        |comm| {
+            let ranks = comm.size();
+            procs::check(model, protocol, cc, ranks)?;
+            if protocol == Protocol::NullMessage && !cfg.end.is_finite() && ranks > 1 {
+                return Err(SimError::Config(
+                    "--sync null-message over several ranks needs a finite end time".into(),
+                ));
+            }
+            Ok(procs::signature(cfg, protocol, cc, ranks))
+        },
+        |comm| match cfg.queue {
+            QueueKind::Heap => {
+                rank_run::<M, HeapQueue<Event<M::Event>>>(model, cfg, protocol, cc, comm)
+            }
+            QueueKind::Ladder => {
+                rank_run::<M, LadderQueue<Event<M::Event>>>(model, cfg, protocol, cc, comm)
+            }
+        },
+    )
+}
+
+/// The frame of every run over the ranks of the MPI world (the conservative protocols' and
+/// Time Warp's): MPI must be initialized; `check` runs on every rank and returns the run's
+/// signature (the same configuration gives every rank the same error, which only rank 0's
+/// caller prints); every rank must have reached the same run; `body` does this rank's part;
+/// then no message is left unmatched when MPI finalizes, and the thread's shared heap goes.
+pub(crate) fn on_world<T>(
+    check: impl FnOnce(&RankComm) -> Result<String, SimError>,
+    body: impl FnOnce(&RankComm) -> Result<T, SimError>,
+) -> Result<T, SimError> {
     if !super::initialized() {
         return Err(SimError::Config(
             "Simulation::ranks needs MPI: call chronon::mpi::Mpi::init() first (and run under mpirun)"
@@ -46,25 +77,9 @@ where
         ));
     }
     let comm = RankComm::new(&SimpleCommunicator::world());
-    let ranks = comm.size();
-    // The same checks on every rank (the same configuration): every rank returns the same
-    // error, and only rank 0's caller prints it.
-    procs::check(model, protocol, cc, ranks)?;
-    if protocol == Protocol::NullMessage && !cfg.end.is_finite() && ranks > 1 {
-        return Err(SimError::Config(
-            "--sync null-message over several ranks needs a finite end time".into(),
-        ));
-    }
-    same_run_everywhere(&comm, &procs::signature(cfg, protocol, cc, ranks))?;
-    let result = match cfg.queue {
-        QueueKind::Heap => {
-            rank_run::<M, HeapQueue<Event<M::Event>>>(model, cfg, protocol, cc, &comm)
-        }
-        QueueKind::Ladder => {
-            rank_run::<M, LadderQueue<Event<M::Event>>>(model, cfg, protocol, cc, &comm)
-        }
-    };
-    // No message left unmatched when MPI finalizes.
+    let sig = check(&comm)?;
+    same_run_everywhere(&comm, &sig)?;
+    let result = body(&comm);
     comm.drain();
     #[cfg(target_os = "linux")]
     crate::shm::release_thread_heap();
@@ -74,7 +89,7 @@ where
 /// Every rank must have reached the same run (same configuration): an all-gather of a hash of
 /// its signature. It receives nothing meanwhile ([`RankComm::all_gather_quiet`]): a rank that
 /// finished it may already be sending the run's first batches.
-pub(crate) fn same_run_everywhere(comm: &RankComm, sig: &str) -> Result<(), SimError> {
+fn same_run_everywhere(comm: &RankComm, sig: &str) -> Result<(), SimError> {
     use std::hash::{Hash, Hasher};
     let mut h = std::collections::hash_map::DefaultHasher::new();
     sig.hash(&mut h);

@@ -13,7 +13,6 @@ use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::sync::atomic::{AtomicUsize, Ordering::SeqCst};
 use std::time::Instant;
 
-use mpi::topology::SimpleCommunicator;
 
 use super::super::gvt::GvtRegisters;
 use super::super::lp::TwEvent;
@@ -29,7 +28,7 @@ use crate::model::Model;
 use crate::queue::{HeapQueue, LadderQueue, PendingSet, QueueKind};
 use crate::stats::Report;
 use crate::transport::mpi::comm::RankComm;
-use crate::transport::mpi::run::{add_rank_figures, finish_on_ranks, on_rank};
+use crate::transport::mpi::run::{add_rank_figures, finish_on_ranks, on_rank, on_world};
 use crate::transport::mpi::RankSafe;
 
 /// A Time Warp run over ranks, as a function pointer (instantiated where `M::Event: RankSafe`
@@ -49,36 +48,27 @@ pub(crate) fn run<M: Model>(
 where
     M::Event: RankSafe,
 {
-    if !crate::transport::mpi::initialized() {
-        return Err(SimError::Config(
-            "Simulation::ranks needs MPI: call chronon::mpi::Mpi::init() first (and run under mpirun)"
-                .into(),
-        ));
-    }
-    let comm = RankComm::new(&SimpleCommunicator::world());
-    check(model, threads, opts)?;
-    let sig = format!(
-        "lps={} end={:x} seed={} queue={} sync=timewarp threads={threads} ranks={} options={opts:?}",
-        cfg.lps,
-        cfg.end.to_bits(),
-        cfg.seed,
-        cfg.queue.name(),
-        comm.size(),
-    );
-    crate::transport::mpi::run::same_run_everywhere(&comm, &sig)?;
-    let result = match cfg.queue {
-        QueueKind::Heap => {
-            rank_run::<M, HeapQueue<TwEvent<M::Event>>>(model, cfg, threads, opts, &comm)
-        }
-        QueueKind::Ladder => {
-            rank_run::<M, LadderQueue<TwEvent<M::Event>>>(model, cfg, threads, opts, &comm)
-        }
-    };
-    // No message left unmatched when MPI finalizes.
-    comm.drain();
-    #[cfg(target_os = "linux")]
-    crate::shm::release_thread_heap();
-    result
+    on_world(
+        |comm| {
+            check(model, threads, opts)?;
+            Ok(format!(
+                "lps={} end={:x} seed={} queue={} sync=timewarp threads={threads} ranks={} options={opts:?}",
+                cfg.lps,
+                cfg.end.to_bits(),
+                cfg.seed,
+                cfg.queue.name(),
+                comm.size(),
+            ))
+        },
+        |comm| match cfg.queue {
+            QueueKind::Heap => {
+                rank_run::<M, HeapQueue<TwEvent<M::Event>>>(model, cfg, threads, opts, comm)
+            }
+            QueueKind::Ladder => {
+                rank_run::<M, LadderQueue<TwEvent<M::Event>>>(model, cfg, threads, opts, comm)
+            }
+        },
+    )
 }
 
 /// Whether `ok` holds on every rank (a non-blocking all-gather that receives nothing meanwhile:
