@@ -6,11 +6,15 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 
 use super::common::chronon;
 
+/// The files in `/dev/shm`, but MPICH's own (`mpich_*`: an `mpirun` that another test or
+/// program runs at the same time creates and removes them; they are not a `--procs` run's).
+/// Chronon's segments are memfds, so a `--procs` run must leave this list unchanged.
 pub fn dev_shm() -> Vec<String> {
     let mut v: Vec<String> = std::fs::read_dir("/dev/shm")
         .map(|d| {
             d.filter_map(|e| e.ok())
                 .map(|e| e.file_name().to_string_lossy().into_owned())
+                .filter(|n| !n.starts_with("mpich_"))
                 .collect()
         })
         .unwrap_or_default();

@@ -13,7 +13,6 @@ use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::sync::atomic::{AtomicUsize, Ordering::SeqCst};
 use std::time::Instant;
 
-
 use super::super::gvt::GvtRegisters;
 use super::super::lp::TwEvent;
 use super::super::options::TimeWarpOptions;
