@@ -25,7 +25,7 @@ use std::path::PathBuf;
 
 use clap::Args;
 
-pub(crate) use runner::{run_metrics, Metrics, Point, Results};
+pub(crate) use runner::{fingerprint48, mpi_missing, run_metrics, Metrics, Point, Results};
 
 use crate::Failure;
 
