@@ -23,8 +23,8 @@ pub(crate) const EXPERIMENTS: &[Experiment] = &[
         name: "000-gsu",
         seed: "000",
         what: "§3.1: GSU LBTS cost vs message-based LBTS",
-        needs: "threads",
-        partial: "the MPI_Iallreduce column (needs --features mpi)",
+        needs: "threads; MPI column: --features mpi + mpirun",
+        partial: "",
         reps: 3,
         status: Status::Ready(Ready {
             plan: gsu::plan,
