@@ -23,7 +23,7 @@ pub(crate) const EXPERIMENTS: &[Experiment] = &[
         name: "000-gsu",
         seed: "000",
         what: "§3.1: GSU LBTS cost vs message-based LBTS",
-        needs: "threads; MPI column: --features mpi + mpirun",
+        needs: "threads; MPI: feature mpi",
         partial: "",
         reps: 3,
         status: Status::Ready(Ready {
@@ -36,7 +36,7 @@ pub(crate) const EXPERIMENTS: &[Experiment] = &[
         name: "000-fig7",
         seed: "000",
         what: "Fig. 7: SimpleSim payload sweep",
-        needs: "processes; MPI line: --features mpi + mpirun",
+        needs: "processes; MPI: feature mpi",
         partial: "Boost version",
         reps: 3,
         status: Status::Ready(Ready {
@@ -49,7 +49,7 @@ pub(crate) const EXPERIMENTS: &[Experiment] = &[
         name: "000-fig8",
         seed: "000",
         what: "Fig. 8: SimpleSim process sweep",
-        needs: "2-8 processes; MPI line: --features mpi + mpirun",
+        needs: "2-8 processes; MPI: feature mpi",
         partial: "Boost version",
         reps: 3,
         status: Status::Ready(Ready {
