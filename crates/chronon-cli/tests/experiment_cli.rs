@@ -215,8 +215,18 @@ fn fig8_without_the_feature_says_the_mpi_line_needs_it() {
     // Two process counts, two transports, no MPI point.
     assert_eq!(rows.len(), 4, "{rows:?}");
     assert!(rows.iter().all(|r| col(r, "transport") != "mpi"));
-    let fp: Vec<&str> = rows.iter().map(|r| col(r, "fingerprint48")).collect();
-    assert!(fp.iter().all(|f| *f == fp[0] || rows.len() < 2), "{fp:?}");
+    // Both lines of a process count commit the same history.
+    for p in ["2", "4"] {
+        let fp: Vec<&str> = rows
+            .iter()
+            .filter(|r| col(r, "procs") == p)
+            .map(|r| col(r, "fingerprint48"))
+            .collect();
+        assert!(
+            fp.len() == 2 && !fp[0].is_empty() && fp[0] == fp[1],
+            "{fp:?}"
+        );
+    }
     assert!(md.contains("| MPI s | MPI / zero copy |"), "{md}");
     assert!(
         md.contains("| needs --features mpi | needs --features mpi |"),
@@ -318,13 +328,30 @@ fn the_hidden_measurements_refuse_bad_arguments_in_one_line() {
             vec![
                 "lbts-once",
                 "--method",
+                "allreduce",
+                "--threads",
+                "2",
+                "--rounds",
+                "5",
+            ],
+            "unknown --method 'allreduce'",
+        ),
+        (
+            // Without the feature: not compiled in; with it, not under mpirun -n 2.
+            vec![
+                "lbts-once",
+                "--method",
                 "mpi",
                 "--threads",
                 "2",
                 "--rounds",
                 "5",
             ],
-            "unknown --method 'mpi'",
+            if cfg!(feature = "mpi") {
+                "mpirun started 1 rank(s)"
+            } else {
+                "MPI support is not compiled in"
+            },
         ),
         (
             vec![
