@@ -361,11 +361,11 @@ fn with_mpi(mut series: Vec<Series>, mpi: Vec<(f64, f64)>, ranks: &str) -> Vec<S
     series
 }
 
+/// A line's (x, y) points.
+type Line = Vec<(f64, f64)>;
+
 /// Rows and lines over the process counts; `with_mpi_cells`: rows end with the MPI cells.
-fn process_sweep(
-    r: &Results,
-    with_mpi_cells: bool,
-) -> (Vec<Vec<String>>, Vec<Series>, Vec<(f64, f64)>) {
+fn process_sweep(r: &Results, with_mpi_cells: bool) -> (Vec<Vec<String>>, Vec<Series>, Line) {
     let mut rows = Vec::new();
     let mut z = Vec::new();
     let mut c = Vec::new();
