@@ -336,7 +336,8 @@ fn mpi_note(mpi: &[(f64, f64)], absent: &str, ranks: &str) -> String {
     match (mpi.first(), mpi.last()) {
         (Some(a), Some(b)) if mpi.len() > 1 => format!(
             "The MPI line (`mpirun -n {ranks}`, ranks of 1 thread, the MPI transport's \
-             serialized batches) at its last point takes {}× its time at its first.",
+             serialized batches; an untouched payload crosses ranks as its length only) at its \
+             last point takes {}× its time at its first.",
             num(b.1 / a.1)
         ),
         (Some(_), _) => "The MPI line ran over `mpirun` ranks of 1 thread.".into(),
