@@ -182,22 +182,67 @@ fn list_names_every_experiment_and_what_waits() {
     ] {
         assert!(line(name).contains(" available"), "{}", line(name));
     }
-    let fig7 = line("000-fig7");
-    assert!(fig7.contains("available; MPI"), "{fig7}");
     assert!(
         line("003-fig5").contains(" available"),
         "{}",
         line("003-fig5")
     );
-    let gsu = line("000-gsu");
-    assert!(
-        gsu.contains("available; the MPI_Iallreduce column"),
-        "{gsu}"
-    );
+    // The MPI parts say what they need; a build without the feature says they are not here.
+    for name in ["000-gsu", "000-fig7", "000-fig8"] {
+        let l = line(name);
+        assert!(
+            l.contains("MPI: feature mpi") && l.contains(" available"),
+            "{l}"
+        );
+        assert_eq!(
+            l.contains("MPI part not here: needs --features mpi"),
+            !cfg!(feature = "mpi"),
+            "{l}"
+        );
+    }
     assert!(
         !out.contains("waits for"),
         "no experiment waits today: {out}"
     );
+}
+
+/// Without the `mpi` feature Fig. 8 has its zero-copy and copy lines and says, in its table
+/// and figure, that the MPI line needs the feature.
+#[cfg(not(feature = "mpi"))]
+#[test]
+fn fig8_without_the_feature_says_the_mpi_line_needs_it() {
+    let (rows, md, texts) = quick("000-fig8", &[]);
+    // Two process counts, two transports, no MPI point.
+    assert_eq!(rows.len(), 4, "{rows:?}");
+    assert!(rows.iter().all(|r| col(r, "transport") != "mpi"));
+    // Both lines of a process count commit the same history.
+    for p in ["2", "4"] {
+        let fp: Vec<&str> = rows
+            .iter()
+            .filter(|r| col(r, "procs") == p)
+            .map(|r| col(r, "fingerprint48"))
+            .collect();
+        assert!(
+            fp.len() == 2 && !fp[0].is_empty() && fp[0] == fp[1],
+            "{fp:?}"
+        );
+    }
+    assert!(md.contains("| MPI s | MPI / zero copy |"), "{md}");
+    assert!(
+        md.contains("| needs --features mpi | needs --features mpi |"),
+        "{md}"
+    );
+    assert!(
+        md.contains("The MPI line is not measured here: it needs --features mpi."),
+        "{md}"
+    );
+    assert!(
+        texts
+            .iter()
+            .any(|t| t.contains("MPI line: needs --features mpi")),
+        "{texts:?}"
+    );
+    assert!(!texts.iter().any(|t| t.starts_with("MPI (")), "{texts:?}");
 }
 
 #[test]
@@ -224,10 +269,12 @@ fn tick_overhead_follows_fig5_layout() {
 }
 
 #[test]
-fn gsu_lbts_is_compared_with_the_message_tree_and_mpi_waits() {
+fn gsu_lbts_is_compared_with_the_message_tree_and_mpi() {
     let (rows, md, texts) = quick("000-gsu", &["--threads", "1,2"]);
-    // gsu, gsu-shm, gsu-procs, message and the window executor at 1 and 2 threads.
-    assert_eq!(rows.len(), 10);
+    // gsu, gsu-shm, gsu-procs, message and the window executor at 1 and 2 threads (and the
+    // MPI all-gather in a build with the feature: experiment_mpi_cli checks it).
+    let mpi = usize::from(cfg!(feature = "mpi"));
+    assert_eq!(rows.len(), 10 + 2 * mpi);
     let ns = |t: &str, m: &str| -> f64 {
         let r = rows
             .iter()
@@ -249,7 +296,15 @@ fn gsu_lbts_is_compared_with_the_message_tree_and_mpi_waits() {
         .unwrap();
     let round: f64 = col(window, "round_us").parse().unwrap();
     assert!(round > 0.0, "{window:?}");
-    assert!(md.contains("needs --features mpi: not yet"), "{md}");
+    assert!(md.contains("MPI all-gather ns"), "{md}");
+    if !cfg!(feature = "mpi") {
+        // No fake numbers: the MPI column says what it needs.
+        assert!(md.contains("| needs --features mpi |"), "{md}");
+        assert!(
+            md.contains("not measured here: it needs --features mpi"),
+            "{md}"
+        );
+    }
     assert!(md.contains("| 2 |"), "{md}");
     for s in [
         "gsu",
@@ -273,13 +328,30 @@ fn the_hidden_measurements_refuse_bad_arguments_in_one_line() {
             vec![
                 "lbts-once",
                 "--method",
+                "allreduce",
+                "--threads",
+                "2",
+                "--rounds",
+                "5",
+            ],
+            "unknown --method 'allreduce'",
+        ),
+        (
+            // Without the feature: not compiled in; with it, not under mpirun -n 2.
+            vec![
+                "lbts-once",
+                "--method",
                 "mpi",
                 "--threads",
                 "2",
                 "--rounds",
                 "5",
             ],
-            "unknown --method 'mpi'",
+            if cfg!(feature = "mpi") {
+                "mpirun started 1 rank(s)"
+            } else {
+                "MPI support is not compiled in"
+            },
         ),
         (
             vec![

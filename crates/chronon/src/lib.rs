@@ -173,7 +173,7 @@ mod transport;
 pub mod mpi {
     pub use crate::transport::mpi::{launched, COMPILED, NOT_COMPILED};
     #[cfg(feature = "mpi")]
-    pub use crate::transport::mpi::{Mpi, RankSafe};
+    pub use crate::transport::mpi::{lbts_gather_secs, Mpi, RankSafe};
 }
 
 pub use error::{ModelError, SimError};

@@ -16,10 +16,14 @@
 //!   part in every computation, as a distributed simulator computes it.
 //! * `window`: the window executor's round (`round_us` of its report: barrier, LBTS snapshot
 //!   and the round's events) on a small PHOLD, for scale.
-//! * MPI (`MPI_Iallreduce`): a column waits for the MPI transport (`--features mpi`).
+//! * `mpi`: the LBTS reduction of the MPI transport's barrier (`chronon::mpi::lbts_gather_secs`:
+//!   one non-blocking all-gather of every rank's barrier record, then the minimum MOE and the
+//!   sent = received check) over N ranks of one thread (`mpirun -n N chronon bench lbts-once
+//!   --method mpi`), where this binary has `--features mpi` and `mpirun` is on PATH; the
+//!   column says what it needs otherwise.
 //!
-//! Each measurement is a child: `chronon bench lbts-once` for the first three, `chronon run`
-//! for the window executor.
+//! Each measurement is a child: `chronon bench lbts-once` for the GSU, message and MPI
+//! methods (the MPI one under `mpirun`), `chronon run` for the window executor.
 
 use std::path::PathBuf;
 use std::sync::{Arc, Barrier};
@@ -31,7 +35,7 @@ use chronon::EventKey;
 use serde_json::Value;
 
 use super::msg_lbts::{self, Contribution};
-use super::{md_table, num, run_metrics, Metrics, Point, Rendered, Results, Settings};
+use super::{md_table, mpi_missing, num, run_metrics, Metrics, Point, Rendered, Results, Settings};
 use crate::report::plot::{figure, Panel, Series};
 use crate::Failure;
 
@@ -55,6 +59,17 @@ fn rounds(s: &Settings, method: &str) -> &'static str {
     }
 }
 
+/// LBTS computations in one MPI measurement over `ranks` ranks: fewer beyond the 2 cores,
+/// where ranks that poll while they wait take milliseconds per computation.
+fn mpi_rounds(s: &Settings, ranks: usize) -> &'static str {
+    match (ranks <= 2, s.quick) {
+        (true, true) => "2000",
+        (true, false) => "20000",
+        (false, true) => "200",
+        (false, false) => "1000",
+    }
+}
+
 pub(super) fn plan(s: &Settings) -> Result<Vec<Point>, Failure> {
     let end = if s.quick { "20" } else { "100" };
     let mut out = Vec::new();
@@ -74,6 +89,24 @@ pub(super) fn plan(s: &Settings) -> Result<Vec<Point>, Failure> {
                     rounds(s, m),
                 ],
             ));
+        }
+        if mpi_missing().is_none() {
+            out.push(
+                Point::new(
+                    &[("threads", &ts), ("method", "mpi")],
+                    &[
+                        "bench",
+                        "lbts-once",
+                        "--method",
+                        "mpi",
+                        "--threads",
+                        &ts,
+                        "--rounds",
+                        mpi_rounds(s, t),
+                    ],
+                )
+                .under_mpirun(t),
+            );
         }
         out.push(Point::new(
             &[("threads", &ts), ("method", "window")],
@@ -121,7 +154,7 @@ pub(super) fn render(_: &Settings, r: &Results) -> Result<Rendered, Failure> {
         "GSU (shm, processes) ns",
         "message tree ns",
         "message / GSU",
-        "MPI_Iallreduce ns",
+        "MPI all-gather ns",
         "window round µs",
         "events / round",
     ]
@@ -135,6 +168,8 @@ pub(super) fn render(_: &Settings, r: &Results) -> Result<Rendered, Failure> {
         .map(|m| Series::new(*m, Vec::new()))
         .collect();
     let (mut msg_us, mut round, mut ratio) = (Vec::new(), Vec::new(), Vec::new());
+    let mut mpi_us = Vec::new();
+    let absent = mpi_missing().unwrap_or_else(|| "not measured in this sweep".into());
     for t in &threads {
         let x: f64 = t.parse().unwrap_or(f64::NAN);
         let ns = |m: &str| r.get(&[("threads", t), ("method", m)], "ns_per_lbts");
@@ -147,7 +182,11 @@ pub(super) fn render(_: &Settings, r: &Results) -> Result<Rendered, Failure> {
             num(gp),
             num(msg),
             num(msg / g),
-            "needs --features mpi: not yet".into(),
+            if ns("mpi").is_nan() {
+                absent.clone()
+            } else {
+                num(ns("mpi"))
+            },
             num(w("round_us")),
             num(w("events_per_round")),
         ]);
@@ -157,12 +196,22 @@ pub(super) fn render(_: &Settings, r: &Results) -> Result<Rendered, Failure> {
             }
         }
         msg_us.push((x, msg / 1000.0));
+        if !ns("mpi").is_nan() {
+            mpi_us.push((x, ns("mpi") / 1000.0));
+        }
         // With one worker a window holds the whole run: not a synchronization round.
         if x > 1.0 {
             round.push((x, w("round_us")));
         }
         ratio.push((x, msg / g));
     }
+    let mpi_note = if mpi_us.is_empty() {
+        format!("not measured here: it {absent}.")
+    } else {
+        "beyond 2 ranks they oversubscribe the 2 cores as the threads do (MPICH's ranks poll \
+         while they wait)."
+            .to_string()
+    };
     let table = format!(
         "Cost of one LBTS computation per worker thread (ns; fastest repetition). **GSU**: the \
          worker publishes its MOE and reads a consistent snapshot of every worker's MOE, MOM \
@@ -179,8 +228,9 @@ pub(super) fn render(_: &Settings, r: &Results) -> Result<Rendered, Failure> {
          events), for scale. Beyond 2 threads the threads outnumber this machine's 2 cores. \
          The seed's hardware GSU reads LBTS in a few cycles; no software unit can match that \
          — what is compared is the software GSU's shared registers against the message \
-         exchange that it replaces. MPI (`MPI_Iallreduce`) is not measured: it needs the MPI \
-         transport (`--features mpi`), not yet landed.\n\n{}",
+         exchange that it replaces. **MPI all-gather**: the MPI transport's LBTS reduction \
+         (one `MPI_Iallgather` of every rank's barrier record, then the minimum MOE and the \
+         sent = received check) over N ranks of one thread under `mpirun -n N`; {mpi_note}\n\n{}",
         md_table(&header, &rows)
     );
     let svg = figure(
@@ -193,13 +243,23 @@ pub(super) fn render(_: &Settings, r: &Results) -> Result<Rendered, Failure> {
                 series: gsu,
             },
             Panel::Lines {
-                title: "message tree; window executor round".into(),
+                title: if mpi_note.starts_with("not") {
+                    format!("message tree; window round (MPI: {absent})")
+                } else {
+                    "message tree; MPI all-gather; window executor round".into()
+                },
                 x: "threads".into(),
                 y: "µs".into(),
-                series: vec![
-                    Series::new("message tree, µs per LBTS", msg_us),
-                    Series::new("window round_us (PHOLD)", round),
-                ],
+                series: {
+                    let mut v = vec![
+                        Series::new("message tree, µs per LBTS", msg_us),
+                        Series::new("window round_us (PHOLD)", round),
+                    ];
+                    if !mpi_us.is_empty() {
+                        v.push(Series::new("MPI all-gather, µs per LBTS", mpi_us));
+                    }
+                    v
+                },
             },
             Panel::Lines {
                 title: "message tree / GSU".into(),
@@ -215,7 +275,7 @@ pub(super) fn render(_: &Settings, r: &Results) -> Result<Rendered, Failure> {
 /// Flags of `chronon bench lbts-once`.
 #[derive(Debug, clap::Args)]
 pub(crate) struct OnceArgs {
-    /// gsu, gsu-shm, gsu-procs or message.
+    /// gsu, gsu-shm, gsu-procs, message or mpi (under `mpirun -n THREADS`).
     #[arg(long)]
     method: String,
     /// Worker threads.
@@ -310,9 +370,9 @@ enum Registers {
 /// `chronon bench lbts-once`: `threads` workers each compute the LBTS `rounds` times; writes
 /// JSON (`ns_per_lbts`: mean over workers of their time per computation; `wall_s`; `rounds`).
 pub(crate) fn once(a: OnceArgs) -> Result<u8, Failure> {
-    if !METHODS.contains(&a.method.as_str()) {
+    if !METHODS.contains(&a.method.as_str()) && a.method != "mpi" {
         return Err(Failure::bad_input(format!(
-            "unknown --method '{}': gsu, gsu-shm, gsu-procs or message",
+            "unknown --method '{}': gsu, gsu-shm, gsu-procs, message or mpi",
             a.method
         )));
     }
@@ -327,6 +387,9 @@ pub(crate) fn once(a: OnceArgs) -> Result<u8, Failure> {
     }
     if let Some(me) = chronon::shm::Worker::from_env() {
         return procs_worker(me, &a);
+    }
+    if a.method == "mpi" {
+        return mpi_once(&a);
     }
     let outputs = crate::output::Outputs::plan(&[("--output", a.output.clone())], &[])?;
     let n = a.threads;
@@ -377,6 +440,36 @@ pub(crate) fn once(a: OnceArgs) -> Result<u8, Failure> {
         secs.push(r.map_err(Failure::runtime)?);
     }
     write(&outputs, &secs, a.rounds, t0.elapsed().as_secs_f64())
+}
+
+/// `--method mpi`, on every rank of `mpirun -n THREADS`: the MPI transport's LBTS reduction
+/// `rounds` times; rank 0 writes the result (its own time: the reduction keeps the ranks in
+/// step).
+#[cfg(feature = "mpi")]
+fn mpi_once(a: &OnceArgs) -> Result<u8, Failure> {
+    let mpi = chronon::mpi::Mpi::init().map_err(|e| Failure::runtime(e.to_string()))?;
+    if mpi.size() != a.threads {
+        return Err(Failure::bad_input(format!(
+            "--method mpi --threads {} but mpirun started {} rank(s): run `mpirun -n {} chronon \
+             bench lbts-once --method mpi ...`",
+            a.threads,
+            mpi.size(),
+            a.threads
+        )));
+    }
+    let t0 = Instant::now();
+    let secs = chronon::mpi::lbts_gather_secs(&mpi, a.rounds).map_err(Failure::runtime)?;
+    if mpi.rank() != 0 {
+        return Ok(0);
+    }
+    let outputs = crate::output::Outputs::plan(&[("--output", a.output.clone())], &[])?;
+    write(&outputs, &[secs], a.rounds, t0.elapsed().as_secs_f64())
+}
+
+/// `--method mpi` in a build without the feature.
+#[cfg(not(feature = "mpi"))]
+fn mpi_once(_: &OnceArgs) -> Result<u8, Failure> {
+    Err(Failure::bad_input(chronon::mpi::NOT_COMPILED))
 }
 
 /// Writes the JSON result: the mean over workers of their seconds per computation, in ns.

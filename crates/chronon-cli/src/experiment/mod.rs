@@ -25,7 +25,7 @@ use std::path::PathBuf;
 
 use clap::Args;
 
-pub(crate) use runner::{run_metrics, Metrics, Point, Results};
+pub(crate) use runner::{fingerprint48, mpi_missing, run_metrics, Metrics, Point, Results};
 
 use crate::Failure;
 
@@ -183,17 +183,21 @@ pub(crate) fn num(x: f64) -> String {
 
 fn list() -> u8 {
     println!(
-        "{:<18} {:<5} {:<44} {:<18} status",
+        "{:<18} {:<5} {:<44} {:<32} status",
         "experiment", "seed", "table / figure", "needs"
     );
     for e in registry::EXPERIMENTS {
-        let status = match e.status {
+        let mut status = match e.status {
             Status::Ready(_) if e.partial.is_empty() => "available".to_string(),
             Status::Ready(_) => format!("available; {}", e.partial),
             Status::Waits(w) => format!("waits for {w}"),
         };
+        // The MPI part of an experiment, where this binary cannot launch ranks.
+        if let (true, Some(why)) = (e.needs.contains("MPI:"), mpi_missing()) {
+            status.push_str(&format!("; MPI part not here: {why}"));
+        }
         println!(
-            "{:<18} {:<5} {:<44} {:<18} {status}",
+            "{:<18} {:<5} {:<44} {:<32} {status}",
             e.name, e.seed, e.what, e.needs
         );
     }

@@ -6,7 +6,7 @@
 
 use serde_json::Value;
 
-use super::{md_table, num, Metrics, Point, Rendered, Results, Settings};
+use super::{fingerprint48, md_table, num, Metrics, Point, Rendered, Results, Settings};
 use crate::report::plot::{figure, Bars, Panel, Series};
 use crate::Failure;
 
@@ -110,11 +110,6 @@ pub(super) fn plan(s: &Settings) -> Result<Vec<Point>, Failure> {
         }
     }
     Ok(out)
-}
-
-/// The top 48 bits of a 16-hex-digit fingerprint, exact in an `f64` (a CSV column is a number).
-fn fingerprint48(hex: &str) -> Option<f64> {
-    u64::from_str_radix(hex, 16).ok().map(|x| (x >> 16) as f64)
 }
 
 pub(super) fn extract(v: &Value) -> Metrics {

@@ -16,6 +16,8 @@ use crate::Failure;
 pub(crate) struct Point {
     pub params: Vec<(&'static str, String)>,
     pub args: Vec<String>,
+    /// `Some(R)`: the child runs as `mpirun -n R chronon ARGS` (R MPI ranks), not directly.
+    pub ranks: Option<usize>,
 }
 
 impl Point {
@@ -24,7 +26,14 @@ impl Point {
         Point {
             params: params.iter().map(|(k, v)| (*k, v.to_string())).collect(),
             args: args.iter().map(|a| a.to_string()).collect(),
+            ranks: None,
         }
+    }
+
+    /// The same point measured over `ranks` MPI ranks (`mpirun -n RANKS chronon ARGS`).
+    pub(crate) fn under_mpirun(mut self, ranks: usize) -> Point {
+        self.ranks = Some(ranks);
+        self
     }
 
     /// The value of parameter `key` ("" when the point has none).
@@ -123,6 +132,7 @@ impl Results {
                     points.push(Point {
                         params,
                         args: Vec::new(),
+                        ranks: None,
                     });
                     samples.push(Vec::new());
                     points.len() - 1
@@ -244,7 +254,7 @@ pub(crate) fn sweep(
             let report: PathBuf = runs.join(format!("p{i:03}-r{rep}.json"));
             let label: Vec<String> = p.params.iter().map(|(k, v)| format!("{k}={v}")).collect();
             eprint!("[{done}/{total}] {} ... ", label.join(" "));
-            let v = measure(&exe, &p.args, &report)?;
+            let v = measure(&exe, p, &report)?;
             let m = extract(&v);
             let wall = m
                 .iter()
@@ -257,10 +267,36 @@ pub(crate) fn sweep(
     Ok(Results { points, samples })
 }
 
-/// One child process: `chronon ARGS --output REPORT`; its report, parsed.
-fn measure(exe: &Path, args: &[String], report: &Path) -> Result<Value, Failure> {
+/// Why a point over MPI ranks cannot be measured by this binary (`None`: it can): built
+/// without the `mpi` feature, or no `mpirun` on PATH.
+pub(crate) fn mpi_missing() -> Option<String> {
+    if !chronon::mpi::COMPILED {
+        return Some("needs --features mpi".into());
+    }
+    let on_path = std::env::var_os("PATH")
+        .is_some_and(|path| std::env::split_paths(&path).any(|d| d.join("mpirun").is_file()));
+    (!on_path).then(|| "needs mpirun on PATH".into())
+}
+
+/// The top 48 bits of a 16-hex-digit fingerprint, exact in an `f64` (a CSV column is a number).
+pub(crate) fn fingerprint48(hex: &str) -> Option<f64> {
+    u64::from_str_radix(hex, 16).ok().map(|x| (x >> 16) as f64)
+}
+
+/// One child process: `chronon ARGS --output REPORT` (under `mpirun -n R` for a point over
+/// ranks); its report, parsed.
+fn measure(exe: &Path, p: &Point, report: &Path) -> Result<Value, Failure> {
+    let args = &p.args;
     let _ = std::fs::remove_file(report);
-    let out = Command::new(exe)
+    let mut cmd = match p.ranks {
+        Some(r) => {
+            let mut c = Command::new("mpirun");
+            c.arg("-n").arg(r.to_string()).arg(exe);
+            c
+        }
+        None => Command::new(exe),
+    };
+    let out = cmd
         .args(args)
         .arg("--output")
         .arg(report)

@@ -3,8 +3,11 @@
 //! and the copy transport (`--payload copy`: each payload copied out of the sender's item and
 //! into a new item of the receiver's heap, what an MPI implementation does inside one
 //! machine); Fig. 8, SimpleSim at 7 000 bytes over 2, 4 and 8 processes; Fig. 9, the
-//! star-of-stars network over 2, 4 and 8 processes. MPI and Boost.Interprocess, the seed's
-//! other two versions, are not here (MPI is issue 11).
+//! star-of-stars network over 2, 4 and 8 processes. Figs. 7 and 8 also have the seed's MPI
+//! line when this binary was built with `--features mpi` and `mpirun` is on PATH: the same
+//! SimpleSim over as many MPI ranks of one thread as the other lines have processes (`mpirun -n
+//! R chronon run simplesim ...`); every line's fingerprint is checked equal. Without the
+//! feature the table and figure say the line needs it. Boost.Interprocess is not here.
 //!
 //! Scaling to this machine: the seed ran 8 processes on 8+ cores for 25 000 simulated seconds
 //! (SimpleSim) and 5 000 (GTNetS). Fig. 7 runs 2 processes (this machine has 2 cores; 8 LPs, 4
@@ -12,7 +15,12 @@
 //! 200 simulated seconds (20 with `--quick`); Figs. 8 and 9 oversubscribe the 2 cores with 4
 //! and 8 processes. Queue bound 5 000 and lookahead 5 as in the seed.
 
-use super::{md_table, num, Point, Rendered, Results, Settings};
+use serde_json::Value;
+
+use super::{
+    fingerprint48, md_table, mpi_missing, num, run_metrics, Metrics, Point, Rendered, Results,
+    Settings,
+};
 use crate::report::plot::{figure, Panel, Series};
 use crate::Failure;
 
@@ -45,9 +53,35 @@ fn procs_run(model: &[&str], procs: &str, transport: &str) -> Vec<String> {
     args.into_iter().map(String::from).collect()
 }
 
-fn simplesim(s: &Settings, lps: &str, bytes: &str, procs: &str, transport: &str) -> Vec<String> {
+/// The MPI line's transport name (a point run under `mpirun`).
+const MPI: &str = "mpi";
+
+/// `chronon run MODEL ARGS` under the window protocol over MPI ranks of one thread each (the
+/// ranks come from `mpirun -n R`).
+fn ranks_run(model: &[&str]) -> Vec<String> {
+    let mut args = vec!["run"];
+    args.extend_from_slice(model);
+    args.extend(["--sync", "window", "--threads", "1", "--stall-secs", "0"]);
+    args.into_iter().map(String::from).collect()
+}
+
+/// The report's run metrics and the top 48 bits of its fingerprint (every line of one cell must
+/// commit the same history).
+pub(super) fn extract(v: &Value) -> Metrics {
+    let mut m = run_metrics(v);
+    if let Some(fp) = v
+        .get("fingerprint")
+        .and_then(Value::as_str)
+        .and_then(fingerprint48)
+    {
+        m.push(("fingerprint48", fp));
+    }
+    m
+}
+
+fn simplesim_model(s: &Settings, lps: &str, bytes: &str) -> Vec<String> {
     let end = if s.quick { "100" } else { "1000" };
-    let model = [
+    [
         "simplesim",
         "--lps",
         lps,
@@ -59,15 +93,82 @@ fn simplesim(s: &Settings, lps: &str, bytes: &str, procs: &str, transport: &str)
         bytes,
         "--end",
         end,
-    ];
+    ]
+    .into_iter()
+    .map(String::from)
+    .collect()
+}
+
+fn simplesim(s: &Settings, lps: &str, bytes: &str, procs: &str, transport: &str) -> Vec<String> {
+    let model = simplesim_model(s, lps, bytes);
+    let model: Vec<&str> = model.iter().map(String::as_str).collect();
+    if transport == MPI {
+        return ranks_run(&model);
+    }
     procs_run(&model, procs, transport)
+}
+
+/// [`transport_sweep`] plus, where this binary can launch MPI ranks, the MPI line: per value,
+/// `args(value, "mpi")` under `mpirun -n ranks(value)`.
+fn sweep_with_mpi(
+    key: &'static str,
+    values: &[&str],
+    args: impl Fn(&str, &str) -> Vec<String>,
+    ranks: impl Fn(&str) -> usize,
+) -> Vec<Point> {
+    let mut out = Vec::new();
+    for v in values {
+        out.extend(transport_sweep(key, &[v], &args));
+        if mpi_missing().is_none() {
+            let a = args(v, MPI);
+            let a: Vec<&str> = a.iter().map(String::as_str).collect();
+            out.push(Point::new(&[(key, v), ("transport", MPI)], &a).under_mpirun(ranks(v)));
+        }
+    }
+    out
+}
+
+/// What the MPI line's cells say when the sweep has no MPI points.
+fn mpi_absent() -> String {
+    mpi_missing().unwrap_or_else(|| "not measured in this sweep".into())
+}
+
+/// A check that every line of each value of `key` committed the same history: a sentence for
+/// the table (and a warning on stderr when they differ).
+fn same_history(r: &Results, key: &str) -> String {
+    let mut differs = Vec::new();
+    let mut checked = 0;
+    for v in r.values(key) {
+        let fps: Vec<f64> = [TRANSPORTS[0], TRANSPORTS[1], MPI]
+            .iter()
+            .map(|t| r.get(&[(key, &v), ("transport", t)], "fingerprint48"))
+            .filter(|f| !f.is_nan())
+            .collect();
+        if fps.len() > 1 {
+            checked += 1;
+            if fps.iter().any(|f| *f != fps[0]) {
+                differs.push(v);
+            }
+        }
+    }
+    if !differs.is_empty() {
+        eprintln!("warning: the lines' fingerprints differ at {key} {differs:?}");
+        return format!(
+            "**The lines' fingerprints differ at {key} {}: a determinism bug.**",
+            differs.join(", ")
+        );
+    }
+    if checked == 0 {
+        return String::new();
+    }
+    "Every line of each cell committed the same history (equal fingerprints).".into()
 }
 
 /// One point per value of `key` and per transport, measured by `args(value, transport)`.
 fn transport_sweep(
     key: &'static str,
     values: &[&str],
-    args: impl Fn(&str, &str) -> Vec<String>,
+    args: &impl Fn(&str, &str) -> Vec<String>,
 ) -> Vec<Point> {
     let mut out = Vec::new();
     for v in values {
@@ -91,9 +192,12 @@ fn procs(s: &Settings) -> &'static [&'static str] {
 
 pub(super) fn fig7_plan(s: &Settings) -> Result<Vec<Point>, Failure> {
     let sizes: &[&str] = if s.quick { &QUICK_SIZES } else { &SIZES };
-    Ok(transport_sweep("bytes", sizes, |bytes, t| {
-        simplesim(s, "8", bytes, FIG7_PROCS, t)
-    }))
+    Ok(sweep_with_mpi(
+        "bytes",
+        sizes,
+        |bytes, t| simplesim(s, "8", bytes, FIG7_PROCS, t),
+        |_| FIG7_PROCS.parse().unwrap_or(2),
+    ))
 }
 
 /// Where copy's run time line crosses zero copy's, from below (linear interpolation between
@@ -123,12 +227,24 @@ fn crossover(pts: &[(f64, f64, f64)]) -> Crossing {
 pub(super) fn fig7_render(s: &Settings, r: &Results) -> Result<Rendered, Failure> {
     let mut rows = Vec::new();
     let mut pts = Vec::new();
+    let mut mpi = Vec::new();
+    let absent = mpi_absent();
     for bytes in r.values("bytes") {
         let z = r.get(&[("bytes", &bytes), ("transport", "zero-copy")], "wall_s");
         let c = r.get(&[("bytes", &bytes), ("transport", "copy")], "wall_s");
-        rows.push(vec![bytes.clone(), num(z), num(c), num(c / z)]);
-        pts.push((bytes.parse::<f64>().unwrap_or(f64::NAN), z, c));
+        let m = r.get(&[("bytes", &bytes), ("transport", MPI)], "wall_s");
+        let x = bytes.parse::<f64>().unwrap_or(f64::NAN);
+        let mut row = vec![bytes.clone(), num(z), num(c), num(c / z)];
+        row.extend(mpi_cells(m, z, &absent));
+        rows.push(row);
+        pts.push((x, z, c));
+        if !m.is_nan() {
+            mpi.push((x, m));
+        }
     }
+    mpi.sort_by(|a, b| a.0.total_cmp(&b.0));
+    let history = same_history(r, "bytes");
+    let mpi_note = mpi_note(&mpi, &absent, FIG7_PROCS);
     pts.sort_by(|a, b| a.0.total_cmp(&b.0));
     let flat = match (pts.first(), pts.last()) {
         (Some(a), Some(b)) if pts.len() > 1 => format!(
@@ -159,14 +275,16 @@ pub(super) fn fig7_render(s: &Settings, r: &Results) -> Result<Rendered, Failure
          seconds (the seed: 25 000), untouched payloads; run time (wall s, initialization \
          excluded) of the zero-copy transport (a `BPtr` into the sender's shared heap crosses \
          the ring) and the copy transport (`--payload copy`: the payload is copied into a new \
-         item on send and into the receiver's heap on receive). {flat} {cross} The seed's MPI \
-         and Boost.Interprocess versions are not measured (MPI: issue 11).\n\n{}",
+         item on send and into the receiver's heap on receive). {flat} {cross} {mpi_note} \
+         {history} The seed's Boost.Interprocess version is not measured.\n\n{}",
         md_table(
             &[
                 "payload bytes".into(),
                 "zero copy s".into(),
                 "copy s".into(),
-                "copy / zero copy".into()
+                "copy / zero copy".into(),
+                "MPI s".into(),
+                "MPI / zero copy".into(),
             ],
             &rows
         )
@@ -174,13 +292,20 @@ pub(super) fn fig7_render(s: &Settings, r: &Results) -> Result<Rendered, Failure
     let svg = figure(
         "Seed 000 Fig. 7: SimpleSim run time vs payload size",
         &[Panel::Lines {
-            title: format!("8 LPs, {FIG7_PROCS} processes, end {end}"),
+            title: format!(
+                "8 LPs, {FIG7_PROCS} processes, end {end}{}",
+                mpi_title(&mpi, &absent)
+            ),
             x: "payload (bytes)".into(),
             y: "run time (s)".into(),
-            series: vec![
-                Series::new("zero copy (BPtr)", pts.iter().map(|p| (p.0, p.1)).collect()),
-                Series::new("copy", pts.iter().map(|p| (p.0, p.2)).collect()),
-            ],
+            series: with_mpi(
+                vec![
+                    Series::new("zero copy (BPtr)", pts.iter().map(|p| (p.0, p.1)).collect()),
+                    Series::new("copy", pts.iter().map(|p| (p.0, p.2)).collect()),
+                ],
+                mpi,
+                FIG7_PROCS,
+            ),
         }],
     )?;
     Ok(Rendered { table, figure: svg })
@@ -188,55 +313,122 @@ pub(super) fn fig7_render(s: &Settings, r: &Results) -> Result<Rendered, Failure
 
 pub(super) fn fig8_plan(s: &Settings) -> Result<Vec<Point>, Failure> {
     // One LP per process, as in the seed's Fig. 8.
-    Ok(transport_sweep("procs", procs(s), |p, t| {
-        simplesim(s, p, "7000", p, t)
-    }))
+    Ok(sweep_with_mpi(
+        "procs",
+        procs(s),
+        |p, t| simplesim(s, p, "7000", p, t),
+        |p| p.parse().unwrap_or(2),
+    ))
 }
 
-fn process_sweep(r: &Results) -> (Vec<Vec<String>>, Vec<Series>) {
+/// The MPI cells of a row: its run time and its ratio to zero copy's, or the reason the line
+/// is missing.
+fn mpi_cells(m: f64, z: f64, absent: &str) -> Vec<String> {
+    if m.is_nan() {
+        vec![absent.to_string(), absent.to_string()]
+    } else {
+        vec![num(m), num(m / z)]
+    }
+}
+
+/// The table's sentence on the MPI line.
+fn mpi_note(mpi: &[(f64, f64)], absent: &str, ranks: &str) -> String {
+    match (mpi.first(), mpi.last()) {
+        (Some(a), Some(b)) if mpi.len() > 1 => format!(
+            "The MPI line (`mpirun -n {ranks}`, ranks of 1 thread, the MPI transport's \
+             serialized batches; an untouched payload crosses ranks as its length only) at its \
+             last point takes {}× its time at its first.",
+            num(b.1 / a.1)
+        ),
+        (Some(_), _) => "The MPI line ran over `mpirun` ranks of 1 thread.".into(),
+        _ => format!("The MPI line is not measured here: it {absent}."),
+    }
+}
+
+/// The figure title's note on a missing MPI line.
+fn mpi_title(mpi: &[(f64, f64)], absent: &str) -> String {
+    if mpi.is_empty() {
+        format!(" (MPI line: {absent})")
+    } else {
+        String::new()
+    }
+}
+
+/// `series` with the MPI line when it has points.
+fn with_mpi(mut series: Vec<Series>, mpi: Vec<(f64, f64)>, ranks: &str) -> Vec<Series> {
+    if !mpi.is_empty() {
+        series.push(Series::new(format!("MPI ({ranks} ranks)"), mpi));
+    }
+    series
+}
+
+/// A line's (x, y) points.
+type Line = Vec<(f64, f64)>;
+
+/// Rows and lines over the process counts; `with_mpi_cells`: rows end with the MPI cells.
+fn process_sweep(r: &Results, with_mpi_cells: bool) -> (Vec<Vec<String>>, Vec<Series>, Line) {
     let mut rows = Vec::new();
     let mut z = Vec::new();
     let mut c = Vec::new();
+    let mut mpi = Vec::new();
+    let absent = mpi_absent();
     for p in r.values("procs") {
         let zs = r.get(&[("procs", &p), ("transport", "zero-copy")], "wall_s");
         let cs = r.get(&[("procs", &p), ("transport", "copy")], "wall_s");
-        rows.push(vec![p.clone(), num(zs), num(cs), num(cs / zs)]);
+        let ms = r.get(&[("procs", &p), ("transport", MPI)], "wall_s");
+        let mut row = vec![p.clone(), num(zs), num(cs), num(cs / zs)];
+        if with_mpi_cells {
+            row.extend(mpi_cells(ms, zs, &absent));
+        }
+        rows.push(row);
         let x = p.parse::<f64>().unwrap_or(f64::NAN);
         z.push((x, zs));
         c.push((x, cs));
+        if !ms.is_nan() {
+            mpi.push((x, ms));
+        }
     }
     (
         rows,
         vec![Series::new("zero copy (BPtr)", z), Series::new("copy", c)],
+        mpi,
     )
 }
 
-fn header() -> Vec<String> {
-    vec![
+fn header(with_mpi_cells: bool) -> Vec<String> {
+    let mut h = vec![
         "processes".into(),
         "zero copy s".into(),
         "copy s".into(),
         "copy / zero copy".into(),
-    ]
+    ];
+    if with_mpi_cells {
+        h.extend(["MPI s".into(), "MPI / zero copy".into()]);
+    }
+    h
 }
 
 pub(super) fn fig8_render(s: &Settings, r: &Results) -> Result<Rendered, Failure> {
-    let (rows, series) = process_sweep(r);
+    let (rows, series, mpi) = process_sweep(r, true);
+    let absent = mpi_absent();
+    let history = same_history(r, "procs");
+    let mpi_note = mpi_note(&mpi, &absent, "R");
     let end = if s.quick { "100" } else { "1 000" };
     let table = format!(
         "SimpleSim with 7 000-byte untouched payloads, one LP per worker process (1 thread \
          each), window protocol, queue bound 5 000, lookahead 5, end {end} simulated seconds \
          (the seed: 25 000); 4 and 8 processes oversubscribe this machine's 2 cores. Run time \
-         (wall s) of the zero-copy and the copy transport.\n\n{}",
-        md_table(&header(), &rows)
+         (wall s) of the zero-copy and the copy transport, and of MPI over R ranks for R \
+         processes. {mpi_note} {history}\n\n{}",
+        md_table(&header(true), &rows)
     );
     let svg = figure(
         "Seed 000 Fig. 8: SimpleSim (7 000 B) run time vs processes",
         &[Panel::Lines {
-            title: format!("one LP per process, end {end}"),
-            x: "processes".into(),
+            title: format!("one LP per process, end {end}{}", mpi_title(&mpi, &absent)),
+            x: "processes (MPI: ranks)".into(),
             y: "run time (s)".into(),
-            series,
+            series: with_mpi(series, mpi, "R"),
         }],
     )?;
     Ok(Rendered { table, figure: svg })
@@ -245,13 +437,13 @@ pub(super) fn fig8_render(s: &Settings, r: &Results) -> Result<Rendered, Failure
 pub(super) fn fig9_plan(s: &Settings) -> Result<Vec<Point>, Failure> {
     let end = if s.quick { "20" } else { "200" };
     // One star per process, as in the seed (a block mapping puts star s on process s).
-    Ok(transport_sweep("procs", procs(s), |p, t| {
+    Ok(transport_sweep("procs", procs(s), &|p, t| {
         procs_run(&["star-clique", "--stars", p, "--end", end], p, t)
     }))
 }
 
 pub(super) fn fig9_render(s: &Settings, r: &Results) -> Result<Rendered, Failure> {
-    let (rows, series) = process_sweep(r);
+    let (rows, series, _) = process_sweep(r, false);
     let end = if s.quick { "20" } else { "200" };
     let table = format!(
         "Star-of-stars UDP network (one star of P−1 leaves per worker process, hubs in a \
@@ -259,7 +451,7 @@ pub(super) fn fig9_render(s: &Settings, r: &Results) -> Result<Rendered, Failure
          {end} simulated seconds (the seed: 5 000). Each packet carries its data as a `BPtr` to \
          a header item holding a `BPtr` to the bytes (two items, as a packet holds its PDUs); \
          the copy transport copies both. Run time (wall s).\n\n{}",
-        md_table(&header(), &rows)
+        md_table(&header(false), &rows)
     );
     let svg = figure(
         "Seed 000 Fig. 9: star-of-stars network run time vs processes",

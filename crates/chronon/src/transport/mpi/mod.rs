@@ -11,6 +11,8 @@
 //! (`run.rs`).
 
 #[cfg(feature = "mpi")]
+mod bench;
+#[cfg(feature = "mpi")]
 pub(crate) mod codec;
 #[cfg(feature = "mpi")]
 pub(crate) mod comm;
@@ -51,6 +53,8 @@ impl<T: serde::Serialize + serde::de::DeserializeOwned + Send + 'static> RankSaf
 
 #[cfg(feature = "mpi")]
 pub use api::Mpi;
+#[cfg(feature = "mpi")]
+pub use bench::lbts_gather_secs;
 
 #[cfg(feature = "mpi")]
 mod api {

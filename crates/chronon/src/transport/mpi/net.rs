@@ -28,9 +28,9 @@ use crate::model::Time;
 use crate::transport::Endpoint;
 
 /// Words per local worker in the gathered record.
-const LOCAL_WORDS: usize = 9;
+pub(super) const LOCAL_WORDS: usize = 9;
 /// Words after the per-worker ones: whether the rank saw an abort.
-const RANK_WORDS: usize = 1;
+pub(super) const RANK_WORDS: usize = 1;
 
 /// What the threads of one rank share.
 pub(crate) struct MpiNet<'c, E> {
