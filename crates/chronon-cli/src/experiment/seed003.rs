@@ -207,6 +207,7 @@ pub(super) fn datastore_render(_: &Settings, r: &Results) -> Result<Rendered, Fa
         "speedup",
         "efficiency",
         "time-sharing",
+        "preemptions / s",
     ]
     .map(String::from)
     .to_vec();
@@ -239,6 +240,11 @@ pub(super) fn datastore_render(_: &Settings, r: &Results) -> Result<Rendered, Fa
                 } else {
                     String::new()
                 },
+                if sync == "timewarp-preempt" {
+                    num(r.get(&p, "preemptions") / w)
+                } else {
+                    String::new()
+                },
             ]);
             if sync == "timewarp" {
                 let x = t.parse().unwrap_or(f64::NAN);
@@ -261,8 +267,9 @@ pub(super) fn datastore_render(_: &Settings, r: &Results) -> Result<Rendered, Fa
          per transaction and per remote request), traditional and time-sharing (`--preempt`) \
          Time Warp against the sequential executor.\n\nFig. 7: efficiency and wall time by \
          threads\n\n{}\n\
-         Table II (time-sharing runs of the original and the varied allocation pattern, \
-         `--alloc`) is not measured here.\n",
+         Fig. 8 (preemptions per second split by cause, ticks vs platform returns) and \
+         Table II (the varied allocation pattern) are not measured here; the last column is \
+         the total preemptions per second (no ticks: all at platform returns).\n",
         md_table(&header, &rows)
     );
     let svg = figure(
