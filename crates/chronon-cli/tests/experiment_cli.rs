@@ -246,6 +246,40 @@ fn fig8_without_the_feature_says_the_mpi_line_needs_it() {
 }
 
 #[test]
+fn pcs_draws_fig9_to_fig11() {
+    let (rows, md, texts) = quick("003-pcs", &["--reps", "1"]);
+    // Per handoffs on/off and utilization: seq, Time Warp ×2, time-sharing ×2.
+    assert_eq!(rows.len(), 2 * 3 * 3, "{rows:?}");
+    for h in ["on", "off"] {
+        assert_eq!(rows.iter().filter(|r| col(r, "handoffs") == h).count(), 9);
+    }
+    for r in rows.iter().filter(|r| col(r, "sync") == "timewarp-preempt") {
+        let p: f64 = col(r, "preemptions").parse().unwrap();
+        assert!(p.is_finite() && p >= 0.0, "{r:?}");
+    }
+    for r in rows.iter().filter(|r| col(r, "sync") == "timewarp") {
+        assert_eq!(col(r, "preemptions"), "NaN", "{r:?}");
+    }
+    for want in [
+        "Fig. 9:",
+        "Fig. 10:",
+        "Fig. 11:",
+        "Table III:",
+        "| overhead |",
+    ] {
+        assert!(md.contains(want), "{want}: {md}");
+    }
+    for want in [
+        "no time-sharing ×2",
+        "time-sharing ×2",
+        "preemptions / s ×2",
+        "Time Warp ×2",
+    ] {
+        assert!(texts.iter().any(|t| t == want), "{want}: {texts:?}");
+    }
+}
+
+#[test]
 fn tick_overhead_follows_fig5_layout() {
     let (rows, md, texts) = quick("003-fig5", &["--threads", "1"]);
     // Seven periods, one thread count.

@@ -165,7 +165,7 @@ pub(crate) const EXPERIMENTS: &[Experiment] = &[
         seed: "003",
         what: "Fig. 9-11 / Table III: PCS",
         needs: "threads",
-        partial: "Fig. 9 and 11 (context overhead without handoffs, preemptions per second)",
+        partial: "ticks in the time-sharing runs (Fig. 9-11 measure contexts without ticks)",
         reps: 3,
         status: ready(seed003::pcs_plan, seed003::pcs_render),
     },

@@ -232,6 +232,9 @@ pub(crate) fn run_metrics(v: &Value) -> Metrics {
         ("rolled_back", f("/rolled_back")),
         ("efficiency", eff),
         ("events_per_s", f("/events_per_s")),
+        // `--preempt` runs only (NaN otherwise): switches off the CPU, and ticks acted on.
+        ("preemptions", f("/executor_stats/preemptions")),
+        ("ticks_acted_on", f("/executor_stats/ticks_acted_on")),
     ]
 }
 

@@ -7,9 +7,14 @@ use super::{md_table, num, Point, Rendered, Results, Settings};
 use crate::report::plot::{figure, Bars, Panel, Series};
 use crate::Failure;
 
-/// `seq`, and `timewarp` without and with `--preempt` at each parallel thread count, for `base`
-/// and `params`.
-fn tw_points(s: &Settings, base: &[&str], params: &[(&'static str, &str)]) -> Vec<Point> {
+/// `seq`, and `timewarp` without and with `--preempt` (followed by `preempt`, e.g. the tick
+/// flags) at each parallel thread count, for `base` and `params`.
+fn tw_points(
+    s: &Settings,
+    base: &[&str],
+    params: &[(&'static str, &str)],
+    preempt: &[&str],
+) -> Vec<Point> {
     let mut p = params.to_vec();
     p.extend([("sync", "seq"), ("threads", "1")]);
     let mut out = vec![Point::new(&p, base)];
@@ -21,6 +26,7 @@ fn tw_points(s: &Settings, base: &[&str], params: &[(&'static str, &str)]) -> Ve
         p.extend([("sync", "timewarp"), ("threads", ts.as_str())]);
         out.push(Point::new(&p, &args));
         args.push("--preempt");
+        args.extend(preempt);
         let mut p = params.to_vec();
         p.extend([("sync", "timewarp-preempt"), ("threads", ts.as_str())]);
         out.push(Point::new(&p, &args));
@@ -90,7 +96,7 @@ pub(super) fn phases_plan(s: &Settings) -> Result<Vec<Point>, Failure> {
             "--stall-secs",
             "0",
         ];
-        out.extend(tw_points(s, &base, &[("phases", &ks)]));
+        out.extend(tw_points(s, &base, &[("phases", &ks)], &[]));
     }
     Ok(out)
 }
@@ -187,7 +193,7 @@ pub(super) fn datastore_plan(s: &Settings) -> Result<Vec<Point>, Failure> {
             "--stall-secs",
             "0",
         ];
-        out.extend(tw_points(s, &base, &[("config", name)]));
+        out.extend(tw_points(s, &base, &[("config", name)], &[]));
     }
     Ok(out)
 }
@@ -201,6 +207,7 @@ pub(super) fn datastore_render(_: &Settings, r: &Results) -> Result<Rendered, Fa
         "speedup",
         "efficiency",
         "time-sharing",
+        "preemptions / s",
     ]
     .map(String::from)
     .to_vec();
@@ -233,6 +240,11 @@ pub(super) fn datastore_render(_: &Settings, r: &Results) -> Result<Rendered, Fa
                 } else {
                     String::new()
                 },
+                if sync == "timewarp-preempt" {
+                    num(r.get(&p, "preemptions") / w)
+                } else {
+                    String::new()
+                },
             ]);
             if sync == "timewarp" {
                 let x = t.parse().unwrap_or(f64::NAN);
@@ -255,8 +267,9 @@ pub(super) fn datastore_render(_: &Settings, r: &Results) -> Result<Rendered, Fa
          per transaction and per remote request), traditional and time-sharing (`--preempt`) \
          Time Warp against the sequential executor.\n\nFig. 7: efficiency and wall time by \
          threads\n\n{}\n\
-         Table II (time-sharing runs of the original and the varied allocation pattern, \
-         `--alloc`) is not measured here.\n",
+         Fig. 8 (preemptions per second split by cause, ticks vs platform returns) and \
+         Table II (the varied allocation pattern) are not measured here; the last column is \
+         the total preemptions per second (no ticks: all at platform returns).\n",
         md_table(&header, &rows)
     );
     let svg = figure(
@@ -281,6 +294,11 @@ pub(super) fn datastore_render(_: &Settings, r: &Results) -> Result<Rendered, Fa
 
 // ---- Fig. 10 / Table III: personal communication system ------------------------------------
 
+/// Time-sharing runs of the PCS. The seed ticks every 50 µs with alpha -1; here no ticks: a
+/// quick run with `--tick-us 50 --alpha -0.99` and handoffs off did not finish (docs/experiments.md),
+/// so the time-sharing columns measure contexts and platform-return checks only.
+const PCS_TICKS: &[&str] = &[];
+
 /// Channel utilization factor and the call interarrival that gives it: utilization =
 /// duration / (interarrival × channels) with 2-minute calls and 1000 channels.
 const UTIL: [(&str, &str); 3] = [("25", "0.008"), ("50", "0.004"), ("75", "0.0026667")];
@@ -292,24 +310,31 @@ pub(super) fn pcs_plan(s: &Settings) -> Result<Vec<Point>, Failure> {
         ("16", "10", "1")
     };
     let mut out = Vec::new();
-    for (u, ia) in UTIL {
-        let base = [
-            "run",
-            "pcs",
-            "--width",
-            side,
-            "--height",
-            side,
-            "--fading-work",
-            fading,
-            "--call-interarrival",
-            ia,
-            "--end",
-            end,
-            "--stall-secs",
-            "0",
-        ];
-        out.extend(tw_points(s, &base, &[("utilization", u)]));
+    // Fig. 10/11 (handoffs on) first, so that queries without `handoffs` find them; then Fig. 9:
+    // the same runs with handoffs off (`--residence 0`: every call ends in its cell).
+    for (handoffs, residence) in [("on", "5"), ("off", "0")] {
+        for (u, ia) in UTIL {
+            let base = [
+                "run",
+                "pcs",
+                "--width",
+                side,
+                "--height",
+                side,
+                "--fading-work",
+                fading,
+                "--call-interarrival",
+                ia,
+                "--residence",
+                residence,
+                "--end",
+                end,
+                "--stall-secs",
+                "0",
+            ];
+            let params = [("handoffs", handoffs), ("utilization", u)];
+            out.extend(tw_points(s, &base, &params, PCS_TICKS));
+        }
     }
     Ok(out)
 }
@@ -371,25 +396,119 @@ pub(super) fn pcs_render(_: &Settings, r: &Results) -> Result<Rendered, Failure>
         row.push(gain(wall("timewarp"), wall("timewarp-preempt")));
         rows10.push(row);
     }
+    let (t9, s9) = pcs_fig9(r);
+    let (t11, s11) = pcs_fig11(r);
     let table = format!(
         "Personal communication system (hexagonal grid of cells, 1000 channels each, 2-minute \
          calls, 5-minute residence, periodic fading recomputation over the active calls), \
          channel utilization 25/50/75 %.\n\n\
+         Fig. 9: overhead of the time-sharing facilities (contexts; no ticks) with no handoffs \
+         (`--residence 0`: no cross-cell events, no rollbacks)\n\n{t9}\n\
          Fig. 10: execution time, traditional and time-sharing (`--preempt`) Time Warp\n\n{}\n\
-         Table III: the sequential simulator\n\n{}\n\
-         Fig. 9 (overhead of contexts and ticks without handoffs) and Fig. 11 (preemptions per \
-         second) are not drawn; the preemption figures are in each run's report.\n",
+         Fig. 11: preemptions per second of execution time, time-sharing Time Warp (handoffs \
+         on)\n\n{t11}\n\
+         Table III: the sequential simulator\n\n{}\n",
         md_table(&h10, &rows10),
         md_table(&h3, &[row3])
     );
     let svg = figure(
-        "Seed 003 Fig. 10: PCS, traditional and time-sharing Time Warp",
-        &[Panel::Lines {
-            title: "execution time".into(),
-            x: "channel utilization %".into(),
-            y: "wall s".into(),
-            series,
-        }],
+        "Seed 003 Fig. 9-11: PCS, traditional and time-sharing Time Warp",
+        &[
+            Panel::Lines {
+                title: "Fig. 9: no handoffs".into(),
+                x: "channel utilization %".into(),
+                y: "wall s".into(),
+                series: s9,
+            },
+            Panel::Lines {
+                title: "Fig. 10: execution time".into(),
+                x: "channel utilization %".into(),
+                y: "wall s".into(),
+                series,
+            },
+            Panel::Lines {
+                title: "Fig. 11: preemptions".into(),
+                x: "channel utilization %".into(),
+                y: "preemptions / s".into(),
+                series: s11,
+            },
+        ],
     )?;
     Ok(Rendered { table, figure: svg })
+}
+
+/// Fig. 9: wall time with handoffs off, without and with `--preempt`, at the largest thread
+/// count; the table and the two series.
+fn pcs_fig9(r: &Results) -> (String, Vec<Series>) {
+    let top = top_threads(r);
+    let header: Vec<String> = [
+        "utilization %".to_string(),
+        format!("traditional ×{top} wall s"),
+        format!("time-sharing ×{top} wall s"),
+        "overhead".into(),
+    ]
+    .to_vec();
+    let (mut rows, mut tw, mut ts) = (Vec::new(), Vec::new(), Vec::new());
+    for (u, _) in UTIL {
+        let wall = |sync: &str| {
+            let p = [
+                ("handoffs", "off"),
+                ("utilization", u),
+                ("sync", sync),
+                ("threads", top.as_str()),
+            ];
+            r.get(&p, "wall_s")
+        };
+        let (a, b) = (wall("timewarp"), wall("timewarp-preempt"));
+        rows.push(vec![u.to_string(), num(a), num(b), gain(a, b)]);
+        let x = u.parse().unwrap_or(f64::NAN);
+        tw.push((x, a));
+        ts.push((x, b));
+    }
+    let series = vec![
+        Series::new(format!("no time-sharing ×{top}"), tw),
+        Series::new(format!("time-sharing ×{top}"), ts),
+    ];
+    (md_table(&header, &rows), series)
+}
+
+/// Fig. 11: preemptions (and ticks acted on) per second of execution time of the time-sharing
+/// runs with handoffs, per parallel thread count; the table and one series per thread count.
+fn pcs_fig11(r: &Results) -> (String, Vec<Series>) {
+    let threads: Vec<String> = r
+        .values("threads")
+        .into_iter()
+        .filter(|t| t != "1")
+        .collect();
+    let mut header = vec!["utilization %".to_string()];
+    for t in &threads {
+        header.extend([
+            format!("×{t} preemptions"),
+            format!("×{t} preemptions / s"),
+            format!("×{t} ticks acted on / s"),
+        ]);
+    }
+    let mut rows = Vec::new();
+    let mut pts: Vec<Vec<(f64, f64)>> = vec![Vec::new(); threads.len()];
+    for (u, _) in UTIL {
+        let mut row = vec![u.to_string()];
+        for (i, t) in threads.iter().enumerate() {
+            let p = [
+                ("handoffs", "on"),
+                ("utilization", u),
+                ("sync", "timewarp-preempt"),
+                ("threads", t.as_str()),
+            ];
+            let (n, w) = (r.get(&p, "preemptions"), r.get(&p, "wall_s"));
+            row.extend([num(n), num(n / w), num(r.get(&p, "ticks_acted_on") / w)]);
+            pts[i].push((u.parse().unwrap_or(f64::NAN), n / w));
+        }
+        rows.push(row);
+    }
+    let series = threads
+        .iter()
+        .zip(pts)
+        .map(|(t, p)| Series::new(format!("preemptions / s ×{t}"), p))
+        .collect();
+    (md_table(&header, &rows), series)
 }
