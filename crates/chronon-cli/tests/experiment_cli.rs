@@ -216,7 +216,11 @@ fn datastore_splits_preemptions_by_cause_and_compares_allocation_patterns() {
     assert!(md.contains("Fig. 8: preemptions per second"), "{md}");
     assert!(md.contains("| original / varied |"), "{md}");
     assert!(md.contains("| varied (upfront) | 2 |"), "{md}");
-    for t in ["Fig. 8: preemptions / s (heavy)", "on tick", "at platform returns"] {
+    for t in [
+        "Fig. 8: preemptions / s (heavy)",
+        "on tick",
+        "at platform returns",
+    ] {
         assert!(texts.iter().any(|x| x == t), "{t}: {texts:?}");
     }
 }

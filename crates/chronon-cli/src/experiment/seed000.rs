@@ -489,7 +489,10 @@ pub(super) fn fig9_render(s: &Settings, r: &Results) -> Result<Rendered, Failure
     let svg = figure(
         "Seed 000 Fig. 9: star-of-stars network run time vs processes",
         &[Panel::Lines {
-            title: format!("one star per process, end {end}{}", mpi_title(&mpi, &absent)),
+            title: format!(
+                "one star per process, end {end}{}",
+                mpi_title(&mpi, &absent)
+            ),
             x: "processes (MPI: ranks)".into(),
             y: "run time (s)".into(),
             series: with_mpi(series, mpi, "R"),

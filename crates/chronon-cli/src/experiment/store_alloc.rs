@@ -73,10 +73,7 @@ pub(super) fn render(r: &Results) -> (String, Panel) {
         .filter(|t| t != "1")
         .collect();
     let at = |alloc: &str, t: &str, m: &str| {
-        r.get(
-            &[("alloc", alloc), ("sync", SYNC), ("threads", t)],
-            m,
-        )
+        r.get(&[("alloc", alloc), ("sync", SYNC), ("threads", t)], m)
     };
     let h8: Vec<String> = [
         "allocation",
@@ -117,10 +114,7 @@ pub(super) fn render(r: &Results) -> (String, Panel) {
         }
     }
     for t in &threads {
-        let (o, v) = (
-            at("round-robin", t, "wall_s"),
-            at("upfront", t, "wall_s"),
-        );
+        let (o, v) = (at("round-robin", t, "wall_s"), at("upfront", t, "wall_s"));
         rows2.push(vec![t.clone(), num(o), num(v), num(o / v)]);
     }
     let h2: Vec<String> = [
@@ -181,7 +175,11 @@ mod tests {
             cores: 2,
         };
         let p = points(&s, &["run", "datastore", "--batching-factor", "20"]);
-        assert_eq!(p.len(), 2, "one parallel thread count (2 cores), two patterns");
+        assert_eq!(
+            p.len(),
+            2,
+            "one parallel thread count (2 cores), two patterns"
+        );
         assert_eq!(
             p[1].args.join(" "),
             "run datastore --batching-factor 20 --alloc upfront --sync timewarp --threads 2 \
