@@ -4,74 +4,10 @@
 //! DIR/`, and one-line errors for bad arguments.
 
 mod common;
-
-use std::path::{Path, PathBuf};
+mod experiment_common;
 
 use common::chronon;
-
-fn scratch(name: &str) -> PathBuf {
-    let d = std::env::temp_dir().join(format!("chronon-xp-{}-{name}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&d);
-    d
-}
-
-fn read(p: &Path) -> String {
-    std::fs::read_to_string(p).unwrap_or_else(|e| panic!("{}: {e}", p.display()))
-}
-
-/// The texts of an SVG document, which must parse as XML with an `<svg>` root.
-fn svg_texts(p: &Path) -> Vec<String> {
-    let text = read(p);
-    let doc = roxmltree::Document::parse(&text)
-        .unwrap_or_else(|e| panic!("{} is not well-formed XML: {e}", p.display()));
-    assert_eq!(doc.root_element().tag_name().name(), "svg");
-    doc.descendants()
-        .filter(|n| n.has_tag_name("text"))
-        .filter_map(|n| n.text().map(|t| t.trim().to_string()))
-        .collect()
-}
-
-/// Runs `experiment NAME --quick` with `extra`; checks the three files and returns (CSV rows
-/// as maps of column to value, Markdown, SVG texts).
-/// A CSV row: (column, value) pairs.
-type Row = Vec<(String, String)>;
-
-fn quick(name: &str, extra: &[&str]) -> (Vec<Row>, String, Vec<String>) {
-    let dir = scratch(name);
-    let d = dir.to_str().unwrap();
-    let mut args = vec!["experiment", name, "--quick", "--out", d];
-    args.extend_from_slice(extra);
-    let (code, out, err) = chronon(&args);
-    assert_eq!(code, 0, "{name}: {err}");
-    assert!(out.contains(&format!("{name}.svg")), "{out}");
-    let csv = read(&dir.join(format!("{name}.csv")));
-    let mut lines = csv.lines();
-    let header: Vec<String> = lines.next().unwrap().split(',').map(String::from).collect();
-    let rows: Vec<Row> = lines
-        .map(|l| {
-            header
-                .iter()
-                .cloned()
-                .zip(l.split(',').map(String::from))
-                .collect()
-        })
-        .collect();
-    assert!(!rows.is_empty(), "{name}: empty CSV");
-    let md = read(&dir.join(format!("{name}.md")));
-    let texts = svg_texts(&dir.join(format!("{name}.svg")));
-    // Every measurement left its report.
-    let runs = std::fs::read_dir(dir.join("runs")).unwrap().count();
-    assert_eq!(runs, rows.len(), "{name}: one report per measurement");
-    let _ = std::fs::remove_dir_all(&dir);
-    (rows, md, texts)
-}
-
-fn col<'a>(row: &'a [(String, String)], k: &str) -> &'a str {
-    row.iter()
-        .find(|(c, _)| c == k)
-        .map(|(_, v)| v.as_str())
-        .unwrap_or_else(|| panic!("no column {k}"))
-}
+use experiment_common::{col, quick, read, scratch, svg_texts, Row};
 
 #[test]
 fn barriers_measure_every_kind_and_fan_in() {
@@ -188,7 +124,7 @@ fn list_names_every_experiment_and_what_waits() {
         line("003-fig5")
     );
     // The MPI parts say what they need; a build without the feature says they are not here.
-    for name in ["000-gsu", "000-fig7", "000-fig8"] {
+    for name in ["000-gsu", "000-fig7", "000-fig8", "000-fig9"] {
         let l = line(name);
         assert!(
             l.contains("MPI: feature mpi") && l.contains(" available"),
@@ -243,6 +179,50 @@ fn fig8_without_the_feature_says_the_mpi_line_needs_it() {
         "{texts:?}"
     );
     assert!(!texts.iter().any(|t| t.starts_with("MPI (")), "{texts:?}");
+}
+
+/// Fig. 8 and Table II: the heavy configuration's two allocation patterns run time-sharing
+/// with ticks; each run's preemptions split into those on a tick and the rest; the table and
+/// the figure have both.
+#[test]
+fn datastore_splits_preemptions_by_cause_and_compares_allocation_patterns() {
+    let (rows, md, texts) = quick("003-datastore", &["--reps", "1"]);
+    let ticked: Vec<&Row> = rows
+        .iter()
+        .filter(|r| col(r, "sync") == "timewarp-preempt-ticks")
+        .collect();
+    let mut allocs: Vec<&str> = ticked.iter().map(|r| col(r, "alloc")).collect();
+    allocs.sort_unstable();
+    assert_eq!(allocs, ["round-robin", "upfront"], "{rows:?}");
+    for r in &ticked {
+        assert_eq!(col(r, "config"), "heavy");
+        let n: f64 = col(r, "preemptions").parse().unwrap();
+        let on_tick: f64 = col(r, "preemptions_on_tick").parse().unwrap();
+        assert!(n >= 0.0 && (0.0..=n).contains(&on_tick), "{r:?}");
+        let delivered: f64 = col(r, "ticks_delivered").parse().unwrap();
+        assert!(delivered.is_finite(), "ticks ran: {r:?}");
+        // The same history as the sequential run of the heavy configuration.
+        let seq = rows
+            .iter()
+            .find(|s| col(s, "config") == "heavy" && col(s, "sync") == "seq")
+            .unwrap();
+        assert_eq!(col(r, "committed"), col(seq, "committed"), "{r:?}");
+    }
+    // Runs without ticks report no tick counts.
+    for r in rows.iter().filter(|r| col(r, "sync") == "timewarp-preempt") {
+        assert_eq!(col(r, "preemptions_on_tick"), "0", "{r:?}");
+        assert_eq!(col(r, "ticks_delivered"), "NaN", "{r:?}");
+    }
+    assert!(md.contains("Fig. 8: preemptions per second"), "{md}");
+    assert!(md.contains("| original / varied |"), "{md}");
+    assert!(md.contains("| varied (upfront) | 2 |"), "{md}");
+    for t in [
+        "Fig. 8: preemptions / s (heavy)",
+        "on tick",
+        "at platform returns",
+    ] {
+        assert!(texts.iter().any(|x| x == t), "{t}: {texts:?}");
+    }
 }
 
 #[test]

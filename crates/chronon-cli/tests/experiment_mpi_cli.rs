@@ -1,66 +1,13 @@
 //! The MPI parts of the seed-000 experiments (a build with `--features mpi`, MPICH's `mpirun`
-//! on PATH): `--quick` runs of 000-fig7, 000-fig8 and 000-gsu measure the MPI line/column
+//! on PATH): `--quick` runs of 000-fig7, 000-fig8, 000-fig9 and 000-gsu measure the MPI line/column
 //! under `mpirun`, with the same fingerprint as the shared-memory lines, and draw it.
 #![cfg(feature = "mpi")]
 
 mod common;
-
-use std::path::{Path, PathBuf};
+mod experiment_common;
 
 use common::chronon;
-
-type Row = Vec<(String, String)>;
-
-fn read(p: &Path) -> String {
-    std::fs::read_to_string(p).unwrap_or_else(|e| panic!("{}: {e}", p.display()))
-}
-
-/// `experiment NAME --quick EXTRA`: (CSV rows, Markdown, the SVG's texts; the SVG must parse).
-fn quick(name: &str, extra: &[&str]) -> (Vec<Row>, String, Vec<String>) {
-    let dir: PathBuf =
-        std::env::temp_dir().join(format!("chronon-xpmpi-{}-{name}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&dir);
-    let mut args = vec![
-        "experiment",
-        name,
-        "--quick",
-        "--out",
-        dir.to_str().unwrap(),
-    ];
-    args.extend_from_slice(extra);
-    let (code, _, err) = chronon(&args);
-    assert_eq!(code, 0, "{name}: {err}");
-    let csv = read(&dir.join(format!("{name}.csv")));
-    let mut lines = csv.lines();
-    let header: Vec<String> = lines.next().unwrap().split(',').map(String::from).collect();
-    let rows = lines
-        .map(|l| {
-            header
-                .iter()
-                .cloned()
-                .zip(l.split(',').map(String::from))
-                .collect()
-        })
-        .collect();
-    let md = read(&dir.join(format!("{name}.md")));
-    let svg = read(&dir.join(format!("{name}.svg")));
-    let doc = roxmltree::Document::parse(&svg).expect("the SVG is well-formed XML");
-    assert_eq!(doc.root_element().tag_name().name(), "svg");
-    let texts = doc
-        .descendants()
-        .filter(|n| n.has_tag_name("text"))
-        .filter_map(|n| n.text().map(|t| t.trim().to_string()))
-        .collect();
-    let _ = std::fs::remove_dir_all(&dir);
-    (rows, md, texts)
-}
-
-fn col<'a>(row: &'a Row, k: &str) -> &'a str {
-    row.iter()
-        .find(|(c, _)| c == k)
-        .map(|(_, v)| v.as_str())
-        .unwrap_or_else(|| panic!("no column {k} in {row:?}"))
-}
+use experiment_common::{col, quick, Row};
 
 /// Every (key value) has the three lines, with positive run times and one fingerprint.
 fn three_lines_one_history(rows: &[Row], key: &str, values: &[&str]) {
@@ -97,6 +44,15 @@ fn fig7_has_the_mpi_line_with_the_same_history() {
 #[test]
 fn fig8_has_the_mpi_line_over_as_many_ranks_as_processes() {
     let (rows, md, texts) = quick("000-fig8", &[]);
+    assert_eq!(rows.len(), 6, "two process counts, three lines: {rows:?}");
+    three_lines_one_history(&rows, "procs", &["2", "4"]);
+    assert!(md.contains("| MPI s | MPI / zero copy |"), "{md}");
+    assert!(texts.iter().any(|t| t == "MPI (R ranks)"), "{texts:?}");
+}
+
+#[test]
+fn fig9_has_the_mpi_line_over_as_many_ranks_as_stars() {
+    let (rows, md, texts) = quick("000-fig9", &[]);
     assert_eq!(rows.len(), 6, "two process counts, three lines: {rows:?}");
     three_lines_one_history(&rows, "procs", &["2", "4"]);
     assert!(md.contains("| MPI s | MPI / zero copy |"), "{md}");

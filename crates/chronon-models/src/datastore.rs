@@ -66,7 +66,11 @@ pub struct DataStore {
 
 /// When a batch event allocates the meta-data of its transactional requests (one heap record
 /// per access). Both give the same history; they differ in how allocation interleaves with the
-/// event's work (seed 003 §3.3, Fig. 8).
+/// event's work (seed 003 §3.3, Fig. 8). The seed's platform intercepts the model's memory
+/// allocations, so each one is a switch to platform mode and back; here each record's
+/// allocation is followed by [`Ctx::preemption_point`] (a platform-mode return), so under
+/// `--preempt` the two patterns place those returns differently: spread between the slices of
+/// work (`RoundRobin`) or clustered at the start of the event (`Upfront`).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 #[serde(rename_all = "kebab-case", try_from = "String")]
 pub enum Alloc {
@@ -346,7 +350,10 @@ impl Model for DataStore {
                 let slice_us = self.work_us / f64::from(self.ops_per_tx);
                 let mut metas: Vec<Box<RequestMeta>> = Vec::with_capacity(ops);
                 if self.alloc == Alloc::Upfront {
-                    metas.extend((0..ops).map(|_| Box::default()));
+                    for _ in 0..ops {
+                        metas.push(Box::default());
+                        ctx.preemption_point();
+                    }
                 }
                 // Round-robin: operation r of every transaction, then operation r + 1.
                 for round in 0..self.ops_per_tx {
@@ -354,6 +361,7 @@ impl Model for DataStore {
                         let k = round as usize * b + i;
                         if self.alloc == Alloc::RoundRobin {
                             metas.push(Box::default());
+                            ctx.preemption_point();
                         }
                         let meta = &mut metas[k];
                         meta.tx = i as u16;

@@ -279,6 +279,8 @@ fn preemptive_time_warp_commits_the_sequential_history() {
                             <= 1.0));
                     }
                     assert_rollback_figures(&tw, &what);
+                    // No ticks: every preemption came at a return checked with ticks off.
+                    assert_eq!(figure(&tw, "preemptions_on_tick"), 0.0, "{what}");
                     preemptions += figure(&tw, "preemptions");
                     discarded += figure(&tw, "preempt_discarded");
                     resumed += figure(&tw, "preempt_resumed");
@@ -477,6 +479,16 @@ fn a_tick_storm_and_the_alpha_rule_keep_the_history() {
                 figure(&tw, "ticks_acted_on") <= figure(&tw, "ticks_delivered"),
                 "{what}: acted on <= delivered"
             );
+            // A preemption on a tick needs a check that a tick made due (seed 003 Fig. 8's
+            // split of the preemptions by cause).
+            let on_tick = figure(&tw, "preemptions_on_tick");
+            assert!(
+                on_tick <= figure(&tw, "preemptions"),
+                "{what}: preemptions on a tick <= preemptions"
+            );
+            if period > 1e3 {
+                assert_eq!(on_tick, 0.0, "{what}: ticks stay off");
+            }
             assert!(
                 tw.workers
                     .iter()

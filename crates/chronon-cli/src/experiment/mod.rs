@@ -19,6 +19,7 @@ mod seed000;
 mod seed001;
 mod seed002;
 mod seed003;
+mod store_alloc;
 pub(crate) mod ticks;
 
 use std::path::PathBuf;

@@ -3,8 +3,8 @@
 //! have not landed is an entry with `Status::Waits` naming the issue.
 
 use super::{
-    gsu, ours, refcount, run_metrics, seed000, seed001, seed002, seed003, ticks, Experiment, Ready,
-    Status,
+    gsu, ours, refcount, run_metrics, seed000, seed001, seed002, seed003, store_alloc, ticks,
+    Experiment, Ready, Status,
 };
 
 const fn ready(
@@ -62,10 +62,14 @@ pub(crate) const EXPERIMENTS: &[Experiment] = &[
         name: "000-fig9",
         seed: "000",
         what: "Fig. 9: star-of-stars network process sweep",
-        needs: "2-8 processes",
-        partial: "MPI and Boost versions (issue 11)",
+        needs: "2-8 processes; MPI: feature mpi",
+        partial: "Boost version",
         reps: 3,
-        status: ready(seed000::fig9_plan, seed000::fig9_render),
+        status: Status::Ready(Ready {
+            plan: seed000::fig9_plan,
+            extract: seed000::extract,
+            render: seed000::fig9_render,
+        }),
     },
     Experiment {
         name: "001-barriers",
@@ -156,9 +160,13 @@ pub(crate) const EXPERIMENTS: &[Experiment] = &[
         seed: "003",
         what: "Fig. 7-8 / Table II: data store",
         needs: "threads",
-        partial: "Fig. 8 and Table II (allocation patterns under time-sharing)",
+        partial: "",
         reps: 3,
-        status: ready(seed003::datastore_plan, seed003::datastore_render),
+        status: Status::Ready(Ready {
+            plan: seed003::datastore_plan,
+            extract: store_alloc::extract,
+            render: seed003::datastore_render,
+        }),
     },
     Experiment {
         name: "003-pcs",

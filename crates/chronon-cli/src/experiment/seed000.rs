@@ -3,15 +3,21 @@
 //! and the copy transport (`--payload copy`: each payload copied out of the sender's item and
 //! into a new item of the receiver's heap, what an MPI implementation does inside one
 //! machine); Fig. 8, SimpleSim at 7 000 bytes over 2, 4 and 8 processes; Fig. 9, the
-//! star-of-stars network over 2, 4 and 8 processes. Figs. 7 and 8 also have the seed's MPI
+//! star-of-stars network over 2, 4 and 8 processes. Every figure also has the seed's MPI
 //! line when this binary was built with `--features mpi` and `mpirun` is on PATH: the same
-//! SimpleSim over as many MPI ranks of one thread as the other lines have processes (`mpirun -n
-//! R chronon run simplesim ...`); every line's fingerprint is checked equal. Without the
+//! model over as many MPI ranks of one thread as the other lines have processes (`mpirun -n
+//! R chronon run MODEL ...`); every line's fingerprint is checked equal. Without the
 //! feature the table and figure say the line needs it. Boost.Interprocess is not here.
+//!
+//! SimpleSim's payloads are written (`--touch write`: the sender writes every byte, the
+//! receiver reads and checks them): an untouched payload would cross MPI ranks as its length
+//! only, so only written bytes make the MPI line pay for them as the seed's MPI version did.
+//! Every line pays the same model work per byte.
 //!
 //! Scaling to this machine: the seed ran 8 processes on 8+ cores for 25 000 simulated seconds
 //! (SimpleSim) and 5 000 (GTNetS). Fig. 7 runs 2 processes (this machine has 2 cores; 8 LPs, 4
-//! per process) for 1 000 simulated seconds (100 with `--quick`); Fig. 8 the same time; Fig. 9
+//! per process) for 100 simulated seconds (30 with `--quick`): a written 50 000-byte payload
+//! costs ~0.4 ms of model work per event here; Fig. 8 the same time; Fig. 9
 //! 200 simulated seconds (20 with `--quick`); Figs. 8 and 9 oversubscribe the 2 cores with 4
 //! and 8 processes. Queue bound 5 000 and lookahead 5 as in the seed.
 
@@ -79,8 +85,20 @@ pub(super) fn extract(v: &Value) -> Metrics {
     m
 }
 
+/// Simulated seconds of the SimpleSim runs (Figs. 7-8).
+fn simplesim_end(s: &Settings) -> &'static str {
+    if s.quick {
+        "30"
+    } else {
+        "100"
+    }
+}
+
+/// SimpleSim with written payloads (`--touch write`: the sender writes every byte, the
+/// receiver reads them and checks their sum), so that the copy transport and the MPI batches
+/// carry the bytes, as the seed's MPI version copied its payloads.
 fn simplesim_model(s: &Settings, lps: &str, bytes: &str) -> Vec<String> {
-    let end = if s.quick { "100" } else { "1000" };
+    let end = simplesim_end(s);
     [
         "simplesim",
         "--lps",
@@ -91,6 +109,8 @@ fn simplesim_model(s: &Settings, lps: &str, bytes: &str) -> Vec<String> {
         "5",
         "--payload-bytes",
         bytes,
+        "--touch",
+        "write",
         "--end",
         end,
     ]
@@ -268,11 +288,13 @@ pub(super) fn fig7_render(s: &Settings, r: &Results) -> Result<Rendered, Failure
         ),
         Crossing::Never => "Copy never became slower than zero copy in this sweep.".into(),
     };
-    let end = if s.quick { "100" } else { "1 000" };
+    let end = simplesim_end(s);
     let table = format!(
         "SimpleSim, 8 LPs over {FIG7_PROCS} worker processes of 1 thread (the seed: 8 \
          processes), window protocol, queue bound 5 000, lookahead 5, end {end} simulated \
-         seconds (the seed: 25 000), untouched payloads; run time (wall s, initialization \
+         seconds (the seed: 25 000), written payloads (`--touch write`: the sender writes \
+         every byte, the receiver reads them; the seed's were uninitialized, which our MPI \
+         transport would not carry); run time (wall s, initialization \
          excluded) of the zero-copy transport (a `BPtr` into the sender's shared heap crosses \
          the ring) and the copy transport (`--payload copy`: the payload is copied into a new \
          item on send and into the receiver's heap on receive). {flat} {cross} {mpi_note} \
@@ -336,7 +358,7 @@ fn mpi_note(mpi: &[(f64, f64)], absent: &str, ranks: &str) -> String {
     match (mpi.first(), mpi.last()) {
         (Some(a), Some(b)) if mpi.len() > 1 => format!(
             "The MPI line (`mpirun -n {ranks}`, ranks of 1 thread, the MPI transport's \
-             serialized batches; an untouched payload crosses ranks as its length only) at its \
+             serialized batches, which carry every written payload byte) at its \
              last point takes {}× its time at its first.",
             num(b.1 / a.1)
         ),
@@ -365,8 +387,8 @@ fn with_mpi(mut series: Vec<Series>, mpi: Vec<(f64, f64)>, ranks: &str) -> Vec<S
 /// A line's (x, y) points.
 type Line = Vec<(f64, f64)>;
 
-/// Rows and lines over the process counts; `with_mpi_cells`: rows end with the MPI cells.
-fn process_sweep(r: &Results, with_mpi_cells: bool) -> (Vec<Vec<String>>, Vec<Series>, Line) {
+/// Rows (ending with the MPI cells) and lines over the process counts.
+fn process_sweep(r: &Results) -> (Vec<Vec<String>>, Vec<Series>, Line) {
     let mut rows = Vec::new();
     let mut z = Vec::new();
     let mut c = Vec::new();
@@ -377,9 +399,7 @@ fn process_sweep(r: &Results, with_mpi_cells: bool) -> (Vec<Vec<String>>, Vec<Se
         let cs = r.get(&[("procs", &p), ("transport", "copy")], "wall_s");
         let ms = r.get(&[("procs", &p), ("transport", MPI)], "wall_s");
         let mut row = vec![p.clone(), num(zs), num(cs), num(cs / zs)];
-        if with_mpi_cells {
-            row.extend(mpi_cells(ms, zs, &absent));
-        }
+        row.extend(mpi_cells(ms, zs, &absent));
         rows.push(row);
         let x = p.parse::<f64>().unwrap_or(f64::NAN);
         z.push((x, zs));
@@ -395,32 +415,30 @@ fn process_sweep(r: &Results, with_mpi_cells: bool) -> (Vec<Vec<String>>, Vec<Se
     )
 }
 
-fn header(with_mpi_cells: bool) -> Vec<String> {
-    let mut h = vec![
+fn header() -> Vec<String> {
+    vec![
         "processes".into(),
         "zero copy s".into(),
         "copy s".into(),
         "copy / zero copy".into(),
-    ];
-    if with_mpi_cells {
-        h.extend(["MPI s".into(), "MPI / zero copy".into()]);
-    }
-    h
+        "MPI s".into(),
+        "MPI / zero copy".into(),
+    ]
 }
 
 pub(super) fn fig8_render(s: &Settings, r: &Results) -> Result<Rendered, Failure> {
-    let (rows, series, mpi) = process_sweep(r, true);
+    let (rows, series, mpi) = process_sweep(r);
     let absent = mpi_absent();
     let history = same_history(r, "procs");
     let mpi_note = mpi_note(&mpi, &absent, "R");
-    let end = if s.quick { "100" } else { "1 000" };
+    let end = simplesim_end(s);
     let table = format!(
-        "SimpleSim with 7 000-byte untouched payloads, one LP per worker process (1 thread \
+        "SimpleSim with 7 000-byte written payloads, one LP per worker process (1 thread \
          each), window protocol, queue bound 5 000, lookahead 5, end {end} simulated seconds \
          (the seed: 25 000); 4 and 8 processes oversubscribe this machine's 2 cores. Run time \
          (wall s) of the zero-copy and the copy transport, and of MPI over R ranks for R \
          processes. {mpi_note} {history}\n\n{}",
-        md_table(&header(true), &rows)
+        md_table(&header(), &rows)
     );
     let svg = figure(
         "Seed 000 Fig. 8: SimpleSim (7 000 B) run time vs processes",
@@ -436,30 +454,48 @@ pub(super) fn fig8_render(s: &Settings, r: &Results) -> Result<Rendered, Failure
 
 pub(super) fn fig9_plan(s: &Settings) -> Result<Vec<Point>, Failure> {
     let end = if s.quick { "20" } else { "200" };
-    // One star per process, as in the seed (a block mapping puts star s on process s).
-    Ok(transport_sweep("procs", procs(s), &|p, t| {
-        procs_run(&["star-clique", "--stars", p, "--end", end], p, t)
-    }))
+    // One star per process (MPI: per rank), as in the seed (a block mapping puts star s on
+    // process s).
+    Ok(sweep_with_mpi(
+        "procs",
+        procs(s),
+        |p, t| {
+            let model = ["star-clique", "--stars", p, "--end", end];
+            if t == MPI {
+                ranks_run(&model)
+            } else {
+                procs_run(&model, p, t)
+            }
+        },
+        |p| p.parse().unwrap_or(2),
+    ))
 }
 
 pub(super) fn fig9_render(s: &Settings, r: &Results) -> Result<Rendered, Failure> {
-    let (rows, series, _) = process_sweep(r, false);
+    let (rows, series, mpi) = process_sweep(r);
+    let absent = mpi_absent();
+    let history = same_history(r, "procs");
+    let mpi_note = mpi_note(&mpi, &absent, "R");
     let end = if s.quick { "20" } else { "200" };
     let table = format!(
         "Star-of-stars UDP network (one star of P−1 leaves per worker process, hubs in a \
          clique, 1 024-byte packets at 20 % load with on/off sources), window protocol, end \
          {end} simulated seconds (the seed: 5 000). Each packet carries its data as a `BPtr` to \
          a header item holding a `BPtr` to the bytes (two items, as a packet holds its PDUs); \
-         the copy transport copies both. Run time (wall s).\n\n{}",
-        md_table(&header(false), &rows)
+         the copy transport copies both; over MPI ranks each packet crossing ranks is \
+         serialized with both items' bytes. Run time (wall s). {mpi_note} {history}\n\n{}",
+        md_table(&header(), &rows)
     );
     let svg = figure(
         "Seed 000 Fig. 9: star-of-stars network run time vs processes",
         &[Panel::Lines {
-            title: format!("one star per process, end {end}"),
-            x: "processes".into(),
+            title: format!(
+                "one star per process, end {end}{}",
+                mpi_title(&mpi, &absent)
+            ),
+            x: "processes (MPI: ranks)".into(),
             y: "run time (s)".into(),
-            series,
+            series: with_mpi(series, mpi, "R"),
         }],
     )?;
     Ok(Rendered { table, figure: svg })
@@ -467,7 +503,9 @@ pub(super) fn fig9_render(s: &Settings, r: &Results) -> Result<Rendered, Failure
 
 #[cfg(test)]
 mod tests {
-    use super::{crossover, fig7_plan, fig8_plan, fig9_plan, Crossing, Settings};
+    use super::{
+        crossover, fig7_plan, fig8_plan, fig9_plan, mpi_missing, Crossing, Point, Settings,
+    };
 
     #[test]
     fn the_three_plans_share_the_window_run_over_processes() {
@@ -477,8 +515,14 @@ mod tests {
             reps: 1,
             cores: 2,
         };
+        let mpi = mpi_missing().is_none();
+        // The points over processes (zero copy, copy) and over MPI ranks (where this binary
+        // can launch them), each line's points in sweep order.
+        let split = |pts: Vec<Point>| -> (Vec<Point>, Vec<Point>) {
+            pts.into_iter().partition(|p| p.param("transport") != "mpi")
+        };
         let tail = "--sync window --threads 1 --procs 2 --payload copy --stall-secs 0";
-        let f9 = fig9_plan(&s).unwrap();
+        let (f9, m9) = split(fig9_plan(&s).unwrap());
         assert_eq!(f9.len(), 4, "2 and 4 processes, 2 transports");
         assert_eq!(
             f9[1].args.join(" "),
@@ -488,21 +532,35 @@ mod tests {
             f9[1].params,
             [("procs", "2".into()), ("transport", "copy".into())]
         );
-        let f8 = fig8_plan(&s).unwrap();
-        assert_eq!(
-            f8[1].args.join(" "),
-            format!(
-                "run simplesim --lps 2 --queue-bound 5000 --lookahead 5 --payload-bytes 7000 \
-                 --end 100 {tail}"
-            )
-        );
-        let f7 = fig7_plan(&s).unwrap();
+        assert!(f9.iter().all(|p| p.ranks.is_none()));
+        assert_eq!(m9.len(), if mpi { 2 } else { 0 }, "Fig. 9's MPI line");
+        if mpi {
+            assert_eq!(
+                m9[1].args.join(" "),
+                "run star-clique --stars 4 --end 20 --sync window --threads 1 --stall-secs 0"
+            );
+            assert_eq!(m9[1].ranks, Some(4));
+        }
+        let model = "run simplesim --lps 2 --queue-bound 5000 --lookahead 5 --payload-bytes 7000 \
+                     --touch write --end 30";
+        let (f8, m8) = split(fig8_plan(&s).unwrap());
+        assert_eq!(f8[1].args.join(" "), format!("{model} {tail}"));
+        assert_eq!(m8.len(), if mpi { 2 } else { 0 }, "Fig. 8's MPI line");
+        if mpi {
+            let ranks = "--sync window --threads 1 --stall-secs 0";
+            assert_eq!(m8[0].args.join(" "), format!("{model} {ranks}"));
+            assert_eq!(m8[0].ranks, Some(2));
+        }
+        let (f7, m7) = split(fig7_plan(&s).unwrap());
         assert_eq!(f7.len(), 6);
         assert_eq!(
             f7[5].params,
             [("bytes", "50000".into()), ("transport", "copy".into())]
         );
         assert!(f7[5].args.join(" ").ends_with(tail));
+        assert!(f7[5].args.join(" ").contains("--touch write"));
+        assert_eq!(m7.len(), if mpi { 3 } else { 0 }, "Fig. 7's MPI line");
+        assert!(m7.iter().all(|p| p.ranks == Some(2)));
     }
 
     #[test]

@@ -93,6 +93,21 @@ fn fingerprints() {
     check_fingerprints(|| m.clone(), m.lps(), 60.0);
 }
 
+/// The clustered allocation (`--alloc upfront`, Table II's varied configuration), whose
+/// platform-mode returns come at other points of the event: every executor, preemptive Time
+/// Warp included, commits the sequential history.
+#[test]
+fn fingerprints_with_upfront_allocation() {
+    let m = DataStore {
+        nodes: 8,
+        keys_per_partition: 10,
+        work_us: 0.0,
+        alloc: Alloc::Upfront,
+        ..DataStore::default()
+    };
+    check_fingerprints(|| m.clone(), m.lps(), 60.0);
+}
+
 /// The seed's "varied" configuration allocates the same request meta-data at another point of
 /// the batch event: same history, same statistics, one record per access in both.
 #[test]

@@ -69,6 +69,25 @@ fn fingerprints() {
     check_fingerprints(|| m.clone(), m.lps, 100.0);
 }
 
+/// Written payloads (`--touch write`, what `000-fig7`/`000-fig8` run so that copies and MPI
+/// batches carry the bytes): every executor commits the sequential run's history and model
+/// statistics, and every payload arrives intact.
+#[test]
+fn fingerprints_with_written_payloads() {
+    let m = SimpleSim {
+        queue_bound: 20,
+        touch: Touch::Write,
+        ..small()
+    };
+    check_fingerprints(|| m.clone(), m.lps, 100.0);
+    let r = run(m.clone(), m.lps, 100.0, 11, QueueKind::Ladder);
+    assert_eq!(stat(&r, "bad_payloads"), 0.0);
+    assert_eq!(
+        stat(&r, "bytes_read"),
+        stat(&r, "messages_received") * m.payload_bytes as f64
+    );
+}
+
 /// `--touch`: the history does not depend on it; `none` reads nothing although every
 /// message still carries its payload; `read` and `write` read every byte; only `write` has
 /// sums to check.

@@ -94,6 +94,10 @@ pub(super) struct PreemptStats {
     pub(super) started: u64,
     /// Switches off the CPU at a platform-mode return.
     pub(super) preemptions: u64,
+    /// Those of `preemptions` whose check a tick made due (ticks running on this worker);
+    /// the others came at a return whose check was due with ticks off (seed 003 Fig. 8's
+    /// split: timer interrupts vs switches back from platform mode).
+    pub(super) preemptions_on_tick: u64,
     /// Suspended contexts resumed.
     pub(super) resumed: u64,
     /// Suspended contexts dropped (rollback, straggler for their LP, cancellation, run end).
@@ -279,6 +283,12 @@ impl<'s, M: Model, Q: PendingSet<TwEvent<M::Event>>> Worker<'s, '_, M, Q> {
         match step {
             Step::Suspended => {
                 self.pstats.preemptions += 1;
+                // While ticks run, a check happens only when a tick made it due (`Flag::
+                // take_tick`), and only this thread turns them on or off (`tick_rule`, in
+                // platform mode): the timer's state now is the one the check saw.
+                if self.ticker.as_ref().is_some_and(|t| t.timer.armed()) {
+                    self.pstats.preemptions_on_tick += 1;
+                }
                 self.jobs.push(job);
                 Ok(())
             }

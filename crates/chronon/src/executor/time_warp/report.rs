@@ -185,9 +185,10 @@ pub(super) fn finish<M: Model, Q: PendingSet<TwEvent<M::Event>>>(
 type Figure = fn(&super::preempt::PreemptStats) -> u64;
 
 /// The preemption figures of the report (totals and per worker), by name.
-const PREEMPT_FIGURES: [(&str, Figure); 8] = [
+const PREEMPT_FIGURES: [(&str, Figure); 9] = [
     ("preempt_started", |p| p.started),
     ("preemptions", |p| p.preemptions),
+    ("preemptions_on_tick", |p| p.preemptions_on_tick),
     ("preempt_resumed", |p| p.resumed),
     ("preempt_discarded", |p| p.discarded),
     ("preempt_fallbacks", |p| p.fallbacks),
