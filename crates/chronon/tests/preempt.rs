@@ -505,6 +505,48 @@ fn a_tick_storm_and_the_alpha_rule_keep_the_history() {
     assert!(acted > 0.0, "the storm's ticks made checks due");
 }
 
+/// The `--preempt --tick-us 50` stall (docs/timewarp.md, "Ticks and idle waits"): a worker
+/// with nothing to run slept with `std::thread::sleep`, which a tick every ΔET <= the timer
+/// slack restarts forever, so it never came back to report in the GVT round. The run's workers
+/// inherit the timer slack of the thread that starts it: with 10 ms of slack and 50 µs ticks
+/// (alpha -0.99: the rule keeps them on), every idle wait of the old code hung; the run must end
+/// with the sequential history.
+#[cfg(target_os = "linux")]
+#[test]
+fn ticks_faster_than_the_timer_slack_do_not_stall_idle_workers() {
+    use std::time::Duration;
+    let slow = || Churn {
+        spin: 3000,
+        ..Churn::new(3)
+    };
+    let seq = sequential(&slow(), 5);
+    for threads in [2, 3] {
+        let m = slow();
+        let (tx, rx) = std::sync::mpsc::channel();
+        let run = m.clone();
+        std::thread::spawn(move || {
+            // Safety: PR_SET_TIMERSLACK takes a plain value and changes this thread (and the
+            // threads it starts) only.
+            let rc = unsafe { libc::prctl(libc::PR_SET_TIMERSLACK, 10_000_000 as libc::c_ulong) };
+            assert_eq!(rc, 0, "prctl(PR_SET_TIMERSLACK)");
+            let opts = TimeWarpOptions::new().ticks(Some(Ticks::new(50.0, -0.99)));
+            let _ = tx.send(preemptive(&run, 5, threads, opts));
+        });
+        // A stalled run leaves its threads behind (they end with the test process).
+        let tw = rx
+            .recv_timeout(Duration::from_secs(120))
+            .unwrap_or_else(|_| panic!("{threads} threads: the run stalled (no end in 120 s)"))
+            .expect("run");
+        assert_eq!(tw.fingerprint, seq.fingerprint, "{threads} threads");
+        assert_eq!(tw.model_stats, seq.model_stats, "{threads} threads");
+        assert!(
+            figure(&tw, "ticks_delivered") > 0.0,
+            "{threads} threads: ticks ran"
+        );
+        assert_eq!(m.probe.live.load(SeqCst), 0, "{threads} threads");
+    }
+}
+
 #[test]
 fn bad_preemption_settings_are_config_errors() {
     let m = Churn::new(1);

@@ -160,7 +160,7 @@ pub(crate) const EXPERIMENTS: &[Experiment] = &[
         seed: "003",
         what: "Fig. 7-8 / Table II: data store",
         needs: "threads",
-        partial: "",
+        partial: "ticks in Fig. 7's time-sharing runs (Fig. 8 and Table II tick)",
         reps: 3,
         status: Status::Ready(Ready {
             plan: seed003::datastore_plan,
@@ -173,7 +173,7 @@ pub(crate) const EXPERIMENTS: &[Experiment] = &[
         seed: "003",
         what: "Fig. 9-11 / Table III: PCS",
         needs: "threads",
-        partial: "ticks in the time-sharing runs (Fig. 9-11 measure contexts without ticks)",
+        partial: "",
         reps: 3,
         status: ready(seed003::pcs_plan, seed003::pcs_render),
     },

@@ -298,10 +298,10 @@ pub(super) fn datastore_render(_: &Settings, r: &Results) -> Result<Rendered, Fa
 
 // ---- Fig. 10 / Table III: personal communication system ------------------------------------
 
-/// Time-sharing runs of the PCS. The seed ticks every 50 µs with alpha -1; here no ticks: a
-/// quick run with `--tick-us 50 --alpha -0.99` and handoffs off did not finish (docs/experiments.md),
-/// so the time-sharing columns measure contexts and platform-return checks only.
-const PCS_TICKS: &[&str] = &[];
+/// Time-sharing runs of the PCS tick as the seed's do: every 50 µs with alpha −1 (−0.99 here:
+/// chronon refuses −1). They ran without ticks while `--preempt` with ticks could stall (an idle
+/// worker's sleep that ticks restarted forever; fixed, docs/timewarp.md "Limits").
+const PCS_TICKS: &[&str] = &["--tick-us", "50", "--alpha", "-0.99"];
 
 /// Channel utilization factor and the call interarrival that gives it: utilization =
 /// duration / (interarrival × channels) with 2-minute calls and 1000 channels.
@@ -406,7 +406,7 @@ pub(super) fn pcs_render(_: &Settings, r: &Results) -> Result<Rendered, Failure>
         "Personal communication system (hexagonal grid of cells, 1000 channels each, 2-minute \
          calls, 5-minute residence, periodic fading recomputation over the active calls), \
          channel utilization 25/50/75 %.\n\n\
-         Fig. 9: overhead of the time-sharing facilities (contexts; no ticks) with no handoffs \
+         Fig. 9: overhead of the time-sharing facilities (contexts, 50 µs ticks) with no handoffs \
          (`--residence 0`: no cross-cell events, no rollbacks)\n\n{t9}\n\
          Fig. 10: execution time, traditional and time-sharing (`--preempt`) Time Warp\n\n{}\n\
          Fig. 11: preemptions per second of execution time, time-sharing Time Warp (handoffs \

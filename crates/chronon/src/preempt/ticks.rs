@@ -258,6 +258,29 @@ impl Timer {
     }
 }
 
+/// Sleeps for about `d` on a thread that ticks may interrupt; every idle wait of a Time Warp
+/// worker uses it instead of `std::thread::sleep`.
+///
+/// `std::thread::sleep` restarts `nanosleep` after a signal with the *remaining* time that the
+/// kernel returns, and Linux computes it from the timer's hard expiry, which includes the
+/// thread's timer slack (50 µs by default). A tick every ΔET <= slack therefore interrupts each
+/// restart before it ends and hands back a remaining time that never shrinks (it grows by
+/// slack − ΔET per tick): a 50 µs sleep under 50 µs ticks never returned, and the worker never
+/// came back to its loop to report in the GVT round (the `--preempt --tick-us 50` stall,
+/// docs/timewarp.md). Here the deadline is absolute: `park_timeout` waits on a futex until an
+/// absolute time (and a spurious or early return only makes the loop wait for what is left of
+/// the same deadline), so a signal can delay the wait by one slack at most.
+pub(crate) fn nap(d: std::time::Duration) {
+    let until = std::time::Instant::now() + d;
+    loop {
+        let now = std::time::Instant::now();
+        if now >= until {
+            return;
+        }
+        std::thread::park_timeout(until - now);
+    }
+}
+
 /// Work a busy loop gets done in `millis` ms on this thread, in loop iterations.
 fn work_rate(millis: u64) -> f64 {
     let until = std::time::Duration::from_millis(millis);
@@ -310,6 +333,33 @@ mod tests {
         let n = flag.delivered();
         std::thread::sleep(std::time::Duration::from_millis(5));
         assert!(flag.delivered() <= n + 1, "a disarmed timer stops ticking");
+    }
+
+    /// The `--preempt --tick-us 50` stall's mechanism, made certain: with 10 ms of timer slack
+    /// on the thread, a relative sleep restarted after every 50 µs tick (`std::thread::sleep`,
+    /// which the idle worker used) never ends; `nap` must end all the same.
+    #[test]
+    fn a_nap_ends_under_ticks_faster_than_the_timer_slack() {
+        use std::time::Duration;
+        let (tx, rx) = std::sync::mpsc::channel();
+        std::thread::spawn(move || {
+            // Safety: PR_SET_TIMERSLACK takes a plain value and changes this thread only.
+            let rc = unsafe { libc::prctl(libc::PR_SET_TIMERSLACK, 10_000_000 as libc::c_ulong) };
+            assert_eq!(rc, 0, "prctl(PR_SET_TIMERSLACK)");
+            let flag = Flag::default();
+            let mut t = Timer::new(&flag, 50.0).expect("timer");
+            t.set(true);
+            for _ in 0..5 {
+                nap(Duration::from_micros(50));
+            }
+            t.set(false);
+            let _ = tx.send(flag.delivered());
+        });
+        // A stuck wait leaves its thread behind (it ends with the test process).
+        let delivered = rx
+            .recv_timeout(Duration::from_secs(30))
+            .expect("nap did not return in 30 s under 50 µs ticks");
+        assert!(delivered > 0, "ticks came while it waited");
     }
 
     #[test]

@@ -88,7 +88,8 @@ impl<S> Globals<S> {
                 return false;
             }
             if backoff.is_completed() {
-                std::thread::sleep(Duration::from_micros(50));
+                // A wait that the worker's ticks cannot stretch (ticks.rs, `nap`).
+                crate::preempt::ticks::nap(Duration::from_micros(50));
             } else {
                 backoff.snooze();
             }

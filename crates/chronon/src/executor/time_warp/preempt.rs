@@ -85,6 +85,10 @@ pub(super) struct Ticker {
     since: Option<Instant>,
     on_s: f64,
     samples: u64,
+    /// The rule wants ticks but the timer is stopped while the worker is idle (a tick in
+    /// platform mode changes nothing and only costs); the next context started or resumed
+    /// restarts it.
+    paused: bool,
 }
 
 /// Per-worker preemption figures (the report's `preempt_*`).
@@ -271,6 +275,7 @@ impl<'s, M: Model, Q: PendingSet<TwEvent<M::Event>>> Worker<'s, '_, M, Q> {
         }
         // A panic inside the context propagates out of `resume` and names this LP and time.
         self.current = (job.ev.ev.dst, job.ev.ev.time);
+        self.unpause_ticks();
         let t0 = self.ticker.as_ref().map(|_| {
             // Ticks that came in platform mode change nothing.
             self.sh.tick_flags[self.w].clear();
@@ -412,6 +417,7 @@ impl<'s, M: Model, Q: PendingSet<TwEvent<M::Event>>> Worker<'s, '_, M, Q> {
             since: None,
             on_s: 0.0,
             samples: 0,
+            paused: false,
         });
         Ok(())
     }
@@ -435,6 +441,32 @@ impl<'s, M: Model, Q: PendingSet<TwEvent<M::Event>>> Worker<'s, '_, M, Q> {
                 t.since = Some(Instant::now());
             } else if let Some(s) = t.since.take() {
                 t.on_s += s.elapsed().as_secs_f64();
+            }
+        }
+    }
+
+    /// Stops the ticks while the worker is idle (before it sleeps), if they run.
+    pub(super) fn pause_ticks(&mut self) {
+        if let Some(t) = &mut self.ticker {
+            if t.timer.armed() {
+                t.timer.set(false);
+                t.paused = !t.timer.armed();
+                if let Some(s) = t.since.take() {
+                    t.on_s += s.elapsed().as_secs_f64();
+                }
+            }
+        }
+    }
+
+    /// Restarts ticks that [`pause_ticks`](Self::pause_ticks) stopped (a context is about to
+    /// run).
+    #[inline]
+    fn unpause_ticks(&mut self) {
+        if let Some(t) = self.ticker.as_mut().filter(|t| t.paused) {
+            t.paused = false;
+            t.timer.set(true);
+            if t.timer.armed() {
+                t.since = Some(Instant::now());
             }
         }
     }
