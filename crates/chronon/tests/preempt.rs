@@ -4,32 +4,23 @@
 //! rolled back. Locals on the contexts' stacks count their drops: a dropped context must leave
 //! no trace, and commit hooks run exactly once per committed event.
 
-use std::sync::atomic::{AtomicBool, AtomicI64, AtomicU64, Ordering::SeqCst};
+mod common;
+
+use std::sync::atomic::{AtomicI64, AtomicU64, Ordering::SeqCst};
 use std::sync::Arc;
 
 use chronon::{
     CommitCtx, Ctx, Executor, LpId, Model, ModelStats, Report, ReverseCtx, SimError, Simulation,
     StateSaving, Ticks, TimeWarpOptions,
 };
+use common::{assert_same_history, figure, Cell, Commits, Token};
 
-const MUL: u64 = 0x2545_F491_4F6C_DD1D;
-
-fn inverse(a: u64) -> u64 {
-    let mut x = a;
-    for _ in 0..6 {
-        x = x.wrapping_mul(2u64.wrapping_sub(a.wrapping_mul(x)));
-    }
-    x
-}
-
-/// Shared with the test: live drop-counted locals, commits, order of commits.
-#[derive(Debug, Default)]
+/// Shared with the test: live drop-counted locals, and the commit hooks.
+#[derive(Debug)]
 struct Probe {
     live: AtomicI64,
     created: AtomicU64,
-    commits: AtomicU64,
-    last: Vec<AtomicU64>,
-    out_of_order: AtomicBool,
+    commits: Commits,
 }
 
 /// A local on the handler's stack (hence on the context's stack) that counts its drop.
@@ -65,22 +56,12 @@ impl Churn {
             spin: 300,
             panic_at: None,
             probe: Arc::new(Probe {
-                last: (0..LPS).map(|_| AtomicU64::new(0)).collect(),
-                ..Probe::default()
+                live: AtomicI64::new(0),
+                created: AtomicU64::new(0),
+                commits: Commits::new(LPS),
             }),
         }
     }
-}
-
-#[derive(Clone, Debug, PartialEq)]
-struct Cell {
-    hash: u64,
-    count: u64,
-}
-
-#[derive(Debug)]
-struct Token {
-    value: u64,
 }
 
 impl Model for Churn {
@@ -92,20 +73,13 @@ impl Model for Churn {
             let d = (1 + ctx.rng().below(4)) as f64 * 0.5;
             ctx.send(ctx.me(), d, Token { value: i });
         }
-        Cell {
-            hash: u64::from(ctx.me()),
-            count: 0,
-        }
+        Cell::new(ctx.me())
     }
 
     fn on_event(&self, cell: &mut Cell, tok: &Token, ctx: &mut Ctx<'_, Self>) {
         let _local = Local::new(&self.probe);
         // The state changes first: a context dropped after this point must not leak it.
-        cell.hash = cell
-            .hash
-            .wrapping_mul(MUL)
-            .wrapping_add(tok.value ^ ctx.now().to_bits());
-        cell.count += 1;
+        cell.apply(tok, ctx.now());
         let fan = match ctx.rng().below(4) {
             0 => 0,
             3 => 2,
@@ -146,11 +120,8 @@ impl Model for Churn {
     }
 
     fn reverse(&self, cell: &mut Cell, tok: &Token, ctx: &ReverseCtx) {
-        cell.count -= 1;
-        cell.hash = cell
-            .hash
-            .wrapping_sub(tok.value ^ ctx.now.to_bits())
-            .wrapping_mul(inverse(MUL));
+        cell.uncount();
+        cell.unhash(tok, ctx);
     }
 
     fn has_reverse(&self) -> bool {
@@ -158,12 +129,7 @@ impl Model for Churn {
     }
 
     fn commit(&self, _tok: &Token, ctx: &CommitCtx) {
-        let p = &self.probe;
-        p.commits.fetch_add(1, SeqCst);
-        let prev = p.last[ctx.me as usize].swap(ctx.now.to_bits(), SeqCst);
-        if f64::from_bits(prev) > ctx.now {
-            p.out_of_order.store(true, SeqCst);
-        }
+        self.probe.commits.record(ctx);
     }
 
     fn counter_names(&self) -> &'static [&'static str] {
@@ -171,8 +137,7 @@ impl Model for Churn {
     }
 
     fn finish(&self, lp: LpId, cell: &Cell, stats: &mut ModelStats) {
-        stats.add("state_digest", ((cell.hash >> 20) ^ u64::from(lp)) as f64);
-        stats.add("events", cell.count as f64);
+        cell.finish(lp, stats);
     }
 }
 
@@ -180,12 +145,7 @@ const LPS: LpId = 24;
 const END: f64 = 40.0;
 
 fn sequential(m: &Churn, seed: u64) -> Report {
-    Simulation::new(m.clone())
-        .lps(LPS)
-        .end_time(END)
-        .seed(seed)
-        .run()
-        .expect("sequential run")
+    common::sequential(m, seed, LPS, END)
 }
 
 fn preemptive(
@@ -201,10 +161,6 @@ fn preemptive(
         .executor(Executor::TimeWarp { threads })
         .time_warp(opts.preempt(true).gvt_every(64))
         .run()
-}
-
-fn figure(r: &Report, name: &str) -> f64 {
-    r.executor_stats.get(name).copied().unwrap_or(0.0)
 }
 
 #[test]
@@ -237,29 +193,14 @@ fn preemptive_time_warp_commits_the_sequential_history() {
                     let m = Churn::new(points);
                     let what = format!("{points} points, seed {seed}, {threads} threads, {name}");
                     let tw = preemptive(&m, seed, threads, opts).expect("run");
-                    assert_eq!(tw.fingerprint, seq.fingerprint, "{what}: fingerprint");
-                    assert_eq!(tw.committed, seq.committed, "{what}: committed");
-                    assert_eq!(
-                        tw.model_stats, seq.model_stats,
-                        "{what}: states and counters"
-                    );
-                    assert!(tw.complete, "{what}");
-                    assert_eq!(tw.processed, tw.committed + tw.rolled_back, "{what}");
+                    assert_same_history(&seq, &tw, &what);
                     let p = &m.probe;
                     assert_eq!(
                         p.live.load(SeqCst),
                         0,
                         "{what}: a dropped context leaked a local"
                     );
-                    assert_eq!(
-                        p.commits.load(SeqCst),
-                        tw.committed,
-                        "{what}: commit hooks once each"
-                    );
-                    assert!(
-                        !p.out_of_order.load(SeqCst),
-                        "{what}: commits in time order per LP"
-                    );
+                    p.commits.assert_once_in_order(&tw, &what);
                     // Every started handler either completed (processed) or was dropped.
                     let started = figure(&tw, "preempt_started") + figure(&tw, "preempt_fallbacks");
                     assert_eq!(

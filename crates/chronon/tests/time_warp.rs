@@ -3,33 +3,15 @@
 //! A wrong rollback, a lost or duplicated event or a wrong tie order changes the fingerprint or
 //! the final states (compared through `Model::finish`).
 
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+mod common;
+
 use std::sync::Arc;
 
 use chronon::{
     CommitCtx, Ctx, Executor, LpId, Model, ModelStats, Report, ReverseCtx, SimError, Simulation,
     StateSaving, TimeWarpOptions,
 };
-
-const MUL: u64 = 0x2545_F491_4F6C_DD1D; // odd, so the state update can be undone
-
-/// The multiplicative inverse of an odd number modulo 2^64 (Newton's iteration).
-fn inverse(a: u64) -> u64 {
-    let mut x = a;
-    for _ in 0..6 {
-        x = x.wrapping_mul(2u64.wrapping_sub(a.wrapping_mul(x)));
-    }
-    x
-}
-
-/// Commit-hook bookkeeping shared with the test.
-#[derive(Debug, Default)]
-struct Hooks {
-    commits: AtomicU64,
-    /// Bits of each LP's last committed time.
-    last: Vec<AtomicU64>,
-    out_of_order: AtomicBool,
-}
+use common::{assert_same_history, Cell, Commits, Token};
 
 #[derive(Clone, Debug)]
 struct Scramble {
@@ -45,7 +27,7 @@ struct Scramble {
     panic_at: Option<(LpId, f64)>,
     /// LP whose events in [t, t + 0.5) send to a nonexistent LP.
     bad_send_at: Option<(LpId, f64)>,
-    hooks: Option<Arc<Hooks>>,
+    hooks: Option<Arc<Commits>>,
 }
 
 impl Scramble {
@@ -62,17 +44,6 @@ impl Scramble {
     }
 }
 
-#[derive(Clone, Debug, PartialEq)]
-struct Cell {
-    hash: u64,
-    count: u64,
-}
-
-#[derive(Debug)]
-struct Token {
-    value: u64,
-}
-
 impl Model for Scramble {
     type State = Cell;
     type Event = Token;
@@ -82,10 +53,7 @@ impl Model for Scramble {
             let d = (1 + ctx.rng().below(4)) as f64 * self.grid;
             ctx.send(ctx.me(), d, Token { value: i });
         }
-        Cell {
-            hash: u64::from(ctx.me()),
-            count: 0,
-        }
+        Cell::new(ctx.me())
     }
 
     fn on_event(&self, cell: &mut Cell, tok: &Token, ctx: &mut Ctx<'_, Self>) {
@@ -100,11 +68,7 @@ impl Model for Scramble {
                 std::hint::spin_loop();
             }
         }
-        cell.hash = cell
-            .hash
-            .wrapping_mul(MUL)
-            .wrapping_add(tok.value ^ ctx.now().to_bits());
-        cell.count += 1;
+        cell.apply(tok, ctx.now());
         // Fan-out 0, 1 or 2 (mean 1) so the population stays about constant.
         let fan = match ctx.rng().below(4) {
             0 => 0,
@@ -134,14 +98,11 @@ impl Model for Scramble {
     }
 
     fn reverse(&self, cell: &mut Cell, tok: &Token, ctx: &ReverseCtx) {
-        cell.count -= 1;
+        cell.uncount();
         if self.broken_reverse && cell.count % 5 == 3 {
             return;
         }
-        cell.hash = cell
-            .hash
-            .wrapping_sub(tok.value ^ ctx.now.to_bits())
-            .wrapping_mul(inverse(MUL));
+        cell.unhash(tok, ctx);
     }
 
     fn has_reverse(&self) -> bool {
@@ -150,11 +111,7 @@ impl Model for Scramble {
 
     fn commit(&self, _tok: &Token, ctx: &CommitCtx) {
         if let Some(h) = &self.hooks {
-            h.commits.fetch_add(1, Ordering::SeqCst);
-            let prev = h.last[ctx.me as usize].swap(ctx.now.to_bits(), Ordering::SeqCst);
-            if f64::from_bits(prev) > ctx.now {
-                h.out_of_order.store(true, Ordering::SeqCst);
-            }
+            h.record(ctx);
         }
     }
 
@@ -163,9 +120,7 @@ impl Model for Scramble {
     }
 
     fn finish(&self, lp: LpId, cell: &Cell, stats: &mut ModelStats) {
-        // Fold every LP's final state into one figure (exact in f64: < 2^53 per term).
-        stats.add("state_digest", ((cell.hash >> 20) ^ u64::from(lp)) as f64);
-        stats.add("events", cell.count as f64);
+        cell.finish(lp, stats);
     }
 }
 
@@ -177,12 +132,7 @@ fn sequential(m: &Scramble, seed: u64) -> Report {
 }
 
 fn sequential_sized(m: &Scramble, seed: u64, lps: LpId, end: f64) -> Report {
-    Simulation::new(m.clone())
-        .lps(lps)
-        .end_time(end)
-        .seed(seed)
-        .run()
-        .expect("sequential run")
+    common::sequential(m, seed, lps, end)
 }
 
 fn time_warp(
@@ -216,22 +166,13 @@ fn time_warp_sized(
         .run()
 }
 
+/// [`assert_same_history`], and GVT rounds ran (fossil collection) when there are workers to
+/// synchronize.
 fn assert_same(seq: &Report, tw: &Report, what: &str) {
-    assert_eq!(tw.fingerprint, seq.fingerprint, "{what}: fingerprint");
-    assert_eq!(tw.committed, seq.committed, "{what}: committed");
-    assert_eq!(
-        tw.model_stats, seq.model_stats,
-        "{what}: final states and counters"
-    );
-    assert!(tw.complete, "{what}: complete");
+    assert_same_history(seq, tw, what);
     if tw.threads > 1 {
         assert!(tw.executor_stats["gvt_rounds"] > 1.0, "{what}: GVT rounds");
     }
-    assert_eq!(
-        tw.processed,
-        tw.committed + tw.rolled_back,
-        "{what}: every processed event is committed or rolled back"
-    );
 }
 
 #[test]
@@ -294,17 +235,13 @@ fn round_robin_mapping_and_zero_delay_chains_match_sequential() {
 #[test]
 fn commit_hooks_run_once_per_committed_event_in_time_order() {
     for threads in [1, 3] {
-        let hooks = Arc::new(Hooks {
-            last: (0..LPS).map(|_| AtomicU64::new(0)).collect(),
-            ..Hooks::default()
-        });
+        let hooks = Arc::new(Commits::new(LPS));
         let m = Scramble {
             hooks: Some(hooks.clone()),
             ..Scramble::new()
         };
         let tw = time_warp(&m, 9, threads, TimeWarpOptions::new()).expect("run");
-        assert_eq!(hooks.commits.load(Ordering::SeqCst), tw.committed);
-        assert!(!hooks.out_of_order.load(Ordering::SeqCst));
+        hooks.assert_once_in_order(&tw, &format!("{threads} threads"));
         assert!(tw.committed > 0);
     }
 }

@@ -2,7 +2,7 @@
 //! to the process group, errors and panics in worker processes, and what cannot run with
 //! `--procs` (one line, exit 2). A module of the `procs_cli` test binary.
 
-use std::process::{Command, Stdio};
+use std::process::{Child, Command, ExitStatus, Stdio};
 use std::time::{Duration, Instant};
 
 use super::common::chronon;
@@ -62,6 +62,50 @@ fn children(pid: u32) -> Vec<u32> {
     out
 }
 
+/// The worker processes of `parent`, once `n` have started (20 s at most).
+fn wait_for_workers(parent: &Child, n: usize) -> Vec<u32> {
+    let t = Instant::now();
+    loop {
+        let k = children(parent.id());
+        if k.len() >= n {
+            return k;
+        }
+        assert!(
+            t.elapsed() < Duration::from_secs(20),
+            "workers did not start"
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+/// `kill -SIG TARGET` (a pid, or `-PGID` for a process group).
+fn signal(sig: &str, target: &str) {
+    assert!(Command::new("kill")
+        .args([sig, "--", target])
+        .status()
+        .unwrap()
+        .success());
+}
+
+/// Waits for `parent` to exit, at most `within` from now (`what` names the deadline missed).
+fn exits_within(parent: &mut Child, within: Duration, what: &str) -> ExitStatus {
+    let sent = Instant::now();
+    loop {
+        if let Some(s) = parent.try_wait().unwrap() {
+            return s;
+        }
+        assert!(sent.elapsed() < within, "{what}");
+        std::thread::sleep(Duration::from_millis(5));
+    }
+}
+
+/// Asserts that none of the worker processes `kids` is still running.
+fn assert_gone(kids: Vec<u32>) {
+    for k in kids {
+        assert!(!alive(k), "worker process {k} is still running");
+    }
+}
+
 #[test]
 fn kill_9_of_a_worker_process_stops_every_process_within_2_s() {
     kill_9(&["--sync", "window"]);
@@ -83,37 +127,16 @@ fn kill_9(sync: &[&str]) {
         .stderr(Stdio::piped())
         .spawn()
         .unwrap();
-    let t = Instant::now();
-    let kids = loop {
-        let k = children(parent.id());
-        if k.len() == 3 {
-            break k;
-        }
-        assert!(
-            t.elapsed() < Duration::from_secs(20),
-            "workers did not start"
-        );
-        std::thread::sleep(Duration::from_millis(20));
-    };
+    let kids = wait_for_workers(&parent, 3);
     // Let them get into the run (past initialization and the start barrier).
     std::thread::sleep(Duration::from_millis(300));
     let victim = kids[1];
-    assert!(Command::new("kill")
-        .args(["-9", &victim.to_string()])
-        .status()
-        .unwrap()
-        .success());
-    let killed = Instant::now();
-    let status = loop {
-        if let Some(s) = parent.try_wait().unwrap() {
-            break s;
-        }
-        assert!(
-            killed.elapsed() < Duration::from_secs(2),
-            "the run did not stop within 2 s of kill -9"
-        );
-        std::thread::sleep(Duration::from_millis(5));
-    };
+    signal("-9", &victim.to_string());
+    let status = exits_within(
+        &mut parent,
+        Duration::from_secs(2),
+        "the run did not stop within 2 s of kill -9",
+    );
     let out = parent.wait_with_output().unwrap();
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(!status.success());
@@ -122,9 +145,7 @@ fn kill_9(sync: &[&str]) {
         stderr.contains(&format!("(pid {victim}) was killed by signal 9")),
         "{stderr}"
     );
-    for k in kids {
-        assert!(!alive(k), "worker process {k} is still running");
-    }
+    assert_gone(kids);
     assert_eq!(dev_shm(), shm_before);
 }
 
@@ -144,43 +165,19 @@ fn ctrl_c_to_the_process_group_stops_every_process_with_an_incomplete_report() {
             .stderr(Stdio::piped())
             .spawn()
             .unwrap();
-        let t = Instant::now();
-        let kids = loop {
-            let k = children(parent.id());
-            if k.len() == 2 {
-                break k;
-            }
-            assert!(
-                t.elapsed() < Duration::from_secs(20),
-                "workers did not start"
-            );
-            std::thread::sleep(Duration::from_millis(20));
-        };
+        let kids = wait_for_workers(&parent, 2);
         std::thread::sleep(Duration::from_millis(500));
-        let group = format!("-{}", parent.id());
-        assert!(Command::new("kill")
-            .args(["-INT", "--", &group])
-            .status()
-            .unwrap()
-            .success());
-        let sent = Instant::now();
-        let status = loop {
-            if let Some(s) = parent.try_wait().unwrap() {
-                break s;
-            }
-            assert!(
-                sent.elapsed() < Duration::from_secs(5),
-                "{sync}: no stop within 5 s"
-            );
-            std::thread::sleep(Duration::from_millis(10));
-        };
+        signal("-INT", &format!("-{}", parent.id()));
+        let status = exits_within(
+            &mut parent,
+            Duration::from_secs(5),
+            &format!("{sync}: no stop within 5 s"),
+        );
         let out = parent.wait_with_output().unwrap();
         let stdout = String::from_utf8_lossy(&out.stdout);
         assert_eq!(status.code(), Some(130), "{sync}: {stdout}");
         assert!(stdout.contains("INCOMPLETE"), "{sync}: {stdout}");
-        for k in kids {
-            assert!(!alive(k), "worker process {k} is still running");
-        }
+        assert_gone(kids);
     }
 }
 
@@ -213,36 +210,17 @@ fn ctrl_c_under_time_warp_across_processes_writes_the_incomplete_report() {
         .stderr(Stdio::piped())
         .spawn()
         .unwrap();
-    let t = Instant::now();
-    while children(parent.id()).len() < 2 {
-        assert!(
-            t.elapsed() < Duration::from_secs(20),
-            "workers did not start"
-        );
-        std::thread::sleep(Duration::from_millis(20));
-    }
+    wait_for_workers(&parent, 2);
     std::thread::sleep(Duration::from_millis(500));
     let kids = children(parent.id());
-    assert!(Command::new("kill")
-        .args(["-INT", "--", &format!("-{}", parent.id())])
-        .status()
-        .unwrap()
-        .success());
-    let stopped = Instant::now();
-    let status = loop {
-        if let Some(s) = parent.try_wait().unwrap() {
-            break s;
-        }
-        assert!(
-            stopped.elapsed() < Duration::from_secs(5),
-            "the run did not stop within 5 s of Ctrl-C"
-        );
-        std::thread::sleep(Duration::from_millis(5));
-    };
+    signal("-INT", &format!("-{}", parent.id()));
+    let status = exits_within(
+        &mut parent,
+        Duration::from_secs(5),
+        "the run did not stop within 5 s of Ctrl-C",
+    );
     assert_eq!(status.code(), Some(130));
-    for k in kids {
-        assert!(!alive(k), "worker process {k} is still running");
-    }
+    assert_gone(kids);
     let r: serde_json::Value =
         serde_json::from_str(&std::fs::read_to_string(&path).unwrap()).unwrap();
     let _ = std::fs::remove_file(&path);

@@ -7,5 +7,5 @@ pub use mailbox::{Batch, BatchPool, Mailbox};
 
 #[cfg(all(test, chronon_loom))]
 mod loom_tests;
-#[cfg(test)]
+#[cfg(all(test, not(chronon_loom)))]
 mod tests;

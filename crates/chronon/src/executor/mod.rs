@@ -152,6 +152,21 @@ pub(crate) fn init_lps_with<M: Model>(
     }
 }
 
+/// Joins every worker thread of a scope, in order, and returns their results. Workers run model
+/// code under `catch_unwind` and record failures in their run's shared error slot, so a worker
+/// thread that panics anyway is an engine bug: it is propagated as a panic here.
+pub(crate) fn join_all<'scope, T>(
+    handles: impl IntoIterator<Item = std::thread::ScopedJoinHandle<'scope, T>>,
+) -> Vec<T> {
+    handles
+        .into_iter()
+        .map(|h| {
+            h.join()
+                .expect("a worker thread panicked outside a model handler")
+        })
+        .collect()
+}
+
 /// Fills the report's fingerprint and model statistics from the final LPs (in LP order).
 pub(crate) fn finish_report<M: Model>(
     model: &M,

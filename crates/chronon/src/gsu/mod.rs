@@ -254,6 +254,7 @@ impl Gsu {
     pub fn snapshot(&self, mom: impl Fn(usize) -> f64, out: &mut Snapshot) {
         let w = self.regs.len();
         let mut epochs = vec![0u64; w];
+        #[cfg(not(chronon_loom))]
         let mut round = 0u32;
         loop {
             let mut stable = true;

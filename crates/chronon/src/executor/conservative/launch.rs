@@ -13,7 +13,7 @@ use crate::error::SimError;
 use crate::event::{Event, EventKey, Keyed};
 use crate::executor::global::GlobalQueue;
 use crate::executor::links::Links;
-use crate::executor::{finish_report, init_lps, LpSlot, RunConfig};
+use crate::executor::{finish_report, init_lps, join_all, LpSlot, RunConfig};
 use crate::gsu::Published;
 use crate::model::{Model, Time};
 use crate::queue::{HeapQueue, LadderQueue, PendingSet, QueueKind};
@@ -134,21 +134,10 @@ fn run_with<M: Model, Q: PendingSet<Event<M::Event>>>(
                 s.spawn(move || run_worker(&mut Worker::new(shared, q, net.endpoint(me)), protocol))
             })
             .collect();
-        handles
-            .into_iter()
-            .map(|h| {
-                h.join()
-                    .expect("a worker thread panicked outside a model handler")
-            })
-            .collect()
+        join_all(handles)
     });
     let wall = start.elapsed().as_secs_f64();
-    if let Some(e) = shared
-        .error
-        .lock()
-        .unwrap_or_else(|p| p.into_inner())
-        .take()
-    {
+    if let Some(e) = shared.take_error() {
         return Err(e);
     }
     let mut shared = shared;

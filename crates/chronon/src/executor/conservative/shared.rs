@@ -84,6 +84,11 @@ impl<M: Model> Shared<'_, M> {
         }
     }
 
+    /// The first error recorded, taken out (once every worker has stopped).
+    pub(crate) fn take_error(&self) -> Option<SimError> {
+        self.error.lock().unwrap_or_else(|p| p.into_inner()).take()
+    }
+
     /// The key below which nothing may run: the end time, capped by global event `g`.
     pub(crate) fn cap(&self, next_global: Time) -> EventKey {
         if next_global < self.cfg.end {

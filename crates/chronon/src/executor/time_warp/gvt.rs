@@ -272,7 +272,7 @@ impl GvtRegisters {
     }
 }
 
-#[cfg(test)]
+#[cfg(all(test, not(chronon_loom)))]
 mod tests {
     use super::*;
 

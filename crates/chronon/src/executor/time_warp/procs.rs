@@ -265,7 +265,7 @@ where
         }
     });
     let wall_s = start.elapsed().as_secs_f64();
-    if let Some(e) = sh.error.lock().ok().and_then(|mut e| e.take()) {
+    if let Some(e) = sh.take_error() {
         return Err(e);
     }
     if results.iter().any(|r| !r.4) && control.aborted().is_some() {

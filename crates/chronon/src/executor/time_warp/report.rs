@@ -199,6 +199,7 @@ const PREEMPT_FIGURES: [(&str, Figure); 9] = [
 
 /// Across processes (procs.rs): the totals of the rollback-length, preemption and tick figures
 /// from the workers' figures (each process sends its workers' maps to the parent).
+#[cfg_attr(chronon_loom, allow(dead_code))] // procs.rs is not built under loom
 pub(super) fn totals_from_workers(
     es: &mut std::collections::BTreeMap<String, f64>,
     workers: &[std::collections::BTreeMap<String, f64>],

@@ -70,7 +70,7 @@ pub(super) fn run_with<M: Model, Q: PendingSet<TwEvent<M::Event>>>(
         saving,
     } = build::<M, Q>(model, cfg, threads, opts, check_eq, 0..threads, None)?;
     let results = spawn(&sh, 0, parts, |_| {});
-    if let Some(e) = sh.error.lock().ok().and_then(|mut e| e.take()) {
+    if let Some(e) = sh.take_error() {
         return Err(e);
     }
     let wall = sh.start.elapsed().as_secs_f64();
@@ -421,9 +421,6 @@ pub(super) fn spawn<M: Model, Q: PendingSet<TwEvent<M::Event>>>(
                 })
             })
             .collect();
-        handles
-            .into_iter()
-            .map(|h| h.join().expect("worker panics are caught"))
-            .collect()
+        crate::executor::join_all(handles)
     })
 }

@@ -124,6 +124,11 @@ impl<M: Model> Shared<'_, M> {
         self.wires.abort_others();
     }
 
+    /// The first error recorded, taken out (once every worker has stopped).
+    pub(super) fn take_error(&self) -> Option<SimError> {
+        self.error.lock().ok().and_then(|mut e| e.take())
+    }
+
     /// Whoever published GVT `g` (the last reporter of a round; over MPI ranks, the rank's
     /// driver) keeps the round's figures and adjusts the optimism window and the memory cap.
     pub(super) fn after_round(&self, g: Time) {

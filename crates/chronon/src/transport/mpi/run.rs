@@ -24,6 +24,7 @@ use crate::executor::conservative::procs::{
 use crate::executor::conservative::{ConservativeConfig, Protocol};
 use crate::executor::RunConfig;
 use crate::model::{Model, ModelStats};
+use crate::partition::Mapping;
 use crate::queue::{HeapQueue, LadderQueue, PendingSet, QueueKind};
 use crate::stats::Report;
 
@@ -120,16 +121,70 @@ where
     let out = run_part::<M, Q, _>(model, cfg, protocol, cc, (rank, ranks), &mut states, &|g| {
         net.endpoint(g - base)
     });
-    let mut out = match (out, net.decode_error()) {
+    let out = match (out, net.decode_error()) {
         (_, Some(e)) => ChildOut::failed(SimError::Process(format!("rank {rank}: {e}"))),
         (Ok(o), None) => o,
         // An error reached every rank already (a flag in the round protocols' snapshot, the
         // abort word under null messages) or is one every rank found (configuration).
         (Err(e), None) => ChildOut::failed(on_rank(e, rank)),
     };
+    let part = RankPart {
+        comm,
+        states: &states,
+        mapping: &cc.mapping,
+        threads,
+        start,
+    };
+    finish_rank_part(model, cfg, part, out, |outs, stats| {
+        let mut report = procs::gather(
+            cfg,
+            protocol,
+            cc,
+            ranks,
+            outs,
+            stats,
+            start.elapsed().as_secs_f64(),
+        )?;
+        let st = &mut report.executor_stats;
+        st.remove("procs");
+        st.remove("procs_total_s");
+        Ok(report)
+    })
+}
+
+/// A rank's finished part of a run, as [`finish_rank_part`] needs it.
+pub(crate) struct RankPart<'a, S> {
+    pub(crate) comm: &'a RankComm,
+    /// The final states of this rank's LPs (`None` for the other ranks' LPs).
+    pub(crate) states: &'a [Option<S>],
+    /// The run's LP to worker mapping (over `ranks * threads` workers).
+    pub(crate) mapping: &'a Mapping,
+    /// Worker threads per rank.
+    pub(crate) threads: usize,
+    /// When this rank started the run.
+    pub(crate) start: Instant,
+}
+
+/// Ends a rank's part the same way under every executor: adds this rank's transport figures to
+/// `out`, then gathers every rank's part on rank 0 ([`finish_on_ranks`]), where `report` builds
+/// the report from them; the report gets the rank count and rank 0's total seconds.
+pub(crate) fn finish_rank_part<M: Model>(
+    model: &M,
+    cfg: &RunConfig,
+    part: RankPart<'_, M::State>,
+    mut out: ChildOut,
+    report: impl FnOnce(Vec<ChildOut>, ModelStats) -> Result<Report, SimError>,
+) -> Result<Report, SimError> {
+    let RankPart {
+        comm,
+        states,
+        mapping,
+        threads,
+        start,
+    } = part;
     add_rank_figures(comm, &mut out);
-    let owner = cc
-        .mapping
+    let ranks = comm.size();
+    let owner = mapping
         .owners(cfg.lps, ranks * threads)
         .map_err(SimError::Config)?;
     finish_on_ranks(
@@ -137,22 +192,12 @@ where
         cfg,
         comm,
         out,
-        &states,
+        states,
         &owner,
         threads,
         |outs, stats| {
-            let mut report = procs::gather(
-                cfg,
-                protocol,
-                cc,
-                ranks,
-                outs,
-                stats,
-                start.elapsed().as_secs_f64(),
-            )?;
+            let mut report = report(outs, stats)?;
             let st = &mut report.executor_stats;
-            st.remove("procs");
-            st.remove("procs_total_s");
             st.insert("ranks".into(), ranks as f64);
             st.insert("ranks_total_s".into(), start.elapsed().as_secs_f64());
             Ok(report)

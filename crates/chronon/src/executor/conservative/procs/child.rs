@@ -20,7 +20,7 @@ use crate::executor::conservative::{
 };
 use crate::executor::global::GlobalQueue;
 use crate::executor::links::Links;
-use crate::executor::{init_lps, RunConfig};
+use crate::executor::{init_lps, join_all, RunConfig};
 use crate::fingerprint::Fingerprint;
 use crate::gsu::{Published, Snapshot};
 use crate::model::{LpId, Model, ModelStats};
@@ -328,21 +328,10 @@ pub(crate) fn run_part<M: Model, Q: PendingSet<Event<M::Event>>, X: Endpoint<M::
                 })
             })
             .collect();
-        handles
-            .into_iter()
-            .map(|h| {
-                h.join()
-                    .expect("a worker thread panicked outside a model handler")
-            })
-            .collect()
+        join_all(handles)
     });
     let wall_s = start.elapsed().as_secs_f64();
-    if let Some(e) = shared
-        .error
-        .lock()
-        .unwrap_or_else(|p| p.into_inner())
-        .take()
-    {
+    if let Some(e) = shared.take_error() {
         return Err(e);
     }
     // Stopped by another process (its error, or a stop request under null messages): this

@@ -3,7 +3,7 @@
 //! initial event ids agree), keeps its workers' LPs and events, runs its workers and its driver
 //! (`driver.rs`), and reports a `ChildOut` (the record of a worker process, `procs.rs`); rank 0
 //! gathers them, computes `model_stats` in LP order and makes the one report
-//! (`transport::mpi::run::finish_on_ranks`, shared with the conservative runs over ranks). Each
+//! (`transport::mpi::run::finish_rank_part`, shared with the conservative runs over ranks). Each
 //! LP commits in its owner rank only, so commit hooks run once; `init`'s counters are counted by
 //! rank 0 only.
 //!
@@ -27,7 +27,7 @@ use crate::model::Model;
 use crate::queue::{HeapQueue, LadderQueue, PendingSet, QueueKind};
 use crate::stats::Report;
 use crate::transport::mpi::comm::RankComm;
-use crate::transport::mpi::run::{add_rank_figures, finish_on_ranks, on_rank, on_world};
+use crate::transport::mpi::run::{finish_rank_part, on_rank, on_world, RankPart};
 use crate::transport::mpi::RankSafe;
 
 /// A Time Warp run over ranks, as a function pointer (instantiated where `M::Event: RankSafe`
@@ -118,7 +118,7 @@ where
     M::Event: RankSafe,
 {
     let start = Instant::now();
-    let (rank, ranks) = (comm.rank(), comm.size());
+    let rank = comm.rank();
     let mut states: Vec<Option<M::State>> = Vec::new();
     let (out, d) = part::<M, Q>(model, cfg, threads, opts, comm, &mut states);
     // An error reached every rank already (the driver's `failed` in the reductions, the rank
@@ -127,7 +127,6 @@ where
         Ok(o) => o,
         Err(e) => ChildOut::failed(on_rank(e, rank)),
     };
-    add_rank_figures(comm, &mut out);
     let gvt_rounds = d.as_ref().map_or(0, |d| d.gvt.rounds);
     if let (Some(d), Some(w)) = (&d, out.workers.first_mut()) {
         let g = &d.gvt;
@@ -143,26 +142,16 @@ where
             w.insert(k.into(), v);
         }
     }
-    let owner = opts
-        .mapping
-        .owners(cfg.lps, ranks * threads)
-        .map_err(SimError::Config)?;
-    finish_on_ranks(
-        model,
-        cfg,
+    let part = RankPart {
         comm,
-        out,
-        &states,
-        &owner,
+        states: &states,
+        mapping: &opts.mapping,
         threads,
-        |outs, stats| {
-            let mut report = gather(model, cfg, threads, opts, outs, stats, gvt_rounds);
-            let es = &mut report.executor_stats;
-            es.insert("ranks".into(), ranks as f64);
-            es.insert("ranks_total_s".into(), start.elapsed().as_secs_f64());
-            Ok(report)
-        },
-    )
+        start,
+    };
+    finish_rank_part(model, cfg, part, out, |outs, stats| {
+        Ok(gather(model, cfg, threads, opts, outs, stats, gvt_rounds))
+    })
 }
 
 /// This rank's part: its workers and its driver, until the run ends on every rank.
@@ -222,7 +211,7 @@ where
         (results, d.join().ok().and_then(Result::ok))
     });
     let wall_s = start.elapsed().as_secs_f64();
-    if let Some(e) = sh.error.lock().ok().and_then(|mut e| e.take()) {
+    if let Some(e) = sh.take_error() {
         return (Err(e), d);
     }
     if !d.as_ref().is_some_and(|d| d.complete) || results.iter().any(|r| !r.4) {

@@ -1,0 +1,343 @@
+//! The run options' checks: `--sync`/`--threads` and the executors' flags mapped onto an
+//! executor, and every flag combination refused in one line before anything starts (Time Warp
+//! settings, mapping, conservative settings, payloads and heaps, `--runtime bsp`, `--procs`).
+
+use chronon::barrier::BarrierKind;
+use chronon::partition::Mapping;
+use chronon::{ConservativeConfig, Executor, Runtime, StateSaving, Ticks, TimeWarpOptions};
+
+use super::Procs;
+use crate::args::CommonArgs;
+use crate::lockstep_runtime::runtime;
+use crate::Failure;
+
+/// Maps `--sync` and `--threads` onto an executor.
+pub(crate) fn executor(sync: Option<&str>, threads: Option<usize>) -> Result<Executor, Failure> {
+    executor_with(sync, threads, &CommonArgs::default())
+}
+
+/// Maps `--sync`, `--threads` and the conservative executors' flags (`--barrier`, `--fan-in`,
+/// `--mapping`) onto an executor.
+pub(crate) fn executor_with(
+    sync: Option<&str>,
+    threads: Option<usize>,
+    common: &CommonArgs,
+) -> Result<Executor, Failure> {
+    let threads = threads.unwrap_or(1);
+    let sync_name = sync.unwrap_or("seq");
+    if sync_name != "window" {
+        let given = [
+            ("--dedicated", common.dedicated.is_some()),
+            ("--shared-sets", common.shared_sets.is_some()),
+        ];
+        if let Some((flag, _)) = given.iter().find(|(_, g)| *g) {
+            return Err(Failure::bad_input(format!(
+                "{flag} applies to --sync window only; got --sync {sync_name}"
+            )));
+        }
+    }
+    if threads == 0 {
+        return Err(Failure::bad_input("--threads is 0; it must be at least 1"));
+    }
+    let sync = sync.unwrap_or("seq");
+    runtime(sync, common)?;
+    if matches!(sync, "seq" | "timewarp" | "null-message") {
+        let given = [
+            ("--barrier", common.barrier.is_some()),
+            ("--fan-in", common.fan_in.is_some()),
+        ];
+        if let Some((flag, _)) = given.iter().find(|(_, g)| *g) {
+            // Null messages synchronize through channel clocks, never at a barrier.
+            let why = if sync == "null-message" {
+                " (null messages use no barrier)"
+            } else {
+                ""
+            };
+            return Err(Failure::bad_input(format!(
+                "{flag} applies to --sync window or lockstep only{why}; got --sync {sync}"
+            )));
+        }
+    }
+    if sync != "null-message" && common.max_null_messages.is_some() {
+        return Err(Failure::bad_input(format!(
+            "--max-null-messages applies to --sync null-message only; got --sync {sync}"
+        )));
+    }
+    if sync == "seq" && common.mapping.is_some() {
+        return Err(Failure::bad_input(
+            "--mapping applies to --sync window, null-message, lockstep or timewarp only; got --sync seq",
+        ));
+    }
+    if common.fan_in.is_some() && common.barrier.as_deref().is_some_and(|b| b != "tree") {
+        return Err(Failure::bad_input(format!(
+            "--fan-in applies to --barrier tree only; got --barrier {}",
+            common.barrier.as_deref().unwrap_or_default()
+        )));
+    }
+    if common.shared_sets.is_some() && common.dedicated.is_none_or(|d| d >= 1.0) {
+        return Err(Failure::bad_input(
+            "--shared-sets applies only with --dedicated below 1 (some LPs shared); give --dedicated F with F < 1",
+        ));
+    }
+    match sync {
+        "seq" => {
+            if threads != 1 {
+                return Err(Failure::bad_input(format!(
+                    "--sync seq runs on exactly 1 thread; got --threads {threads} (for {threads} \
+                     threads give a parallel --sync: window, null-message, lockstep or timewarp)"
+                )));
+            }
+            Ok(Executor::Sequential)
+        }
+        "window" => Ok(Executor::Window(conservative(threads, common)?)),
+        "null-message" => Ok(Executor::NullMessage(conservative(threads, common)?)),
+        "lockstep" => Ok(Executor::Lockstep(conservative(threads, common)?)),
+        "timewarp" => Ok(Executor::TimeWarp { threads }),
+        other => Err(Failure::bad_input(format!(
+            "unknown --sync '{other}' (allowed: seq, window, null-message, lockstep, timewarp)"
+        ))),
+    }
+}
+
+/// Parses a byte count with an optional K, M or G suffix (powers of 1024).
+fn parse_bytes(s: &str) -> Result<u64, Failure> {
+    let t = s.trim();
+    let (digits, mult) = match t.char_indices().last() {
+        Some((i, 'K' | 'k')) => (&t[..i], 1u64 << 10),
+        Some((i, 'M' | 'm')) => (&t[..i], 1 << 20),
+        Some((i, 'G' | 'g')) => (&t[..i], 1 << 30),
+        _ => (t, 1),
+    };
+    let n: u64 = digits.parse().map_err(|_| {
+        Failure::bad_input(format!(
+            "--max-memory is '{s}'; it must be a byte count like 1000000, 512M or 2G"
+        ))
+    })?;
+    match n.checked_mul(mult) {
+        Some(0) => Err(Failure::bad_input(
+            "--max-memory is 0; it must be at least 1 byte",
+        )),
+        Some(b) => Ok(b),
+        None => Err(Failure::bad_input(format!(
+            "--max-memory '{s}' is too large"
+        ))),
+    }
+}
+
+/// The Time Warp settings from the common flags; an error when they are given to another
+/// executor or out of range.
+pub(super) fn time_warp_options(
+    common: &CommonArgs,
+    executor: &Executor,
+) -> Result<TimeWarpOptions, Failure> {
+    let given = [
+        ("--state-saving", common.state_saving.is_some()),
+        ("--checkpoint", common.checkpoint.is_some()),
+        ("--max-memory", common.max_memory.is_some()),
+        ("--window", common.window.is_some()),
+        ("--check-reverse", common.check_reverse == Some(true)),
+        ("--gvt-csv", common.gvt_csv.is_some()),
+        ("--preempt", common.preempt == Some(true)),
+        ("--max-suspended", common.max_suspended.is_some()),
+        ("--tick-us", common.tick_us.is_some()),
+        ("--alpha", common.alpha.is_some()),
+    ];
+    if !matches!(executor, Executor::TimeWarp { .. }) {
+        if let Some((flag, _)) = given.iter().find(|(_, g)| *g) {
+            return Err(Failure::bad_input(format!(
+                "{flag} applies to --sync timewarp only; got --sync {}",
+                executor.name()
+            )));
+        }
+    }
+    let state_saving: StateSaving = match common.state_saving.as_deref() {
+        None => StateSaving::Auto,
+        Some(s) => s
+            .parse()
+            .map_err(|e: String| Failure::bad_input(format!("--state-saving: {e}")))?,
+    };
+    if common.checkpoint == Some(0) {
+        return Err(Failure::bad_input(
+            "--checkpoint is 0; it must be at least 1 event",
+        ));
+    }
+    let max_memory = common.max_memory.as_deref().map(parse_bytes).transpose()?;
+    if let Some(w) = common.window {
+        if w.is_nan() || w < 0.0 {
+            return Err(Failure::bad_input(format!(
+                "--window is {w}; it must be >= 0"
+            )));
+        }
+    }
+    let preempt = common.preempt == Some(true);
+    if !preempt {
+        for (flag, g) in [
+            ("--max-suspended", common.max_suspended.is_some()),
+            ("--tick-us", common.tick_us.is_some()),
+            ("--alpha", common.alpha.is_some()),
+        ] {
+            if g {
+                return Err(Failure::bad_input(format!(
+                    "{flag} applies to --preempt only"
+                )));
+            }
+        }
+    }
+    if let Some(t) = common.tick_us {
+        if !(t >= chronon::MIN_TICK_US && t.is_finite()) {
+            return Err(Failure::bad_input(format!(
+                "--tick-us is {t}; it must be at least {}",
+                chronon::MIN_TICK_US
+            )));
+        }
+    }
+    let alpha = common.alpha.unwrap_or(0.5);
+    if !(alpha > -1.0 && alpha.is_finite()) {
+        return Err(Failure::bad_input(format!(
+            "--alpha is {alpha}; it must be finite and > -1"
+        )));
+    }
+    if common.alpha.is_some() && common.tick_us.is_none() {
+        return Err(Failure::bad_input("--alpha applies to --tick-us only"));
+    }
+    Ok(TimeWarpOptions::new()
+        .preempt(preempt)
+        .max_suspended(common.max_suspended.unwrap_or(64))
+        .ticks(common.tick_us.map(|t| Ticks::new(t, alpha)))
+        .state_saving(state_saving)
+        .checkpoint(common.checkpoint)
+        .max_memory(max_memory)
+        .window(common.window)
+        .mapping(mapping(common)?))
+}
+
+/// The LP-to-worker mapping from `--mapping`.
+pub(super) fn mapping(common: &CommonArgs) -> Result<Mapping, Failure> {
+    match common.mapping.as_deref().unwrap_or("block") {
+        "block" => Ok(Mapping::Block),
+        "round-robin" => Ok(Mapping::RoundRobin),
+        other => Err(Failure::bad_input(format!(
+            "unknown --mapping '{other}' (allowed: block, round-robin)"
+        ))),
+    }
+}
+
+/// The conservative executors' settings from `--barrier`, `--fan-in` and `--mapping`.
+pub(super) fn conservative(
+    threads: usize,
+    common: &CommonArgs,
+) -> Result<ConservativeConfig, Failure> {
+    let fan_in = common.fan_in.unwrap_or(4);
+    let barrier = BarrierKind::parse(common.barrier.as_deref().unwrap_or("tree"), fan_in)
+        .map_err(Failure::bad_input)?;
+    let mapping = mapping(common)?;
+    let dedicated = common.dedicated.unwrap_or(1.0);
+    if !(0.0..=1.0).contains(&dedicated) {
+        return Err(Failure::bad_input(format!(
+            "--dedicated is {dedicated}; it must be in [0, 1]"
+        )));
+    }
+    let shared_sets = match common.shared_sets {
+        Some(0) if dedicated < 1.0 => {
+            return Err(Failure::bad_input(format!(
+                "--shared-sets is 0; it must be at least 1 with --dedicated {dedicated}"
+            )))
+        }
+        Some(n) => n,
+        None if dedicated < 1.0 => 1,
+        None => 0,
+    };
+    let mut cc = ConservativeConfig::new(threads)
+        .barrier(barrier)
+        .mapping(mapping)
+        .dedicated(dedicated)
+        .shared_sets(shared_sets)
+        .runtime(runtime("lockstep", common)?);
+    if let Some(cap) = common.max_null_messages {
+        if !(cap >= 1.0) || cap > u64::MAX as f64 {
+            return Err(Failure::bad_input(format!(
+                "--max-null-messages is {cap}; it must be a count of at least 1, like 1e12"
+            )));
+        }
+        cc = cc.max_null_messages(cap as u64);
+    }
+    Ok(cc)
+}
+
+/// `--payload`, `--heap-classes`, `--heap-segments`: sets this process's shared-heap classes;
+/// whether payloads are copied.
+pub(super) fn payload_options(common: &CommonArgs, procs: Option<usize>) -> Result<bool, Failure> {
+    let copy = match common.payload.as_deref() {
+        None | Some("zero-copy") => false,
+        Some("copy") => true,
+        Some(other) => {
+            return Err(Failure::bad_input(format!(
+                "unknown --payload '{other}' (allowed: zero-copy, copy)"
+            )))
+        }
+    };
+    if copy && procs.is_none() {
+        return Err(Failure::bad_input(
+            "--payload copy compares transports between processes: it needs --procs",
+        ));
+    }
+    let mut heap = match common.heap_classes.as_deref() {
+        None => chronon::shm::HeapConfig::default(),
+        Some(t) => chronon::shm::HeapConfig::parse(t).map_err(Failure::bad_input)?,
+    };
+    if let Some(n) = common.heap_segments {
+        if !(1..=16).contains(&n) {
+            return Err(Failure::bad_input(format!(
+                "--heap-segments is {n}; it must be 1..=16 (1: the heaps never grow)"
+            )));
+        }
+        heap = heap.max_segments(n);
+    }
+    chronon::shm::set_heap_config(heap);
+    Ok(copy)
+}
+
+/// `--runtime bsp --threads N` runs N single-threaded worker processes (seed 002's BSP
+/// version: one process per processor): the executor gets 1 thread and the run N processes.
+pub(super) fn bsp_processes(
+    executor: Executor,
+    procs: Option<usize>,
+) -> Result<(Executor, Option<usize>), Failure> {
+    match executor {
+        Executor::Lockstep(cc) if cc.runtime == Runtime::Bsp => {
+            if let Some(p) = procs {
+                return Err(Failure::bad_input(format!(
+                    "--runtime bsp starts one single-threaded process per --threads ({}); leave out --procs {p}",
+                    cc.threads
+                )));
+            }
+            let n = cc.threads;
+            let mut one = cc;
+            one.threads = 1;
+            Ok((Executor::Lockstep(one), Some(n)))
+        }
+        other => Ok((other, procs)),
+    }
+}
+
+/// `--procs`: at least 1, a conservative parallel executor, a model that can.
+pub(super) fn check_procs<M: Procs>(
+    name: &str,
+    procs: Option<usize>,
+    executor: &Executor,
+) -> Result<(), Failure> {
+    let Some(p) = procs else {
+        return Ok(());
+    };
+    if p == 0 {
+        return Err(Failure::bad_input(
+            "--procs is 0; it must be at least 1 worker process",
+        ));
+    }
+    match executor.name() {
+        "seq" => Err(Failure::bad_input(
+            "--procs needs --sync window, lockstep, null-message or timewarp; got --sync seq",
+        )),
+        _ => M::why_not(name).map_or(Ok(()), |why| Err(Failure::bad_input(why))),
+    }
+}

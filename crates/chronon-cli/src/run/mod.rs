@@ -1,0 +1,297 @@
+//! Running one simulation from the command line: executor choice, progress, Ctrl-C, summary and
+//! JSON report. The option checks are in `checks.rs`, the report's `config` in `report_cfg.rs`,
+//! the Ctrl-C handler and progress thread in `progress.rs`, the printed summary in
+//! `summary.rs`; this file runs the simulation and writes its outputs.
+
+mod checks;
+mod progress;
+mod report_cfg;
+mod summary;
+
+use std::path::Path;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::time::Duration;
+
+use chronon::{Executor, LpId, Model, Progress, QueueKind, Report, Simulation, StallDetector};
+
+use crate::args::CommonArgs;
+use crate::output::{self, Outputs};
+use crate::{series, sys, Failure, EXIT_INTERRUPTED};
+pub(crate) use checks::executor;
+use checks::{bsp_processes, check_procs, executor_with, payload_options, time_warp_options};
+use progress::{install_ctrlc, spawn_progress_bar};
+use report_cfg::report_config;
+use summary::print_summary;
+
+/// The end time of `model` when neither a flag nor the config gives one: a run of the model's
+/// default configuration that takes a few seconds at most (release build, one thread).
+pub(crate) fn default_end(model: &str) -> f64 {
+    match model {
+        // Phase A only; `--end 30` runs the three phases (about a minute).
+        "phold-phases" => 3.0,
+        "simplesim" => 100.0,
+        "manufacturing" => 10_000.0,
+        // Minutes.
+        "pcs" => 5.0,
+        // Seconds.
+        "star-clique" => 100.0,
+        "campus" => 2.0,
+        // Every event spins the example's 30 µs of work (`--work-us`).
+        "datastore" => 200.0,
+        _ => 1000.0,
+    }
+}
+
+/// How a model runs across worker processes (`--procs`): only models whose events may cross
+/// a process boundary (`chronon::shm::ShmSafe`) can; the others say why.
+pub(crate) trait Procs: Model + Sized {
+    /// `sim` set to run in `procs` processes, or why this model cannot.
+    fn processes(
+        sim: Simulation<Self>,
+        procs: usize,
+        copy: bool,
+    ) -> Result<Simulation<Self>, String>;
+    /// `sim` set to run over MPI ranks (`crate::mpi`).
+    #[cfg(feature = "mpi")]
+    fn ranks(sim: Simulation<Self>) -> Result<Simulation<Self>, String>;
+    /// Why this model (run under `name`) cannot run across processes, if it cannot.
+    fn why_not(name: &str) -> Option<String> {
+        let _ = name;
+        None
+    }
+}
+
+macro_rules! procs_capable {
+    ($($t:ty),* $(,)?) => { $(
+        impl Procs for $t {
+            fn processes(
+                sim: Simulation<Self>,
+                procs: usize,
+                copy: bool,
+            ) -> Result<Simulation<Self>, String> {
+                Ok(sim.processes(procs).payload_copy(copy))
+            }
+            #[cfg(feature = "mpi")]
+            fn ranks(sim: Simulation<Self>) -> Result<Simulation<Self>, String> {
+                crate::mpi::ranks(sim)
+            }
+        }
+    )* };
+}
+
+// Every shipped model's events may cross a process boundary (variable-size payloads travel
+// as shared-heap `BPtr`s) and serialize (MPI ranks).
+procs_capable!(
+    chronon_models::Phold,
+    chronon_models::PholdPhases,
+    chronon_models::Pcs,
+    chronon_models::Manufacturing,
+    chronon_models::Random,
+    chronon_models::faulty::Faulty,
+    chronon_models::SimpleSim,
+    chronon_models::DataStore,
+    chronon_models::net::NetModel,
+);
+
+/// Validates the common settings, runs `model`, prints the summary and writes the report.
+#[allow(dead_code)] // for models whose states cannot be compared (none yet besides PHOLD)
+pub(crate) fn run_simulation<M: Procs>(
+    name: &str,
+    model: M,
+    lps: LpId,
+    common: CommonArgs,
+    model_config: serde_json::Value,
+) -> Result<u8, Failure> {
+    run_simulation_checked(name, model, lps, common, model_config, None)
+}
+
+/// [`run_simulation`] for a model whose states can be compared: `check_reverse` is
+/// `Simulation::check_reverse`, applied when `--check-reverse` is given.
+pub(crate) fn run_simulation_checked<M: Procs>(
+    name: &str,
+    model: M,
+    lps: LpId,
+    common: CommonArgs,
+    model_config: serde_json::Value,
+    check_reverse: Option<fn(Simulation<M>) -> Simulation<M>>,
+) -> Result<u8, Failure> {
+    let end = common.end.unwrap_or_else(|| default_end(name));
+    if !(end > 0.0 && end.is_finite()) {
+        return Err(Failure::bad_input(format!(
+            "--end is {end}; it must be finite and > 0"
+        )));
+    }
+    let queue: QueueKind = match common.queue.as_deref() {
+        None => QueueKind::default(),
+        Some(q) => q.parse().map_err(Failure::bad_input)?,
+    };
+    let executor = executor_with(common.sync.as_deref(), common.threads, &common)?;
+    let tw = time_warp_options(&common, &executor)?;
+    let check = match (common.check_reverse == Some(true), check_reverse) {
+        (false, _) => None,
+        (true, Some(f)) => Some(f),
+        (true, None) => {
+            return Err(Failure::bad_input(format!(
+            "--check-reverse needs a model whose state can be compared; {name} does not support it"
+        )))
+        }
+    };
+    let seed = common.seed.unwrap_or(1);
+    // The report's config keeps what was asked for (`--runtime bsp --threads N` reruns it).
+    let asked = executor.clone();
+    let (executor, procs) = bsp_processes(executor, common.procs)?;
+    check_procs::<M>(name, procs, &executor)?;
+    let copy = payload_options(&common, procs)?;
+    // Over MPI ranks: MPI for the run (finalized when this function returns).
+    let mpi = crate::mpi::start(common.ranks, procs)?;
+    let outputs = plan_outputs(&common, &executor)?;
+
+    let progress = Arc::new(Progress::new());
+    install_ctrlc(&progress);
+    let done = Arc::new(AtomicBool::new(false));
+    let stall_after = match common.stall_secs {
+        // Under --procs the events run in the worker processes: nothing here to watch (nor on
+        // a rank other than 0, whose progress is not counted).
+        _ if procs.is_some() || crate::mpi::quiet() => Duration::ZERO,
+        None => StallDetector::DEFAULT_AFTER,
+        Some(s) if s.is_finite() && s >= 0.0 => Duration::from_secs_f64(s),
+        Some(s) => {
+            return Err(Failure::bad_input(format!(
+                "--stall-secs is {s}; it must be a number of seconds >= 0 (0: never warn)"
+            )))
+        }
+    };
+    let bar = spawn_progress_bar(progress.clone(), done.clone(), end, stall_after);
+    let sampler = series::Sampler::start(progress.clone());
+
+    let sim = Simulation::new(model)
+        .lps(lps)
+        .end_time(end)
+        .seed(seed)
+        .queue(queue)
+        .executor(executor.clone())
+        .time_warp(tw)
+        .progress(progress.clone());
+    let sim = match check {
+        Some(f) => f(sim),
+        None => sim,
+    };
+    let sim = match procs {
+        None => sim,
+        Some(p) => M::processes(sim, p, copy).map_err(Failure::bad_input)?,
+    };
+    #[cfg(feature = "mpi")]
+    let sim = match &mpi {
+        Some(_) => M::ranks(sim).map_err(Failure::bad_input)?,
+        None => sim,
+    };
+    let result = sim.run();
+    // Ordering: the flag only tells the progress thread to stop drawing; it guards no data.
+    done.store(true, Ordering::Relaxed);
+    // Wake it from its pause so a short run does not wait for the rest of it.
+    bar.thread().unpark();
+    let _ = bar.join();
+    let samples = sampler.finish();
+    let report = result?;
+    if mpi.is_some() && crate::mpi::quiet() {
+        // Rank 0 prints and writes the run's report.
+        return Ok(if report.complete { 0 } else { EXIT_INTERRUPTED });
+    }
+    let rb = series::rollbacks_known(&samples, report.rolled_back);
+
+    let config = report_config(&common, &asked, end, seed, queue, model_config);
+    print_summary(name, &report);
+    // Both files are attempted even when the first fails; the first failure is returned.
+    let written = [
+        outputs.path("--output").map_or(Ok(()), |p| {
+            write_report(p, name, config, &report, &samples, rb)
+        }),
+        outputs.path("--gvt-csv").map_or(Ok(()), |p| {
+            output::write_or_rescue("--gvt-csv", p, series::gvt_csv(&report).as_bytes())
+        }),
+        // `--output DIR/` plans report.json first, then progress.csv, then series.csv.
+        outputs.paths(PROGRESS_CSV).nth(1).map_or(Ok(()), |p| {
+            output::write_or_rescue("--output", p, series::csv(&samples, rb).as_bytes())
+        }),
+        outputs.paths(PROGRESS_CSV).nth(2).map_or(Ok(()), |p| {
+            output::write_or_rescue("--output", p, series::model_csv(&report).as_bytes())
+        }),
+    ];
+    for w in written {
+        w?;
+    }
+    if report.complete {
+        Ok(0)
+    } else {
+        eprintln!("interrupted: the report covers the events committed before the stop");
+        Ok(EXIT_INTERRUPTED)
+    }
+}
+
+/// The label of `DIR/progress.csv` and `DIR/series.csv` among the planned outputs (errors name the flag `--output`
+/// and the file).
+const PROGRESS_CSV: &str = "--output";
+
+/// The run's output files, checked before it starts (see [`output`]): `--output FILE` or
+/// `--output DIR/` (`DIR/report.json`, `DIR/progress.csv`, `DIR/series.csv` — the model's
+/// global-event series — and `DIR/gvt.csv` under Time Warp unless `--gvt-csv` names another
+/// file).
+fn plan_outputs(common: &CommonArgs, executor: &Executor) -> Result<Outputs, Failure> {
+    let mut wanted = Vec::new();
+    if let Some(out) = common.output.as_deref() {
+        let dir = output::is_dir_arg(out);
+        wanted.push((
+            "--output",
+            if dir {
+                out.join("report.json")
+            } else {
+                out.to_path_buf()
+            },
+        ));
+        if dir {
+            wanted.push((PROGRESS_CSV, out.join("progress.csv")));
+            wanted.push((PROGRESS_CSV, out.join("series.csv")));
+        }
+        if dir && common.gvt_csv.is_none() && matches!(executor, Executor::TimeWarp { .. }) {
+            wanted.push(("--gvt-csv", out.join("gvt.csv")));
+        }
+    }
+    if let Some(p) = &common.gvt_csv {
+        wanted.push(("--gvt-csv", p.clone()));
+    }
+    let inputs: Vec<(&'static str, &Path)> = common
+        .config
+        .as_deref()
+        .map(|p| ("--config", p))
+        .into_iter()
+        .collect();
+    Outputs::plan(&wanted, &inputs)
+}
+
+fn write_report(
+    path: &Path,
+    name: &str,
+    config: serde_json::Value,
+    report: &Report,
+    samples: &[series::Sample],
+    rollbacks: bool,
+) -> Result<(), Failure> {
+    let mut v = serde_json::to_value(report).expect("reports serialize");
+    let obj = v.as_object_mut().expect("a report is an object");
+    obj.insert("progress_series".into(), series::json(samples, rollbacks));
+    obj.insert("model".into(), name.into());
+    obj.insert("config".into(), config);
+    // Under --procs, every process of the run: this one and the worker processes' peaks.
+    let workers_rss = report
+        .executor_stats
+        .get("workers_peak_rss_bytes")
+        .map_or(0, |b| *b as u64);
+    obj.insert(
+        "peak_rss_bytes".into(),
+        (sys::peak_rss_bytes() + workers_rss).into(),
+    );
+    obj.insert("process_cpu_s".into(), sys::cpu_seconds().into());
+    let text = serde_json::to_string_pretty(&v).expect("JSON values serialize");
+    output::write_or_rescue("--output", path, (text + "\n").as_bytes())
+}

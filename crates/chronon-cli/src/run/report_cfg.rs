@@ -1,0 +1,104 @@
+//! The report's `config`: the options that shaped a run, under the keys `--config` reads.
+
+use chronon::{Executor, QueueKind, Runtime};
+
+use crate::args::CommonArgs;
+
+/// The report's `config`: every option that shaped the run, under the keys `--config` takes,
+/// so that the report's config, written as TOML, reruns the same simulation. Executor options
+/// are the ones in force (defaults included) where the executor takes them.
+pub(super) fn report_config(
+    common: &CommonArgs,
+    executor: &Executor,
+    end: f64,
+    seed: u64,
+    queue: QueueKind,
+    model_config: serde_json::Value,
+) -> serde_json::Value {
+    use serde_json::{json, Value};
+    let mut c = serde_json::Map::new();
+    c.insert("end".into(), json!(end));
+    c.insert("seed".into(), json!(seed));
+    c.insert("queue".into(), json!(queue.name()));
+    c.insert("sync".into(), json!(executor.name()));
+    c.insert("threads".into(), json!(executor.threads()));
+    if let Some(p) = common.procs {
+        c.insert("procs".into(), json!(p));
+    }
+    let mut put = |k: &str, v: Value| {
+        c.insert(k.into(), v);
+    };
+    let mapping = common.mapping.as_deref().unwrap_or("block");
+    match executor {
+        Executor::Window(cc) | Executor::Lockstep(cc) | Executor::NullMessage(cc) => {
+            put("mapping", json!(mapping));
+            if !matches!(executor, Executor::NullMessage(_)) {
+                let barrier = common.barrier.as_deref().unwrap_or("tree");
+                put("barrier", json!(barrier));
+                if barrier == "tree" {
+                    put("fan-in", json!(common.fan_in.unwrap_or(4)));
+                }
+            }
+            match cc.runtime {
+                Runtime::WorkStealing { threshold } => {
+                    put("runtime", json!(cc.runtime.name()));
+                    put("threshold", json!(threshold));
+                }
+                Runtime::Bsp => put("runtime", json!(cc.runtime.name())),
+                _ => {}
+            }
+            if matches!(executor, Executor::NullMessage(_)) {
+                put("max-null-messages", json!(cc.max_null_messages as f64));
+            }
+            if matches!(executor, Executor::Window(_)) {
+                put("dedicated", json!(cc.dedicated));
+                if cc.dedicated < 1.0 {
+                    put("shared-sets", json!(cc.shared_sets));
+                }
+            }
+        }
+        Executor::TimeWarp { .. } => {
+            put("mapping", json!(mapping));
+            put(
+                "state-saving",
+                json!(common.state_saving.as_deref().unwrap_or("auto")),
+            );
+            if let Some(k) = common.checkpoint {
+                put("checkpoint", json!(k));
+            }
+            if let Some(m) = &common.max_memory {
+                put("max-memory", json!(m));
+            }
+            if let Some(w) = common.window {
+                // JSON has no infinity; the config file reads "inf" as well as numbers.
+                put(
+                    "window",
+                    if w.is_finite() {
+                        json!(w)
+                    } else {
+                        json!("inf")
+                    },
+                );
+            }
+            if common.check_reverse == Some(true) {
+                put("check-reverse", json!(true));
+            }
+            if common.preempt == Some(true) {
+                put("preempt", json!(true));
+                put("max-suspended", json!(common.max_suspended.unwrap_or(64)));
+                if let Some(t) = common.tick_us {
+                    put("tick-us", json!(t));
+                    put("alpha", json!(common.alpha.unwrap_or(0.5)));
+                }
+            }
+        }
+        // Sequential: nothing more.
+        _ => {}
+    }
+    if let Value::Object(m) = model_config {
+        for (k, v) in m {
+            c.insert(k.replace('_', "-"), v);
+        }
+    }
+    Value::Object(c)
+}

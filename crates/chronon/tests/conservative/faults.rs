@@ -1,0 +1,118 @@
+//! Errors, refusals and stops: broken declared links, zero threads, a stop request, and a run
+//! without an end time. A module of the `conservative` test binary.
+
+use chronon::{ConservativeConfig, Ctx, Executor, GlobalCtx, Model, SimError, Simulation};
+
+use super::random::{executors, run, tiny, Random};
+
+#[test]
+fn breaking_the_declared_links_is_a_model_error_everywhere() {
+    let m = Random {
+        degree: 2,
+        cheat_at: Some(4.0),
+        ..Random::new(8, 5, vec![0.5, 1.0])
+    };
+    let seq = run(&m, Executor::Sequential, 20.0).unwrap_err();
+    assert!(matches!(seq, SimError::Model(_)), "{seq}");
+    assert!(seq.to_string().contains("declared links"), "{seq}");
+    for threads in [1, 2, 4] {
+        let mut execs = executors(threads);
+        execs.push(Executor::Window(
+            ConservativeConfig::new(threads)
+                .dedicated(0.0)
+                .shared_sets(2),
+        ));
+        execs.push(Executor::TimeWarp { threads });
+        for exec in execs {
+            let e = run(&m, exec, 20.0).unwrap_err();
+            assert!(matches!(e, SimError::Model(_)), "{e}");
+            assert!(e.to_string().contains("declared links"), "{e}");
+        }
+    }
+}
+
+#[test]
+fn zero_threads_is_a_config_error() {
+    let m = tiny();
+    for exec in executors(0) {
+        let e = run(&m, exec, 5.0).unwrap_err();
+        assert!(e.is_config() && e.to_string().contains("at least 1"), "{e}");
+    }
+}
+
+#[test]
+fn a_stop_request_ends_every_protocol_cleanly() {
+    let m = Random {
+        degree: 2,
+        period: 1.0,
+        ..Random::new(10, 2, vec![0.5])
+    };
+    for threads in [1, 2, 4] {
+        for exec in executors(threads) {
+            let progress = std::sync::Arc::new(chronon::Progress::new());
+            progress.request_stop();
+            let r = Simulation::new(m.clone())
+                .lps(m.lps)
+                .end_time(1e9)
+                .seed(1)
+                .executor(exec)
+                .progress(progress)
+                .run()
+                .unwrap();
+            assert!(!r.complete);
+        }
+    }
+}
+
+/// Tokens that hop along a ring, each for a limited number of hops.
+#[derive(Clone)]
+struct Hops;
+
+impl Model for Hops {
+    type State = u64;
+    type Event = u32;
+    fn init(&self, ctx: &mut Ctx<'_, Self>) -> u64 {
+        ctx.send(ctx.me(), 0.5, 20 + ctx.me());
+        0
+    }
+    fn on_event(&self, n: &mut u64, ttl: &u32, ctx: &mut Ctx<'_, Self>) {
+        *n += 1;
+        if *ttl > 0 {
+            let next = (ctx.me() + 1) % ctx.lps();
+            let d = 0.5 + 0.5 * ctx.rng().below(2) as f64;
+            ctx.send(next, d, ttl - 1);
+        }
+    }
+    fn lookahead(&self) -> f64 {
+        0.5
+    }
+    fn global_events(&self) -> Vec<f64> {
+        vec![1.0]
+    }
+    fn on_global(&self, ctx: &mut GlobalCtx<'_, Self>) {
+        let total: u64 = (0..ctx.lps()).map(|lp| *ctx.state(lp)).sum();
+        ctx.stats().add("census", total as f64);
+        ctx.schedule(1.0);
+    }
+}
+
+#[test]
+fn a_run_without_end_time_stops_when_no_event_is_left() {
+    // No end time: the run ends when the last token stops, and global events stop with it.
+    let seq = Simulation::new(Hops).lps(6).seed(4).run().unwrap();
+    assert!(seq.complete);
+    assert_eq!(seq.committed, (0..6).map(|i| 21 + i).sum::<u64>());
+    assert!(seq.model_stats.get("census").unwrap() > 0.0);
+    for threads in [1, 2, 3] {
+        for exec in executors(threads) {
+            let r = Simulation::new(Hops)
+                .lps(6)
+                .seed(4)
+                .executor(exec)
+                .run()
+                .unwrap();
+            assert_eq!(r.fingerprint, seq.fingerprint);
+            assert_eq!(r.model_stats, seq.model_stats);
+        }
+    }
+}
