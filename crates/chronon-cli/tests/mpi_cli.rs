@@ -203,6 +203,34 @@ fn bad_input_under_mpirun_is_one_line_from_rank_0() {
     }
 }
 
+/// A command line clap rejects under mpirun: rank 0 prints the one line, every rank exits 2
+/// (so mpirun does); `--help` is printed once.
+#[test]
+fn clap_errors_under_mpirun_print_once() {
+    let cases: &[(&[&str], &str)] = &[
+        (&["run", "phold", "--bogus"], "unexpected argument '--bogus'"),
+        (&["run", "phold", "--lps", "x"], "invalid value 'x' for '--lps"),
+        (&["run", "no-such-model"], "no-such-model"),
+        (&["no-such-command"], "no-such-command"),
+    ];
+    for (args, says) in cases {
+        for ranks in [2, 3] {
+            let (code, stdout, stderr) = mpirun(ranks, args);
+            assert_eq!(code, 2, "{ranks} ranks {args:?}: {stdout}{stderr}");
+            assert!(stdout.is_empty(), "{ranks} ranks {args:?}: {stdout}");
+            assert_eq!(
+                stderr.trim_end().lines().count(),
+                1,
+                "{ranks} ranks {args:?}: {stderr}"
+            );
+            assert!(stderr.contains(says), "{ranks} ranks {args:?}: {stderr}");
+        }
+    }
+    let (code, stdout, stderr) = mpirun(2, &["run", "phold", "--help"]);
+    assert_eq!(code, 0, "{stdout}{stderr}");
+    assert_eq!(stdout.matches("Usage:").count(), 1, "{stdout}");
+}
+
 /// A handler that panics on one rank (LP 1 lives on rank 0 with the block mapping; with
 /// round-robin over 3 ranks × 2 threads on rank 0 too; LP 1 at time 3 either way) ends the run
 /// on every rank, with the one line naming the LP, the time and the rank.
