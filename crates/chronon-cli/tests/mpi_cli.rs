@@ -8,64 +8,12 @@
 #![cfg(feature = "mpi")]
 
 mod common;
+mod mpi_common;
 
 use std::process::{Command, Stdio};
-use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
 
-const BIN: &str = env!("CARGO_BIN_EXE_chronon");
-
-/// `mpirun -n ranks chronon args...` under a 60 s timeout: (exit code, stdout, stderr).
-fn mpirun(ranks: usize, args: &[&str]) -> (i32, String, String) {
-    let out = Command::new("timeout")
-        .args(["60", "mpirun", "-n", &ranks.to_string(), BIN])
-        .args(args)
-        .output()
-        .expect("mpirun runs (install mpich)");
-    (
-        out.status.code().unwrap_or(-1),
-        String::from_utf8_lossy(&out.stdout).into_owned(),
-        String::from_utf8_lossy(&out.stderr).into_owned(),
-    )
-}
-
-fn tmp(tag: &str) -> String {
-    static N: AtomicUsize = AtomicUsize::new(0);
-    std::env::temp_dir()
-        .join(format!(
-            "chronon-mpi-{tag}-{}-{}.json",
-            std::process::id(),
-            N.fetch_add(1, Ordering::SeqCst)
-        ))
-        .to_string_lossy()
-        .into_owned()
-}
-
-/// The report of `args` (run directly when `ranks` is `None`, else under mpirun).
-fn report(ranks: Option<usize>, args: &[&str]) -> serde_json::Value {
-    let path = tmp("report");
-    let mut all = args.to_vec();
-    all.extend(["--output", &path]);
-    let (code, stdout, stderr) = match ranks {
-        None => common::chronon(&all),
-        Some(r) => mpirun(r, &all),
-    };
-    assert_eq!(code, 0, "{ranks:?} {args:?}: {stdout}{stderr}");
-    let text = std::fs::read_to_string(&path).unwrap();
-    let _ = std::fs::remove_file(&path);
-    serde_json::from_str(&text).unwrap()
-}
-
-fn history(r: &serde_json::Value) -> serde_json::Value {
-    serde_json::json!({
-        "fingerprint": r["fingerprint"],
-        "committed": r["committed"],
-        "model_stats": r["model_stats"],
-        "pending_at_end": r["pending_at_end"],
-        "last_time": r["last_time"],
-        "complete": r["complete"],
-    })
-}
+use mpi_common::{history, mpirun, pids_with, report, BIN};
 
 /// `model` over 1–3 ranks × 1–2 threads × every conservative protocol equals its sequential
 /// run; the report has one record per worker and the transport figures per rank.
@@ -83,12 +31,15 @@ fn differential_with(model: &[&str], extra: &[&str]) {
     for sync in ["window", "lockstep", "null-message"] {
         for ranks in [1usize, 2, 3] {
             for threads in ["1", "2"] {
-                let r_s = ranks.to_string();
                 let mut args = model.to_vec();
-                args.extend(["--sync", sync, "--threads", threads, "--ranks", &r_s]);
+                args.extend(["--sync", sync, "--threads", threads]);
                 args.extend(extra);
                 let r = report(Some(ranks), &args);
-                assert_eq!(history(&r), seq, "mpirun -n {ranks} {args:?}");
+                assert_eq!(
+                    history(&r),
+                    seq,
+                    "mpirun -n {ranks} {args:?} --ranks {ranks}"
+                );
                 assert_eq!(r["executor_stats"]["ranks"].as_f64(), Some(ranks as f64));
                 let workers = r["workers"].as_array().unwrap();
                 let t: usize = threads.parse().unwrap();
@@ -208,8 +159,14 @@ fn bad_input_under_mpirun_is_one_line_from_rank_0() {
 #[test]
 fn clap_errors_under_mpirun_print_once() {
     let cases: &[(&[&str], &str)] = &[
-        (&["run", "phold", "--bogus"], "unexpected argument '--bogus'"),
-        (&["run", "phold", "--lps", "x"], "invalid value 'x' for '--lps"),
+        (
+            &["run", "phold", "--bogus"],
+            "unexpected argument '--bogus'",
+        ),
+        (
+            &["run", "phold", "--lps", "x"],
+            "invalid value 'x' for '--lps",
+        ),
         (&["run", "no-such-model"], "no-such-model"),
         (&["no-such-command"], "no-such-command"),
     ];
@@ -261,24 +218,6 @@ fn a_panicking_handler_on_one_rank_ends_the_run_everywhere() {
             assert!(t0.elapsed() < Duration::from_secs(20), "{args:?}");
         }
     }
-}
-
-/// The pids of processes whose command line contains `marker`.
-fn pids_with(marker: &str) -> Vec<u32> {
-    let mut v = Vec::new();
-    for e in std::fs::read_dir("/proc").unwrap().flatten() {
-        let Ok(pid) = e.file_name().to_string_lossy().parse::<u32>() else {
-            continue;
-        };
-        let Ok(cmd) = std::fs::read(format!("/proc/{pid}/cmdline")) else {
-            continue;
-        };
-        let cmd = String::from_utf8_lossy(&cmd).replace('\0', " ");
-        if cmd.starts_with(BIN) && cmd.contains(marker) {
-            v.push(pid);
-        }
-    }
-    v
 }
 
 /// `kill -9` of one rank ends the run on every rank within seconds: mpirun exits non-zero and
