@@ -184,9 +184,13 @@ fn watch(mut siblings: Vec<Sibling>, stop: &AtomicBool) {
         // The first survivor to get here says it: binding an abstract Unix socket name is
         // atomic and exclusive, and the name goes with the process (nothing is left behind).
         if first_to_report(pid) {
-            eprintln!(
-                "error: rank {rank} (pid {pid}) was killed by signal {signal}; every rank stops"
+            // One write of the whole line: hydra may kill this process at any moment, and
+            // `eprintln!` writes the pieces of its format one by one.
+            let line = format!(
+                "error: rank {rank} (pid {pid}) was killed by signal {signal}; every rank stops\n"
             );
+            use std::io::Write;
+            let _ = std::io::stderr().lock().write_all(line.as_bytes());
         }
         // Give the line a moment to reach the launcher, then leave without waiting for hydra.
         std::thread::sleep(Duration::from_millis(20));

@@ -10,10 +10,10 @@
 mod common;
 mod mpi_common;
 
-use std::process::{Command, Stdio};
+use std::process::Command;
 use std::time::{Duration, Instant};
 
-use mpi_common::{history, mpirun, pids_with, report, BIN};
+use mpi_common::{history, mpirun, pids_with, report, start_endless};
 
 /// `model` over 1–3 ranks × 1–2 threads × every conservative protocol equals its sequential
 /// run; the report has one record per worker and the transport figures per rank.
@@ -232,38 +232,10 @@ struct Killed {
 }
 
 fn kill_one_rank(sync: &str, launcher_flags: &[&str], seed: u32) -> Killed {
-    let seed = seed.to_string();
-    let child = Command::new("timeout")
-        .args(["60", "mpirun"])
-        .args(launcher_flags)
-        .args(["-n", "3", BIN])
-        .args([
-            "run",
-            "phold",
-            "--lps",
-            "300",
-            "--end",
-            "1e9",
-            "--seed",
-            &seed,
-            "--sync",
-            sync,
-            "--threads",
-            "1",
-        ])
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
+    let mut launcher = vec!["timeout", "60", "mpirun"];
+    launcher.extend(launcher_flags);
+    let (child, pids) = start_endless(&launcher, 3, sync, seed);
     let marker = format!("--seed {seed}");
-    let t0 = Instant::now();
-    let pids = loop {
-        let p = pids_with(&marker);
-        if p.len() == 3 || t0.elapsed() > Duration::from_secs(20) {
-            break p;
-        }
-        std::thread::sleep(Duration::from_millis(50));
-    };
     assert_eq!(pids.len(), 3, "{sync}: three ranks should be running");
     // Let the run get going, then kill one rank.
     std::thread::sleep(Duration::from_millis(500));
@@ -350,21 +322,10 @@ fn a_killed_rank_ends_the_run_everywhere() {
 #[test]
 fn ctrl_c_to_mpirun_stops_every_rank_with_an_incomplete_summary() {
     for sync in ["window", "null-message"] {
-        let seed = format!("{}", 800_000 + std::process::id() % 1000);
-        let child = Command::new("mpirun")
-            .args(["-n", "2", BIN])
-            .args([
-                "run", "phold", "--lps", "300", "--end", "1e9", "--seed", &seed, "--sync", sync,
-            ])
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped())
-            .spawn()
-            .unwrap();
+        let seed = 800_000 + std::process::id() % 1000;
+        let (child, pids) = start_endless(&["mpirun"], 2, sync, seed);
+        assert_eq!(pids.len(), 2, "{sync}: two ranks should be running");
         let marker = format!("--seed {seed}");
-        let t0 = Instant::now();
-        while pids_with(&marker).len() < 2 && t0.elapsed() < Duration::from_secs(20) {
-            std::thread::sleep(Duration::from_millis(50));
-        }
         std::thread::sleep(Duration::from_millis(1000));
         assert!(Command::new("kill")
             .args(["-INT", &child.id().to_string()])

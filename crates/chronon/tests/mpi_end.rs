@@ -57,7 +57,11 @@ fn null_messages_over_ranks_need_a_finite_end() {
     );
     assert!(out.status.success(), "{:?}: {text}", out.status);
     // Both ranks ran the test, and it passed on both.
-    assert_eq!(text.matches("test result: ok. 1 passed").count(), 2, "{text}");
+    assert_eq!(
+        text.matches("test result: ok. 1 passed").count(),
+        2,
+        "{text}"
+    );
     assert_eq!(text.matches("rank checked").count(), 2, "{text}");
 }
 

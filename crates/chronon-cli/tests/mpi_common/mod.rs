@@ -71,3 +71,49 @@ pub fn pids_with(marker: &str) -> Vec<u32> {
     }
     v
 }
+
+/// A run that does not end by itself (PHOLD to t = 1e9, `--seed seed` marks its processes),
+/// started with `launcher` (e.g. `["timeout", "60", "mpirun"]`, or `["mpirun"]` for a test
+/// that signals mpirun itself) on `ranks` ranks, stdout and stderr piped; returned once its
+/// ranks are all running (at most 20 s), with their pids (ascending).
+pub fn start_endless(
+    launcher: &[&str],
+    ranks: usize,
+    sync: &str,
+    seed: u32,
+) -> (std::process::Child, Vec<u32>) {
+    use std::process::Stdio;
+    use std::time::{Duration, Instant};
+    let seed = seed.to_string();
+    let child = Command::new(launcher[0])
+        .args(&launcher[1..])
+        .args(["-n", &ranks.to_string(), BIN])
+        .args([
+            "run",
+            "phold",
+            "--lps",
+            "300",
+            "--end",
+            "1e9",
+            "--seed",
+            &seed,
+            "--sync",
+            sync,
+            "--threads",
+            "1",
+        ])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let marker = format!("--seed {seed}");
+    let t0 = Instant::now();
+    loop {
+        let mut p = pids_with(&marker);
+        if p.len() == ranks || t0.elapsed() > Duration::from_secs(20) {
+            p.sort_unstable();
+            return (child, p);
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
