@@ -108,12 +108,14 @@ pub fn start_endless(
         .unwrap();
     let marker = format!("--seed {seed}");
     let t0 = Instant::now();
-    loop {
-        let mut p = pids_with(&marker);
+    let mut pids = loop {
+        let p = pids_with(&marker);
         if p.len() == ranks || t0.elapsed() > Duration::from_secs(20) {
-            p.sort_unstable();
-            return (child, p);
+            break p;
         }
         std::thread::sleep(Duration::from_millis(50));
-    }
+    };
+    pids.sort_unstable();
+    // The caller waits for `child`.
+    (child, pids)
 }
