@@ -13,7 +13,7 @@ use common::chronon;
 use mpi_common::mpirun;
 
 /// Every model but star-clique: its Time Warp over ranks can take more than 60× its run with
-/// threads on this 2-core machine (docs/timewarp.md), past the suite's time budget.
+/// threads on this 2-core machine (docs/benchmarks.md, docs/testing.md), past the suite's time budget.
 const MODELS: &str = "random,phold,phold-phases,simplesim,manufacturing,pcs,datastore,campus";
 
 #[test]
