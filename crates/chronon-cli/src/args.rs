@@ -377,11 +377,16 @@ pub(crate) fn parse() -> Result<Cli, clap::Error> {
 /// on stderr with exit 2.
 pub(crate) fn clap_exit(e: clap::Error) -> ExitCode {
     use clap::error::ErrorKind;
+    // Under mpirun every rank parsed the same command line: rank 0 prints (the error, the
+    // help), every rank exits with the same code.
+    let quiet = crate::mpi::quiet();
     match e.kind() {
         ErrorKind::DisplayHelp
         | ErrorKind::DisplayVersion
         | ErrorKind::DisplayHelpOnMissingArgumentOrSubcommand => {
-            let _ = e.print();
+            if !quiet {
+                let _ = e.print();
+            }
             if e.kind() == ErrorKind::DisplayHelpOnMissingArgumentOrSubcommand {
                 ExitCode::from(EXIT_BAD_INPUT)
             } else {
@@ -397,7 +402,9 @@ pub(crate) fn clap_exit(e: clap::Error) -> ExitCode {
                 ErrorKind::UnknownArgument => " (see --help for the allowed flags)".to_string(),
                 _ => String::new(),
             };
-            eprintln!("error: {}{hint}", crate::short_numbers(line));
+            if !quiet {
+                eprintln!("error: {}{hint}", crate::short_numbers(line));
+            }
             ExitCode::from(EXIT_BAD_INPUT)
         }
     }

@@ -13,6 +13,8 @@ mod lockstep_runtime;
 mod models;
 mod mpi;
 mod output;
+#[cfg(all(feature = "mpi", target_os = "linux"))]
+mod rank_watch;
 mod report;
 mod run;
 mod series;

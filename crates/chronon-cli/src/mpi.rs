@@ -11,9 +11,14 @@ pub(crate) fn quiet() -> bool {
     chronon::mpi::launched().is_some_and(|(rank, _)| rank != 0)
 }
 
-/// MPI for one run, while it lasts (finalized when dropped).
+/// MPI for one run, while it lasts (finalized when dropped), and the watch on the other ranks
+/// of this machine (`rank_watch.rs`; disarmed first).
 #[cfg(feature = "mpi")]
-pub(crate) type Guard = chronon::mpi::Mpi;
+pub(crate) struct Guard {
+    #[cfg(target_os = "linux")]
+    _watch: Option<crate::rank_watch::Watch>,
+    _mpi: chronon::mpi::Mpi,
+}
 /// Without the `mpi` feature no run gets this far over ranks.
 #[cfg(not(feature = "mpi"))]
 #[derive(Debug)]
@@ -49,7 +54,11 @@ fn init(ranks: Option<usize>) -> Result<Option<Guard>, Failure> {
             mpi.size(),
             if mpi.size() == 1 { "" } else { "s" }
         ))),
-        _ => Ok(Some(mpi)),
+        _ => Ok(Some(Guard {
+            #[cfg(target_os = "linux")]
+            _watch: crate::rank_watch::start(),
+            _mpi: mpi,
+        })),
     }
 }
 

@@ -51,3 +51,29 @@ fn ranks_without_the_feature_are_refused_in_one_line() {
     let (code, _, stderr) = run(&[("PMI_RANK", "0"), ("PMI_SIZE", "1")], PHOLD);
     assert_eq!(code, 0, "{stderr}");
 }
+
+/// `chronon check --ranks` in a build without MPI support: the same one line, exit 2.
+#[test]
+fn check_over_ranks_without_the_feature_is_one_line() {
+    let (code, stdout, stderr) = run(&[], &["check", "--ranks", "2", "--runs", "1"]);
+    assert_eq!(code, 2, "{stdout}{stderr}");
+    assert_eq!(stderr.trim_end().lines().count(), 1, "{stderr}");
+    assert!(
+        stderr.contains("MPI support is not compiled in"),
+        "{stderr}"
+    );
+}
+
+/// A command line clap rejects, under a launcher: rank 0 says it, another rank exits with the
+/// same code without a word (so `mpirun -n 2` prints it once, in any build).
+#[test]
+fn clap_errors_under_a_launcher_are_said_by_rank_0_only() {
+    let args = ["run", "phold", "--bogus"];
+    let (code, _, stderr) = run(&[("PMI_RANK", "0"), ("PMI_SIZE", "2")], &args);
+    assert_eq!(code, 2);
+    assert_eq!(stderr.trim_end().lines().count(), 1, "{stderr}");
+    assert!(stderr.contains("--bogus"), "{stderr}");
+    let (code, stdout, stderr) = run(&[("PMI_RANK", "1"), ("PMI_SIZE", "2")], &args);
+    assert_eq!(code, 2);
+    assert!(stdout.is_empty() && stderr.is_empty(), "{stdout}{stderr}");
+}

@@ -8,89 +8,14 @@
 #![cfg(feature = "mpi")]
 
 mod common;
-
-use std::process::Command;
-use std::sync::atomic::{AtomicUsize, Ordering};
+mod mpi_common;
 
 use common::chronon;
-
-/// Runs `chronon args --ranks R` on `ranks` ranks (at most 60 s): (exit code, stdout,
-/// stderr). `--ranks` makes a 1-rank `mpirun` a run over MPI too.
-fn mpirun(ranks: usize, args: &[&str]) -> (i32, String, String) {
-    let r = ranks.to_string();
-    let out = Command::new("timeout")
-        .args(["60", "mpirun", "-n", &r])
-        .arg(env!("CARGO_BIN_EXE_chronon"))
-        .args(args)
-        .args(["--ranks", &r])
-        .output()
-        .expect("timeout and mpirun run");
-    (
-        out.status.code().unwrap_or(-1),
-        String::from_utf8_lossy(&out.stdout).into_owned(),
-        String::from_utf8_lossy(&out.stderr).into_owned(),
-    )
-}
-
-fn out_path() -> String {
-    static N: AtomicUsize = AtomicUsize::new(0);
-    std::env::temp_dir()
-        .join(format!(
-            "chronon-mpitw-{}-{}.json",
-            std::process::id(),
-            N.fetch_add(1, Ordering::SeqCst)
-        ))
-        .to_str()
-        .unwrap()
-        .to_string()
-}
-
-fn read_report(path: &str) -> serde_json::Value {
-    let text = std::fs::read_to_string(path).unwrap();
-    let _ = std::fs::remove_file(path);
-    serde_json::from_str(&text).unwrap()
-}
-
-/// The report of `args` in one process (no mpirun).
-fn report(args: &[&str]) -> serde_json::Value {
-    let p = out_path();
-    let mut all = args.to_vec();
-    all.extend(["--output", &p]);
-    let (code, stdout, stderr) = chronon(&all);
-    assert_eq!(code, 0, "{args:?}: {stdout}{stderr}");
-    read_report(&p)
-}
+use mpi_common::{history, mpirun_ranks as mpirun, report, sum};
 
 /// The report of `args` on `ranks` ranks (rank 0 writes it).
 fn ranks_report(ranks: usize, args: &[&str]) -> serde_json::Value {
-    let p = out_path();
-    let mut all = args.to_vec();
-    all.extend(["--output", &p]);
-    let (code, stdout, stderr) = mpirun(ranks, &all);
-    assert_eq!(code, 0, "{ranks} ranks {args:?}: {stdout}{stderr}");
-    read_report(&p)
-}
-
-/// What must equal the sequential run's.
-fn history(r: &serde_json::Value) -> serde_json::Value {
-    serde_json::json!({
-        "fingerprint": r["fingerprint"],
-        "committed": r["committed"],
-        "model_stats": r["model_stats"],
-        "pending_at_end": r["pending_at_end"],
-        "last_time": r["last_time"],
-        "complete": r["complete"],
-    })
-}
-
-/// A per-worker figure summed over the report's workers.
-fn sum(r: &serde_json::Value, key: &str) -> f64 {
-    r["workers"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .filter_map(|w| w[key].as_f64())
-        .sum()
+    report(Some(ranks), args)
 }
 
 /// `model` under Time Warp on 1–3 ranks × 1–2 threads with `extra` options equals the
@@ -101,7 +26,7 @@ fn differential(model: &[&str], extra: &[&str]) -> f64 {
 
 /// [`differential`] on the given rank counts.
 fn differential_on(model: &[&str], extra: &[&str], rank_counts: &[usize]) -> f64 {
-    let seq = history(&report(model));
+    let seq = history(&report(None, model));
     assert!(
         seq["committed"].as_u64().unwrap() > 0,
         "{model:?}: an empty run tests nothing"
@@ -255,7 +180,7 @@ fn rollback_heavy_time_warp_over_ranks_commits_the_sequential_history() {
         "--lookahead",
         "0",
     ];
-    let seq = history(&report(&model));
+    let seq = history(&report(None, &model));
     for saving in ["copy", "reverse"] {
         for ranks in [2, 3] {
             for threads in ["1", "2"] {

@@ -217,15 +217,17 @@ fn has_reverse(model: &str) -> bool {
     matches!(model, "phold" | "phold-phases")
 }
 
-/// Random executor flags for `sync`: threads, queue and the options that executor takes.
-pub(crate) fn executor_flags(model: &str, sync: &str, d: &mut Draw) -> Flags {
+/// Random executor flags for `sync`: threads, queue and the options that executor takes;
+/// `over_ranks`: only what runs over MPI ranks (no worker processes, work-stealing runtime or
+/// load balancing), 1–2 threads per rank (the ranks share this machine's cores).
+pub(crate) fn executor_flags(model: &str, sync: &str, over_ranks: bool, d: &mut Draw) -> Flags {
     let mut f = Flags::default();
     f.set("sync", sync)
-        .set("threads", d.int(1, 4))
+        .set("threads", d.int(1, if over_ranks { 2 } else { 4 }))
         .set("queue", d.pick(&["ladder", "heap"]));
     // Lock-step on the work-stealing runtime (seed 002), a few LPs per task to many; it has no
     // LP owners and no barrier, so no --mapping or --barrier.
-    let ws = sync == "lockstep" && d.chance(0.4);
+    let ws = sync == "lockstep" && !over_ranks && d.chance(0.4);
     if ws {
         f.set("runtime", "work-stealing");
         f.set("threshold", d.pick(&["1", "2", "7", "50"]));
@@ -259,7 +261,7 @@ pub(crate) fn executor_flags(model: &str, sync: &str, d: &mut Draw) -> Flags {
                 f.set("fan-in", d.int(2, 4));
             }
         }
-        if sync == "window" && d.chance(0.3) {
+        if sync == "window" && !over_ranks && d.chance(0.3) {
             f.set("dedicated", d.pick(&["0", "0.5"]));
             f.set("shared-sets", d.int(1, 3));
         }
@@ -269,7 +271,12 @@ pub(crate) fn executor_flags(model: &str, sync: &str, d: &mut Draw) -> Flags {
     // boundary); a drawn configuration with global events is refused in one line and counted
     // as refused.
     let balanced = f.0.iter().any(|a| a == "--dedicated");
-    if matches!(sync, "window" | "lockstep" | "null-message") && !ws && !balanced && d.chance(0.3) {
+    if matches!(sync, "window" | "lockstep" | "null-message")
+        && !ws
+        && !balanced
+        && !over_ranks
+        && d.chance(0.3)
+    {
         f.set("procs", d.int(1, 3));
     }
     f

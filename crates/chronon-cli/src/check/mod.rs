@@ -5,6 +5,11 @@
 //! statistics. Every run is a child process (`chronon run ... --output`), so a crash, a hang
 //! (a time limit) or a wrong exit code is caught too, and a mismatch is reported with the exact
 //! command line that reproduces it.
+//!
+//! `--ranks 2,3` (a build with the `mpi` feature, MPICH's `mpirun` on the PATH) adds the ranks
+//! dimension: every parallel run is `mpirun -n R chronon run ... --ranks R` with R drawn from the
+//! list, and only options that run over ranks are drawn (no `--procs`, work-stealing runtime or
+//! load balancing); the sequential reference still runs in one process.
 
 mod draw;
 mod runner;
@@ -49,6 +54,10 @@ pub(crate) struct CheckCmd {
     /// Print every run's command line and outcome.
     #[arg(long)]
     verbose: bool,
+    /// Run every parallel run over MPI ranks, `mpirun -n R` with R drawn from this list
+    /// (e.g. 2,3; needs a build with the `mpi` feature and `mpirun` on the PATH).
+    #[arg(long, value_delimiter = ',')]
+    ranks: Vec<usize>,
     /// The chronon binary to check [default: this one].
     #[arg(long)]
     binary: Option<PathBuf>,
@@ -83,6 +92,7 @@ pub(crate) fn run(cmd: CheckCmd) -> Result<u8, Failure> {
             .duration_since(std::time::UNIX_EPOCH)
             .map_or(1, |d| d.as_nanos() as u64)
     });
+    let ranks = check_ranks(&cmd.ranks, cmd.binary.is_some())?;
     let binary = match cmd.binary {
         Some(b) => b,
         None => std::env::current_exe()
@@ -90,9 +100,21 @@ pub(crate) fn run(cmd: CheckCmd) -> Result<u8, Failure> {
     };
     let mut runner = Runner::new(binary, cmd.slow_factor, cmd.slow_floor)?;
     eprintln!(
-        "check: seed {seed}; models {}; executors {}",
+        "check: seed {seed}; models {}; executors {}{}",
         models.join(","),
-        syncs.join(",")
+        syncs.join(","),
+        if ranks.is_empty() {
+            String::new()
+        } else {
+            format!(
+                "; over MPI ranks {}",
+                ranks
+                    .iter()
+                    .map(|r| r.to_string())
+                    .collect::<Vec<_>>()
+                    .join(",")
+            )
+        }
     );
     let started = Instant::now();
     let mut draw = Draw::new(seed);
@@ -109,8 +131,10 @@ pub(crate) fn run(cmd: CheckCmd) -> Result<u8, Failure> {
         };
         for _ in 0..cmd.per_config {
             let sync = draw.pick(&syncs);
-            let exec = draw::executor_flags(model, sync, &mut draw).0;
-            runner.compare(model, &flags, &exec, &reference, cmd.verbose);
+            let over =
+                (!ranks.is_empty()).then(|| ranks[draw.int(0, ranks.len() as u64 - 1) as usize]);
+            let exec = draw::executor_flags(model, sync, over.is_some(), &mut draw).0;
+            runner.compare(model, &flags, &exec, over, &reference, cmd.verbose);
         }
     }
     let s = runner.summary();
@@ -135,6 +159,40 @@ pub(crate) fn run(cmd: CheckCmd) -> Result<u8, Failure> {
         s.failures
     );
     Ok(if s.failures == 0 { 0 } else { 1 })
+}
+
+/// The `--ranks` list, checked: every count at least 1; MPI support compiled in (unless another
+/// binary is checked); `mpirun` starts; `chronon check` itself not under `mpirun` (it starts
+/// `mpirun` for each run).
+fn check_ranks(given: &[usize], other_binary: bool) -> Result<Vec<usize>, Failure> {
+    if given.is_empty() {
+        return Ok(Vec::new());
+    }
+    if given.contains(&0) {
+        return Err(Failure::bad_input(
+            "--ranks has 0; every rank count must be at least 1",
+        ));
+    }
+    if chronon::mpi::launched().is_some() {
+        return Err(Failure::bad_input(
+            "chronon check --ranks starts mpirun for each run itself: run it without mpirun",
+        ));
+    }
+    if !chronon::mpi::COMPILED && !other_binary {
+        return Err(Failure::bad_input(chronon::mpi::NOT_COMPILED));
+    }
+    let mpirun = std::process::Command::new("mpirun")
+        .arg("--version")
+        .stdin(std::process::Stdio::null())
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .status();
+    if !mpirun.is_ok_and(|s| s.success()) {
+        return Err(Failure::bad_input(
+            "--ranks needs MPICH's mpirun on the PATH (apt-get install -y mpich libmpich-dev libclang-dev)",
+        ));
+    }
+    Ok(given.to_vec())
 }
 
 /// The entries of `given` (all of `all` when empty), each checked against `all`.

@@ -24,7 +24,7 @@ const EXPECTED_REFUSALS: &[(&str, &str)] = &[
     ),
     (
         "this model has global events, which read every LP's state",
-        "--procs: a model with global events",
+        "--procs or MPI ranks: a model with global events",
     ),
 ];
 
@@ -93,11 +93,11 @@ impl Runner {
         verbose: bool,
     ) -> Option<Reference> {
         let seq = ["--sync".to_string(), "seq".to_string()];
-        let cmd = command_line(model, flags, &seq);
+        let cmd = command_line(model, flags, &seq, None);
         if verbose {
             eprintln!("check: {cmd}");
         }
-        match self.child(model, flags, &seq, Duration::from_secs(300)) {
+        match self.child(model, flags, &seq, None, Duration::from_secs(300)) {
             Ran::Report(r, wall) if r["complete"] == Value::Bool(true) => Some(Reference {
                 fingerprint: r["fingerprint"].clone(),
                 committed: r["committed"].clone(),
@@ -117,16 +117,18 @@ impl Runner {
         }
     }
 
-    /// Runs `model` under the executor flags `exec` and compares it with `reference`.
+    /// Runs `model` under the executor flags `exec` (over `ranks` MPI ranks when given) and
+    /// compares it with `reference`.
     pub(crate) fn compare(
         &mut self,
         model: &str,
         flags: &[String],
         exec: &[String],
+        ranks: Option<usize>,
         reference: &Reference,
         verbose: bool,
     ) {
-        let cmd = command_line(model, flags, exec);
+        let cmd = command_line(model, flags, exec, ranks);
         if verbose {
             eprintln!("check: {cmd}");
         }
@@ -138,7 +140,11 @@ impl Runner {
             .position(|a| a == "--sync")
             .map_or("?", |i| exec[i + 1].as_str())
             .to_string();
-        let outcome = self.child(model, flags, exec, limit);
+        let sync = match ranks {
+            Some(r) => format!("{sync} ({r} rank{})", if r == 1 { "" } else { "s" }),
+            None => sync,
+        };
+        let outcome = self.child(model, flags, exec, ranks, limit);
         match outcome {
             Ran::Report(r, _) => {
                 self.summary.compared += 1;
@@ -192,16 +198,32 @@ impl Runner {
         eprintln!("check:   reproduce: {cmd}");
     }
 
-    /// Runs one child with a time limit and reads its report.
-    fn child(&mut self, model: &str, flags: &[String], exec: &[String], limit: Duration) -> Ran {
+    /// Runs one child (`mpirun -n R chronon run ... --ranks R` when `ranks` is given) with a
+    /// time limit and reads its report.
+    fn child(
+        &mut self,
+        model: &str,
+        flags: &[String],
+        exec: &[String],
+        ranks: Option<usize>,
+        limit: Duration,
+    ) -> Ran {
         self.n += 1;
         let out = self.dir.path.join(format!("run-{}.json", self.n));
         let started = Instant::now();
-        let spawned = Command::new(&self.binary)
-            .arg("run")
-            .arg(model)
-            .args(flags)
-            .args(exec)
+        let mut command = match ranks {
+            Some(r) => {
+                let mut c = Command::new("mpirun");
+                c.args(["-n", &r.to_string()]).arg(&self.binary);
+                c
+            }
+            None => Command::new(&self.binary),
+        };
+        command.arg("run").arg(model).args(flags).args(exec);
+        if let Some(r) = ranks {
+            command.args(["--ranks", &r.to_string()]);
+        }
+        let spawned = command
             .arg("--output")
             .arg(&out)
             .stdin(Stdio::null())
@@ -211,10 +233,13 @@ impl Runner {
         let mut child = match spawned {
             Ok(c) => c,
             Err(e) => {
-                return Ran::Broken(format!("could not start {}: {e}", self.binary.display()))
+                return Ran::Broken(format!(
+                    "could not start {}: {e}",
+                    command.get_program().to_string_lossy()
+                ))
             }
         };
-        let status = match wait_with_limit(&mut child, limit) {
+        let status = match wait_with_limit(&mut child, limit, ranks.is_some()) {
             Some(s) => s,
             None => return Ran::Timeout(limit),
         };
@@ -240,14 +265,32 @@ impl Runner {
     }
 }
 
-/// Waits for `child` up to `limit`; kills and reaps it past that (`None`).
-fn wait_with_limit(child: &mut Child, limit: Duration) -> Option<std::process::ExitStatus> {
+/// Waits for `child` up to `limit`; kills and reaps it past that (`None`). An `mpirun` child
+/// (`launcher`) gets SIGTERM first, which it forwards to its ranks and then cleans up (a
+/// SIGKILL would leave its ranks running), and SIGKILL only if it is still there 5 s later.
+fn wait_with_limit(
+    child: &mut Child,
+    limit: Duration,
+    launcher: bool,
+) -> Option<std::process::ExitStatus> {
     let deadline = Instant::now() + limit;
     let mut nap = Duration::from_millis(1);
     loop {
         match child.try_wait() {
             Ok(Some(s)) => return Some(s),
             Ok(None) if Instant::now() >= deadline => {
+                if launcher {
+                    let _ = Command::new("kill")
+                        .args(["-TERM", &child.id().to_string()])
+                        .status();
+                    let grace = Instant::now() + Duration::from_secs(5);
+                    while Instant::now() < grace {
+                        if let Ok(Some(_)) = child.try_wait() {
+                            return None;
+                        }
+                        std::thread::sleep(Duration::from_millis(20));
+                    }
+                }
                 let _ = child.kill();
                 let _ = child.wait();
                 return None;
@@ -278,10 +321,17 @@ fn describe(c: &Ran) -> String {
 }
 
 /// The command line that reproduces a run.
-fn command_line(model: &str, flags: &[String], exec: &[String]) -> String {
-    let mut parts = vec!["chronon".to_string(), "run".to_string(), model.to_string()];
+fn command_line(model: &str, flags: &[String], exec: &[String], ranks: Option<usize>) -> String {
+    let mut parts = Vec::new();
+    if let Some(r) = ranks {
+        parts.extend(["mpirun".to_string(), "-n".to_string(), r.to_string()]);
+    }
+    parts.extend(["chronon".to_string(), "run".to_string(), model.to_string()]);
     parts.extend(flags.iter().cloned());
     parts.extend(exec.iter().cloned());
+    if let Some(r) = ranks {
+        parts.extend(["--ranks".to_string(), r.to_string()]);
+    }
     parts.join(" ")
 }
 

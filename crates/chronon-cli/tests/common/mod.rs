@@ -3,6 +3,7 @@
 #![allow(dead_code)]
 
 use std::process::Command;
+use std::sync::atomic::{AtomicUsize, Ordering};
 
 /// A small PHOLD run (32 LPs, 2 start events each, end 20): well under a second.
 pub const SMALL: &[&str] = &[
@@ -42,4 +43,45 @@ pub fn fingerprint(stdout: &str) -> String {
         .unwrap_or_else(|| panic!("no fingerprint in {stdout}"))
         .trim()
         .to_string()
+}
+
+/// A fresh path for a report in the temp directory (`tag`, this test process, a counter).
+pub fn out_path(tag: &str) -> String {
+    static N: AtomicUsize = AtomicUsize::new(0);
+    std::env::temp_dir()
+        .join(format!(
+            "chronon-{tag}-{}-{}.json",
+            std::process::id(),
+            N.fetch_add(1, Ordering::SeqCst)
+        ))
+        .to_string_lossy()
+        .into_owned()
+}
+
+/// The report `run` writes for `args` with `--output` to a fresh file (`run` must exit 0).
+pub fn report_by(
+    tag: &str,
+    args: &[&str],
+    run: impl FnOnce(&[&str]) -> (i32, String, String),
+) -> serde_json::Value {
+    let path = out_path(tag);
+    let mut all = args.to_vec();
+    all.extend(["--output", &path]);
+    let (code, stdout, stderr) = run(&all);
+    assert_eq!(code, 0, "{args:?}: {stdout}{stderr}");
+    let text = std::fs::read_to_string(&path).unwrap();
+    let _ = std::fs::remove_file(&path);
+    serde_json::from_str(&text).unwrap()
+}
+
+/// What every executor's run must have equal to the sequential run's.
+pub fn history(r: &serde_json::Value) -> serde_json::Value {
+    serde_json::json!({
+        "fingerprint": r["fingerprint"],
+        "committed": r["committed"],
+        "model_stats": r["model_stats"],
+        "pending_at_end": r["pending_at_end"],
+        "last_time": r["last_time"],
+        "complete": r["complete"],
+    })
 }

@@ -2,8 +2,6 @@
 //! the differential against the sequential run (conservative, then Time Warp).
 #![allow(dead_code)]
 
-use std::sync::atomic::{AtomicUsize, Ordering};
-
 use super::common::chronon;
 
 /// The files in `/dev/shm`, but MPICH's own (`mpich_*`: an `mpirun` that another test or
@@ -22,34 +20,11 @@ pub fn dev_shm() -> Vec<String> {
     v
 }
 
-/// Runs `args` with `--output` to a fresh file and returns the report.
-pub fn report(args: &[&str]) -> serde_json::Value {
-    static N: AtomicUsize = AtomicUsize::new(0);
-    let path = std::env::temp_dir().join(format!(
-        "chronon-procs-{}-{}.json",
-        std::process::id(),
-        N.fetch_add(1, Ordering::SeqCst)
-    ));
-    let mut all: Vec<&str> = args.to_vec();
-    let p = path.to_str().unwrap().to_string();
-    all.extend(["--output", &p]);
-    let (code, stdout, stderr) = chronon(&all);
-    assert_eq!(code, 0, "{args:?}: {stdout}{stderr}");
-    let text = std::fs::read_to_string(&path).unwrap();
-    let _ = std::fs::remove_file(&path);
-    serde_json::from_str(&text).unwrap()
-}
+pub use super::common::history;
 
-/// What must equal the sequential run's.
-pub fn history(r: &serde_json::Value) -> serde_json::Value {
-    serde_json::json!({
-        "fingerprint": r["fingerprint"],
-        "committed": r["committed"],
-        "model_stats": r["model_stats"],
-        "pending_at_end": r["pending_at_end"],
-        "last_time": r["last_time"],
-        "complete": r["complete"],
-    })
+/// Runs `args` in one process with `--output` to a fresh file and returns the report.
+pub fn report(args: &[&str]) -> serde_json::Value {
+    super::common::report_by("procs", args, chronon)
 }
 
 pub fn differential(model: &[&str]) {
