@@ -200,6 +200,10 @@ impl<'c, E: RankSafe> MpiNet<'c, E> {
         let aborted = self.abort.load(SeqCst) || self.comm.aborted().is_some();
         mine.push(u64::from(aborted));
         let words = mine.len();
+        // (1) This rank's batches leave before its contribution: the gather may complete at its
+        // first test, before any progress call would flush them, and then another rank would
+        // wait for them in its receive loop until this rank's next barrier (a round later).
+        self.comm.flush();
         let all = self
             .comm
             .all_gather(&mine, &mut |src, b| self.deliver(src, b));
