@@ -33,7 +33,10 @@ impl<'de, T: ItemSerde> Deserialize<'de> for BPtr<T> {
 /// A slice's length, and its elements if they were written (an untouched item travels as its
 /// length only and arrives untouched).
 #[derive(Serialize, Deserialize)]
-#[serde(bound(serialize = "E: Serialize + 'static", deserialize = "E: DeserializeOwned + 'static"))]
+#[serde(bound(
+    serialize = "E: Serialize + 'static",
+    deserialize = "E: DeserializeOwned + 'static"
+))]
 struct SliceItem<E> {
     len: u64,
     elems: Option<Elems<E>>,
