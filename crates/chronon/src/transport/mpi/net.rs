@@ -394,7 +394,7 @@ impl<E: RankSafe> Endpoint<E> for MpiEnd<'_, '_, E> {
         // takes now (a receive must publish registers that cover what it received).
         let mut p = net.gsu.published(self.local);
         let mut st = (state, p.moe);
-        let n = net.gsu.receive(
+        net.gsu.receive(
             self.local,
             &net.mail[self.local],
             &mut st,
@@ -406,8 +406,7 @@ impl<E: RankSafe> Endpoint<E> for MpiEnd<'_, '_, E> {
                 p.moe = *k;
                 p
             },
-        );
-        n
+        )
     }
 
     fn channel(&self, from: usize, to: usize) -> Time {
