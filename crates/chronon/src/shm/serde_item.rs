@@ -149,3 +149,32 @@ macro_rules! impl_item_serde {
         }
     };
 }
+
+#[cfg(all(test, feature = "mpi"))]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn byte_slices_travel_as_one_block_and_other_slices_as_sequences() {
+        let bytes: Vec<u8> = (0..=255).collect();
+        let p = local::with_thread_heap(|h| h.alloc_slice(&bytes))
+            .unwrap()
+            .unwrap();
+        let wire = bincode::serialize(&p).unwrap();
+        // The same bytes as a `Vec<u8>` field would give: length, touched, length, bytes.
+        let as_vec = bincode::serialize(&(256u64, Some(bytes.clone()))).unwrap();
+        assert_eq!(wire, as_vec);
+        let back: BPtr<Slice<u8>> = bincode::deserialize(&wire).unwrap();
+        assert_eq!(back.as_slice(), &bytes[..]);
+
+        let words: Vec<u32> = vec![7, 1 << 20, u32::MAX];
+        let q = local::with_thread_heap(|h| h.alloc_slice(&words))
+            .unwrap()
+            .unwrap();
+        let back: BPtr<Slice<u32>> =
+            bincode::deserialize(&bincode::serialize(&q).unwrap()).unwrap();
+        assert_eq!(back.as_slice(), &words[..]);
+        // A block cut short is an error, not a panic.
+        assert!(bincode::deserialize::<BPtr<Slice<u8>>>(&wire[..wire.len() - 1]).is_err());
+    }
+}
