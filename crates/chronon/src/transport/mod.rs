@@ -69,6 +69,27 @@ pub(crate) trait Endpoint<E> {
     #[must_use]
     fn barrier(&mut self) -> bool;
 
+    /// The barrier that ends a round of the round protocols (window, lock-step: after every
+    /// worker flushed its sends, before the next round's receive and snapshot barrier). By
+    /// default a full [`barrier`](Endpoint::barrier): every send is then in its mailbox before
+    /// the next receive. A transport whose snapshot barrier itself delivers every send made
+    /// before it, and folds what it delivered into the snapshot (MPI, `mpi/net.rs`), may make
+    /// this one cheaper; the worker then takes that delivery with
+    /// [`settle`](Endpoint::settle) right after the snapshot barrier. `false`: aborted.
+    #[must_use]
+    fn round_end(&mut self) -> bool {
+        self.barrier()
+    }
+
+    /// Right after a snapshot barrier of the round protocols: moves into the worker's pending
+    /// set (through `f`) what that barrier delivered, which its snapshot already covers
+    /// (see [`round_end`](Endpoint::round_end)). By default nothing (a full `round_end`
+    /// delivered everything before the round's receive). Returns the number taken.
+    fn settle<S>(&mut self, state: &mut S, f: impl FnMut(&mut S, Event<E>)) -> usize {
+        let _ = (state, f);
+        0
+    }
+
     /// Null messages: the channel clock from worker `from` to worker `to` (the time below which
     /// nothing will ever come along it).
     fn channel(&self, from: usize, to: usize) -> Time;

@@ -3,7 +3,9 @@
 //! One round, on every worker:
 //! 1. **receive**: take the mailbox (GSU `receive`), publish MOE (the earliest key), the
 //!    protocol's bound, flags (error, stop) and — worker 0 — the next global event's time;
-//! 2. **barrier**; then every worker reads the same GSU snapshot (no worker receives or
+//! 2. **barrier**; then every worker takes what the barrier delivered (`Endpoint::settle`:
+//!    nothing with threads and processes; over MPI the last round's events from other ranks,
+//!    which the snapshot covers) and reads the same GSU snapshot (no worker receives or
 //!    publishes before the next barrier; sends only add events later than every bound);
 //! 3. if the snapshot carries a flag, everyone leaves; if a global event is due before the
 //!    earliest LP event, worker 0 runs it while the others wait at a second barrier (the safe
@@ -11,7 +13,9 @@
 //! 4. **execute** every event below the worker's bound (and the globally smallest one);
 //!    With load balancing (window only), each worker then claims shared LPs by atomic index
 //!    and runs their events below the same bound (`balance.rs`, README "Load balancing");
-//! 5. **flush** the outgoing batches, **barrier**.
+//! 5. **flush** the outgoing batches, **round end** (`Endpoint::round_end`: a barrier; over MPI
+//!    only the rank's threads meet, and the next snapshot barrier's one all-gather does the
+//!    rest: one collective per round, transport/mpi/README.md "One collective per round").
 
 use std::sync::atomic::Ordering;
 use std::time::Instant;
@@ -76,6 +80,9 @@ pub(crate) fn run<M: Model, Q: PendingSet<Event<M::Event>>, X: Endpoint<M::Event
             break;
         }
         w.stats.wait_s += tw.elapsed().as_secs_f64();
+        // What the barrier delivered (over MPI: the last round's sends from other ranks); the
+        // snapshot already covers it.
+        w.ep.settle(&mut w.queue, |q, e| q.push(e));
         w.ep.snapshot(&mut snap);
         let flags = snap.flags();
         if flags & FLAG_ERROR != 0 {
@@ -169,7 +176,7 @@ pub(crate) fn run<M: Model, Q: PendingSet<Event<M::Event>>, X: Endpoint<M::Event
             w.report_progress();
         }
         let tw = Instant::now();
-        if !w.ep.barrier() {
+        if !w.ep.round_end() {
             outcome.stopped = true;
             break;
         }

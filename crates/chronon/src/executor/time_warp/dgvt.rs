@@ -11,10 +11,11 @@
 use std::collections::BTreeMap;
 use std::time::{Duration, Instant};
 
-/// How many summed values a contribution carries: the white messages in transit, and the
-/// number of ranks that failed (so that every rank learns of a failure from the next
-/// reduction).
-pub(crate) const SUMS: usize = 2;
+/// How many summed values a contribution carries: the white messages in transit, the number
+/// of ranks that failed (so that every rank learns of a failure from the next reduction), and
+/// the number of ranks whose workers asked for GVT during the computation (so that every rank
+/// begins the next computation at once, together: [`Outcome::wanted`]).
+pub(crate) const SUMS: usize = 3;
 
 /// A non-blocking all-reduction over every rank: element-wise sum of `sums`, minimum of `min`.
 /// At most one is in progress per rank; every rank starts them in the same order (they are
@@ -58,6 +59,10 @@ pub(crate) struct Outcome {
     pub(crate) gvt: f64,
     /// Ranks that reported a failure in this computation's last reduction.
     pub(crate) failed: i64,
+    /// Ranks that asked for another computation ([`Dgvt::want`]) during this one: the same on
+    /// every rank, so every rank can begin the next computation as soon as it sees this one
+    /// complete, and none waits in a reduction for a rank that had no reason to begin.
+    pub(crate) wanted: i64,
 }
 
 /// Figures for the report.
@@ -94,6 +99,9 @@ pub(crate) struct Dgvt {
     gvt: f64,
     /// This rank failed: its contributions say so.
     failed: bool,
+    /// This rank's workers asked for GVT since the current computation began (or the last
+    /// one completed): its contributions say so.
+    want: bool,
     reduce_start: Instant,
     stats: DgvtStats,
 }
@@ -116,6 +124,7 @@ impl Dgvt {
             phase: Phase::Idle,
             gvt: 0.0,
             failed: false,
+            want: false,
             reduce_start: Instant::now(),
             stats: DgvtStats::default(),
         }
@@ -139,6 +148,12 @@ impl Dgvt {
     /// Marks this rank failed: every rank sees it in the next reduction's result.
     pub(crate) fn fail(&mut self) {
         self.failed = true;
+    }
+
+    /// This rank's workers asked for GVT: the computation in progress (or the next one)
+    /// carries it, and its outcome's [`wanted`](Outcome::wanted) tells every rank.
+    pub(crate) fn want(&mut self) {
+        self.want = true;
     }
 
     /// Whether a computation is in progress.
@@ -200,14 +215,17 @@ impl Dgvt {
             }
             Phase::Pumped { recv, local } => {
                 let transit = self.sent_white as i64 - recv as i64;
-                comm.start([transit, i64::from(self.failed)], local.min(self.red_min));
+                comm.start(
+                    [transit, i64::from(self.failed), i64::from(self.want)],
+                    local.min(self.red_min),
+                );
                 self.stats.reductions += 1;
                 self.reduce_start = Instant::now();
                 self.phase = Phase::Reducing;
                 None
             }
             Phase::Reducing => {
-                let ([transit, failed], min) = comm.test()?;
+                let ([transit, failed, wanted], min) = comm.test()?;
                 self.stats.reduce_time += self.reduce_start.elapsed();
                 if transit != 0 && failed == 0 {
                     // White messages are still travelling: another local round and reduction.
@@ -224,9 +242,13 @@ impl Dgvt {
                 }
                 self.stats.rounds += 1;
                 self.phase = Phase::Idle;
+                // Told to every rank; a request that came after this rank's contribution is
+                // lost here, and the worker that made it asks again (it asks while idle).
+                self.want = false;
                 Some(Outcome {
                     gvt: self.gvt,
                     failed,
+                    wanted,
                 })
             }
         }

@@ -10,10 +10,14 @@
 //! local worker: MOE, bound, flags, aux, mailbox minimum, local TMC, events received from other
 //! ranks; per worker of the run: events sent to it and the minimum time sent since the last
 //! barrier), then receives until every event sent to its workers has arrived, and computes the
-//! snapshot every worker of the run then reads (the same on every rank).
+//! snapshot every worker of the run then reads (the same on every rank). The round protocols'
+//! round end (`round_end`) is the local barrier only: the next snapshot barrier delivers the
+//! round's sends to other ranks, its snapshot counts them in their destinations' MOE (the
+//! earliest key sent), and `settle` takes them into the queues before anyone reads it — one
+//! all-gather per round (README.md, "One collective per round").
 
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering::SeqCst};
-use std::sync::{Barrier, Mutex};
+use std::sync::{Barrier, Mutex, MutexGuard};
 
 use crossbeam_utils::CachePadded;
 
@@ -22,15 +26,22 @@ use super::comm::{Backoff, RankComm};
 use super::RankSafe;
 use crate::barrier::park::Sleepers;
 use crate::comm::Mailbox;
-use crate::event::{Event, EventKey};
+use crate::event::{Event, EventKey, Keyed};
 use crate::gsu::{Gsu, Published, Snapshot, WorkerView};
 use crate::model::Time;
 use crate::transport::Endpoint;
 
 /// Words per local worker in the gathered record.
 pub(super) const LOCAL_WORDS: usize = 9;
+/// Words per worker of the run in the gathered record: the earliest key sent to it since the
+/// last gather (time bits, seq, src) and the events sent to it.
+pub(super) const SENT_WORDS: usize = 4;
 /// Words after the per-worker ones: whether the rank saw an abort.
 pub(super) const RANK_WORDS: usize = 1;
+
+fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(|p| p.into_inner())
+}
 
 /// What the threads of one rank share.
 pub(crate) struct MpiNet<'c, E> {
@@ -48,10 +59,10 @@ pub(crate) struct MpiNet<'c, E> {
     chan: Vec<AtomicU64>,
     sleepers: Sleepers,
     abort: AtomicBool,
-    /// Per worker of the run: events this rank sent to it, and the bits of the earliest time
-    /// sent to it since the last barrier's gather.
+    /// Per worker of the run: events this rank sent to it, and the earliest key sent to it
+    /// since the last barrier's gather.
     sent_events: Vec<AtomicU64>,
-    sent_min: Vec<AtomicU64>,
+    sent_min: Vec<Mutex<EventKey>>,
     /// Per local worker: events delivered to its mailbox from other ranks.
     recv_events: Vec<AtomicU64>,
     local_barrier: Barrier,
@@ -95,7 +106,7 @@ impl<'c, E: RankSafe> MpiNet<'c, E> {
             abort: AtomicBool::new(false),
             sent_events: (0..workers).map(|_| AtomicU64::new(0)).collect(),
             sent_min: (0..workers)
-                .map(|_| AtomicU64::new(f64::INFINITY.to_bits()))
+                .map(|_| Mutex::new(Published::IDLE.moe))
                 .collect(),
             recv_events: (0..threads).map(|_| AtomicU64::new(0)).collect(),
             local_barrier: Barrier::new(threads),
@@ -162,7 +173,7 @@ impl<'c, E: RankSafe> MpiNet<'c, E> {
         let (w, n) = (self.threads, self.workers);
         let mut local = Snapshot::default();
         self.gsu.snapshot(|i| self.mail[i].min_time(), &mut local);
-        let mut mine = Vec::with_capacity(LOCAL_WORDS * w + 2 * n);
+        let mut mine = Vec::with_capacity(LOCAL_WORDS * w + SENT_WORDS * n + RANK_WORDS);
         for (l, v) in local.workers.iter().enumerate() {
             let p = &v.published;
             mine.extend_from_slice(&[
@@ -178,24 +189,38 @@ impl<'c, E: RankSafe> MpiNet<'c, E> {
             ]);
         }
         for x in 0..n {
-            mine.push(self.sent_min[x].swap(f64::INFINITY.to_bits(), SeqCst));
-            mine.push(self.sent_events[x].load(SeqCst));
+            let k = std::mem::replace(&mut *lock(&self.sent_min[x]), Published::IDLE.moe);
+            mine.extend_from_slice(&[
+                k.time.to_bits(),
+                k.seq,
+                u64::from(k.src),
+                self.sent_events[x].load(SeqCst),
+            ]);
         }
         let aborted = self.abort.load(SeqCst) || self.comm.aborted().is_some();
         mine.push(u64::from(aborted));
         let words = mine.len();
+        // (1) This rank's batches leave before its contribution: the gather may complete at its
+        // first test, before any progress call would flush them, and then another rank would
+        // wait for them in its receive loop until this rank's next barrier (a round later).
+        self.comm.flush();
         let all = self
             .comm
             .all_gather(&mine, &mut |src, b| self.deliver(src, b));
         let ranks = self.comm.size();
         let any_aborted = (0..ranks).any(|r| all[r * words + words - RANK_WORDS] != 0);
         let at = |r: usize, i: usize| all[r * words + i];
-        // Per worker of the run: events sent to it by every rank, and the earliest time sent
+        // Per worker of the run: events sent to it by every rank, and the earliest key sent
         // to it since the previous gather.
-        let sent_to = |x: usize| -> (u64, f64) {
-            (0..ranks).fold((0, f64::INFINITY), |(c, m), r| {
-                let o = LOCAL_WORDS * w + 2 * x;
-                (c + at(r, o + 1), m.min(f64::from_bits(at(r, o))))
+        let sent_to = |x: usize| -> (u64, EventKey) {
+            (0..ranks).fold((0, Published::IDLE.moe), |(c, m), r| {
+                let o = LOCAL_WORDS * w + SENT_WORDS * x;
+                let k = EventKey {
+                    time: f64::from_bits(at(r, o)),
+                    seq: at(r, o + 1),
+                    src: at(r, o + 2) as u32,
+                };
+                (c + at(r, o + 3), m.min(k))
             })
         };
         // Receive until every event sent to this rank's workers has been delivered (also after
@@ -218,18 +243,24 @@ impl<'c, E: RankSafe> MpiNet<'c, E> {
             let (r, l) = (x / w, x % w);
             let o = LOCAL_WORDS * l;
             let (sent, sent_min) = sent_to(x);
+            let moe = EventKey {
+                time: f64::from_bits(at(r, o)),
+                seq: at(r, o + 1),
+                src: at(r, o + 2) as u32,
+            };
             snap.workers.push(WorkerView {
                 published: Published {
-                    moe: EventKey {
-                        time: f64::from_bits(at(r, o)),
-                        seq: at(r, o + 1),
-                        src: at(r, o + 2) as u32,
-                    },
+                    // The events sent to `x` since the last gather are in `x`'s mailbox once
+                    // this returns (the receive loop above), and the round protocols take them
+                    // into `x`'s queue right after the barrier (`settle`) before reading the
+                    // snapshot: its MOE is `x`'s head after that (README, "One collective per
+                    // round").
+                    moe: moe.min(sent_min),
                     bound: f64::from_bits(at(r, o + 3)),
                     flags: at(r, o + 4),
                     aux: f64::from_bits(at(r, o + 5)),
                 },
-                mom: f64::from_bits(at(r, o + 6)).min(sent_min),
+                mom: f64::from_bits(at(r, o + 6)).min(sent_min.time),
                 tmc: at(r, o + 7) as i64 + sent as i64 - at(r, o + 8) as i64,
             });
         }
@@ -274,8 +305,15 @@ impl<E: RankSafe> Endpoint<E> for MpiEnd<'_, '_, E> {
         }
         // (S1) counted with its minimum time first, then (S2) posted; the rank's next flush
         // (a barrier, or under null messages the next receive or wait) sends it.
-        let min = batch.iter().map(|e| e.time).fold(f64::INFINITY, f64::min);
-        net.sent_min[dst].fetch_min(min.to_bits(), SeqCst);
+        let min = batch
+            .iter()
+            .map(|e| e.key())
+            .min()
+            .expect("the batch is not empty");
+        {
+            let mut k = lock(&net.sent_min[dst]);
+            *k = (*k).min(min);
+        }
         net.sent_events[dst].fetch_add(batch.len() as u64, SeqCst);
         net.comm
             .post(dst / net.threads, |out| codec::put_events(out, dst, &batch));
@@ -335,6 +373,40 @@ impl<E: RankSafe> Endpoint<E> for MpiEnd<'_, '_, E> {
         }
         net.local_barrier.wait();
         net.barrier_ok.load(SeqCst)
+    }
+
+    fn round_end(&mut self) -> bool {
+        // Only the rank's threads meet (every local send is then in its mailbox); the sends to
+        // other ranks are delivered by the next barrier's gather, which covers them in its
+        // snapshot (`sent_min`, `sent_events`) and which the round protocols follow with
+        // `settle`. An abort is agreed in that gather too, so every rank leaves at the same
+        // barrier.
+        self.net.local_barrier.wait();
+        true
+    }
+
+    fn settle<S>(&mut self, state: &mut S, mut f: impl FnMut(&mut S, Event<E>)) -> usize {
+        let net = self.net;
+        if net.mail[self.local].is_empty() {
+            return 0;
+        }
+        // The registers this worker published before the barrier, lowered to cover what it
+        // takes now (a receive must publish registers that cover what it received).
+        let mut p = net.gsu.published(self.local);
+        let mut st = (state, p.moe);
+        net.gsu.receive(
+            self.local,
+            &net.mail[self.local],
+            &mut st,
+            |(s, k), e| {
+                *k = (*k).min(e.key());
+                f(s, e)
+            },
+            |(_, k)| {
+                p.moe = *k;
+                p
+            },
+        )
     }
 
     fn channel(&self, from: usize, to: usize) -> Time {

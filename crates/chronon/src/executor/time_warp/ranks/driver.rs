@@ -8,8 +8,10 @@
 //!    workers' mailboxes, and only then is the record counted (`Dgvt::on_receive`, rule D1);
 //! 3. **GVT**: `Dgvt::poll`, with the rank's in-rank round (`GvtRegisters::ranked`) as its
 //!    local round; a computation begins when a worker asked (`try_start` every `gvt_every`
-//!    events) or the last one ended more than [`PACE`] ago. A completed computation publishes
-//!    GVT to the rank's workers (the same value on every rank).
+//!    events, or while it has nothing it may run), when the last one's outcome says a worker
+//!    of *some* rank asked during it (`Outcome::wanted`: then every rank begins at once, in
+//!    step), or when the last one ended more than [`PACE`] ago. A completed computation
+//!    publishes GVT to the rank's workers (the same value on every rank).
 //!
 //! It ends when GVT reaches the end time on every rank (the same reduction result everywhere),
 //! or when a rank failed (its contribution says so, and the rank layer's abort message goes
@@ -69,7 +71,8 @@ impl<M: Model> LocalRound for Local<'_, '_, M> {
 }
 
 /// The reduction over the rank layer's non-blocking all-gather: each rank gathers every
-/// rank's `[transit, failed, min bits]` and reduces them itself (the same result everywhere).
+/// rank's `[transit, failed, wanted, min bits]` and reduces them itself (the same result
+/// everywhere).
 struct Gather<'c> {
     comm: &'c RankComm,
     pending: Option<PendingGather>,
@@ -77,11 +80,12 @@ struct Gather<'c> {
 
 impl Reduce for Gather<'_> {
     fn start(&mut self, sums: [i64; SUMS], min: f64) {
-        self.pending =
-            Some(
-                self.comm
-                    .start_all_gather(&[sums[0] as u64, sums[1] as u64, min.to_bits()]),
-            );
+        self.pending = Some(self.comm.start_all_gather(&[
+            sums[0] as u64,
+            sums[1] as u64,
+            sums[2] as u64,
+            min.to_bits(),
+        ]));
     }
 
     fn test(&mut self) -> Option<([i64; SUMS], f64)> {
@@ -89,10 +93,11 @@ impl Reduce for Gather<'_> {
         let all = self.comm.test_all_gather(g)?;
         self.pending = None;
         let (mut sums, mut min) = ([0i64; SUMS], f64::INFINITY);
-        for c in all.chunks_exact(3) {
-            sums[0] = sums[0].wrapping_add(c[0] as i64);
-            sums[1] = sums[1].wrapping_add(c[1] as i64);
-            min = min.min(f64::from_bits(c[2]));
+        for c in all.chunks_exact(SUMS + 1) {
+            for (s, v) in sums.iter_mut().zip(c) {
+                *s = s.wrapping_add(*v as i64);
+            }
+            min = min.min(f64::from_bits(c[SUMS]));
         }
         Some((sums, min))
     }
@@ -128,6 +133,10 @@ where
     let mut backoff = Backoff::default();
     let mut last = Instant::now();
     let mut marked = false;
+    // The last computation's outcome said some rank's workers asked for GVT: every rank
+    // begins the next one at once (they all saw the same outcome), so the ranks' computations
+    // stay in step instead of one rank waiting in a reduction until another's pace comes.
+    let mut again = false;
     loop {
         let mut busy = d.pump();
         busy |= d.receive();
@@ -144,12 +153,20 @@ where
             d.dgvt.fail();
             comm.abort();
         }
-        let begin = sh.gvt.take_wanted() || last.elapsed() >= PACE || marked;
+        let wanted = sh.gvt.take_wanted();
+        if wanted {
+            d.dgvt.want();
+        }
+        let begin = wanted || again || last.elapsed() >= PACE || marked;
         let was_busy = d.dgvt.busy();
         let out = d.dgvt.poll(&mut gather, &mut local, begin);
         busy |= d.dgvt.busy() != was_busy;
+        if d.dgvt.busy() {
+            again = false;
+        }
         if let Some(o) = out {
             last = Instant::now();
+            again = o.wanted > 0;
             if o.failed > 0 {
                 sh.abort.store(true, SeqCst);
                 break;
