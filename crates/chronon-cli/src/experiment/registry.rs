@@ -160,7 +160,7 @@ pub(crate) const EXPERIMENTS: &[Experiment] = &[
         seed: "003",
         what: "Fig. 7-8 / Table II: data store",
         needs: "threads",
-        partial: "ticks in Fig. 7's time-sharing runs (Fig. 8 and Table II tick)",
+        partial: "",
         reps: 3,
         status: Status::Ready(Ready {
             plan: seed003::datastore_plan,

@@ -34,6 +34,11 @@ fn tw_points(
     out
 }
 
+/// Time-sharing PHOLD-phases runs tick as the seed's (§4.1): every 50 µs with the baseline
+/// α = 0. The seed's PHOLD made no platform calls, so its rule kept ticks on in the long
+/// phases; here the busy work has a preemption point every ~2 µs, so the rule keeps them off.
+const PHASES_TICKS: &[&str] = &["--tick-us", "50", "--alpha", "0"];
+
 /// "−12.3 %": how much less wall time time-sharing took than traditional Time Warp.
 fn gain(traditional: f64, sharing: f64) -> String {
     format!("{:+.1} %", (sharing / traditional - 1.0) * 100.0)
@@ -96,7 +101,7 @@ pub(super) fn phases_plan(s: &Settings) -> Result<Vec<Point>, Failure> {
             "--stall-secs",
             "0",
         ];
-        out.extend(tw_points(s, &base, &[("phases", &ks)], &[]));
+        out.extend(tw_points(s, &base, &[("phases", &ks)], PHASES_TICKS));
     }
     Ok(out)
 }
@@ -145,7 +150,8 @@ pub(super) fn phases_render(_: &Settings, r: &Results) -> Result<Rendered, Failu
     }
     let table = format!(
         "PHOLD in three phases on a 2-D mesh (events of ~30, 150 and 300 µs of busy work), \
-         traditional Time Warp. Per-phase figures are differences of cumulative runs (to the \
+         traditional and time-sharing (`--preempt`, 50 µs ticks, α 0 as the seed's) Time Warp. \
+         Per-phase figures are differences of cumulative runs (to the \
          end of phase A, B, C), so a phase's wall time carries the noise of two runs.\n\n\
          Fig. 6: wall time per phase\n\n{}\n\
          Table I: efficiency per phase (committed / processed events)\n\n{}",
@@ -193,7 +199,12 @@ pub(super) fn datastore_plan(s: &Settings) -> Result<Vec<Point>, Failure> {
             "--stall-secs",
             "0",
         ];
-        out.extend(tw_points(s, &base, &[("config", name)], &[]));
+        out.extend(tw_points(
+            s,
+            &base,
+            &[("config", name)],
+            &super::store_alloc::FIG8_TICKS,
+        ));
         if name == "heavy" {
             // Fig. 8 and Table II: the heavy configuration's allocation patterns, with ticks.
             out.extend(super::store_alloc::points(s, &base));
@@ -271,8 +282,8 @@ pub(super) fn datastore_render(_: &Settings, r: &Results) -> Result<Rendered, Fa
         "Data store (64 nodes, batches of 10 (light) or 20 (heavy) transactions, 25 µs of work \
          per transaction and per remote request), traditional and time-sharing (`--preempt`) \
          Time Warp against the sequential executor.\n\nFig. 7: efficiency and wall time by \
-         threads (the time-sharing runs without ticks: every preemption at a platform-mode \
-         return; the last column is their total preemptions per second)\n\n{}\n{fig8}\n",
+         threads (the time-sharing runs tick every 50 µs with α −0.5, as the seed's; the last \
+         column is their total preemptions per second)\n\n{}\n{fig8}\n",
         md_table(&header, &rows)
     );
     let svg = figure(
@@ -299,8 +310,7 @@ pub(super) fn datastore_render(_: &Settings, r: &Results) -> Result<Rendered, Fa
 // ---- Fig. 10 / Table III: personal communication system ------------------------------------
 
 /// Time-sharing runs of the PCS tick as the seed's do: every 50 µs with alpha −1 (−0.99 here:
-/// chronon refuses −1). They ran without ticks while `--preempt` with ticks could stall (an idle
-/// worker's sleep that ticks restarted forever; fixed, docs/timewarp.md "Limits").
+/// chronon refuses −1).
 const PCS_TICKS: &[&str] = &["--tick-us", "50", "--alpha", "-0.99"];
 
 /// Channel utilization factor and the call interarrival that gives it: utilization =
