@@ -84,10 +84,9 @@ pub(crate) trait Endpoint<E> {
     /// Right after a snapshot barrier of the round protocols: moves into the worker's pending
     /// set (through `f`) what that barrier delivered, which its snapshot already covers
     /// (see [`round_end`](Endpoint::round_end)). By default nothing (a full `round_end`
-    /// delivered everything before the round's receive). Returns the number taken.
-    fn settle<S>(&mut self, state: &mut S, f: impl FnMut(&mut S, Event<E>)) -> usize {
+    /// delivered everything before the round's receive).
+    fn settle<S>(&mut self, state: &mut S, f: impl FnMut(&mut S, Event<E>)) {
         let _ = (state, f);
-        0
     }
 
     /// Null messages: the channel clock from worker `from` to worker `to` (the time below which

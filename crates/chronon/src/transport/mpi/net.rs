@@ -385,10 +385,10 @@ impl<E: RankSafe> Endpoint<E> for MpiEnd<'_, '_, E> {
         true
     }
 
-    fn settle<S>(&mut self, state: &mut S, mut f: impl FnMut(&mut S, Event<E>)) -> usize {
+    fn settle<S>(&mut self, state: &mut S, mut f: impl FnMut(&mut S, Event<E>)) {
         let net = self.net;
         if net.mail[self.local].is_empty() {
-            return 0;
+            return;
         }
         // The registers this worker published before the barrier, lowered to cover what it
         // takes now (a receive must publish registers that cover what it received).
@@ -406,7 +406,7 @@ impl<E: RankSafe> Endpoint<E> for MpiEnd<'_, '_, E> {
                 p.moe = *k;
                 p
             },
-        )
+        );
     }
 
     fn channel(&self, from: usize, to: usize) -> Time {
