@@ -187,9 +187,13 @@ fn fig8_without_the_feature_says_the_mpi_line_needs_it() {
 #[test]
 fn datastore_splits_preemptions_by_cause_and_compares_allocation_patterns() {
     let (rows, md, texts) = quick("003-datastore", &["--reps", "1"]);
+    // Every time-sharing run is `timewarp-preempt` (ticking as the seed's); Fig. 8's rows are
+    // those with an allocation pattern, Fig. 7's have none.
+    let sharing = |r: &&Row| col(r, "sync") == "timewarp-preempt";
     let ticked: Vec<&Row> = rows
         .iter()
-        .filter(|r| col(r, "sync") == "timewarp-preempt-ticks")
+        .filter(sharing)
+        .filter(|r| !col(r, "alloc").is_empty())
         .collect();
     let mut allocs: Vec<&str> = ticked.iter().map(|r| col(r, "alloc")).collect();
     allocs.sort_unstable();
@@ -210,7 +214,21 @@ fn datastore_splits_preemptions_by_cause_and_compares_allocation_patterns() {
     }
     // Fig. 7's time-sharing runs tick too (the seed's 50 µs, α −0.5): they report tick counts,
     // and the traditional runs report none.
-    for r in rows.iter().filter(|r| col(r, "sync") == "timewarp-preempt") {
+    let fig7: Vec<&Row> = rows
+        .iter()
+        .filter(sharing)
+        .filter(|r| col(r, "alloc").is_empty())
+        .collect();
+    let mut configs: Vec<&str> = fig7.iter().map(|r| col(r, "config")).collect();
+    configs.dedup();
+    assert_eq!(configs, ["light", "heavy"], "{rows:?}");
+    assert!(
+        !rows
+            .iter()
+            .any(|r| col(r, "sync").starts_with("timewarp-preempt-")),
+        "one label for time-sharing: {rows:?}"
+    );
+    for r in fig7 {
         let n: f64 = col(r, "preemptions").parse().unwrap();
         let on_tick: f64 = col(r, "preemptions_on_tick").parse().unwrap();
         assert!((0.0..=n).contains(&on_tick), "{r:?}");

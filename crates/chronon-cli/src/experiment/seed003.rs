@@ -234,8 +234,10 @@ pub(super) fn datastore_render(_: &Settings, r: &Results) -> Result<Rendered, Fa
         let (mut e_pts, mut w_pts) = (Vec::new(), Vec::new());
         let (mut ts_e, mut ts_w) = (Vec::new(), Vec::new());
         for (sync, t, l) in &runners {
+            // Fig. 7's runs have no `alloc` (Fig. 8's time-sharing runs share their `sync`).
             let p = [
                 ("config", name),
+                ("alloc", ""),
                 ("sync", sync.as_str()),
                 ("threads", t.as_str()),
             ];
@@ -525,4 +527,38 @@ fn pcs_fig11(r: &Results) -> (String, Vec<Series>) {
         .map(|(t, p)| Series::new(format!("preemptions / s ×{t}"), p))
         .collect();
     (md_table(&header, &rows), series)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{datastore_render, Results, Settings};
+
+    /// Fig. 7's time-sharing cells are its own runs', not those of Fig. 8's runs of the same
+    /// `sync` (told apart by `alloc`), whichever rows come first in the CSV.
+    #[test]
+    fn fig7_reads_its_own_time_sharing_runs() {
+        let mut csv = String::from("config,sync,threads,alloc,rep,wall_s,efficiency,preemptions\n");
+        for alloc in ["round-robin", "upfront"] {
+            csv += &format!("heavy,timewarp-preempt,2,{alloc},0,9.5,0.5,5\n");
+        }
+        for config in ["light", "heavy"] {
+            csv += &format!("{config},seq,1,,0,2,1,NaN\n");
+            csv += &format!("{config},timewarp,2,,0,1.5,0.9,NaN\n");
+            csv += &format!("{config},timewarp-preempt,2,,0,1.25,0.98,10\n");
+        }
+        let r = Results::from_csv(&csv, &[]).unwrap();
+        let s = Settings {
+            quick: true,
+            threads: None,
+            reps: 1,
+            cores: 2,
+        };
+        let t = datastore_render(&s, &r).unwrap().table;
+        for config in ["light", "heavy"] {
+            let row =
+                format!("| {config} | time-sharing ×2 | 1.25 | 1.60 | 0.980 | -16.7 % | 8.00 |");
+            assert!(t.contains(&row), "{row}: {t}");
+        }
+        assert!(t.contains("| varied (upfront) | 2 | 9.50 |"), "{t}");
+    }
 }

@@ -24,8 +24,11 @@ use crate::report::plot::{Bars, Panel};
 /// checked with ticks off, and Fig. 8's split would be empty by construction.
 pub(super) const FIG8_TICKS: [&str; 4] = ["--tick-us", "50", "--alpha", "-0.5"];
 
-/// The `sync` value of these runs (time-sharing with ticks).
-pub(super) const SYNC: &str = "timewarp-preempt-ticks";
+/// The `sync` value of these runs: time-sharing Time Warp, the label of every time-sharing run
+/// of seed 003 (which ticks as that experiment's seed configuration: here `FIG8_TICKS`, as Fig.
+/// 7's time-sharing runs). Fig. 8's rows are told from Fig. 7's by their `alloc` value (Fig.
+/// 7's have none).
+pub(super) const SYNC: &str = "timewarp-preempt";
 
 /// The two allocation patterns: (CSV value, the seed's name).
 const ALLOCS: [(&str, &str); 2] = [("round-robin", "original"), ("upfront", "varied")];
@@ -187,6 +190,6 @@ mod tests {
              --preempt --tick-us 50 --alpha -0.5"
         );
         assert_eq!(p[0].param("alloc"), "round-robin");
-        assert_eq!(p[1].param("sync"), "timewarp-preempt-ticks");
+        assert_eq!(p[1].param("sync"), "timewarp-preempt");
     }
 }
