@@ -1,6 +1,7 @@
-//! Helpers shared by the `chronon experiment` test binaries (experiment_cli.rs,
-//! experiment_mpi_cli.rs): run an experiment at `--quick` size and read back its CSV rows, its
-//! Markdown and its SVG's texts (the SVG must parse as XML with an `<svg>` root).
+//! Helpers shared by the `chronon experiment` and `chronon report` test binaries
+//! (experiment_cli.rs, experiment_args_cli.rs, experiment_mpi_cli.rs, report_cli.rs): run an
+//! experiment at `--quick` size and read back its CSV rows, its Markdown and its SVG's texts
+//! (the SVG must parse as XML with an `<svg>` root).
 // Each test binary uses a subset of these helpers.
 #![allow(dead_code)]
 

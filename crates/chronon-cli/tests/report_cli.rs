@@ -1,0 +1,163 @@
+//! `chronon report` and the time series of `run --output DIR/` end to end with the real binary:
+//! `progress.csv` and `series.csv` against the report, and the plots `chronon report` draws from
+//! run directories and report files (well-formed SVGs with the expected series).
+
+mod common;
+mod experiment_common;
+
+use common::chronon;
+use experiment_common::{read, scratch, svg_texts};
+
+#[test]
+fn a_run_directory_holds_the_time_series_and_report_plots_them() {
+    let dir = scratch("report");
+    let (w, s) = (dir.join("w/"), dir.join("s/"));
+    for (out, sync) in [(&w, "window"), (&s, "seq")] {
+        let threads = if sync == "seq" { "1" } else { "2" };
+        let (code, _, err) = chronon(&[
+            "run",
+            "phold",
+            "--lps",
+            "64",
+            "--end",
+            "50",
+            "--sync",
+            sync,
+            "--threads",
+            threads,
+            "--output",
+            out.to_str().unwrap(),
+        ]);
+        assert_eq!(code, 0, "{err}");
+    }
+    let csv = read(&w.join("progress.csv"));
+    let mut lines = csv.lines();
+    // The window executor never rolls back: its rollback column (0) is true, so it is kept.
+    assert_eq!(
+        lines.next(),
+        Some("wall_s,sim_time,events,events_per_s,rolled_back,efficiency")
+    );
+    let last: Vec<f64> = lines
+        .last()
+        .unwrap()
+        .split(',')
+        .map(|x| x.parse().unwrap())
+        .collect();
+    let report: serde_json::Value = serde_json::from_str(&read(&w.join("report.json"))).unwrap();
+    assert_eq!(
+        last[2],
+        report["committed"].as_f64().unwrap(),
+        "events at the end"
+    );
+    assert!(report["progress_series"]
+        .as_array()
+        .is_some_and(|a| !a.is_empty()));
+
+    let plots = dir.join("plots");
+    let (code, out, err) = chronon(&[
+        "report",
+        w.to_str().unwrap(),
+        s.join("report.json").to_str().unwrap(),
+        "--out",
+        plots.to_str().unwrap(),
+    ]);
+    assert_eq!(code, 0, "{err}");
+    assert_eq!(out.lines().count(), 3, "{out}");
+    let texts = svg_texts(&plots.join("throughput.svg"));
+    for s in ["phold window", "phold seq", "threads", "speedup"] {
+        assert!(texts.iter().any(|t| t == s), "{s} missing: {texts:?}");
+    }
+    let texts = svg_texts(&plots.join("progress.svg"));
+    assert!(
+        texts.iter().any(|t| t == "phold window ×2 LBTS"),
+        "{texts:?}"
+    );
+    let texts = svg_texts(&plots.join("workers.svg"));
+    for s in ["busy", "waiting", "synchronizing", "w1"] {
+        assert!(texts.iter().any(|t| t == s), "{s} missing: {texts:?}");
+    }
+
+    let (code, _, err) = chronon(&["report", dir.join("nothing").to_str().unwrap()]);
+    assert_eq!(code, 2);
+    assert!(err.contains("does not exist"), "{err}");
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn model_series_go_to_series_csv_and_model_svg_and_rollbacks_match_the_report() {
+    let dir = scratch("series");
+    let mut reports = Vec::new();
+    for (sync, threads) in [("seq", "1"), ("timewarp", "2")] {
+        let out = dir.join(format!("{sync}/"));
+        let (code, _, err) = chronon(&[
+            "run",
+            "pcs",
+            "--width",
+            "4",
+            "--height",
+            "4",
+            "--channels",
+            "50",
+            "--end",
+            "4",
+            "--sample-period",
+            "1",
+            "--sync",
+            sync,
+            "--threads",
+            threads,
+            "--output",
+            out.to_str().unwrap(),
+        ]);
+        assert_eq!(code, 0, "{err}");
+        let csv = read(&out.join("series.csv"));
+        let rows: Vec<&str> = csv.lines().collect();
+        assert_eq!(rows[0], "series,time,value");
+        // Samples at 1, 2 and 3 (4 is the end: events there never run).
+        let times: Vec<&str> = rows[1..]
+            .iter()
+            .map(|r| {
+                let c: Vec<&str> = r.split(',').collect();
+                assert_eq!(c[0], "channel_occupancy", "{r}");
+                let v: f64 = c[2].parse().unwrap();
+                assert!((0.0..=1.0).contains(&v), "{r}");
+                c[1]
+            })
+            .collect();
+        assert_eq!(times, ["1", "2", "3"], "{csv}");
+        // Every executor publishes its rollbacks: the column ends at the report's total.
+        let report: serde_json::Value =
+            serde_json::from_str(&read(&out.join("report.json"))).unwrap();
+        let progress = read(&out.join("progress.csv"));
+        assert!(
+            progress.lines().next().unwrap().contains("rolled_back"),
+            "{sync}: {progress}"
+        );
+        let last = progress.lines().last().unwrap().split(',').nth(4).unwrap();
+        assert_eq!(
+            last.parse::<f64>().unwrap(),
+            report["rolled_back"].as_f64().unwrap(),
+            "{sync}"
+        );
+        reports.push(out);
+    }
+    let plots = dir.join("plots");
+    let (code, out, err) = chronon(&[
+        "report",
+        reports[0].to_str().unwrap(),
+        reports[1].to_str().unwrap(),
+        "--out",
+        plots.to_str().unwrap(),
+    ]);
+    assert_eq!(code, 0, "{err}");
+    assert!(out.contains("model.svg"), "{out}");
+    let texts = svg_texts(&plots.join("model.svg"));
+    assert!(texts.iter().any(|t| t == "channel_occupancy"), "{texts:?}");
+    // Both executors recorded the same series: one line, named after the first report.
+    assert!(
+        texts.iter().any(|t| t == "pcs seq ×1 (+1 identical)"),
+        "{texts:?}"
+    );
+    assert!(!texts.iter().any(|t| t == "pcs timewarp ×2"), "{texts:?}");
+    let _ = std::fs::remove_dir_all(&dir);
+}
