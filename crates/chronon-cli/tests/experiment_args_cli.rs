@@ -8,161 +8,111 @@ mod experiment_common;
 use common::chronon;
 use experiment_common::scratch;
 
-#[test]
-fn the_hidden_measurements_refuse_bad_arguments_in_one_line() {
-    let dir = scratch("once");
+/// `chronon` with `words` (split at spaces) then `more`; checks it is refused in one line (exit
+/// 2, one stderr line containing `want`) and returns its stdout.
+fn one_line(words: &str, more: &[&str], want: &str) -> String {
+    let mut args: Vec<&str> = words.split(' ').collect();
+    args.extend(more);
+    let (code, out, err) = chronon(&args);
+    assert_eq!(code, 2, "{args:?}: {err}");
+    assert_eq!(err.lines().count(), 1, "{err}");
+    assert!(err.contains(want), "{args:?}: {err}");
+    out
+}
+
+/// Each `(args, want)`: `chronon bench ARGS --output FILE` is refused in one line containing
+/// `want`, and FILE is not written.
+fn bench_refuses(scratch_name: &str, cases: &[(&str, &str)]) {
+    let dir = scratch(scratch_name);
     let out = dir.join("r.json");
-    let o = out.to_str().unwrap();
-    for (args, want) in [
-        (
-            vec![
-                "lbts-once",
-                "--method",
-                "allreduce",
-                "--threads",
-                "2",
-                "--rounds",
-                "5",
-            ],
-            "unknown --method 'allreduce'",
-        ),
-        (
-            // Without the feature: not compiled in; with it, not under mpirun -n 2.
-            vec![
-                "lbts-once",
-                "--method",
-                "mpi",
-                "--threads",
-                "2",
-                "--rounds",
-                "5",
-            ],
-            if cfg!(feature = "mpi") {
-                "mpirun started 1 rank(s)"
-            } else {
-                "MPI support is not compiled in"
-            },
-        ),
-        (
-            vec![
-                "lbts-once",
-                "--method",
-                "gsu",
-                "--threads",
-                "0",
-                "--rounds",
-                "5",
-            ],
-            "--threads must be between 1 and",
-        ),
-        (
-            vec![
-                "ticks-once",
-                "--period-us",
-                "5",
-                "--threads",
-                "1",
-                "--ms",
-                "10",
-            ],
-            "--period-us must be a number of at least 10",
-        ),
-        (
-            vec![
-                "ticks-once",
-                "--period-us",
-                "50",
-                "--threads",
-                "1",
-                "--ms",
-                "0",
-            ],
-            "--ms must be between",
-        ),
-    ] {
-        let mut a = vec!["bench"];
-        a.extend(args);
-        a.extend(["--output", o]);
-        let (code, _, err) = chronon(&a);
-        assert_eq!(code, 2, "{a:?}: {err}");
-        assert_eq!(err.lines().count(), 1, "{err}");
-        assert!(err.contains(want), "{a:?}: {err}");
+    for (args, want) in cases {
+        one_line(
+            &format!("bench {args}"),
+            &["--output", out.to_str().unwrap()],
+            want,
+        );
     }
     assert!(!out.exists());
     let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn the_hidden_measurements_refuse_bad_arguments_in_one_line() {
+    bench_refuses(
+        "once",
+        &[
+            (
+                "lbts-once --method allreduce --threads 2 --rounds 5",
+                "unknown --method 'allreduce'",
+            ),
+            (
+                // Without the feature: not compiled in; with it, not under mpirun -n 2.
+                "lbts-once --method mpi --threads 2 --rounds 5",
+                if cfg!(feature = "mpi") {
+                    "mpirun started 1 rank(s)"
+                } else {
+                    "MPI support is not compiled in"
+                },
+            ),
+            (
+                "lbts-once --method gsu --threads 0 --rounds 5",
+                "--threads must be between 1 and",
+            ),
+            (
+                "ticks-once --period-us 5 --threads 1 --ms 10",
+                "--period-us must be a number of at least 10",
+            ),
+            (
+                "ticks-once --period-us 50 --threads 1 --ms 0",
+                "--ms must be between",
+            ),
+        ],
+    );
 }
 
 #[test]
 fn a_refcount_measurement_refuses_bad_arguments_in_one_line() {
-    let dir = scratch("refcount-once");
-    let out = dir.join("r.json");
-    let o = out.to_str().unwrap();
-    for (args, want) in [
-        (
-            vec!["--measure", "pair", "--scheme", "raw", "--threads", "2"],
-            "not thread-safe",
-        ),
-        (
-            vec!["--measure", "pair", "--scheme", "rc", "--threads", "1"],
-            "unknown --scheme 'rc'",
-        ),
-        (
-            vec!["--measure", "both", "--scheme", "xadd", "--threads", "1"],
-            "unknown --measure 'both'",
-        ),
-        (
-            vec!["--measure", "pair", "--scheme", "xadd", "--threads", "0"],
-            "at least 1",
-        ),
-    ] {
-        let mut a = vec!["bench", "refcount-once", "--output", o];
-        a.extend(args);
-        let (code, _, err) = chronon(&a);
-        assert_eq!(code, 2, "{a:?}: {err}");
-        assert_eq!(err.lines().count(), 1, "{err}");
-        assert!(err.contains(want), "{a:?}: {err}");
-    }
-    assert!(!out.exists());
-    let _ = std::fs::remove_dir_all(&dir);
+    bench_refuses(
+        "refcount-once",
+        &[
+            (
+                "refcount-once --measure pair --scheme raw --threads 2",
+                "not thread-safe",
+            ),
+            (
+                "refcount-once --measure pair --scheme rc --threads 1",
+                "unknown --scheme 'rc'",
+            ),
+            (
+                "refcount-once --measure both --scheme xadd --threads 1",
+                "unknown --measure 'both'",
+            ),
+            (
+                "refcount-once --measure pair --scheme xadd --threads 0",
+                "at least 1",
+            ),
+        ],
+    );
 }
 
 #[test]
 fn bad_experiment_arguments_get_one_line() {
-    let one_line = |args: &[&str], want: &str| {
-        let (code, out, err) = chronon(args);
-        assert_eq!(code, 2, "{args:?}: {err}");
-        assert_eq!(err.lines().count(), 1, "{err}");
-        assert!(err.contains(want), "{args:?}: {err}");
-        out
-    };
-    let out = one_line(&["experiment", "no-such"], "unknown experiment 'no-such'");
+    let out = one_line("experiment no-such", &[], "unknown experiment 'no-such'");
     assert!(out.is_empty());
     // An output directory under a regular file.
     let file = scratch("file");
     std::fs::write(&file, b"x").unwrap();
     let under = file.join("sub");
     one_line(
-        &[
-            "experiment",
-            "001-barriers",
-            "--quick",
-            "--out",
-            under.to_str().unwrap(),
-        ],
+        "experiment 001-barriers --quick --out",
+        &[under.to_str().unwrap()],
         "is a file, not a directory",
     );
-    one_line(
-        &["experiment", "001-barriers", "--reps", "0"],
-        "--reps is 0",
-    );
+    one_line("experiment 001-barriers --reps 0", &[], "--reps is 0");
     let nothing = scratch("from-nothing");
     one_line(
-        &[
-            "experiment",
-            "001-campus",
-            "--from",
-            nothing.to_str().unwrap(),
-        ],
+        "experiment 001-campus --from",
+        &[nothing.to_str().unwrap()],
         "--from: cannot read",
     );
     assert!(!nothing.exists(), "a failed --from creates nothing");

@@ -8,27 +8,26 @@ mod experiment_common;
 use common::chronon;
 use experiment_common::{read, scratch, svg_texts};
 
+use std::path::Path;
+
+/// `chronon run MODEL --sync SYNC --threads THREADS --output OUT` (`model`: the model and its
+/// flags, split at spaces), which must succeed.
+fn run_into(out: &Path, model: &str, sync: &str, threads: &str) {
+    let mut args = vec!["run"];
+    args.extend(model.split(' '));
+    let out = out.to_str().unwrap();
+    args.extend(["--sync", sync, "--threads", threads, "--output", out]);
+    let (code, _, err) = chronon(&args);
+    assert_eq!(code, 0, "{args:?}: {err}");
+}
+
 #[test]
 fn a_run_directory_holds_the_time_series_and_report_plots_them() {
     let dir = scratch("report");
     let (w, s) = (dir.join("w/"), dir.join("s/"));
     for (out, sync) in [(&w, "window"), (&s, "seq")] {
         let threads = if sync == "seq" { "1" } else { "2" };
-        let (code, _, err) = chronon(&[
-            "run",
-            "phold",
-            "--lps",
-            "64",
-            "--end",
-            "50",
-            "--sync",
-            sync,
-            "--threads",
-            threads,
-            "--output",
-            out.to_str().unwrap(),
-        ]);
-        assert_eq!(code, 0, "{err}");
+        run_into(out, "phold --lps 64 --end 50", sync, threads);
     }
     let csv = read(&w.join("progress.csv"));
     let mut lines = csv.lines();
@@ -89,27 +88,8 @@ fn model_series_go_to_series_csv_and_model_svg_and_rollbacks_match_the_report() 
     let mut reports = Vec::new();
     for (sync, threads) in [("seq", "1"), ("timewarp", "2")] {
         let out = dir.join(format!("{sync}/"));
-        let (code, _, err) = chronon(&[
-            "run",
-            "pcs",
-            "--width",
-            "4",
-            "--height",
-            "4",
-            "--channels",
-            "50",
-            "--end",
-            "4",
-            "--sample-period",
-            "1",
-            "--sync",
-            sync,
-            "--threads",
-            threads,
-            "--output",
-            out.to_str().unwrap(),
-        ]);
-        assert_eq!(code, 0, "{err}");
+        let model = "pcs --width 4 --height 4 --channels 50 --end 4 --sample-period 1";
+        run_into(&out, model, sync, threads);
         let csv = read(&out.join("series.csv"));
         let rows: Vec<&str> = csv.lines().collect();
         assert_eq!(rows[0], "series,time,value");
