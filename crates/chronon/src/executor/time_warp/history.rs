@@ -23,21 +23,19 @@ use std::collections::{HashMap, VecDeque};
 
 use super::lp::{Sent, TwEvent};
 use crate::error::ModelError;
-use crate::fingerprint::LpDigest;
 use crate::model::LpMeta;
 
 /// No record: the end of an LP's chain.
 pub(super) const NONE: u64 = u64::MAX;
 
 /// A processed event: the event itself, the LP's bookkeeping before it (for rollback: `meta`
-/// restores the random stream and send counter, `digest` the fingerprint), the link to the
-/// LP's previous record, and where its sends and counter deltas lie in the extras log.
+/// restores the random stream and send counter; the LP's digest is restored by unfolding the
+/// event's key, `LpDigest::uncommit`), the link to the LP's previous record, and where its
+/// sends and counter deltas lie in the extras log.
 #[derive(Debug)]
 pub(super) struct Rec<P> {
     pub(super) ev: TwEvent<P>,
     pub(super) meta: LpMeta,
-    /// The LP's digest before this event (its `count` is this record's number in the LP).
-    pub(super) digest: LpDigest,
     /// Position of the LP's previous record (`NONE`: none).
     pub(super) prev: u64,
     /// Index of the first of this record's extras: `sent` sends, then `counts` deltas.
@@ -171,7 +169,7 @@ impl<P> History<P> {
             if rec.committed {
                 continue;
             }
-            if rec.ev.ev.time >= g {
+            if rec.ev.time >= g {
                 first_left.get_or_insert(i);
                 continue;
             }
@@ -251,9 +249,9 @@ impl<P> History<P> {
         }
     }
 
-    /// Visits the uncommitted records in arena order (at the end of a run).
-    pub(super) fn uncommitted(&self) -> impl Iterator<Item = &Rec<P>> {
-        self.slots.iter().flatten().filter(|r| !r.committed)
+    /// Visits the uncommitted records newest first (at the end of a run).
+    pub(super) fn uncommitted_newest_first(&self) -> impl Iterator<Item = &Rec<P>> {
+        self.slots.iter().rev().flatten().filter(|r| !r.committed)
     }
 }
 

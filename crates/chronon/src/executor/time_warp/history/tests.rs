@@ -36,8 +36,8 @@ struct RefRec {
 
 fn record(lp: u32, time: f64, id: u64, prev: u64, log_at: u64, sent: u32) -> Rec<u32> {
     Rec {
-        ev: TwEvent {
-            ev: Event::new(
+        ev: TwEvent::plain(
+            Event::new(
                 EventKey {
                     time,
                     src: 0,
@@ -47,10 +47,8 @@ fn record(lp: u32, time: f64, id: u64, prev: u64, log_at: u64, sent: u32) -> Rec
                 0,
             ),
             id,
-            stack: None,
-        },
+        ),
         meta: LpMeta::new(1, lp),
-        digest: LpDigest::default(),
         prev,
         log_at,
         sent,
@@ -139,7 +137,7 @@ fn run(ops: Vec<Op>, lps: usize, drop_at_commit: bool) -> Result<(), TestCaseErr
                 h.commit_older(
                     g,
                     |r, extras| {
-                        let lp = r.ev.ev.dst as usize;
+                        let lp = r.ev.dst as usize;
                         let counts: Vec<Extra> = extras.copied().collect();
                         match counts.as_slice() {
                             [Extra::Count(l, id)] if *l as usize == lp && *id as u64 == r.ev.id => {
@@ -166,7 +164,7 @@ fn run(ops: Vec<Op>, lps: usize, drop_at_commit: bool) -> Result<(), TestCaseErr
         }
         let uncommitted: usize = pending.iter().map(Vec::len).sum();
         prop_assert!(h.live() >= uncommitted as u64);
-        prop_assert_eq!(h.uncommitted().count(), uncommitted);
+        prop_assert_eq!(h.uncommitted_newest_first().count(), uncommitted);
     }
     // Everything committed: the arena and its log are empty.
     prop_assert_eq!(h.live(), 0);
@@ -194,9 +192,9 @@ proptest! {
 }
 
 #[test]
-fn a_record_with_an_empty_payload_takes_104_bytes() {
-    // Event 32 + id 8 + stack 8, meta 16, digest 16, prev 8, log_at 8, sends 4, counts 2; the
+fn a_record_with_an_empty_payload_takes_72_bytes() {
+    // Entry 32 (time, seq, id, src, dst), meta 16, prev 8, log_at 8, sends 4, counts 2; the
     // two flags fill the rest and give `Option` its niche (no extra tag).
-    assert_eq!(std::mem::size_of::<Option<Rec<()>>>(), 104);
+    assert_eq!(std::mem::size_of::<Option<Rec<()>>>(), 72);
     assert_eq!(std::mem::size_of::<Extra>(), 32);
 }
