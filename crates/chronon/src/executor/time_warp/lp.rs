@@ -110,15 +110,20 @@ impl Orders {
     }
 
     /// The event's own key (what the fingerprint folds and sends are numbered after).
-    #[inline]
+    #[inline(always)]
     pub(crate) fn key<P>(&self, e: &TwEvent<P>) -> EventKey {
         if e.stacked() {
-            if let Some(s) = self.map.get(&e.id) {
-                return *s.last().expect("a stack has keys");
-            }
-            debug_assert!(false, "a stacked event without its stack");
+            return self.own_key(e.id).unwrap_or_else(|| e.head());
         }
         e.head()
+    }
+
+    #[cold]
+    #[inline(never)]
+    fn own_key(&self, id: u64) -> Option<EventKey> {
+        let k = self.map.get(&id).and_then(|s| s.last().copied());
+        debug_assert!(k.is_some(), "a stacked event without its stack");
+        k
     }
 
     /// The sequential executor's order between two events.
@@ -132,19 +137,30 @@ impl Orders {
     }
 
     /// The entry for `child`, sent with id `id` while `parent` runs, and its order stack if it
-    /// is stacked (for the side table of the worker that will hold it).
-    #[inline]
+    /// is stacked (for the side table of the worker that will hold it). The common case (the
+    /// child sorts after its parent's head) is inlined; it returns in registers.
+    #[inline(always)]
     pub(crate) fn child<P>(
         &self,
         parent: &TwEvent<P>,
         child: Event<P>,
         id: u64,
     ) -> (TwEvent<P>, Option<Box<Stack>>) {
-        let key = child.key();
-        let head = parent.head();
-        if key > head {
+        if child.key() > parent.head() {
             return (TwEvent::plain(child, id), None);
         }
+        self.child_stacked(parent, child, id)
+    }
+
+    #[cold]
+    #[inline(never)]
+    fn child_stacked<P>(
+        &self,
+        parent: &TwEvent<P>,
+        child: Event<P>,
+        id: u64,
+    ) -> (TwEvent<P>, Option<Box<Stack>>) {
+        let key = child.key();
         let own = parent.head();
         let stack = self.stack(parent, &own);
         let cut = stack.iter().position(|k| *k <= key).unwrap_or(stack.len());
@@ -177,12 +193,18 @@ impl Orders {
     }
 
     /// Forgets the order stack of `e` (it leaves this worker), returning it.
-    #[inline]
+    #[inline(always)]
     pub(crate) fn remove<P>(&mut self, e: &TwEvent<P>) -> Option<Box<Stack>> {
         if !e.stacked() {
             return None;
         }
-        let s = self.map.remove(&e.id)?;
+        self.remove_stacked(e.id)
+    }
+
+    #[cold]
+    #[inline(never)]
+    fn remove_stacked(&mut self, id: u64) -> Option<Box<Stack>> {
+        let s = self.map.remove(&id)?;
         self.keys -= s.capacity();
         Some(Box::new(s))
     }
