@@ -14,7 +14,7 @@ use super::report::Stats;
 use super::shared::{prefetch, IdHasher, Saving, Shared, MEMORY_EVERY, POLL_EVERY};
 use super::transport::Endpoint;
 use crate::error::{ModelError, SimError};
-use crate::event::{Event, Keyed};
+use crate::event::{Event, EventKey};
 use crate::model::{Ctx, LpId, LpMeta, Model, ReverseCtx, Time};
 use crate::preempt::ticks::nap;
 use crate::preempt::StackPool;
@@ -467,32 +467,57 @@ impl<'s, 'a, M: Model, Q: PendingSet<TwEvent<M::Event>>> Worker<'s, 'a, M, Q> {
         // The record's extras: its sends, then its counter deltas.
         let log_at = self.history.log_next();
         let mut sent = 0u32;
+        let head = ev.head();
         for e in self.out.drain(..) {
-            let key = e.key();
-            let dst = e.dst;
-            let (tw, stack) = self.orders.child(&ev, e, self.next_id);
-            let id = tw.id;
+            // Taken apart into scalars, so that the entry is built from registers (moving the
+            // event whole read fields the handler had just written narrower: a store-forwarding
+            // stall per send).
+            let Event {
+                time,
+                seq,
+                src,
+                dst,
+                payload,
+                ..
+            } = e;
+            let key = EventKey { time, seq, src };
+            let mut id = self.next_id;
             self.next_id += 1;
             debug_assert_eq!(
-                key.seq,
+                seq,
                 meta.seq + u64::from(sent),
                 "sends are numbered from meta.seq"
             );
-            self.history.push_extra(Extra::Sent(Sent {
-                dst,
-                time: key.time,
-                id,
-            }));
-            sent += 1;
             let o = sh.owner_of(dst);
-            if o == self.w {
-                if let Some(s) = stack {
-                    self.orders.insert(id, s);
+            if key > head {
+                // The common case: a plain entry.
+                let tw = TwEvent {
+                    time,
+                    seq,
+                    id,
+                    src,
+                    dst,
+                    payload,
+                };
+                if o == self.w {
+                    self.queue.push(tw);
+                } else {
+                    self.endpoint.send(&sh.wires, o, Msg::Event(tw, None));
                 }
-                self.queue.push(tw);
             } else {
-                self.endpoint.send(&sh.wires, o, Msg::Event(tw, stack));
+                let (tw, stack) = self.orders.child(&ev, Event::new(key, dst, payload), id);
+                id = tw.id;
+                if o == self.w {
+                    if let Some(s) = stack {
+                        self.orders.insert(id, s);
+                    }
+                    self.queue.push(tw);
+                } else {
+                    self.endpoint.send(&sh.wires, o, Msg::Event(tw, stack));
+                }
             }
+            self.history.push_extra(Extra::Sent(Sent { dst, time, id }));
+            sent += 1;
         }
         let mut counts = 0u16;
         for (i, c) in self.scratch.iter_mut().enumerate() {
