@@ -28,7 +28,7 @@ impl<M: Model, Q: PendingSet<TwEvent<M::Event>>> Worker<'_, '_, M, Q> {
         let (mut seq, mut number) = (lp.last, lp.next);
         while let Some(r) = self.history.get(seq) {
             number -= 1;
-            if r.committed || r.ev.time < a.key.time {
+            if r.info.committed() || r.ev.time < a.key.time {
                 break;
             }
             if r.ev.id == a.id {
@@ -68,9 +68,9 @@ impl<M: Model, Q: PendingSet<TwEvent<M::Event>>> Worker<'_, '_, M, Q> {
         let me = lp.id;
         while lp.next > at {
             let d = self.history.take(lp.last);
-            debug_assert!(!d.committed, "a rollback below the commit point");
+            debug_assert!(!d.info.committed(), "a rollback below the commit point");
             // Send k carried the send counter `meta.seq + k`.
-            for k in 0..d.sent {
+            for k in 0..d.info.sent() {
                 let Extra::Sent(s) = self.history.extra(d.log_at + u64::from(k)) else {
                     unreachable!("a record's sends come first among its extras");
                 };

@@ -7,7 +7,7 @@ use std::time::{Duration, Instant};
 
 use crossbeam_utils::Backoff;
 
-use super::history::{Extra, History, Rec};
+use super::history::{Extra, History, Info, Rec};
 use super::lp::{Anti, Checkpoint, Msg, Orders, Sent, TwCold, TwEvent, TwLp};
 use super::preempt::{Job, PreemptStats, Ticker};
 use super::report::Stats;
@@ -381,7 +381,9 @@ impl<'s, 'a, M: Model, Q: PendingSet<TwEvent<M::Event>>> Worker<'s, 'a, M, Q> {
                 let mut undo = 0;
                 let mut seq = lp.last;
                 while let Some(r) = self.history.get(seq) {
-                    if r.committed || self.orders.order(&r.ev, ev) != std::cmp::Ordering::Greater {
+                    if r.info.committed()
+                        || self.orders.order(&r.ev, ev) != std::cmp::Ordering::Greater
+                    {
                         break;
                     }
                     undo += 1;
@@ -537,10 +539,7 @@ impl<'s, 'a, M: Model, Q: PendingSet<TwEvent<M::Event>>> Worker<'s, 'a, M, Q> {
                 meta,
                 prev: lp.last,
                 log_at,
-                sent,
-                counts,
-                committed: false,
-                error: is_error,
+                info: Info::new(sent, counts, is_error),
             },
             error,
         );

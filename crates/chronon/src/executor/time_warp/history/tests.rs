@@ -51,10 +51,7 @@ fn record(lp: u32, time: f64, id: u64, prev: u64, log_at: u64, sent: u32) -> Rec
         meta: LpMeta::new(1, lp),
         prev,
         log_at,
-        sent,
-        counts: 1,
-        committed: false,
-        error: false,
+        info: Info::new(sent, 1, false),
     }
 }
 
@@ -62,7 +59,7 @@ fn record(lp: u32, time: f64, id: u64, prev: u64, log_at: u64, sent: u32) -> Rec
 fn chain(h: &History<u32>, mut seq: u64) -> Vec<u64> {
     let mut ids = Vec::new();
     while let Some(r) = h.get(seq) {
-        if r.committed {
+        if r.info.committed() {
             break;
         }
         ids.push(r.ev.id);
@@ -113,7 +110,7 @@ fn run(ops: Vec<Op>, lps: usize, drop_at_commit: bool) -> Result<(), TestCaseErr
                     let Some(want) = pending[lp].pop() else { break };
                     let r = h.take(last[lp]);
                     prop_assert_eq!(r.ev.id, want.id);
-                    let sends: Vec<u64> = (0..u64::from(r.sent))
+                    let sends: Vec<u64> = (0..u64::from(r.info.sent()))
                         .map(|i| match h.extra(r.log_at + i) {
                             Extra::Sent(s) => s.id,
                             Extra::Count(..) => u64::MAX,
@@ -151,7 +148,7 @@ fn run(ops: Vec<Op>, lps: usize, drop_at_commit: bool) -> Result<(), TestCaseErr
                 )
                 .expect("no errors");
                 h.free_front(|r| {
-                    assert!(r.committed, "only committed records are handed out");
+                    assert!(r.info.committed(), "only committed records are handed out");
                     freed += 1;
                 });
             }
@@ -197,4 +194,18 @@ fn a_record_with_an_empty_payload_takes_72_bytes() {
     // two flags fill the rest and give `Option` its niche (no extra tag).
     assert_eq!(std::mem::size_of::<Option<Rec<()>>>(), 72);
     assert_eq!(std::mem::size_of::<Extra>(), 32);
+}
+
+#[test]
+fn a_record_info_keeps_its_fields_apart() {
+    let i = Info::new(u32::MAX, u16::MAX, true);
+    assert_eq!(
+        (i.sent(), i.counts(), i.error(), i.committed()),
+        (u32::MAX, u16::MAX, true, false)
+    );
+    let j = Info::new(3, 0, false);
+    assert_eq!(
+        (j.sent(), j.counts(), j.error(), j.committed()),
+        (3, 0, false, false)
+    );
 }
