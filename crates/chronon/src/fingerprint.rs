@@ -12,6 +12,27 @@ use crate::event::EventKey;
 use crate::model::LpId;
 use crate::rng::mix64;
 
+/// The digest's multiplier (odd, so invertible modulo 2^64) and its inverse.
+const MUL: u64 = 0x9E37_79B9_7F4A_7C15;
+const INV_MUL: u64 = inverse_mod_2_64(MUL);
+
+/// The word a key contributes to its LP's digest.
+#[inline(always)]
+fn word(key: &EventKey) -> u64 {
+    key.time_bits() ^ (u64::from(key.src) << 40) ^ key.seq.rotate_left(17)
+}
+
+/// The inverse of odd `a` modulo 2^64 (Newton's iteration, each step doubles the bits).
+const fn inverse_mod_2_64(a: u64) -> u64 {
+    let mut x = a; // correct to 3 bits for odd a
+    let mut i = 0;
+    while i < 6 {
+        x = x.wrapping_mul(2u64.wrapping_sub(a.wrapping_mul(x)));
+        i += 1;
+    }
+    x
+}
+
 /// One LP's running digest of its committed event keys.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct LpDigest {
@@ -23,9 +44,16 @@ impl LpDigest {
     /// Folds one committed event key into the digest.
     #[inline(always)]
     pub fn commit(&mut self, key: &EventKey) {
-        let k = key.time_bits() ^ (u64::from(key.src) << 40) ^ key.seq.rotate_left(17);
-        self.hash = (self.hash.rotate_left(23) ^ k).wrapping_mul(0x9E37_79B9_7F4A_7C15);
+        self.hash = (self.hash.rotate_left(23) ^ word(key)).wrapping_mul(MUL);
         self.count += 1;
+    }
+
+    /// Undoes the last [`commit`](Self::commit), which folded `key` (Time Warp's rollback:
+    /// the fold is invertible, so a processed record need not keep the digest before it).
+    #[inline]
+    pub fn uncommit(&mut self, key: &EventKey) {
+        self.hash = (self.hash.wrapping_mul(INV_MUL) ^ word(key)).rotate_right(23);
+        self.count -= 1;
     }
 
     /// Events committed so far.
@@ -68,6 +96,24 @@ mod tests {
 
     fn key(time: f64, src: u32, seq: u64) -> EventKey {
         EventKey { time, src, seq }
+    }
+
+    #[test]
+    fn uncommit_undoes_commits_newest_first() {
+        assert_eq!(MUL.wrapping_mul(INV_MUL), 1);
+        let keys: Vec<EventKey> = (0..50)
+            .map(|i| key(f64::from(i) * 0.37, i * 7 % 13, u64::from(i) * 3))
+            .collect();
+        let mut d = LpDigest::default();
+        let mut seen = vec![d];
+        for k in &keys {
+            d.commit(k);
+            seen.push(d);
+        }
+        for (i, k) in keys.iter().enumerate().rev() {
+            d.uncommit(k);
+            assert_eq!(d, seen[i]);
+        }
     }
 
     #[test]

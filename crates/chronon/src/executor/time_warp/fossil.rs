@@ -20,7 +20,7 @@ impl<'s, 'a, M: Model, Q: PendingSet<TwEvent<M::Event>>> Worker<'s, 'a, M, Q> {
         let pending = self
             .queue
             .peek()
-            .map_or(f64::INFINITY, |e| e.ev.time)
+            .map_or(f64::INFINITY, |e| e.time)
             .min(self.suspended_min());
         let local_min = pending.min(self.send_min);
         self.update_memory();
@@ -56,9 +56,6 @@ impl<'s, 'a, M: Model, Q: PendingSet<TwEvent<M::Event>>> Worker<'s, 'a, M, Q> {
     pub(super) fn update_memory(&mut self) {
         let sh = self.sh;
         let c = self.census;
-        // Records at the capacity of their deques (what is allocated); the logs and
-        // checkpoints at twice their length (deque growth); cancelled ids at their table's
-        // capacity (an id and a control byte each).
         // The arena and its extras log at their capacity; coast logs and checkpoints at twice
         // their length (deque growth); cancelled ids at their table's capacity (an id and a
         // control byte each).
@@ -74,7 +71,8 @@ impl<'s, 'a, M: Model, Q: PendingSet<TwEvent<M::Event>>> Worker<'s, 'a, M, Q> {
             + memory::QUEUE_SLACK
                 * self.queue.len() as u64
                 * std::mem::size_of::<TwEvent<M::Event>>() as u64
-            + self.cancelled.capacity() as u64 * 9;
+            + self.cancelled.capacity() as u64 * 9
+            + self.orders.bytes();
         self.stats.peak_bytes = self.stats.peak_bytes.max(bytes);
         // Ordering: self-contained figures (see `Shared::total_bytes`).
         sh.bytes[self.w].store(bytes, Ordering::Relaxed);
@@ -99,15 +97,15 @@ impl<'s, 'a, M: Model, Q: PendingSet<TwEvent<M::Event>>> Worker<'s, 'a, M, Q> {
         crate::shm::set_thread_gvt(g);
         let reverse = sh.saving == Saving::Reverse;
         let (counters, stats, current) = (&mut self.counters, &mut self.stats, &mut self.current);
-        let (cold, census) = (&mut self.cold, &mut self.census);
+        let (cold, census, orders) = (&mut self.cold, &mut self.census, &mut self.orders);
         // Stream the arena: every record older than GVT commits, in arena order (which is each
         // LP's order: history.rs).
         self.history.commit_older(
             g,
             |rec, extras| {
-                let (me, now) = (rec.ev.ev.dst, rec.ev.ev.time);
+                let (me, now) = (rec.ev.dst, rec.ev.time);
                 *current = (me, now);
-                sh.model.commit(&rec.ev.ev.payload, &CommitCtx { me, now });
+                sh.model.commit(&rec.ev.payload, &CommitCtx { me, now });
                 for e in extras {
                     if let &Extra::Count(idx, delta) = e {
                         counters[idx as usize] += delta;
@@ -126,7 +124,12 @@ impl<'s, 'a, M: Model, Q: PendingSet<TwEvent<M::Event>>> Worker<'s, 'a, M, Q> {
                     }
                     trim_coast(c, census);
                 }
-                // Under reverse computation nothing needs a committed record: drop it now.
+                // Under reverse computation nothing needs a committed record: drop it now (and
+                // its order stack; under copy state saving that goes when the record leaves
+                // the arena, below).
+                if reverse {
+                    orders.remove(&rec.ev);
+                }
                 Ok(reverse)
             },
             |_, e| SimError::Model(*e),
@@ -137,7 +140,9 @@ impl<'s, 'a, M: Model, Q: PendingSet<TwEvent<M::Event>>> Worker<'s, 'a, M, Q> {
             if reverse {
                 return;
             }
-            let c = &mut cold[sh.local_of(rec.ev.ev.dst)];
+            // A coasted event needs its time and payload only.
+            orders.remove(&rec.ev);
+            let c = &mut cold[sh.local_of(rec.ev.dst)];
             c.arena_base += 1;
             c.coast.push_back(rec.ev);
             census.coast += 1;
@@ -150,16 +155,14 @@ impl<'s, 'a, M: Model, Q: PendingSet<TwEvent<M::Event>>> Worker<'s, 'a, M, Q> {
         Ok(())
     }
 
-    /// Leaves each LP with the digest of its committed events only: the digest before its
-    /// oldest uncommitted record (an LP's digest folds events when they run). Called once the
-    /// worker has stopped; on a complete run every record is committed and nothing changes.
+    /// Leaves each LP with the digest of its committed events only: its uncommitted records'
+    /// keys unfolded, newest first (an LP's digest folds events when they run). Called once
+    /// the worker has stopped; on a complete run every record is committed and nothing
+    /// changes.
     pub(super) fn committed_digests(&mut self) {
-        let mut seen = vec![false; self.lps.len()];
-        for rec in self.history.uncommitted() {
-            let li = self.sh.local_of(rec.ev.ev.dst);
-            if !std::mem::replace(&mut seen[li], true) {
-                self.lps[li].digest = rec.digest;
-            }
+        for rec in self.history.uncommitted_newest_first() {
+            let li = self.sh.local_of(rec.ev.dst);
+            self.lps[li].digest.uncommit(&self.orders.key(&rec.ev));
         }
     }
 

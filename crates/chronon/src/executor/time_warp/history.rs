@@ -20,35 +20,80 @@
 //! that is not). README.md, "History arena".
 
 use std::collections::{HashMap, VecDeque};
+use std::num::NonZeroU64;
 
 use super::lp::{Sent, TwEvent};
 use crate::error::ModelError;
-use crate::fingerprint::LpDigest;
 use crate::model::LpMeta;
 
 /// No record: the end of an LP's chain.
 pub(super) const NONE: u64 = u64::MAX;
 
 /// A processed event: the event itself, the LP's bookkeeping before it (for rollback: `meta`
-/// restores the random stream and send counter, `digest` the fingerprint), the link to the
-/// LP's previous record, and where its sends and counter deltas lie in the extras log.
+/// restores the random stream and send counter; the LP's digest is restored by unfolding the
+/// event's key, `LpDigest::uncommit`), the link to the LP's previous record, and where its
+/// sends and counter deltas lie in the extras log.
 #[derive(Debug)]
 pub(super) struct Rec<P> {
     pub(super) ev: TwEvent<P>,
     pub(super) meta: LpMeta,
-    /// The LP's digest before this event (its `count` is this record's number in the LP).
-    pub(super) digest: LpDigest,
     /// Position of the LP's previous record (`NONE`: none).
     pub(super) prev: u64,
     /// Index of the first of this record's extras: `sent` sends, then `counts` deltas.
     pub(super) log_at: u64,
-    pub(super) sent: u32,
-    /// At most the number of model counters, which setup bounds by `u16::MAX`.
-    pub(super) counts: u16,
-    pub(super) committed: bool,
-    /// The handler failed; the error waits in the arena's side table until the event commits
-    /// or rolls back.
-    pub(super) error: bool,
+    /// Its sends, counter deltas and flags, in one word.
+    pub(super) info: Info,
+}
+
+/// A record's sends (bits 0–31), counter deltas (32–47: at most the number of model counters,
+/// which setup bounds by `u16::MAX`), `committed` (48) and `error` (49: the handler failed;
+/// the error waits in the arena's side table until the event commits or rolls back). Bit 63
+/// is always set: the niche that keeps `Option<Rec>` at the record's size. One word computed
+/// in a register: as four narrow fields, the record's copy into its slot read them back wide
+/// from the stack (a store-forwarding stall per event).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(super) struct Info(NonZeroU64);
+
+const COMMITTED: u64 = 1 << 48;
+const ERROR: u64 = 1 << 49;
+const SET: u64 = 1 << 63;
+
+impl Info {
+    #[inline(always)]
+    pub(super) fn new(sent: u32, counts: u16, error: bool) -> Self {
+        let w = SET | u64::from(sent) | u64::from(counts) << 32 | u64::from(error) * ERROR;
+        Info(NonZeroU64::new(w).expect("bit 63 is set"))
+    }
+
+    #[inline(always)]
+    pub(super) fn sent(self) -> u32 {
+        self.0.get() as u32
+    }
+
+    #[inline(always)]
+    pub(super) fn counts(self) -> u16 {
+        (self.0.get() >> 32) as u16
+    }
+
+    #[inline(always)]
+    pub(super) fn committed(self) -> bool {
+        self.0.get() & COMMITTED != 0
+    }
+
+    #[inline(always)]
+    pub(super) fn error(self) -> bool {
+        self.0.get() & ERROR != 0
+    }
+
+    #[inline(always)]
+    fn with(self, bit: u64, on: bool) -> Self {
+        let w = if on {
+            self.0.get() | bit
+        } else {
+            self.0.get() & !bit
+        };
+        Info(NonZeroU64::new(w | SET).expect("bit 63 is set"))
+    }
 }
 
 /// A send or a counter delta of a processed event, in processing order.
@@ -114,7 +159,7 @@ impl<P> History<P> {
     #[inline(always)]
     pub(super) fn push(&mut self, rec: Rec<P>, error: Option<Box<ModelError>>) -> u64 {
         let seq = self.next_seq();
-        debug_assert_eq!(rec.error, error.is_some());
+        debug_assert_eq!(rec.info.error(), error.is_some());
         if let Some(e) = error {
             self.errors.insert(seq, e);
         }
@@ -137,7 +182,7 @@ impl<P> History<P> {
         let rec = self.slots[(seq - self.front) as usize]
             .take()
             .expect("a record in its slot");
-        if rec.error {
+        if rec.info.error() {
             self.errors.remove(&seq);
         }
         self.live -= 1;
@@ -168,27 +213,27 @@ impl<P> History<P> {
             let Some(rec) = &mut self.slots[i] else {
                 continue;
             };
-            if rec.committed {
+            if rec.info.committed() {
                 continue;
             }
-            if rec.ev.ev.time >= g {
+            if rec.ev.time >= g {
                 first_left.get_or_insert(i);
                 continue;
             }
             let seq = self.front + i as u64;
-            if rec.error {
+            if rec.info.error() {
                 let e = self
                     .errors
                     .remove(&seq)
                     .expect("an error for a failed record");
-                rec.error = false;
+                rec.info = rec.info.with(ERROR, false);
                 return Err(on_error(rec, e));
             }
-            rec.committed = true;
+            rec.info = rec.info.with(COMMITTED, true);
             n += 1;
             let from = (rec.log_at - self.log_front) as usize;
-            let counts =
-                from + rec.sent as usize..from + rec.sent as usize + usize::from(rec.counts);
+            let sent = rec.info.sent() as usize;
+            let counts = from + sent..from + sent + usize::from(rec.info.counts());
             if commit(rec, self.log.range(counts))? {
                 self.slots[i] = None;
                 self.live -= 1;
@@ -203,7 +248,7 @@ impl<P> History<P> {
     pub(super) fn free_front(&mut self, mut f: impl FnMut(Rec<P>)) {
         while let Some(slot) = self.slots.front_mut() {
             match slot {
-                Some(rec) if !rec.committed => break,
+                Some(rec) if !rec.info.committed() => break,
                 Some(_) => {
                     let rec = slot.take().expect("a committed record");
                     self.live -= 1;
@@ -251,9 +296,13 @@ impl<P> History<P> {
         }
     }
 
-    /// Visits the uncommitted records in arena order (at the end of a run).
-    pub(super) fn uncommitted(&self) -> impl Iterator<Item = &Rec<P>> {
-        self.slots.iter().flatten().filter(|r| !r.committed)
+    /// Visits the uncommitted records newest first (at the end of a run).
+    pub(super) fn uncommitted_newest_first(&self) -> impl Iterator<Item = &Rec<P>> {
+        self.slots
+            .iter()
+            .rev()
+            .flatten()
+            .filter(|r| !r.info.committed())
     }
 }
 

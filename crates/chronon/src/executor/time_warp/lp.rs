@@ -2,81 +2,74 @@
 //! messages between workers, the processed-event records, and the LP's history.
 
 use std::cmp::Ordering;
-use std::collections::VecDeque;
+use std::collections::{HashMap, VecDeque};
+use std::hash::BuildHasherDefault;
 
+use super::shared::IdHasher;
 use crate::event::{Event, EventKey, Keyed};
 use crate::fingerprint::LpDigest;
-use crate::model::{LpId, LpMeta};
+use crate::model::{LpId, LpMeta, Time};
 
-/// An event as Time Warp moves it: the engine's event, a run-unique id (what an anti-message
-/// names), and the *order stack* that places it in the sequential executor's order.
+/// Bit 63 of an event id: the event is *stacked* (its order stack, below, has more than one
+/// key). Ids are `worker << 48 | n` with fewer than 2^15 workers, so the bit is free.
+pub(crate) const STACKED: u64 = 1 << 63;
+
+/// An event as Time Warp moves it: a flat 32-byte entry (for an empty payload, as the
+/// sequential executor's `Event`) holding a run-unique id (what an anti-message names) and
+/// the key that orders it in the pending set.
 ///
 /// The sequential executor pops a priority queue by key, so an event sent with zero delay and a
 /// smaller key than its sender's event runs right after it, not before. Its position is the
-/// stack `V(e)`: `V(e) = [key(e)]` when `key(e)` exceeds the head of its parent's stack,
-/// otherwise the parent's stack cut at the first entry `<= key(e)`, with `key(e)` appended. The
-/// sequential pop order is the lexicographic order of these stacks (see README.md); `stack` is
-/// `None` for the common one-entry case.
+/// *order stack* `V(e)`: `V(e) = [key(e)]` when `key(e)` exceeds the head of its parent's
+/// stack, otherwise the parent's stack cut at the first entry `<= key(e)`, with `key(e)`
+/// appended. The sequential pop order is the lexicographic order of these stacks (see
+/// README.md). For the common one-key stack the entry's `(time, src, seq)` is the event's own
+/// key. A *stacked* event (id bit [`STACKED`]) carries the **head** of its stack in
+/// `(time, src, seq)` instead (every key of a stack has the event's time), so that the pending
+/// set orders every entry by its own fields; its stack, whose last key is its own, lives in
+/// the worker's side table ([`Orders`]) and travels beside the entry in a [`Msg`].
 #[derive(Debug)]
 pub(crate) struct TwEvent<P> {
-    pub(crate) ev: Event<P>,
+    pub(crate) time: Time,
+    /// Own send counter, or the stack head's for a stacked event.
+    pub(crate) seq: u64,
     pub(crate) id: u64,
-    /// A thin pointer (8 bytes), where `Box<[EventKey]>` would take 16 in every event.
-    #[allow(clippy::box_collection)]
-    pub(crate) stack: Option<Box<Vec<EventKey>>>,
+    /// Own sender, or the stack head's for a stacked event.
+    pub(crate) src: LpId,
+    pub(crate) dst: LpId,
+    pub(crate) payload: P,
 }
 
 impl<P> TwEvent<P> {
-    /// The head of the order stack (its time is the event's time).
+    /// A plain (one-key) entry for `e` with id `id`.
+    #[inline(always)]
+    pub(crate) fn plain(e: Event<P>, id: u64) -> Self {
+        debug_assert_eq!(id & STACKED, 0, "ids below 2^63");
+        TwEvent {
+            time: e.time,
+            seq: e.seq,
+            id,
+            src: e.src,
+            dst: e.dst,
+            payload: e.payload,
+        }
+    }
+
+    /// The head of the order stack (its time is the event's time): what the pending set
+    /// orders by; the event's own key unless it is stacked.
     #[inline(always)]
     pub(crate) fn head(&self) -> EventKey {
-        match &self.stack {
-            None => self.ev.key(),
-            Some(s) => s[0],
+        EventKey {
+            time: self.time,
+            seq: self.seq,
+            src: self.src,
         }
     }
 
-    /// The sequential executor's order between two events.
-    #[inline]
-    pub(crate) fn order(&self, other: &Self) -> Ordering {
-        match (&self.stack, &other.stack) {
-            (None, None) => self.ev.key().cmp(&other.ev.key()),
-            _ => {
-                let (ka, kb) = (self.ev.key(), other.ev.key());
-                let a: &[EventKey] = self
-                    .stack
-                    .as_deref()
-                    .map_or(std::slice::from_ref(&ka), |v| v);
-                let b: &[EventKey] = other
-                    .stack
-                    .as_deref()
-                    .map_or(std::slice::from_ref(&kb), |v| v);
-                a.cmp(b)
-            }
-        }
-    }
-
-    /// The order stack of an event with key `child` sent while this event runs.
-    #[inline]
-    #[allow(clippy::box_collection)]
-    pub(crate) fn child_stack(&self, child: EventKey) -> Option<Box<Vec<EventKey>>> {
-        let head = self.head();
-        if child > head {
-            return None;
-        }
-        let key = self.ev.key();
-        let parent: &[EventKey] = self
-            .stack
-            .as_deref()
-            .map_or(std::slice::from_ref(&key), |v| v);
-        let cut = parent
-            .iter()
-            .position(|k| *k <= child)
-            .unwrap_or(parent.len());
-        let mut s = Vec::with_capacity(cut + 1);
-        s.extend_from_slice(&parent[..cut]);
-        s.push(child);
-        Some(Box::new(s))
+    /// Whether the order stack has more than one key (then it is in the side table).
+    #[inline(always)]
+    pub(crate) fn stacked(&self) -> bool {
+        self.id & STACKED != 0
     }
 }
 
@@ -86,6 +79,146 @@ impl<P> Keyed for TwEvent<P> {
     #[inline(always)]
     fn key(&self) -> EventKey {
         self.head()
+    }
+}
+
+/// An order stack of two or more keys, head first, the event's own key last.
+pub(crate) type Stack = Vec<EventKey>;
+
+/// A worker's side table of order stacks: one per stacked event this worker holds (pending,
+/// processed and not yet committed, or in a suspended context). An entry is inserted where the
+/// event enters the worker (sent by one of its LPs, or received) and removed where the event
+/// leaves Time Warp here: committed (fossil collection), cancelled, or annihilated.
+#[derive(Debug, Default)]
+pub(crate) struct Orders {
+    map: HashMap<u64, Stack, BuildHasherDefault<IdHasher>>,
+    /// Keys allocated for the stacks held (their capacities).
+    keys: usize,
+}
+
+impl Orders {
+    /// The order stack of `e` (`own` holds its one key when it is plain).
+    #[inline]
+    fn stack<'a, P>(&'a self, e: &TwEvent<P>, own: &'a EventKey) -> &'a [EventKey] {
+        if e.stacked() {
+            if let Some(s) = self.map.get(&e.id) {
+                return s;
+            }
+            debug_assert!(false, "a stacked event without its stack");
+        }
+        std::slice::from_ref(own)
+    }
+
+    /// The event's own key (what the fingerprint folds and sends are numbered after).
+    #[inline(always)]
+    pub(crate) fn key<P>(&self, e: &TwEvent<P>) -> EventKey {
+        if e.stacked() {
+            return self.own_key(e.id).unwrap_or_else(|| e.head());
+        }
+        e.head()
+    }
+
+    #[cold]
+    #[inline(never)]
+    fn own_key(&self, id: u64) -> Option<EventKey> {
+        let k = self.map.get(&id).and_then(|s| s.last().copied());
+        debug_assert!(k.is_some(), "a stacked event without its stack");
+        k
+    }
+
+    /// The sequential executor's order between two events.
+    #[inline]
+    pub(crate) fn order<P>(&self, a: &TwEvent<P>, b: &TwEvent<P>) -> Ordering {
+        if !a.stacked() && !b.stacked() {
+            return a.head().cmp(&b.head());
+        }
+        let (ka, kb) = (a.head(), b.head());
+        self.stack(a, &ka).cmp(self.stack(b, &kb))
+    }
+
+    /// The entry for `child`, sent with id `id` while `parent` runs, and its order stack if it
+    /// is stacked (for the side table of the worker that will hold it). The common case (the
+    /// child sorts after its parent's head) is inlined; it returns in registers.
+    #[inline(always)]
+    pub(crate) fn child<P>(
+        &self,
+        parent: &TwEvent<P>,
+        child: Event<P>,
+        id: u64,
+    ) -> (TwEvent<P>, Option<Box<Stack>>) {
+        if child.key() > parent.head() {
+            return (TwEvent::plain(child, id), None);
+        }
+        self.child_stacked(parent, child, id)
+    }
+
+    #[cold]
+    #[inline(never)]
+    fn child_stacked<P>(
+        &self,
+        parent: &TwEvent<P>,
+        child: Event<P>,
+        id: u64,
+    ) -> (TwEvent<P>, Option<Box<Stack>>) {
+        let key = child.key();
+        let own = parent.head();
+        let stack = self.stack(parent, &own);
+        let cut = stack.iter().position(|k| *k <= key).unwrap_or(stack.len());
+        if cut == 0 {
+            return (TwEvent::plain(child, id), None);
+        }
+        let mut s = Vec::with_capacity(cut + 1);
+        s.extend_from_slice(&stack[..cut]);
+        s.push(key);
+        let h = s[0];
+        let e = TwEvent {
+            time: child.time,
+            seq: h.seq,
+            id: id | STACKED,
+            src: h.src,
+            dst: child.dst,
+            payload: child.payload,
+        };
+        (e, Some(Box::new(s)))
+    }
+
+    /// Keeps the order stack of the stacked event `id`.
+    #[inline]
+    pub(crate) fn insert(&mut self, id: u64, stack: Box<Stack>) {
+        debug_assert!(id & STACKED != 0 && stack.len() > 1);
+        self.keys += stack.capacity();
+        if let Some(old) = self.map.insert(id, *stack) {
+            self.keys -= old.capacity();
+        }
+    }
+
+    /// Forgets the order stack of `e` (it leaves this worker), returning it.
+    #[inline(always)]
+    pub(crate) fn remove<P>(&mut self, e: &TwEvent<P>) -> Option<Box<Stack>> {
+        if !e.stacked() {
+            return None;
+        }
+        self.remove_stacked(e.id)
+    }
+
+    #[cold]
+    #[inline(never)]
+    fn remove_stacked(&mut self, id: u64) -> Option<Box<Stack>> {
+        let s = self.map.remove(&id)?;
+        self.keys -= s.capacity();
+        Some(Box::new(s))
+    }
+
+    /// Stacks held.
+    #[cfg(test)]
+    pub(crate) fn len(&self) -> usize {
+        self.map.len()
+    }
+
+    /// Bytes allocated for the table and its stacks (the memory figures).
+    pub(crate) fn bytes(&self) -> u64 {
+        let slot = std::mem::size_of::<(u64, Stack)>() + 1;
+        (self.map.capacity() * slot + self.keys * std::mem::size_of::<EventKey>()) as u64
     }
 }
 
@@ -100,7 +233,9 @@ pub(crate) struct Anti {
 /// What workers send each other through their mailboxes (the bottom-half queues).
 #[derive(Debug)]
 pub(crate) enum Msg<P> {
-    Event(TwEvent<P>),
+    /// An event, with its order stack when it is stacked.
+    #[allow(clippy::box_collection)] // a thin pointer: the common `None` costs 8 bytes
+    Event(TwEvent<P>, Option<Box<Stack>>),
     Anti(Anti),
 }
 
@@ -108,7 +243,7 @@ impl<P> Keyed for Msg<P> {
     #[inline(always)]
     fn key(&self) -> EventKey {
         match self {
-            Msg::Event(e) => e.head(),
+            Msg::Event(e, _) => e.head(),
             Msg::Anti(a) => a.key,
         }
     }
@@ -178,34 +313,51 @@ pub(crate) struct TwCold<S, P> {
 mod tests {
     use super::*;
 
-    fn ev(time: f64, src: u32, seq: u64, stack: Option<Vec<EventKey>>) -> TwEvent<()> {
-        TwEvent {
-            ev: Event::new(EventKey { time, src, seq }, 0, ()),
-            id: 0,
-            stack: stack.map(Box::new),
-        }
-    }
-
     fn k(time: f64, src: u32) -> EventKey {
         EventKey { time, src, seq: 0 }
     }
 
+    /// The entry for an event with key `key` sent while `parent` runs, its stack kept.
+    fn send(o: &mut Orders, parent: &TwEvent<()>, key: EventKey, id: u64) -> TwEvent<()> {
+        let (e, stack) = o.child(parent, Event::new(key, 0, ()), id);
+        if let Some(s) = stack {
+            o.insert(e.id, s);
+        }
+        e
+    }
+
     #[test]
     fn zero_delay_children_follow_their_parent() {
+        let mut o = Orders::default();
         // Parent (1, src 7) sends (1, src 4) and (1, src 5) with zero delay; then (1, src 4)
-        // sends (1, src 3) and (1, src 4.8 ~ src 6 below 7).
-        let a = ev(1.0, 7, 0, None);
-        let b2 = ev(1.0, 4, 0, a.child_stack(k(1.0, 4)).map(|b| *b));
-        let b1 = ev(1.0, 5, 0, a.child_stack(k(1.0, 5)).map(|b| *b));
-        let c = ev(1.0, 3, 0, b2.child_stack(k(1.0, 3)).map(|b| *b));
-        let kk = ev(1.0, 6, 0, b2.child_stack(k(1.0, 6)).map(|b| *b));
-        let later = ev(2.0, 0, 0, a.child_stack(k(2.0, 0)).map(|b| *b));
-        assert!(later.stack.is_none());
+        // sends (1, src 3) and (1, src 6) (below 7).
+        let a = TwEvent::plain(Event::new(k(1.0, 7), 0, ()), 1);
+        let b2 = send(&mut o, &a, k(1.0, 4), 2);
+        let b1 = send(&mut o, &a, k(1.0, 5), 3);
+        let c = send(&mut o, &b2, k(1.0, 3), 4);
+        let kk = send(&mut o, &b2, k(1.0, 6), 5);
+        let later = send(&mut o, &a, k(2.0, 0), 6);
+        assert!(!later.stacked() && !a.stacked());
+        assert!(b2.stacked() && b1.stacked() && c.stacked() && kk.stacked());
         let order = [&a, &b2, &c, &b1, &kk, &later];
         for w in order.windows(2) {
-            assert_eq!(w[0].order(w[1]), Ordering::Less);
+            assert_eq!(o.order(w[0], w[1]), Ordering::Less);
         }
-        assert_eq!(kk.stack.as_deref(), Some(&vec![k(1.0, 7), k(1.0, 6)]));
+        // Every stacked entry carries its head; the table knows its own key.
+        assert_eq!(kk.head(), k(1.0, 7));
         assert_eq!(c.head(), k(1.0, 7));
+        assert_eq!(o.key(&kk), k(1.0, 6));
+        assert_eq!(o.key(&c), k(1.0, 3));
+        assert_eq!(o.key(&later), k(2.0, 0));
+        assert_eq!(o.len(), 4);
+        assert_eq!(o.remove(&kk).as_deref(), Some(&vec![k(1.0, 7), k(1.0, 6)]));
+        assert!(o.remove(&later).is_none());
+        assert_eq!(o.len(), 3);
+    }
+
+    #[test]
+    fn an_entry_is_32_bytes_for_an_empty_payload() {
+        assert_eq!(std::mem::size_of::<TwEvent<()>>(), 32);
+        assert_eq!(std::mem::size_of::<TwEvent<u64>>(), 40);
     }
 }

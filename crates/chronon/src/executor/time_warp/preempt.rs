@@ -137,7 +137,7 @@ impl<'s, M: Model, Q: PendingSet<TwEvent<M::Event>>> Worker<'s, '_, M, Q> {
             _ => false,
         };
         let t = if take_job {
-            job.map_or(qt, |j| self.jobs[j].ev.ev.time)
+            job.map_or(qt, |j| self.jobs[j].ev.time)
         } else {
             qt
         };
@@ -152,9 +152,9 @@ impl<'s, M: Model, Q: PendingSet<TwEvent<M::Event>>> Worker<'s, '_, M, Q> {
         let Some(ev) = self.queue.pop() else {
             return Ok(false);
         };
-        let li = self.sh.local_of(ev.ev.dst);
+        let li = self.sh.local_of(ev.dst);
         if let Some(j) = self.jobs.iter().position(|j| j.li == li) {
-            if ev.order(&self.jobs[j].ev) == std::cmp::Ordering::Less {
+            if self.orders.order(&ev, &self.jobs[j].ev) == std::cmp::Ordering::Less {
                 // Earlier than the suspended event of its LP: that context saw a state this
                 // event changes. Drop it; its event is pending again.
                 let job = self.jobs.swap_remove(j);
@@ -180,7 +180,9 @@ impl<'s, M: Model, Q: PendingSet<TwEvent<M::Event>>> Worker<'s, '_, M, Q> {
     fn earliest_job(&self) -> Option<usize> {
         let mut best: Option<usize> = None;
         for (i, j) in self.jobs.iter().enumerate() {
-            if best.is_none_or(|b| j.ev.order(&self.jobs[b].ev) == std::cmp::Ordering::Less) {
+            if best.is_none_or(|b| {
+                self.orders.order(&j.ev, &self.jobs[b].ev) == std::cmp::Ordering::Less
+            }) {
                 best = Some(i);
             }
         }
@@ -192,7 +194,7 @@ impl<'s, M: Model, Q: PendingSet<TwEvent<M::Event>>> Worker<'s, '_, M, Q> {
     pub(super) fn suspended_min(&self) -> Time {
         self.jobs
             .iter()
-            .map(|j| j.ev.ev.time)
+            .map(|j| j.ev.time)
             .fold(Time::INFINITY, Time::min)
     }
 
@@ -235,8 +237,8 @@ impl<'s, M: Model, Q: PendingSet<TwEvent<M::Event>>> Worker<'s, '_, M, Q> {
             let sw = Switch::new(&register, y, flag);
             {
                 let mut ctx = Ctx::new(
-                    event.ev.time,
-                    event.ev.dst,
+                    event.time,
+                    event.dst,
                     sh.n,
                     sh.lookahead,
                     &mut p.meta,
@@ -245,7 +247,7 @@ impl<'s, M: Model, Q: PendingSet<TwEvent<M::Event>>> Worker<'s, '_, M, Q> {
                     &mut p.err,
                 );
                 ctx.set_switch(&sw);
-                sh.model.on_event(&mut p.state, &event.ev.payload, &mut ctx);
+                sh.model.on_event(&mut p.state, &event.payload, &mut ctx);
             }
             p.checks = sw.checks();
             p.returns = sw.returns();
@@ -274,7 +276,7 @@ impl<'s, M: Model, Q: PendingSet<TwEvent<M::Event>>> Worker<'s, '_, M, Q> {
             self.pstats.resumed += 1;
         }
         // A panic inside the context propagates out of `resume` and names this LP and time.
-        self.current = (job.ev.ev.dst, job.ev.ev.time);
+        self.current = (job.ev.dst, job.ev.time);
         self.unpause_ticks();
         let t0 = self.ticker.as_ref().map(|_| {
             // Ticks that came in platform mode change nothing.
@@ -359,6 +361,7 @@ impl<'s, M: Model, Q: PendingSet<TwEvent<M::Event>>> Worker<'s, '_, M, Q> {
             self.pstats.restores += 1;
         }
         if !self.cancelled.is_empty() && self.cancelled.remove(&ev.id) {
+            self.orders.remove(&ev);
             return Ok(());
         }
         self.queue.push(ev);

@@ -312,7 +312,7 @@ pub(super) fn pending_at_end<P: Send + 'static, Q: PendingSet<TwEvent<P>>>(
 ) -> u64 {
     let mut ids = Vec::new();
     wires.leftovers(w, |m| match m {
-        Msg::Event(e) => ids.push(e.id),
+        Msg::Event(e, _) => ids.push(e.id),
         Msg::Anti(a) => {
             cancelled.insert(a.id);
         }

@@ -5,7 +5,7 @@ use super::lp::{Anti, Msg, TwEvent};
 use super::shared::Saving;
 use super::worker::Worker;
 use crate::error::SimError;
-use crate::event::{EventKey, Keyed};
+use crate::event::EventKey;
 use crate::model::{Ctx, Model, ReverseCtx};
 use crate::queue::PendingSet;
 
@@ -28,7 +28,7 @@ impl<M: Model, Q: PendingSet<TwEvent<M::Event>>> Worker<'_, '_, M, Q> {
         let (mut seq, mut number) = (lp.last, lp.next);
         while let Some(r) = self.history.get(seq) {
             number -= 1;
-            if r.committed || r.ev.ev.time < a.key.time {
+            if r.info.committed() || r.ev.time < a.key.time {
                 break;
             }
             if r.ev.id == a.id {
@@ -68,9 +68,9 @@ impl<M: Model, Q: PendingSet<TwEvent<M::Event>>> Worker<'_, '_, M, Q> {
         let me = lp.id;
         while lp.next > at {
             let d = self.history.take(lp.last);
-            debug_assert!(!d.committed, "a rollback below the commit point");
+            debug_assert!(!d.info.committed(), "a rollback below the commit point");
             // Send k carried the send counter `meta.seq + k`.
-            for k in 0..d.sent {
+            for k in 0..d.info.sent() {
                 let Extra::Sent(s) = self.history.extra(d.log_at + u64::from(k)) else {
                     unreachable!("a record's sends come first among its extras");
                 };
@@ -92,26 +92,25 @@ impl<M: Model, Q: PendingSet<TwEvent<M::Event>>> Worker<'_, '_, M, Q> {
                 self.stats.antis += 1;
             }
             if sh.saving == Saving::Reverse {
-                self.current = (me, d.ev.ev.time);
-                let rctx = ReverseCtx {
-                    me,
-                    now: d.ev.ev.time,
-                };
-                sh.model.reverse(&mut lp.state, &d.ev.ev.payload, &rctx);
+                self.current = (me, d.ev.time);
+                let rctx = ReverseCtx { me, now: d.ev.time };
+                sh.model.reverse(&mut lp.state, &d.ev.payload, &rctx);
             }
             lp.meta = d.meta;
-            lp.digest = d.digest;
+            lp.digest.uncommit(&self.orders.key(&d.ev));
             lp.last = d.prev;
             lp.next -= 1;
             self.stats.rolled_back += 1;
             if Some(d.ev.id) != annihilate {
                 self.queue.push(d.ev);
+            } else {
+                self.orders.remove(&d.ev);
             }
         }
         match self.history.get(lp.last) {
             Some(d) => {
-                lp.last_key = d.ev.ev.key();
-                lp.last_plain = d.ev.stack.is_none();
+                lp.last_key = self.orders.key(&d.ev);
+                lp.last_plain = !d.ev.stacked();
             }
             None => {
                 // Only committed events (or none) precede: nothing new sorts before them.
@@ -153,7 +152,7 @@ impl<M: Model, Q: PendingSet<TwEvent<M::Event>>> Worker<'_, '_, M, Q> {
                 .rev()
                 .map(|&s| &self.history.get(s).expect("a record to coast over").ev);
             for ev in from_log.chain(from_arena) {
-                let now = ev.ev.time;
+                let now = ev.time;
                 self.current = (me, now);
                 {
                     let mut ctx = Ctx::new(
@@ -166,7 +165,7 @@ impl<M: Model, Q: PendingSet<TwEvent<M::Event>>> Worker<'_, '_, M, Q> {
                         &mut self.coast_scratch,
                         &mut self.err,
                     );
-                    sh.model.on_event(&mut lp.state, &ev.ev.payload, &mut ctx);
+                    sh.model.on_event(&mut lp.state, &ev.payload, &mut ctx);
                 }
                 // What a coasted event sends and counts was recorded when it first ran.
                 self.coast_out.clear();

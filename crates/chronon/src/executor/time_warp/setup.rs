@@ -193,11 +193,7 @@ pub(super) fn build<'a, M: Model, Q: PendingSet<TwEvent<M::Event>>>(
     let slots = init_lps_with(model, cfg, &mut counters, |ev| {
         let o = owner[ev.dst as usize];
         if is_mine(o) {
-            queues[o as usize - base].push(TwEvent {
-                ev,
-                id: init_ids + initial,
-                stack: None,
-            });
+            queues[o as usize - base].push(TwEvent::plain(ev, init_ids + initial));
             mine_initial += 1;
         }
         initial += 1;

@@ -31,7 +31,7 @@ use std::time::Duration;
 use super::gvt::GvtRegisters;
 use super::lp::{Anti, Msg, TwEvent};
 use crate::comm::Batch;
-use crate::event::{Event, EventKey, Keyed};
+use crate::event::{EventKey, Keyed};
 use crate::shm::safe::deep_copy;
 use crate::shm::{init_ring, ring_bytes, Consumer, Control, Producer, Segment, ShmSafe};
 
@@ -49,8 +49,7 @@ pub(super) enum Wire<P> {
     Key(EventKey),
     /// A positive event; `keys` records before it hold its order stack (0: none).
     Event {
-        ev: Event<P>,
-        id: u64,
+        ev: TwEvent<P>,
         keys: u32,
     },
     Anti(Anti),
@@ -125,12 +124,12 @@ struct Ends<P> {
 fn decode<P>(keys: &mut Vec<EventKey>, r: Rec<P>, f: &mut impl FnMut(Msg<P>)) {
     match r.0 {
         Wire::Key(k) => keys.push(k),
-        Wire::Event { ev, id, keys: n } => {
+        Wire::Event { ev, keys: n } => {
             let stack = (n > 0).then(|| {
                 debug_assert_eq!(keys.len(), n as usize, "an order stack arrived torn");
                 Box::new(std::mem::take(keys))
             });
-            f(Msg::Event(TwEvent { ev, id, stack }));
+            f(Msg::Event(ev, stack));
         }
         Wire::Anti(a) => f(Msg::Anti(a)),
     }
@@ -175,8 +174,8 @@ pub(super) struct ShmWires<P> {
     /// Events that could not be sent because the run was over (aborted, or GVT at the end:
     /// then they are at or after the end), counted as pending at the end.
     unsent: AtomicU64,
-    /// The copy transport: `deep_copy` of an event (set by `attach`, where `P: ShmSafe`).
-    copy: Option<fn(Event<P>) -> Event<P>>,
+    /// The copy transport: `deep_copy` of a payload (set by `attach`, where `P: ShmSafe`).
+    copy: Option<fn(P) -> P>,
 }
 
 impl<P> std::fmt::Debug for ShmWires<P> {
@@ -275,7 +274,7 @@ impl<P: Send + 'static> ShmWires<P> {
                 base,
                 ends,
                 unsent: AtomicU64::new(0),
-                copy: copy.then_some(deep_copy::<Event<P>> as fn(Event<P>) -> Event<P>),
+                copy: copy.then_some(deep_copy::<P> as fn(P) -> P),
             },
             gvt,
         ))
@@ -311,9 +310,9 @@ impl<P: Send + 'static> ShmWires<P> {
     fn copied(&self, mut f: impl FnMut(Msg<P>)) -> impl FnMut(Msg<P>) {
         let copy = self.copy;
         move |m| match (m, copy) {
-            (Msg::Event(mut e), Some(c)) => {
-                e.ev = c(e.ev);
-                f(Msg::Event(e))
+            (Msg::Event(mut e, stack), Some(c)) => {
+                e.payload = c(e.payload);
+                f(Msg::Event(e, stack))
             }
             (m, _) => f(m),
         }
@@ -369,8 +368,8 @@ impl<P: Send + 'static> ShmWires<P> {
             b.drain_into(&mut |m| {
                 min = min.min(m.key().time);
                 match m {
-                    Msg::Event(e) => {
-                        let keys = match e.stack {
+                    Msg::Event(mut e, stack) => {
+                        let keys = match stack {
                             Some(s) => {
                                 let n = s.len() as u32;
                                 recs.extend(s.iter().map(|k| Rec(Wire::Key(*k))));
@@ -378,14 +377,10 @@ impl<P: Send + 'static> ShmWires<P> {
                             }
                             None => 0,
                         };
-                        recs.push(Rec(Wire::Event {
-                            ev: match self.copy {
-                                Some(c) => c(e.ev),
-                                None => e.ev,
-                            },
-                            id: e.id,
-                            keys,
-                        }));
+                        if let Some(c) = self.copy {
+                            e.payload = c(e.payload);
+                        }
+                        recs.push(Rec(Wire::Event { ev: e, keys }));
                     }
                     Msg::Anti(a) => recs.push(Rec(Wire::Anti(a))),
                 }
@@ -449,18 +444,15 @@ mod tests {
     }
 
     fn event(time: f64, id: u64, stack: Option<Vec<EventKey>>) -> Msg<u64> {
-        Msg::Event(TwEvent {
-            ev: Event {
-                time,
-                seq: id,
-                src: 0,
-                dst: 1,
-                tag: 0,
-                payload: id * 10,
-            },
+        let ev = TwEvent {
+            time,
+            seq: id,
             id,
-            stack: stack.map(Box::new),
-        })
+            src: 0,
+            dst: 1,
+            payload: id * 10,
+        };
+        Msg::Event(ev, stack.map(Box::new))
     }
 
     fn send(w: &ShmWires<u64>, me: usize, to: usize, msgs: Vec<Msg<u64>>) -> f64 {
@@ -497,10 +489,10 @@ mod tests {
         b.receive(1, |m| got.push(m));
         assert_eq!(got.len(), 3);
         match (&got[0], &got[1], &got[2]) {
-            (Msg::Event(e1), Msg::Event(e2), Msg::Anti(x)) => {
-                assert_eq!((e1.id, e1.ev.payload, e1.stack.is_none()), (1, 10, true));
-                assert_eq!((e2.id, e2.ev.time), (2, 2.0));
-                assert_eq!(e2.stack.as_deref(), Some(&stack));
+            (Msg::Event(e1, s1), Msg::Event(e2, s2), Msg::Anti(x)) => {
+                assert_eq!((e1.id, e1.payload, s1.is_none()), (1, 10, true));
+                assert_eq!((e2.id, e2.time), (2, 2.0));
+                assert_eq!(s2.as_deref(), Some(&stack));
                 assert_eq!(x.id, 1);
             }
             _ => panic!("wrong kinds or order"),
@@ -533,8 +525,8 @@ mod tests {
             assert!(w.end_barrier(me));
             let mut ids = Vec::new();
             w.leftovers(me, |m| match m {
-                Msg::Event(e) => {
-                    assert_eq!(e.stack.is_some(), e.id % 7 == 0);
+                Msg::Event(e, stack) => {
+                    assert_eq!(stack.is_some(), e.id % 7 == 0);
                     ids.push(e.id);
                 }
                 Msg::Anti(_) => panic!("no anti-message was sent"),

@@ -12,7 +12,7 @@
 //! [`Wires::has_mail`] and [`Wires::leftovers`]: an MPI transport fits under the same calls.
 //! The choice is one predictable branch per flush and per receive, none per event.
 
-use super::lp::{Msg, TwEvent};
+use super::lp::{Msg, Stack, TwEvent};
 #[cfg(all(target_os = "linux", not(chronon_loom)))]
 use super::shm_wires::ShmWires;
 
@@ -261,7 +261,7 @@ impl<M: Model, Q: PendingSet<TwEvent<M::Event>>> Worker<'_, '_, M, Q> {
         if sh.wires.has_mail(self.w) {
             let mut result = Ok(());
             sh.wires.receive(self.w, |m| match m {
-                Msg::Event(e) => self.accept(e),
+                Msg::Event(e, stack) => self.accept(e, stack),
                 Msg::Anti(a) => {
                     if let Err(e) = self.annihilate(a) {
                         result = Err(e);
@@ -278,9 +278,13 @@ impl<M: Model, Q: PendingSet<TwEvent<M::Event>>> Worker<'_, '_, M, Q> {
     /// A positive event for one of this worker's LPs: annihilated if its anti-message came
     /// first, otherwise pending.
     #[inline]
-    pub(super) fn accept(&mut self, e: TwEvent<M::Event>) {
+    #[allow(clippy::box_collection)]
+    pub(super) fn accept(&mut self, e: TwEvent<M::Event>, stack: Option<Box<Stack>>) {
         if !self.cancelled.is_empty() && self.cancelled.remove(&e.id) {
             return;
+        }
+        if let Some(s) = stack {
+            self.orders.insert(e.id, s);
         }
         self.queue.push(e);
     }

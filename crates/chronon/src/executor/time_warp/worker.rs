@@ -7,14 +7,14 @@ use std::time::{Duration, Instant};
 
 use crossbeam_utils::Backoff;
 
-use super::history::{Extra, History, Rec};
-use super::lp::{Anti, Checkpoint, Msg, Sent, TwCold, TwEvent, TwLp};
+use super::history::{Extra, History, Info, Rec};
+use super::lp::{Anti, Checkpoint, Msg, Orders, Sent, TwCold, TwEvent, TwLp};
 use super::preempt::{Job, PreemptStats, Ticker};
 use super::report::Stats;
 use super::shared::{prefetch, IdHasher, Saving, Shared, MEMORY_EVERY, POLL_EVERY};
 use super::transport::Endpoint;
 use crate::error::{ModelError, SimError};
-use crate::event::{Event, Keyed};
+use crate::event::{Event, EventKey};
 use crate::model::{Ctx, LpId, LpMeta, Model, ReverseCtx, Time};
 use crate::preempt::ticks::nap;
 use crate::preempt::StackPool;
@@ -47,6 +47,8 @@ pub(super) struct Worker<'s, 'a, M: Model, Q> {
     /// Scratch for coasting forward: arena positions of the records to re-execute.
     pub(super) coast_seqs: Vec<u64>,
     pub(super) queue: Q,
+    /// The order stacks of the stacked events this worker holds (lp.rs).
+    pub(super) orders: Orders,
     pub(super) cancelled: HashSet<u64, BuildHasherDefault<IdHasher>>,
     pub(super) endpoint: Endpoint<M::Event>,
     pub(super) local_antis: Vec<Anti>,
@@ -106,6 +108,7 @@ impl<'s, 'a, M: Model, Q: PendingSet<TwEvent<M::Event>>> Worker<'s, 'a, M, Q> {
             lps,
             cold,
             queue,
+            orders: Orders::default(),
             cancelled: HashSet::default(),
             endpoint: Endpoint::new(w, sh.workers),
             local_antis: Vec::new(),
@@ -265,7 +268,7 @@ impl<'s, 'a, M: Model, Q: PendingSet<TwEvent<M::Event>>> Worker<'s, 'a, M, Q> {
         // The next event's LP record is most likely a cache miss (LPs are touched in
         // timestamp order, all over the table): start loading it while this one runs.
         if let Some(next) = self.queue.peek() {
-            if let Some(lp) = self.lps.get(self.sh.local_of(next.ev.dst)) {
+            if let Some(lp) = self.lps.get(self.sh.local_of(next.dst)) {
                 prefetch(lp);
             }
         }
@@ -297,9 +300,11 @@ impl<'s, 'a, M: Model, Q: PendingSet<TwEvent<M::Event>>> Worker<'s, 'a, M, Q> {
     /// cancelled ones in front of it.
     pub(super) fn live_head(&mut self) -> Time {
         while let Some(head) = self.queue.peek() {
-            let (id, time) = (head.id, head.ev.time);
+            let (id, time) = (head.id, head.time);
             if !self.cancelled.is_empty() && self.cancelled.remove(&id) {
-                self.queue.pop();
+                if let Some(e) = self.queue.pop() {
+                    self.orders.remove(&e);
+                }
                 continue;
             }
             return time;
@@ -316,8 +321,8 @@ impl<'s, 'a, M: Model, Q: PendingSet<TwEvent<M::Event>>> Worker<'s, 'a, M, Q> {
             return Ok(());
         };
         let sh = self.sh;
-        let now = ev.ev.time;
-        let me = ev.ev.dst;
+        let now = ev.time;
+        let me = ev.dst;
         let lp = &mut self.lps[li];
         let meta = lp.meta;
         self.current = (me, now);
@@ -336,7 +341,7 @@ impl<'s, 'a, M: Model, Q: PendingSet<TwEvent<M::Event>>> Worker<'s, 'a, M, Q> {
                 &mut self.scratch,
                 &mut self.err,
             );
-            sh.model.on_event(&mut lp.state, &ev.ev.payload, &mut ctx);
+            sh.model.on_event(&mut lp.state, &ev.payload, &mut ctx);
         }
         self.epilogue(ev, li, meta, before, t0)
     }
@@ -359,24 +364,26 @@ impl<'s, 'a, M: Model, Q: PendingSet<TwEvent<M::Event>>> Worker<'s, 'a, M, Q> {
         ev: &TwEvent<M::Event>,
     ) -> Result<Option<usize>, SimError> {
         let sh = self.sh;
-        let li = sh.local_of(ev.ev.dst);
+        let li = sh.local_of(ev.dst);
         {
             let lp = &self.lps[li];
             // The LP keeps its last key by its state, so the common check does not touch the
             // history (a cache miss per event otherwise).
-            let straggler = if lp.last_plain && ev.stack.is_none() {
-                ev.ev.key() < lp.last_key
+            let straggler = if lp.last_plain && !ev.stacked() {
+                ev.head() < lp.last_key
             } else {
                 self.history
                     .get(lp.last)
-                    .is_some_and(|last| ev.order(&last.ev) == std::cmp::Ordering::Less)
+                    .is_some_and(|last| self.orders.order(ev, &last.ev) == std::cmp::Ordering::Less)
             };
             if straggler {
                 // Undo the records that sort after the straggler (newest first).
                 let mut undo = 0;
                 let mut seq = lp.last;
                 while let Some(r) = self.history.get(seq) {
-                    if r.committed || r.ev.order(ev) != std::cmp::Ordering::Greater {
+                    if r.info.committed()
+                        || self.orders.order(&r.ev, ev) != std::cmp::Ordering::Greater
+                    {
                         break;
                     }
                     undo += 1;
@@ -388,12 +395,13 @@ impl<'s, 'a, M: Model, Q: PendingSet<TwEvent<M::Event>>> Worker<'s, 'a, M, Q> {
                 self.settle()?;
                 if !self.cancelled.is_empty() && self.cancelled.remove(&ev.id) {
                     // The rollback's anti-messages cancelled this very event.
+                    self.orders.remove(ev);
                     self.flush();
                     return Ok(None);
                 }
             }
         }
-        self.horizon = self.horizon.max(ev.ev.time);
+        self.horizon = self.horizon.max(ev.time);
         let lp = &mut self.lps[li];
         if sh.saving == Saving::Copy {
             let cold = &mut self.cold[li];
@@ -429,8 +437,8 @@ impl<'s, 'a, M: Model, Q: PendingSet<TwEvent<M::Event>>> Worker<'s, 'a, M, Q> {
         t0: Option<Instant>,
     ) -> Result<(), SimError> {
         let sh = self.sh;
-        let now = ev.ev.time;
-        let me = ev.ev.dst;
+        let now = ev.time;
+        let me = ev.dst;
         let lp = &mut self.lps[li];
         if sh.links.declared && self.err.is_none() {
             // Deferred like every model error: reported only if this event commits.
@@ -444,7 +452,7 @@ impl<'s, 'a, M: Model, Q: PendingSet<TwEvent<M::Event>>> Worker<'s, 'a, M, Q> {
         if let (Some(eq), Some(before)) = (sh.check_eq, before) {
             let mut undone = lp.state.clone();
             let rctx = ReverseCtx { me, now };
-            sh.model.reverse(&mut undone, &ev.ev.payload, &rctx);
+            sh.model.reverse(&mut undone, &ev.payload, &rctx);
             if !eq(&undone, &before) {
                 return Err(SimError::Model(ModelError {
                     lp: me,
@@ -461,33 +469,57 @@ impl<'s, 'a, M: Model, Q: PendingSet<TwEvent<M::Event>>> Worker<'s, 'a, M, Q> {
         // The record's extras: its sends, then its counter deltas.
         let log_at = self.history.log_next();
         let mut sent = 0u32;
+        let head = ev.head();
         for e in self.out.drain(..) {
-            let id = self.next_id;
+            // Taken apart into scalars, so that the entry is built from registers (moving the
+            // event whole read fields the handler had just written narrower: a store-forwarding
+            // stall per send).
+            let Event {
+                time,
+                seq,
+                src,
+                dst,
+                payload,
+                ..
+            } = e;
+            let key = EventKey { time, seq, src };
+            let mut id = self.next_id;
             self.next_id += 1;
-            let key = e.key();
-            let dst = e.dst;
-            let tw = TwEvent {
-                stack: ev.child_stack(key),
-                ev: e,
-                id,
-            };
             debug_assert_eq!(
-                key.seq,
+                seq,
                 meta.seq + u64::from(sent),
                 "sends are numbered from meta.seq"
             );
-            self.history.push_extra(Extra::Sent(Sent {
-                dst,
-                time: key.time,
-                id,
-            }));
-            sent += 1;
             let o = sh.owner_of(dst);
-            if o == self.w {
-                self.queue.push(tw);
+            if key > head {
+                // The common case: a plain entry.
+                let tw = TwEvent {
+                    time,
+                    seq,
+                    id,
+                    src,
+                    dst,
+                    payload,
+                };
+                if o == self.w {
+                    self.queue.push(tw);
+                } else {
+                    self.endpoint.send(&sh.wires, o, Msg::Event(tw, None));
+                }
             } else {
-                self.endpoint.send(&sh.wires, o, Msg::Event(tw));
+                let (tw, stack) = self.orders.child(&ev, Event::new(key, dst, payload), id);
+                id = tw.id;
+                if o == self.w {
+                    if let Some(s) = stack {
+                        self.orders.insert(id, s);
+                    }
+                    self.queue.push(tw);
+                } else {
+                    self.endpoint.send(&sh.wires, o, Msg::Event(tw, stack));
+                }
             }
+            self.history.push_extra(Extra::Sent(Sent { dst, time, id }));
+            sent += 1;
         }
         let mut counts = 0u16;
         for (i, c) in self.scratch.iter_mut().enumerate() {
@@ -497,22 +529,17 @@ impl<'s, 'a, M: Model, Q: PendingSet<TwEvent<M::Event>>> Worker<'s, 'a, M, Q> {
                 counts += 1;
             }
         }
-        lp.last_key = ev.ev.key();
-        lp.last_plain = ev.stack.is_none();
-        let digest = lp.digest;
+        lp.last_key = self.orders.key(&ev);
+        lp.last_plain = !ev.stacked();
         lp.digest.commit(&lp.last_key);
         let is_error = error.is_some();
         lp.last = self.history.push(
             Rec {
                 ev,
                 meta,
-                digest,
                 prev: lp.last,
                 log_at,
-                sent,
-                counts,
-                committed: false,
-                error: is_error,
+                info: Info::new(sent, counts, is_error),
             },
             error,
         );

@@ -36,8 +36,8 @@ struct RefRec {
 
 fn record(lp: u32, time: f64, id: u64, prev: u64, log_at: u64, sent: u32) -> Rec<u32> {
     Rec {
-        ev: TwEvent {
-            ev: Event::new(
+        ev: TwEvent::plain(
+            Event::new(
                 EventKey {
                     time,
                     src: 0,
@@ -47,16 +47,11 @@ fn record(lp: u32, time: f64, id: u64, prev: u64, log_at: u64, sent: u32) -> Rec
                 0,
             ),
             id,
-            stack: None,
-        },
+        ),
         meta: LpMeta::new(1, lp),
-        digest: LpDigest::default(),
         prev,
         log_at,
-        sent,
-        counts: 1,
-        committed: false,
-        error: false,
+        info: Info::new(sent, 1, false),
     }
 }
 
@@ -64,7 +59,7 @@ fn record(lp: u32, time: f64, id: u64, prev: u64, log_at: u64, sent: u32) -> Rec
 fn chain(h: &History<u32>, mut seq: u64) -> Vec<u64> {
     let mut ids = Vec::new();
     while let Some(r) = h.get(seq) {
-        if r.committed {
+        if r.info.committed() {
             break;
         }
         ids.push(r.ev.id);
@@ -115,7 +110,7 @@ fn run(ops: Vec<Op>, lps: usize, drop_at_commit: bool) -> Result<(), TestCaseErr
                     let Some(want) = pending[lp].pop() else { break };
                     let r = h.take(last[lp]);
                     prop_assert_eq!(r.ev.id, want.id);
-                    let sends: Vec<u64> = (0..u64::from(r.sent))
+                    let sends: Vec<u64> = (0..u64::from(r.info.sent()))
                         .map(|i| match h.extra(r.log_at + i) {
                             Extra::Sent(s) => s.id,
                             Extra::Count(..) => u64::MAX,
@@ -139,7 +134,7 @@ fn run(ops: Vec<Op>, lps: usize, drop_at_commit: bool) -> Result<(), TestCaseErr
                 h.commit_older(
                     g,
                     |r, extras| {
-                        let lp = r.ev.ev.dst as usize;
+                        let lp = r.ev.dst as usize;
                         let counts: Vec<Extra> = extras.copied().collect();
                         match counts.as_slice() {
                             [Extra::Count(l, id)] if *l as usize == lp && *id as u64 == r.ev.id => {
@@ -153,7 +148,7 @@ fn run(ops: Vec<Op>, lps: usize, drop_at_commit: bool) -> Result<(), TestCaseErr
                 )
                 .expect("no errors");
                 h.free_front(|r| {
-                    assert!(r.committed, "only committed records are handed out");
+                    assert!(r.info.committed(), "only committed records are handed out");
                     freed += 1;
                 });
             }
@@ -166,7 +161,7 @@ fn run(ops: Vec<Op>, lps: usize, drop_at_commit: bool) -> Result<(), TestCaseErr
         }
         let uncommitted: usize = pending.iter().map(Vec::len).sum();
         prop_assert!(h.live() >= uncommitted as u64);
-        prop_assert_eq!(h.uncommitted().count(), uncommitted);
+        prop_assert_eq!(h.uncommitted_newest_first().count(), uncommitted);
     }
     // Everything committed: the arena and its log are empty.
     prop_assert_eq!(h.live(), 0);
@@ -194,9 +189,23 @@ proptest! {
 }
 
 #[test]
-fn a_record_with_an_empty_payload_takes_104_bytes() {
-    // Event 32 + id 8 + stack 8, meta 16, digest 16, prev 8, log_at 8, sends 4, counts 2; the
+fn a_record_with_an_empty_payload_takes_72_bytes() {
+    // Entry 32 (time, seq, id, src, dst), meta 16, prev 8, log_at 8, sends 4, counts 2; the
     // two flags fill the rest and give `Option` its niche (no extra tag).
-    assert_eq!(std::mem::size_of::<Option<Rec<()>>>(), 104);
+    assert_eq!(std::mem::size_of::<Option<Rec<()>>>(), 72);
     assert_eq!(std::mem::size_of::<Extra>(), 32);
+}
+
+#[test]
+fn a_record_info_keeps_its_fields_apart() {
+    let i = Info::new(u32::MAX, u16::MAX, true);
+    assert_eq!(
+        (i.sent(), i.counts(), i.error(), i.committed()),
+        (u32::MAX, u16::MAX, true, false)
+    );
+    let j = Info::new(3, 0, false);
+    assert_eq!(
+        (j.sent(), j.counts(), j.error(), j.committed()),
+        (3, 0, false, false)
+    );
 }

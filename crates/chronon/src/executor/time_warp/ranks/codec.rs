@@ -2,8 +2,8 @@
 //! pump: `epoch` (u64: the colour, README "GVT across ranks"), `count` (u32), then `count`
 //! messages, each a kind byte and little-endian fields:
 //!
-//! - event (0): key (time bits, seq, src), dst, tag, id, stack length (u32) and its keys, then
-//!   the payload in bincode (self-delimiting);
+//! - event (0): the entry's key (time bits, seq, src: the stack head for a stacked event), dst,
+//!   id, stack length (u32) and its keys, then the payload in bincode (self-delimiting);
 //! - anti-message (1): dst, key, id.
 //!
 //! One MPI message (a batch of the rank layer) holds one or more records, from this rank's
@@ -13,7 +13,7 @@ use serde::de::DeserializeOwned;
 use serde::Serialize;
 
 use super::super::lp::{Anti, Msg, TwEvent};
-use crate::event::{Event, EventKey, Keyed};
+use crate::event::EventKey;
 
 const EVENT: u8 = 0;
 const ANTI: u8 = 1;
@@ -42,22 +42,21 @@ fn put_key(out: &mut Vec<u8>, k: EventKey) {
 pub(crate) fn put<P: Serialize>(out: &mut Vec<u8>, m: &Msg<P>) -> Result<(), String> {
     let at = out.len();
     match m {
-        Msg::Event(e) => {
+        Msg::Event(e, stack) => {
             out.push(EVENT);
-            put_key(out, e.ev.key());
-            out.extend_from_slice(&e.ev.dst.to_le_bytes());
-            out.extend_from_slice(&e.ev.tag.to_le_bytes());
+            put_key(out, e.head());
+            out.extend_from_slice(&e.dst.to_le_bytes());
             out.extend_from_slice(&e.id.to_le_bytes());
-            let stack: &[EventKey] = e.stack.as_deref().map_or(&[], |v| v);
+            let stack: &[EventKey] = stack.as_deref().map_or(&[], |v| v);
             out.extend_from_slice(&(stack.len() as u32).to_le_bytes());
             for &k in stack {
                 put_key(out, k);
             }
-            if let Err(err) = bincode::serialize_into(&mut *out, &e.ev.payload) {
+            if let Err(err) = bincode::serialize_into(&mut *out, &e.payload) {
                 out.truncate(at);
                 return Err(format!(
                     "an event payload for LP {} at time {} does not serialize: {err}",
-                    e.ev.dst, e.ev.time
+                    e.dst, e.time
                 ));
             }
         }
@@ -136,7 +135,6 @@ fn one<P: DeserializeOwned>(b: &mut &[u8]) -> Result<Msg<P>, String> {
         EVENT => {
             let k = key(b)?;
             let dst = u32_(b)?;
-            let tag = u32_(b)?;
             let id = u64_(b)?;
             let n = u32_(b)? as usize;
             let stack = if n == 0 {
@@ -150,9 +148,15 @@ fn one<P: DeserializeOwned>(b: &mut &[u8]) -> Result<Msg<P>, String> {
             };
             let payload: P = bincode::deserialize_from(&mut *b)
                 .map_err(|e| format!("an event payload from another rank does not decode: {e}"))?;
-            let mut ev = Event::new(k, dst, payload);
-            ev.tag = tag;
-            Ok(Msg::Event(TwEvent { ev, id, stack }))
+            let ev = TwEvent {
+                time: k.time,
+                seq: k.seq,
+                id,
+                src: k.src,
+                dst,
+                payload,
+            };
+            Ok(Msg::Event(ev, stack))
         }
         ANTI => {
             let dst = u32_(b)?;
@@ -168,29 +172,31 @@ fn one<P: DeserializeOwned>(b: &mut &[u8]) -> Result<Msg<P>, String> {
 
 #[cfg(test)]
 mod tests {
+    use super::super::super::lp::STACKED;
     use super::*;
 
     #[test]
     fn messages_round_trip_with_stacks_and_antis() {
         let k = |time, seq, src| EventKey { time, seq, src };
-        let mut e = Event::new(k(2.5, 7, 3), 9, (1u64, String::from("x")));
-        e.tag = 5;
+        let ev = |key: EventKey, dst, id, payload| TwEvent {
+            time: key.time,
+            seq: key.seq,
+            id,
+            src: key.src,
+            dst,
+            payload,
+        };
         let msgs = [
-            Msg::Event(TwEvent {
-                ev: e,
-                id: 42,
-                stack: Some(Box::new(vec![k(2.5, 1, 1), k(2.5, 7, 3)])),
-            }),
+            Msg::Event(
+                ev(k(2.5, 1, 1), 9, 42 | STACKED, (1u64, String::from("x"))),
+                Some(Box::new(vec![k(2.5, 1, 1), k(2.5, 7, 3)])),
+            ),
             Msg::Anti(Anti {
                 dst: 4,
                 key: k(1.0, 2, 3),
                 id: 43,
             }),
-            Msg::Event(TwEvent {
-                ev: Event::new(k(3.0, 0, 0), 1, (2u64, String::new())),
-                id: 44,
-                stack: None,
-            }),
+            Msg::Event(ev(k(3.0, 0, 0), 1, 44, (2u64, String::new())), None),
         ];
         let mut out = Vec::new();
         for (epoch, part) in [(3u64, &msgs[..2]), (4, &msgs[2..])] {

@@ -236,7 +236,7 @@ where
             any = true;
             b.drain_into(&mut |m: Msg<M::Event>| {
                 let dst = match &m {
-                    Msg::Event(e) => e.ev.dst,
+                    Msg::Event(e, _) => e.dst,
                     Msg::Anti(a) => a.dst,
                 };
                 let r = self.rank_of(dst);
@@ -299,7 +299,7 @@ where
             for m in msgs {
                 let Ok(m) = m else { break };
                 let lp = match &m {
-                    Msg::Event(e) => e.ev.dst,
+                    Msg::Event(e, _) => e.dst,
                     Msg::Anti(a) => a.dst,
                 };
                 let w = sh.owner_of(lp);
