@@ -61,7 +61,7 @@ const SET: u64 = 1 << 63;
 impl Info {
     #[inline(always)]
     pub(super) fn new(sent: u32, counts: u16, error: bool) -> Self {
-        let w = SET | u64::from(sent) | u64::from(counts) << 32 | u64::from(error) * ERROR;
+        let w = SET | u64::from(sent) | (u64::from(counts) << 32) | (u64::from(error) * ERROR);
         Info(NonZeroU64::new(w).expect("bit 63 is set"))
     }
 

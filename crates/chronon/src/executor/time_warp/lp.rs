@@ -184,6 +184,7 @@ impl Orders {
 
     /// Keeps the order stack of the stacked event `id`.
     #[inline]
+    #[allow(clippy::boxed_local)] // the box a message carries (a thin pointer), unboxed here
     pub(crate) fn insert(&mut self, id: u64, stack: Box<Stack>) {
         debug_assert!(id & STACKED != 0 && stack.len() > 1);
         self.keys += stack.capacity();
