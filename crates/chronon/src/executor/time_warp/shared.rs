@@ -111,6 +111,10 @@ pub(super) struct Shared<'a, M: Model> {
     pub(super) preempt: Option<super::preempt::Config>,
     /// Per worker: the flag its ticks raise (crate::preempt::ticks).
     pub(super) tick_flags: Vec<crate::preempt::ticks::Flag>,
+    /// Over MPI ranks without a driver thread: the rank's driver, which the worker steps at
+    /// its looks (ranks/, [`Shared::pump`]).
+    #[cfg(feature = "mpi")]
+    pub(super) pump: Option<&'a dyn super::ranks::Pump<M>>,
 }
 
 impl<M: Model> Shared<'_, M> {
@@ -143,6 +147,17 @@ impl<M: Model> Shared<'_, M> {
             if let Some(m) = self.mem.adjust(self.totals(), wall, self.record_size) {
                 self.fail(SimError::Resource(m));
             }
+        }
+    }
+
+    /// Over MPI ranks without a driver thread: a step of the rank's driver, made by a worker
+    /// at its looks (`Worker::drain`; ranks/README.md, "Which thread talks MPI"). Otherwise
+    /// nothing.
+    #[inline(always)]
+    pub(super) fn pump(&self) {
+        #[cfg(feature = "mpi")]
+        if let Some(p) = self.pump {
+            p.pump(self);
         }
     }
 

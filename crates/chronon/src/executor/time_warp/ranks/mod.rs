@@ -15,9 +15,14 @@ pub(super) mod driver;
 pub(crate) mod run;
 
 use std::ops::Range;
+use std::sync::Mutex;
+use std::time::{Duration, Instant};
 
 use super::lp::Msg;
+use super::shared::Shared;
 use crate::comm::{Batch, Mailbox};
+use crate::model::Model;
+use crate::transport::mpi::RankSafe;
 
 /// What the transport keeps for a rank: which workers are its own, and the batches workers
 /// handed over for other ranks.
@@ -51,5 +56,60 @@ impl<P> RankWires<P> {
     /// The driver takes what workers handed over.
     pub(crate) fn take_outgoing(&self, f: impl FnMut(Batch<Msg<P>>)) {
         self.outgoing.take_batches(f);
+    }
+}
+
+/// A rank's driver as its worker reaches it when the rank has no driver thread (one worker
+/// per rank: README, "Which thread talks MPI"). `Shared::pump` holds it as a trait object, so
+/// that the worker loop needs neither the model's `RankSafe` bound nor anything of MPI.
+pub(super) trait Pump<M: Model>: Sync {
+    /// One step of the driver's loop (send, receive, GVT), unless the last one was less
+    /// than [`PUMP_GAP`] ago or another thread is making one.
+    fn pump(&self, sh: &Shared<'_, M>);
+}
+
+/// The least time between two driver steps made by a worker: a step costs a probe, a test of
+/// the sends in flight and of the GVT reduction (about a microsecond with MPICH), and a
+/// worker looks every 16 events (~1 µs of PHOLD), so stepping at every look would cost the
+/// worker about half its time.
+pub(super) const PUMP_GAP: Duration = Duration::from_micros(5);
+
+/// The driver and when it last stepped, behind the lock that lets one thread step it.
+pub(super) struct Pumped<'c, M: Model> {
+    pub(super) driver: driver::Driver<'c, M>,
+    last: Instant,
+    gap: Duration,
+}
+
+impl<'c, M: Model> Pumped<'c, M> {
+    pub(super) fn new(driver: driver::Driver<'c, M>) -> Mutex<Self> {
+        let gap = std::env::var("CHRONON_TW_PUMP_US")
+            .ok()
+            .and_then(|v| v.parse().ok())
+            .map_or(PUMP_GAP, Duration::from_micros);
+        Mutex::new(Pumped {
+            driver,
+            last: Instant::now(),
+            gap,
+        })
+    }
+}
+
+impl<M: Model> Pump<M> for Mutex<Pumped<'_, M>>
+where
+    M::Event: RankSafe,
+{
+    #[inline]
+    fn pump(&self, sh: &Shared<'_, M>) {
+        let Ok(mut p) = self.try_lock() else {
+            return;
+        };
+        let now = Instant::now();
+        if now.duration_since(p.last) < p.gap {
+            return;
+        }
+        p.last = now;
+        // The rank's workers are running (the caller is one of them).
+        p.driver.step(sh, false);
     }
 }
