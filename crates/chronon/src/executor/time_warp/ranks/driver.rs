@@ -221,14 +221,15 @@ where
             self.dgvt.want();
         }
         let begin = wanted || self.again || self.last.elapsed() >= PACE || self.marked;
-        let was_busy = self.dgvt.busy();
+        let was = (self.dgvt.step_of(), self.dgvt.stats().rounds);
         let mut local = Local {
             sh,
             round: self.round,
         };
         let out = self.dgvt.poll(&mut self.gather, &mut local, begin);
         self.round = local.round;
-        busy |= self.dgvt.busy() != was_busy;
+        // A computation moved (or one ended and the next began at once).
+        busy |= (self.dgvt.step_of(), self.dgvt.stats().rounds) != was;
         if self.dgvt.busy() {
             self.again = false;
         }

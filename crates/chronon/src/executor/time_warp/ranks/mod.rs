@@ -74,6 +74,9 @@ pub(super) trait Pump<M: Model>: Sync {
 /// worker about half its time.
 pub(super) const PUMP_GAP: Duration = Duration::from_micros(5);
 
+/// The most driver steps a worker makes per look (while they move something).
+const STEPS_PER_LOOK: usize = 4;
+
 /// The driver and when it last stepped, behind the lock that lets one thread step it.
 pub(super) struct Pumped<'c, M: Model> {
     pub(super) driver: driver::Driver<'c, M>,
@@ -109,7 +112,14 @@ where
             return;
         }
         p.last = now;
-        // The rank's workers are running (the caller is one of them).
-        p.driver.step(sh, false);
+        // The rank's workers are running (the caller is one of them). A step that moved
+        // something (a GVT phase, a batch) is followed by another, a few at most: a GVT
+        // computation's phases then pass in one look instead of one look each (an idle worker
+        // looks every 50 µs).
+        for _ in 0..STEPS_PER_LOOK {
+            if !p.driver.step(sh, false) {
+                break;
+            }
+        }
     }
 }
