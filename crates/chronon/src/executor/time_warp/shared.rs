@@ -161,6 +161,20 @@ impl<M: Model> Shared<'_, M> {
         }
     }
 
+    /// An idle worker's wait (after its backoff): a nap of `d` (ticks.rs, `nap`). Over MPI
+    /// ranks without a driver thread, the rank's driver steps first, and while a GVT
+    /// computation is in progress the worker yields instead of sleeping, a bounded number of
+    /// times (ranks/README.md, "Which thread talks MPI").
+    pub(super) fn idle_wait(&self, d: std::time::Duration) {
+        #[cfg(feature = "mpi")]
+        if let Some(p) = self.pump {
+            if p.idle(self) {
+                return;
+            }
+        }
+        crate::preempt::ticks::nap(d);
+    }
+
     /// The worker that owns LP `lp`.
     #[inline(always)]
     pub(super) fn owner_of(&self, lp: LpId) -> usize {

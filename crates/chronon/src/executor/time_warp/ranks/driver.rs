@@ -175,6 +175,11 @@ where
         }
     }
 
+    /// Whether a GVT computation is in progress.
+    pub(crate) fn computing(&self) -> bool {
+        self.dgvt.busy()
+    }
+
     /// Steps until the run is over and `stopped` says every worker of the rank stopped, backing
     /// off while nothing moves; then [`finish`](Self::finish).
     pub(crate) fn run(&mut self, sh: &Shared<'_, M>, stopped: &AtomicUsize) -> DriverOut {

@@ -66,13 +66,21 @@ pub(super) trait Pump<M: Model>: Sync {
     /// One step of the driver's loop (send, receive, GVT), unless the last one was less
     /// than [`PUMP_GAP`] ago or another thread is making one.
     fn pump(&self, sh: &Shared<'_, M>);
+    /// The worker is idle: steps the driver, then yields (returns `true`) while a GVT
+    /// computation is in progress, at most [`IDLE_YIELDS`] times in a row without GVT
+    /// advancing; `false`: the caller naps.
+    fn idle(&self, sh: &Shared<'_, M>) -> bool;
 }
+
+/// The most yields in a row of an idle worker waiting for a GVT computation that does not
+/// advance GVT (then it naps, stepping the driver once per nap).
+pub(super) const IDLE_YIELDS: u32 = 1024;
 
 /// The least time between two driver steps made by a worker: a step costs a probe, a test of
 /// the sends in flight and of the GVT reduction (about a microsecond with MPICH), and a
 /// worker looks every 16 events (~1 µs of PHOLD), so stepping at every look would cost the
 /// worker about half its time.
-pub(super) const PUMP_GAP: Duration = Duration::from_micros(5);
+pub(super) const PUMP_GAP: Duration = Duration::from_micros(10);
 
 /// The most driver steps a worker makes per look (while they move something).
 const STEPS_PER_LOOK: usize = 4;
@@ -82,6 +90,27 @@ pub(super) struct Pumped<'c, M: Model> {
     pub(super) driver: driver::Driver<'c, M>,
     last: Instant,
     gap: Duration,
+    /// An idle worker's yields since GVT last advanced, and that GVT.
+    yields: u32,
+    gvt: f64,
+}
+
+impl<M: Model> Pumped<'_, M>
+where
+    M::Event: RankSafe,
+{
+    /// Up to [`STEPS_PER_LOOK`] driver steps, while they move something.
+    fn steps(&mut self, sh: &Shared<'_, M>) {
+        self.last = Instant::now();
+        // The rank's workers are running (the caller is one of them). A step that moved
+        // something (a GVT phase, a batch) is followed by another, a few at most: a GVT
+        // computation's phases then pass in one look instead of one look each.
+        for _ in 0..STEPS_PER_LOOK {
+            if !self.driver.step(sh, false) {
+                break;
+            }
+        }
+    }
 }
 
 impl<'c, M: Model> Pumped<'c, M> {
@@ -94,6 +123,8 @@ impl<'c, M: Model> Pumped<'c, M> {
             driver,
             last: Instant::now(),
             gap,
+            yields: 0,
+            gvt: 0.0,
         })
     }
 }
@@ -111,15 +142,25 @@ where
         if now.duration_since(p.last) < p.gap {
             return;
         }
-        p.last = now;
-        // The rank's workers are running (the caller is one of them). A step that moved
-        // something (a GVT phase, a batch) is followed by another, a few at most: a GVT
-        // computation's phases then pass in one look instead of one look each (an idle worker
-        // looks every 50 µs).
-        for _ in 0..STEPS_PER_LOOK {
-            if !p.driver.step(sh, false) {
-                break;
-            }
+        p.steps(sh);
+    }
+
+    fn idle(&self, sh: &Shared<'_, M>) -> bool {
+        let Ok(mut p) = self.try_lock() else {
+            return false;
+        };
+        p.steps(sh);
+        let g = sh.gvt.gvt();
+        if g > p.gvt {
+            p.gvt = g;
+            p.yields = 0;
         }
+        if !p.driver.computing() || p.yields >= IDLE_YIELDS {
+            return false;
+        }
+        p.yields += 1;
+        drop(p);
+        std::thread::yield_now();
+        true
     }
 }
