@@ -36,6 +36,9 @@ use crate::transport::mpi::RankSafe;
 /// workers are idle, e.g. waiting for it at the end).
 const PACE: Duration = Duration::from_millis(1);
 
+/// The capacity a delivered batch for one worker starts with.
+const BATCH_HINT: usize = 32;
+
 /// What the driver hands back.
 #[derive(Debug, Default)]
 pub(crate) struct DriverOut {
@@ -346,6 +349,9 @@ where
                 let w = sh.owner_of(lp);
                 if per_worker[w].is_empty() {
                     touched.push(w);
+                    // The Vec goes to the mailbox whole: start it at a batch's usual size
+                    // rather than grow it message by message.
+                    per_worker[w].reserve(BATCH_HINT);
                 }
                 per_worker[w].push(m);
                 out.msgs_received += 1;

@@ -76,11 +76,15 @@ pub(super) trait Pump<M: Model>: Sync {
 /// advance GVT (then it naps, stepping the driver once per nap).
 pub(super) const IDLE_YIELDS: u32 = 1024;
 
-/// The least time between two driver steps made by a worker: a step costs a probe, a test of
-/// the sends in flight and of the GVT reduction (about a microsecond with MPICH), and a
-/// worker looks every 16 events (~1 µs of PHOLD), so stepping at every look would cost the
-/// worker about half its time.
-pub(super) const PUMP_GAP: Duration = Duration::from_micros(10);
+/// The least time between two driver steps made by a busy worker (`CHRONON_TW_PUMP_US`
+/// overrides it, in microseconds). A step costs a probe, a test of the sends in flight and of
+/// the GVT reduction (about a microsecond with MPICH), and a worker looks every 16 events
+/// (~1 µs of PHOLD): stepping at every look would cost the worker about half its time, and each
+/// step that finds messages handed over sends a batch, so the gap is also the batching time.
+/// Measured on std and big PHOLD, 2 ranks (docs/benchmarks.md): 5 µs sent ~115 k batches per
+/// rank and was the slowest; 10–100 µs were within noise of each other on std; 30 µs sent a
+/// third of 10 µs's batches and was as fast on big.
+pub(super) const PUMP_GAP: Duration = Duration::from_micros(30);
 
 /// The most driver steps a worker makes per look (while they move something).
 const STEPS_PER_LOOK: usize = 4;
