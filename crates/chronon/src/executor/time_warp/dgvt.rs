@@ -161,12 +161,6 @@ impl Dgvt {
         self.phase != Phase::Idle
     }
 
-    /// Whether the next `poll` contributes to a reduction (the local round gave its result):
-    /// the driver must have sent everything handed over before then (D2).
-    pub(crate) fn contributes_next(&self) -> bool {
-        matches!(self.phase, Phase::Pumped { .. })
-    }
-
     /// Which step of a computation this rank is at (changes when `poll` moved it).
     pub(crate) fn step_of(&self) -> u8 {
         match self.phase {

@@ -210,27 +210,6 @@ where
         if self.done {
             return busy;
         }
-        busy | self.gvt(sh, all_stopped)
-    }
-
-    /// A step of the GVT computation alone, for a worker's looks between two full steps: no
-    /// probe for incoming batches, and the batches handed over are sent only right before
-    /// this rank contributes to a reduction — rule D2 as the proof uses it (every message
-    /// handed to the driver before the local round began is sent, so in `red_min`, before the
-    /// contribution; README beside `dgvt.rs`). Returns whether the computation moved.
-    pub(crate) fn step_gvt(&mut self, sh: &Shared<'_, M>) -> bool {
-        if self.done {
-            return false;
-        }
-        if self.dgvt.contributes_next() {
-            self.pump(sh);
-        }
-        self.gvt(sh, false)
-    }
-
-    /// The GVT part of a step (after the sends and receives).
-    fn gvt(&mut self, sh: &Shared<'_, M>, all_stopped: bool) -> bool {
-        let mut busy = false;
         let comm = self.comm;
         if comm.aborted().is_some() || all_stopped {
             // Another rank stopped the run, or every worker of this rank stopped before GVT

@@ -144,13 +144,6 @@ where
         };
         let now = Instant::now();
         if now.duration_since(p.last) < p.gap {
-            // Between two full steps, the GVT computation moves at every look (a few atomic
-            // loads, or a test of the reduction), so that GVT is not held up by the gap.
-            for _ in 0..STEPS_PER_LOOK {
-                if !p.driver.step_gvt(sh) {
-                    break;
-                }
-            }
             return;
         }
         p.steps(sh);
