@@ -44,6 +44,7 @@ fn differential_on(model: &[&str], extra: &[&str], rank_counts: &[usize]) -> f64
             let t: usize = threads.parse().unwrap();
             assert_eq!(r["workers"].as_array().unwrap().len(), ranks * t);
             assert!(st["gvt_rounds"].as_f64().unwrap() >= 1.0, "{args:?}");
+            assert_driver(&r, ranks, t, &args);
             if ranks > 1 {
                 // Events did cross ranks, and every message sent arrived.
                 let sent = sum(&r, "tw_msgs_sent");
@@ -54,6 +55,49 @@ fn differential_on(model: &[&str], extra: &[&str], rank_counts: &[usize]) -> f64
         }
     }
     rolled_back
+}
+
+/// Which thread of each rank talked MPI, as the report says: the worker itself with one
+/// worker per rank (no driver thread), a driver thread with more.
+fn assert_driver(r: &serde_json::Value, ranks: usize, threads: usize, args: &[&str]) {
+    let flags: Vec<f64> = r["workers"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(|w| w["tw_driver_thread"].as_f64())
+        .collect();
+    let want = if threads == 1 { 0.0 } else { 1.0 };
+    assert_eq!(flags, vec![want; ranks], "{ranks} ranks {args:?}");
+}
+
+/// Both ways a rank talks MPI, on a PHOLD long enough for thousands of GVT computations and
+/// reductions: without a driver thread (1 worker per rank: the worker steps the driver at its
+/// looks) and with one (2 workers per rank), at 2 and 3 ranks, each committing the sequential
+/// history with every message sent received.
+#[test]
+fn worker_stepped_and_thread_driven_ranks_commit_the_sequential_history() {
+    let model = ["run", "phold", "--lps", "256", "--end", "200"];
+    let seq = history(&report(None, &model));
+    for ranks in [2, 3] {
+        for threads in [1, 2] {
+            let t = threads.to_string();
+            let mut args = model.to_vec();
+            args.extend(["--sync", "timewarp", "--threads", &t]);
+            let r = ranks_report(ranks, &args);
+            assert_eq!(history(&r), seq, "{ranks} ranks {args:?}");
+            assert_driver(&r, ranks, threads, &args);
+            let sent = sum(&r, "tw_msgs_sent");
+            assert!(
+                sent > 1000.0,
+                "{ranks} ranks {args:?}: {sent} crossed ranks"
+            );
+            assert_eq!(sent, sum(&r, "tw_msgs_received"), "{args:?}");
+            assert!(
+                sum(&r, "gvt_rank_rounds") >= 10.0 * ranks as f64,
+                "{ranks} ranks {args:?}: few GVT computations"
+            );
+        }
+    }
 }
 
 #[test]
@@ -211,6 +255,9 @@ fn rollback_heavy_time_warp_over_ranks_commits_the_sequential_history() {
 /// A handler panics on one rank (LP 1: rank 0 under block mapping, rank 1 under round-robin
 /// with one thread per rank): every rank stops, exit code 1, one line on stderr (rank 0's): the
 /// line a run in one process prints, naming the rank.
+/// With one thread per rank the ranks have no driver thread (the panicking worker stepped
+/// its rank's driver; the rank's main thread finishes the driver's loop and tells every rank),
+/// with two they have one: both paths are here, the panic on rank 0 and on rank 1.
 #[test]
 fn a_handler_panic_on_one_rank_ends_the_run_on_every_rank_with_one_line() {
     let args = ["run", "faulty", "--fault", "panic", "--sync", "timewarp"];

@@ -161,6 +161,16 @@ impl Dgvt {
         self.phase != Phase::Idle
     }
 
+    /// Which step of a computation this rank is at (changes when `poll` moved it).
+    pub(crate) fn step_of(&self) -> u8 {
+        match self.phase {
+            Phase::Idle => 0,
+            Phase::Local { .. } => 1,
+            Phase::Pumped { .. } => 2,
+            Phase::Reducing => 3,
+        }
+    }
+
     pub(crate) fn stats(&self) -> DgvtStats {
         self.stats
     }

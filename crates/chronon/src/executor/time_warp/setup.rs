@@ -336,6 +336,8 @@ pub(super) fn build<'a, M: Model, Q: PendingSet<TwEvent<M::Event>>>(
             ticks: opts.ticks,
         }),
         tick_flags: (0..threads).map(|_| Default::default()).collect(),
+        #[cfg(feature = "mpi")]
+        pump: None,
     };
     Ok(Built {
         sh,

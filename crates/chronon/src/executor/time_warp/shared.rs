@@ -111,6 +111,10 @@ pub(super) struct Shared<'a, M: Model> {
     pub(super) preempt: Option<super::preempt::Config>,
     /// Per worker: the flag its ticks raise (crate::preempt::ticks).
     pub(super) tick_flags: Vec<crate::preempt::ticks::Flag>,
+    /// Over MPI ranks without a driver thread: the rank's driver, which the worker steps at
+    /// its looks (ranks/, [`Shared::pump`]).
+    #[cfg(feature = "mpi")]
+    pub(super) pump: Option<&'a dyn super::ranks::Pump<M>>,
 }
 
 impl<M: Model> Shared<'_, M> {
@@ -144,6 +148,31 @@ impl<M: Model> Shared<'_, M> {
                 self.fail(SimError::Resource(m));
             }
         }
+    }
+
+    /// Over MPI ranks without a driver thread: a step of the rank's driver, made by a worker
+    /// at its looks (`Worker::drain`; ranks/README.md, "Which thread talks MPI"). Otherwise
+    /// nothing.
+    #[inline(always)]
+    pub(super) fn pump(&self) {
+        #[cfg(feature = "mpi")]
+        if let Some(p) = self.pump {
+            p.pump(self);
+        }
+    }
+
+    /// An idle worker's wait (after its backoff): a nap of `d` (ticks.rs, `nap`). Over MPI
+    /// ranks without a driver thread, the rank's driver steps first, and while a GVT
+    /// computation is in progress the worker yields instead of sleeping, a bounded number of
+    /// times (ranks/README.md, "Which thread talks MPI").
+    pub(super) fn idle_wait(&self, d: std::time::Duration) {
+        #[cfg(feature = "mpi")]
+        if let Some(p) = self.pump {
+            if p.idle(self) {
+                return;
+            }
+        }
+        crate::preempt::ticks::nap(d);
     }
 
     /// The worker that owns LP `lp`.

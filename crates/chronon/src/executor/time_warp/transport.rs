@@ -258,6 +258,8 @@ impl<M: Model, Q: PendingSet<TwEvent<M::Event>>> Worker<'_, '_, M, Q> {
             // Another process failed or was stopped: stop at the top of the loop.
             sh.abort.store(true, std::sync::atomic::Ordering::SeqCst);
         }
+        // Over MPI ranks without a driver thread: send, receive and step GVT here.
+        sh.pump();
         if sh.wires.has_mail(self.w) {
             let mut result = Ok(());
             sh.wires.receive(self.w, |m| match m {

@@ -16,7 +16,6 @@ use super::transport::Endpoint;
 use crate::error::{ModelError, SimError};
 use crate::event::{Event, EventKey};
 use crate::model::{Ctx, LpId, LpMeta, Model, ReverseCtx, Time};
-use crate::preempt::ticks::nap;
 use crate::preempt::StackPool;
 use crate::queue::PendingSet;
 
@@ -239,7 +238,7 @@ impl<'s, 'a, M: Model, Q: PendingSet<TwEvent<M::Event>>> Worker<'s, 'a, M, Q> {
                         // Idle: no ticks while asleep (they would only cost), and a wait
                         // that ticks cannot stretch (ticks.rs, `nap`).
                         self.pause_ticks();
-                        nap(Duration::from_micros(50));
+                        sh.idle_wait(Duration::from_micros(50));
                     } else {
                         backoff.snooze();
                     }

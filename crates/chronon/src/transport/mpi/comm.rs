@@ -58,6 +58,14 @@ pub(crate) struct PendingGather {
     started: Instant,
 }
 
+// Safety: the buffers are owned by the gather (leaked boxes, freed once, by the thread whose
+// `test_all_gather` sees the request complete) and reached by no other value; MPI calls on the
+// request are made under `RankComm::mpi` (MPI_THREAD_SERIALIZED allows any thread to make them,
+// one at a time). So the gather may move to another thread of the rank: a rank whose worker
+// steps the Time Warp driver starts a reduction on the worker's thread and may test it on the
+// rank's main thread once the worker stopped.
+unsafe impl Send for PendingGather {}
+
 impl Drop for PendingGather {
     fn drop(&mut self) {
         if let Some(req) = self.req.take() {

@@ -36,6 +36,9 @@ use crate::transport::mpi::RankSafe;
 /// workers are idle, e.g. waiting for it at the end).
 const PACE: Duration = Duration::from_millis(1);
 
+/// The capacity a delivered batch for one worker starts with.
+const BATCH_HINT: usize = 32;
+
 /// What the driver hands back.
 #[derive(Debug, Default)]
 pub(crate) struct DriverOut {
@@ -103,8 +106,8 @@ impl Reduce for Gather<'_> {
     }
 }
 
-/// Runs rank `comm.rank()`'s driver until the run is over; `stopped` counts the rank's
-/// workers whose loop ended.
+/// Runs rank `comm.rank()`'s driver on a thread of its own until the run is over; `stopped`
+/// counts the rank's workers whose loop ended.
 pub(crate) fn drive<M: Model>(
     sh: &Shared<'_, M>,
     comm: &RankComm,
@@ -114,99 +117,20 @@ pub(crate) fn drive<M: Model>(
 where
     M::Event: RankSafe,
 {
-    let mut d = Driver {
-        sh,
-        comm,
-        threads,
-        dgvt: Dgvt::new(),
-        bufs: (0..comm.size()).map(|_| Vec::new()).collect(),
-        counts: vec![0; comm.size()],
-        mins: vec![f64::INFINITY; comm.size()],
-        out: DriverOut::default(),
-        per_worker: (0..sh.workers).map(|_| Vec::new()).collect(),
-    };
-    let mut gather = Gather {
-        comm,
-        pending: None,
-    };
-    let mut local = Local { sh, round: 0 };
-    let mut backoff = Backoff::default();
-    let mut last = Instant::now();
-    let mut marked = false;
-    // The last computation's outcome said some rank's workers asked for GVT: every rank
-    // begins the next one at once (they all saw the same outcome), so the ranks' computations
-    // stay in step instead of one rank waiting in a reduction until another's pace comes.
-    let mut again = false;
-    loop {
-        let mut busy = d.pump();
-        busy |= d.receive();
-        if comm.aborted().is_some() || stopped.load(SeqCst) == threads {
-            // Another rank stopped the run, or every worker of this rank stopped before GVT
-            // reached the end (a stop request): the local rounds can no longer complete, so
-            // this rank stops the run too rather than wait for them.
-            sh.abort.store(true, SeqCst);
-        }
-        if sh.abort.load(SeqCst) && !marked {
-            // This rank failed (or learned that another did): say so in the next reduction,
-            // and tell every rank at once.
-            marked = true;
-            d.dgvt.fail();
-            comm.abort();
-        }
-        let wanted = sh.gvt.take_wanted();
-        if wanted {
-            d.dgvt.want();
-        }
-        let begin = wanted || again || last.elapsed() >= PACE || marked;
-        let was_busy = d.dgvt.busy();
-        let out = d.dgvt.poll(&mut gather, &mut local, begin);
-        busy |= d.dgvt.busy() != was_busy;
-        if d.dgvt.busy() {
-            again = false;
-        }
-        if let Some(o) = out {
-            last = Instant::now();
-            again = o.wanted > 0;
-            if o.failed > 0 {
-                sh.abort.store(true, SeqCst);
-                break;
-            }
-            sh.gvt.publish(o.gvt);
-            sh.after_round(o.gvt);
-            if o.gvt >= sh.end {
-                d.out.complete = true;
-                break;
-            }
-        }
-        if busy {
-            backoff.reset();
-        } else {
-            backoff.snooze();
-        }
-    }
-    // The workers stop at their loop tops; keep sending and delivering until they have.
-    let mut backoff = Backoff::default();
-    while stopped.load(SeqCst) < threads {
-        let busy = d.pump() | d.receive();
-        if busy {
-            backoff.reset();
-        } else {
-            backoff.snooze();
-        }
-    }
-    d.pump();
-    if d.out.complete {
-        d.settle();
-    }
-    d.out.gvt = d.dgvt.stats();
-    d.out
+    let mut d = Driver::new(sh, comm, threads);
+    d.run(sh, stopped)
 }
 
-struct Driver<'s, 'a, 'c, M: Model> {
-    sh: &'s Shared<'a, M>,
+/// The rank's driver: its state between two steps. A step is one pass of the loop in the
+/// module documentation; the driver thread ([`drive`]) makes them in a loop, a rank without a
+/// driver thread lets its worker make them (`Shared::pump`, README "Which thread talks MPI").
+pub(crate) struct Driver<'c, M: Model> {
     comm: &'c RankComm,
     threads: usize,
     dgvt: Dgvt,
+    gather: Gather<'c>,
+    /// The local round in progress (its number).
+    round: u64,
     /// Per destination rank: the record being written, its message count, earliest time.
     bufs: Vec<Vec<u8>>,
     counts: Vec<u32>,
@@ -214,20 +138,145 @@ struct Driver<'s, 'a, 'c, M: Model> {
     out: DriverOut,
     /// Scratch: decoded messages per destination worker.
     per_worker: Vec<Vec<Msg<M::Event>>>,
+    /// When the last GVT computation ended.
+    last: Instant,
+    /// This rank's failure was told to every rank.
+    marked: bool,
+    /// The last computation's outcome said some rank's workers asked for GVT: every rank
+    /// begins the next one at once (they all saw the same outcome), so the ranks'
+    /// computations stay in step instead of one rank waiting in a reduction until another's
+    /// pace comes.
+    again: bool,
+    /// GVT reached the end time or the run failed: no more computations; what is left is
+    /// sending and delivering until the rank's workers stopped, then [`finish`](Self::finish).
+    pub(crate) done: bool,
 }
 
-impl<M: Model> Driver<'_, '_, '_, M>
+impl<'c, M: Model> Driver<'c, M>
 where
     M::Event: RankSafe,
 {
+    pub(crate) fn new(sh: &Shared<'_, M>, comm: &'c RankComm, threads: usize) -> Self {
+        Driver {
+            comm,
+            threads,
+            dgvt: Dgvt::new(),
+            gather: Gather {
+                comm,
+                pending: None,
+            },
+            round: 0,
+            bufs: (0..comm.size()).map(|_| Vec::new()).collect(),
+            counts: vec![0; comm.size()],
+            mins: vec![f64::INFINITY; comm.size()],
+            out: DriverOut::default(),
+            per_worker: (0..sh.workers).map(|_| Vec::new()).collect(),
+            last: Instant::now(),
+            marked: false,
+            again: false,
+            done: false,
+        }
+    }
+
+    /// Whether a GVT computation is in progress.
+    pub(crate) fn computing(&self) -> bool {
+        self.dgvt.busy()
+    }
+
+    /// Steps until the run is over and `stopped` says every worker of the rank stopped, backing
+    /// off while nothing moves; then [`finish`](Self::finish).
+    pub(crate) fn run(&mut self, sh: &Shared<'_, M>, stopped: &AtomicUsize) -> DriverOut {
+        let mut backoff = Backoff::default();
+        loop {
+            let all_stopped = stopped.load(SeqCst) == self.threads;
+            if self.done && all_stopped {
+                break;
+            }
+            if self.step(sh, all_stopped) {
+                backoff.reset();
+            } else {
+                backoff.snooze();
+            }
+        }
+        self.finish(sh)
+    }
+
+    /// One pass of the driver's loop: send, receive, and (until the run is over) one step of
+    /// the GVT computation. `all_stopped`: every worker of the rank stopped. Returns whether
+    /// anything moved.
+    pub(crate) fn step(&mut self, sh: &Shared<'_, M>, all_stopped: bool) -> bool {
+        let mut busy = self.pump(sh);
+        busy |= self.receive(sh);
+        if self.done {
+            return busy;
+        }
+        let comm = self.comm;
+        if comm.aborted().is_some() || all_stopped {
+            // Another rank stopped the run, or every worker of this rank stopped before GVT
+            // reached the end (a stop request): the local rounds can no longer complete, so
+            // this rank stops the run too rather than wait for them.
+            sh.abort.store(true, SeqCst);
+        }
+        if sh.abort.load(SeqCst) && !self.marked {
+            // This rank failed (or learned that another did): say so in the next reduction,
+            // and tell every rank at once.
+            self.marked = true;
+            self.dgvt.fail();
+            comm.abort();
+        }
+        let wanted = sh.gvt.take_wanted();
+        if wanted {
+            self.dgvt.want();
+        }
+        let begin = wanted || self.again || self.last.elapsed() >= PACE || self.marked;
+        let was = (self.dgvt.step_of(), self.dgvt.stats().rounds);
+        let mut local = Local {
+            sh,
+            round: self.round,
+        };
+        let out = self.dgvt.poll(&mut self.gather, &mut local, begin);
+        self.round = local.round;
+        // A computation moved (or one ended and the next began at once).
+        busy |= (self.dgvt.step_of(), self.dgvt.stats().rounds) != was;
+        if self.dgvt.busy() {
+            self.again = false;
+        }
+        if let Some(o) = out {
+            self.last = Instant::now();
+            self.again = o.wanted > 0;
+            if o.failed > 0 {
+                sh.abort.store(true, SeqCst);
+                self.done = true;
+            } else {
+                sh.gvt.publish(o.gvt);
+                sh.after_round(o.gvt);
+                if o.gvt >= sh.end {
+                    self.out.complete = true;
+                    self.done = true;
+                }
+            }
+        }
+        busy
+    }
+
+    /// Once every worker of the rank stopped: sends what is left, and (complete runs)
+    /// exchanges totals until every message is delivered, so each is counted once in
+    /// `pending_at_end`.
+    pub(crate) fn finish(&mut self, sh: &Shared<'_, M>) -> DriverOut {
+        self.pump(sh);
+        if self.out.complete {
+            self.settle(sh);
+        }
+        self.out.gvt = self.dgvt.stats();
+        std::mem::take(&mut self.out)
+    }
     /// The rank of the worker that owns LP `lp`.
-    fn rank_of(&self, lp: u32) -> usize {
-        self.sh.owner_of(lp) / self.threads
+    fn rank_of(&self, sh: &Shared<'_, M>, lp: u32) -> usize {
+        sh.owner_of(lp) / self.threads
     }
 
     /// Sends what workers handed over (rule D2). Returns whether there was anything.
-    fn pump(&mut self) -> bool {
-        let sh = self.sh;
+    fn pump(&mut self, sh: &Shared<'_, M>) -> bool {
         let Some(net) = sh.wires.ranks() else {
             return false;
         };
@@ -239,7 +288,7 @@ where
                     Msg::Event(e, _) => e.dst,
                     Msg::Anti(a) => a.dst,
                 };
-                let r = self.rank_of(dst);
+                let r = self.rank_of(sh, dst);
                 if self.counts[r] == 0 {
                     self.bufs[r].clear();
                     codec::begin_record(&mut self.bufs[r], 0);
@@ -278,19 +327,14 @@ where
     }
 
     /// Delivers what arrived from other ranks. Returns whether anything did.
-    fn receive(&mut self) -> bool {
-        let mut got = Vec::new();
-        let n = self.comm.progress(&mut |_, b| got.push(b.to_vec()));
-        for b in got {
-            self.deliver(&b);
-        }
-        n > 0
+    fn receive(&mut self, sh: &Shared<'_, M>) -> bool {
+        let comm = self.comm;
+        comm.progress(&mut |_, b| self.deliver(sh, b)) > 0
     }
 
     /// Decodes a batch into the workers' mailboxes, counting each record once its messages
     /// are there (rule D1).
-    fn deliver(&mut self, bytes: &[u8]) {
-        let sh = self.sh;
+    fn deliver(&mut self, sh: &Shared<'_, M>, bytes: &[u8]) {
         let per_worker = &mut self.per_worker;
         let dgvt = &mut self.dgvt;
         let out = &mut self.out;
@@ -305,6 +349,9 @@ where
                 let w = sh.owner_of(lp);
                 if per_worker[w].is_empty() {
                     touched.push(w);
+                    // The Vec goes to the mailbox whole: start it at a batch's usual size
+                    // rather than grow it message by message.
+                    per_worker[w].reserve(BATCH_HINT);
                 }
                 per_worker[w].push(m);
                 out.msgs_received += 1;
@@ -323,16 +370,11 @@ where
 
     /// After the workers stopped on every rank: exchanges totals until every record sent has
     /// been delivered (into mailboxes: the workers' leftovers count them).
-    fn settle(&mut self) {
+    fn settle(&mut self, sh: &Shared<'_, M>) {
         loop {
             let (sent, recv) = self.dgvt.totals();
-            let mut got = Vec::new();
-            let all = self
-                .comm
-                .all_gather(&[sent, recv], &mut |_, b| got.push(b.to_vec()));
-            for b in got {
-                self.deliver(&b);
-            }
+            let comm = self.comm;
+            let all = comm.all_gather(&[sent, recv], &mut |_, b| self.deliver(sh, b));
             let (s, r) = all
                 .chunks_exact(2)
                 .fold((0u64, 0u64), |(s, r), c| (s + c[0], r + c[1]));
@@ -340,7 +382,7 @@ where
                 return;
             }
             // Some record is still on its way: the next gather receives while it waits.
-            self.receive();
+            self.receive(sh);
         }
     }
 }

@@ -19,7 +19,8 @@ use super::super::options::TimeWarpOptions;
 use super::super::procs::{gather, part_out};
 use super::super::setup::{build, spawn, Built};
 use super::super::transport::Wires;
-use super::driver::{drive, DriverOut};
+use super::driver::{drive, Driver, DriverOut};
+use super::{Pump, Pumped};
 use crate::error::{guard, SimError};
 use crate::executor::conservative::procs::{ChildOut, ABORTED};
 use crate::executor::RunConfig;
@@ -138,6 +139,11 @@ where
             ("tw_records_sent", d.records_sent as f64),
             ("tw_msgs_sent", d.msgs_sent as f64),
             ("tw_msgs_received", d.msgs_received as f64),
+            // 1: a driver thread talked MPI; 0: the worker did (`driver_mode`).
+            (
+                "tw_driver_thread",
+                f64::from(u8::from(driver_mode(threads) == DriverMode::Thread)),
+            ),
         ] {
             w.insert(k.into(), v);
         }
@@ -155,12 +161,12 @@ where
 }
 
 /// This rank's part: its workers and its driver, until the run ends on every rank.
-fn part<M: Model, Q: PendingSet<TwEvent<M::Event>>>(
-    model: &M,
-    cfg: &RunConfig,
+fn part<'a, M: Model, Q: PendingSet<TwEvent<M::Event>>>(
+    model: &'a M,
+    cfg: &'a RunConfig,
     threads: usize,
     opts: &TimeWarpOptions,
-    comm: &RankComm,
+    comm: &'a RankComm,
     states: &mut Vec<Option<M::State>>,
 ) -> (Result<ChildOut, SimError>, Option<DriverOut>)
 where
@@ -184,7 +190,7 @@ where
         (Ok(b), true) => b,
     };
     let Built {
-        sh,
+        mut sh,
         parts,
         counters: mut init_counters,
         report,
@@ -196,19 +202,42 @@ where
     }
     let stopped = AtomicUsize::new(0);
     let start = Instant::now();
+    // Which thread talks MPI (README.md beside this file): with one worker the worker steps
+    // the driver at its looks; with more, a driver thread of its own does.
+    let pumped = (driver_mode(threads) == DriverMode::Worker)
+        .then(|| Pumped::new(Driver::new(&sh, comm, threads)));
+    sh.pump = pumped.as_ref().map(|p| p as &dyn Pump<M>);
     let (results, d) = std::thread::scope(|s| {
-        let d = s.spawn(|| {
-            catch_unwind(AssertUnwindSafe(|| drive(&sh, comm, threads, &stopped))).map_err(|p| {
-                // The driver failed (a payload that does not serialize, say): this rank's
-                // workers stop at their loop tops, the other ranks at once.
-                sh.fail(SimError::from_panic(0, 0.0, p.as_ref()));
-                comm.abort();
+        let sh = &sh;
+        let d = pumped.is_none().then(|| {
+            s.spawn(|| {
+                catch_unwind(AssertUnwindSafe(|| drive(sh, comm, threads, &stopped))).map_err(|p| {
+                    // The driver failed (a payload that does not serialize, say): this
+                    // rank's workers stop at their loop tops, the other ranks at once.
+                    sh.fail(SimError::from_panic(0, 0.0, p.as_ref()));
+                    comm.abort();
+                })
             })
         });
-        let results = spawn(&sh, base, parts, |_| {
+        let results = spawn(sh, base, parts, |_| {
             stopped.fetch_add(1, SeqCst);
         });
-        (results, d.join().ok().and_then(Result::ok))
+        let d = match (d, &pumped) {
+            (Some(d), _) => d.join().ok().and_then(Result::ok),
+            // The worker stopped: this thread finishes the driver's loop (GVT to its end on
+            // every rank, or the failure told to every rank), then the end-of-run exchange.
+            (None, Some(p)) => {
+                let mut p = p.lock().unwrap_or_else(|e| e.into_inner());
+                catch_unwind(AssertUnwindSafe(|| p.driver.run(sh, &stopped)))
+                    .map_err(|e| {
+                        sh.fail(SimError::from_panic(0, 0.0, e.as_ref()));
+                        comm.abort();
+                    })
+                    .ok()
+            }
+            (None, None) => None,
+        };
+        (results, d)
     });
     let wall_s = start.elapsed().as_secs_f64();
     if let Some(e) = sh.take_error() {
@@ -230,4 +259,24 @@ where
         saving,
     );
     (out, d)
+}
+
+/// Which thread of a rank makes the MPI calls and runs GVT across ranks.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum DriverMode {
+    /// A driver thread beside the workers.
+    Thread,
+    /// The rank's worker, at its looks (one worker per rank).
+    Worker,
+}
+
+/// The mode for a rank of `threads` workers: the worker itself with one (a second busy thread
+/// per rank would share its core: with 2 ranks on 2 cores, 4 threads), a driver thread with
+/// more (one of several workers stepping the driver would leave its events waiting).
+pub(crate) fn driver_mode(threads: usize) -> DriverMode {
+    if threads == 1 {
+        DriverMode::Worker
+    } else {
+        DriverMode::Thread
+    }
 }
