@@ -151,6 +151,11 @@ pub(crate) struct CommonArgs {
     /// [default: false].
     #[arg(long, num_args = 0..=1, default_missing_value = "true", help_heading = TIME_WARP)]
     pub check_reverse: Option<bool>,
+    /// Time Warp: commit an event as it runs, with no record, when nothing can roll it back
+    /// (one worker, or before GVT + lookahead with threads; reverse state saving) [default:
+    /// true].
+    #[arg(long, num_args = 0..=1, default_missing_value = "true", help_heading = TIME_WARP)]
+    pub safe_commit: Option<bool>,
     /// Time Warp: preemptive (seed 003): events run in contexts of their own and switch off
     /// the CPU when an earlier message waits [default: false].
     #[arg(long, num_args = 0..=1, default_missing_value = "true", help_heading = TIME_WARP)]
@@ -232,6 +237,7 @@ pub(crate) const COMMON_KEYS: &[&str] = &[
     "max-memory",
     "window",
     "check-reverse",
+    "safe-commit",
     "gvt-csv",
     "preempt",
     "max-suspended",
@@ -278,6 +284,7 @@ impl CommonArgs {
             window: self.window.or(file.window),
             check_reverse: self.check_reverse.or(file.check_reverse),
             gvt_csv: self.gvt_csv.or(file.gvt_csv),
+            safe_commit: self.safe_commit.or(file.safe_commit),
             preempt: self.preempt.or(file.preempt),
             max_suspended: self.max_suspended.or(file.max_suspended),
             tick_us: self.tick_us.or(file.tick_us),

@@ -19,6 +19,9 @@ struct Scramble {
     zero: f64,
     /// Delays are multiples of this (many exact ties).
     grid: f64,
+    /// Declared lookahead, added to every delay (with `zero` 0: lookahead > 0 turns on safe
+    /// commits between threads).
+    lookahead: f64,
     /// Makes `reverse` wrong now and then.
     broken_reverse: bool,
     /// Wall-time spin per event on LP 0, in microseconds (a slow LP).
@@ -35,6 +38,7 @@ impl Scramble {
         Scramble {
             zero: 0.2,
             grid: 0.5,
+            lookahead: 0.0,
             broken_reverse: false,
             slow_lp0_us: 0,
             panic_at: None,
@@ -82,11 +86,12 @@ impl Model for Scramble {
                 let n = u64::from(ctx.lps());
                 ctx.rng().below(n) as LpId
             };
-            let delay = if ctx.rng().uniform() < self.zero {
-                0.0
-            } else {
-                (1 + ctx.rng().below(4)) as f64 * self.grid
-            };
+            let delay = self.lookahead
+                + if ctx.rng().uniform() < self.zero {
+                    0.0
+                } else {
+                    (1 + ctx.rng().below(4)) as f64 * self.grid
+                };
             ctx.send(dst, delay, Token { value: cell.hash });
             ctx.count(0, 1);
         }
@@ -107,6 +112,10 @@ impl Model for Scramble {
 
     fn has_reverse(&self) -> bool {
         true
+    }
+
+    fn lookahead(&self) -> f64 {
+        self.lookahead
     }
 
     fn commit(&self, _tok: &Token, ctx: &CommitCtx) {
@@ -243,6 +252,91 @@ fn commit_hooks_run_once_per_committed_event_in_time_order() {
         let tw = time_warp(&m, 9, threads, TimeWarpOptions::new()).expect("run");
         hooks.assert_once_in_order(&tw, &format!("{threads} threads"));
         assert!(tw.committed > 0);
+    }
+}
+
+/// Safe commits (safe.rs): one worker commits every event as it runs; threads with a lookahead
+/// commit those before GVT + lookahead; either way the history is the sequential one, with the
+/// rule on or off, and commit hooks still run once per event in each LP's order. An optimism
+/// window of about the lookahead keeps workers near GVT, so that safe and recorded events mix
+/// on every LP (without it these small runs race ahead of GVT and few events are safe). A rule
+/// with twice the lookahead fails this test (checked by hand).
+#[test]
+fn safe_commits_keep_the_sequential_history_and_the_commit_order() {
+    for (zero, lookahead) in [(0.2, 0.0), (0.0, 0.3), (0.0, 1.1)] {
+        let m = Scramble {
+            zero,
+            lookahead,
+            ..Scramble::new()
+        };
+        let near = TimeWarpOptions::new()
+            .state_saving(StateSaving::Reverse)
+            .window(Some(1.5 * lookahead))
+            .fixed_window(true);
+        // Further ahead: stragglers land between GVT + lookahead and twice that (where a rule
+        // with twice the lookahead fails).
+        let ahead = near.clone().window(Some(3.0 * lookahead));
+        // Records committed early, before a safe event of their LP.
+        let mut early = 0.0;
+        for seed in [1, 2] {
+            let seq = sequential(&m, seed);
+            for threads in 1..=4 {
+                for (name, opts) in [
+                    (
+                        "on",
+                        TimeWarpOptions::new().state_saving(StateSaving::Reverse),
+                    ),
+                    ("on, window", near.clone()),
+                    ("on, wider window", ahead.clone()),
+                    ("off", near.clone().safe_commit(false)),
+                ] {
+                    let what = format!(
+                        "lookahead {lookahead}, seed {seed}, {threads} threads, safe commits {name}"
+                    );
+                    let tw = time_warp(&m, seed, threads, opts).expect("time warp run");
+                    assert_same(&seq, &tw, &what);
+                    let safe = tw.executor_stats["safe_commits"];
+                    if name == "off" {
+                        assert_eq!(safe, 0.0, "{what}");
+                    } else if threads == 1 {
+                        // A lone worker: every event.
+                        assert_eq!(safe, tw.committed as f64, "{what}");
+                    } else if lookahead == 0.0 {
+                        assert_eq!(safe, 0.0, "{what}: no lookahead, no safe events");
+                    } else if name == "on, window" {
+                        // Both kinds, on the same LPs.
+                        assert!(safe > 0.1 * tw.committed as f64, "{what}: {safe} safe");
+                        assert!(safe < tw.committed as f64, "{what}: {safe} safe");
+                        early += tw.executor_stats["early_commits"];
+                    }
+                }
+            }
+        }
+        if lookahead > 0.0 {
+            assert!(
+                early > 0.0,
+                "lookahead {lookahead}: no record committed early"
+            );
+        }
+        // Copy state saving keeps every record (it may coast over any event).
+        let opts = TimeWarpOptions::new().state_saving(StateSaving::Copy);
+        let tw = time_warp(&m, 1, 1, opts).expect("time warp run");
+        assert_eq!(tw.executor_stats["safe_commits"], 0.0);
+        // Commit hooks: once per event, in each LP's order, with safe and recorded events mixed.
+        for threads in [1, 3] {
+            let hooks = Arc::new(Commits::new(LPS));
+            let m = Scramble {
+                hooks: Some(hooks.clone()),
+                ..m.clone()
+            };
+            let opts = if lookahead > 0.0 {
+                near.clone()
+            } else {
+                TimeWarpOptions::new()
+            };
+            let tw = time_warp(&m, 9, threads, opts).expect("run");
+            hooks.assert_once_in_order(&tw, &format!("lookahead {lookahead}, {threads} threads"));
+        }
     }
 }
 

@@ -137,6 +137,7 @@ pub(super) fn time_warp_options(
         ("--window", common.window.is_some()),
         ("--check-reverse", common.check_reverse == Some(true)),
         ("--gvt-csv", common.gvt_csv.is_some()),
+        ("--safe-commit", common.safe_commit.is_some()),
         ("--preempt", common.preempt == Some(true)),
         ("--max-suspended", common.max_suspended.is_some()),
         ("--tick-us", common.tick_us.is_some()),
@@ -202,6 +203,7 @@ pub(super) fn time_warp_options(
     }
     Ok(TimeWarpOptions::new()
         .preempt(preempt)
+        .safe_commit(common.safe_commit.unwrap_or(true))
         .max_suspended(common.max_suspended.unwrap_or(64))
         .ticks(common.tick_us.map(|t| Ticks::new(t, alpha)))
         .state_saving(state_saving)

@@ -83,6 +83,9 @@ pub(super) fn report_config(
             if common.check_reverse == Some(true) {
                 put("check-reverse", json!(true));
             }
+            if let Some(on) = common.safe_commit {
+                put("safe-commit", json!(on));
+            }
             if common.preempt == Some(true) {
                 put("preempt", json!(true));
                 put("max-suspended", json!(common.max_suspended.unwrap_or(64)));

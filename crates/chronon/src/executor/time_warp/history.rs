@@ -243,6 +243,26 @@ impl<P> History<P> {
         Ok(n)
     }
 
+    /// Commits the record at `seq` before GVT passes it (an older record of a safe event's LP,
+    /// safe.rs): hands it and its counter deltas to `commit`, then drops it, as commit does
+    /// under reverse state saving. The record must be uncommitted and without an error.
+    pub(super) fn commit_early(
+        &mut self,
+        seq: u64,
+        commit: impl FnOnce(&Rec<P>, std::collections::vec_deque::Iter<'_, Extra>),
+    ) {
+        let rec = self.slots[(seq - self.front) as usize]
+            .take()
+            .expect("a record in its slot");
+        debug_assert!(!rec.info.committed() && !rec.info.error());
+        self.live -= 1;
+        let from = (rec.log_at - self.log_front) as usize + rec.info.sent() as usize;
+        commit(
+            &rec,
+            self.log.range(from..from + usize::from(rec.info.counts())),
+        );
+    }
+
     /// Frees the front of the arena up to the oldest uncommitted record: holes go, committed
     /// records are handed to `f` (in arena order), and the extras before the new front go.
     pub(super) fn free_front(&mut self, mut f: impl FnMut(Rec<P>)) {

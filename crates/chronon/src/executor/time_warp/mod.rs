@@ -26,6 +26,7 @@ pub(crate) mod procs;
 pub(crate) mod ranks;
 mod report;
 mod rollback;
+mod safe;
 mod setup;
 mod shared;
 #[cfg(all(target_os = "linux", not(chronon_loom)))]

@@ -69,6 +69,11 @@ pub struct TimeWarpOptions {
     /// With [`preempt`](Self::preempt): fine-grain ticks (seed 003 §2.3, docs/timewarp.md).
     /// `None`: no ticks — every platform-mode return reads BH_min.
     pub ticks: Option<Ticks>,
+    /// Commit an event as it runs, with no record kept, when no straggler can reach its LP any
+    /// more (docs/timewarp.md, "Safe events"): under reverse state saving, with threads in one
+    /// process, for events before GVT + lookahead, and for every event when the run has one
+    /// worker. Default true; false keeps a record of every event (for comparison).
+    pub safe_commit: bool,
     /// Run every event forward, then backward, and compare the states (set by
     /// [`Simulation::check_reverse`](crate::Simulation::check_reverse)).
     pub(crate) check_reverse: bool,
@@ -88,6 +93,7 @@ impl Default for TimeWarpOptions {
             preempt: false,
             max_suspended: 64,
             ticks: None,
+            safe_commit: true,
             check_reverse: false,
         }
     }
@@ -146,6 +152,11 @@ impl TimeWarpOptions {
     /// Sets [`ticks`](Self::ticks).
     pub fn ticks(mut self, t: Option<Ticks>) -> Self {
         self.ticks = t;
+        self
+    }
+    /// Sets [`safe_commit`](Self::safe_commit).
+    pub fn safe_commit(mut self, on: bool) -> Self {
+        self.safe_commit = on;
         self
     }
     /// Sets [`gvt_every`](Self::gvt_every).

@@ -20,6 +20,10 @@ use crate::stats::Report;
 pub(super) struct Stats {
     pub(super) processed: u64,
     pub(super) committed: u64,
+    /// Of `committed`: events committed as they ran, with no record (safe.rs).
+    pub(super) safe: u64,
+    /// Of `committed`: older records of safe events' LPs, committed before GVT passed them.
+    pub(super) safe_early: u64,
     pub(super) rolled_back: u64,
     pub(super) primary: u64,
     pub(super) secondary: u64,
@@ -125,6 +129,8 @@ pub(super) fn finish<M: Model, Q: PendingSet<TwEvent<M::Event>>>(
         sum(|s| s.rollback_ns),
     );
     es.insert("coasted_events".into(), sum(|s| s.coasted) as f64);
+    es.insert("safe_commits".into(), sum(|s| s.safe) as f64);
+    es.insert("early_commits".into(), sum(|s| s.safe_early) as f64);
     es.insert("checkpoints".into(), sum(|s| s.checkpoints) as f64);
     es.insert("gvt_rounds".into(), sh.gvt.rounds() as f64);
     es.insert(
@@ -248,6 +254,8 @@ pub(super) fn worker_figures(s: &Stats, saving: Saving) -> std::collections::BTr
     let mut m = std::collections::BTreeMap::new();
     m.insert("processed".into(), s.processed as f64);
     m.insert("committed".into(), s.committed as f64);
+    m.insert("safe_commits".into(), s.safe as f64);
+    m.insert("early_commits".into(), s.safe_early as f64);
     m.insert("rolled_back".into(), s.rolled_back as f64);
     m.insert("primary_rollbacks".into(), s.primary as f64);
     m.insert("secondary_rollbacks".into(), s.secondary as f64);

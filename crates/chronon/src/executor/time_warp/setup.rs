@@ -285,6 +285,8 @@ pub(super) fn build<'a, M: Model, Q: PendingSet<TwEvent<M::Event>>>(
     }
     let mut report = Report::new("timewarp", here, cfg.queue.name(), cfg.lps, cfg.end);
     report.init_s = init_start.elapsed().as_secs_f64();
+    let safe =
+        super::safe::SafeRule::choose(opts, saving, threads, net.is_some(), model.lookahead());
     let (wires, gvt) = match net {
         Some(net) => net,
         None => (Wires::new(threads), GvtRegisters::new(threads)),
@@ -297,6 +299,7 @@ pub(super) fn build<'a, M: Model, Q: PendingSet<TwEvent<M::Event>>>(
         end: cfg.end,
         lookahead: model.lookahead(),
         saving,
+        safe,
         fixed_k: opts.checkpoint,
         optimism: Optimism::new(
             opts.window,

@@ -73,6 +73,8 @@ pub(super) struct Shared<'a, M: Model> {
     pub(super) end: Time,
     pub(super) lookahead: Time,
     pub(super) saving: Saving,
+    /// Which events commit as they run (safe.rs).
+    pub(super) safe: super::safe::SafeRule,
     pub(super) fixed_k: Option<u32>,
     /// The optimism window and its controller.
     pub(super) optimism: Optimism,

@@ -258,6 +258,9 @@ impl<M: Model, Q: PendingSet<TwEvent<M::Event>>> Worker<'_, '_, M, Q> {
             // Another process failed or was stopped: stop at the top of the loop.
             sh.abort.store(true, std::sync::atomic::Ordering::SeqCst);
         }
+        // GVT read before the drain: what is not in the mailbox now is sent after it, at or
+        // after GVT + lookahead (safe.rs).
+        let safe_until = sh.safe.bound(|| sh.gvt.gvt());
         // Over MPI ranks without a driver thread: send, receive and step GVT here.
         sh.pump();
         if sh.wires.has_mail(self.w) {
@@ -272,6 +275,7 @@ impl<M: Model, Q: PendingSet<TwEvent<M::Event>>> Worker<'_, '_, M, Q> {
             });
             result?;
         }
+        self.safe_until = safe_until;
         self.settle()?;
         self.flush();
         Ok(())

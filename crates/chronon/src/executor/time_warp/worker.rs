@@ -15,7 +15,7 @@ use super::shared::{prefetch, IdHasher, Saving, Shared, MEMORY_EVERY, POLL_EVERY
 use super::transport::Endpoint;
 use crate::error::{ModelError, SimError};
 use crate::event::{Event, EventKey};
-use crate::model::{Ctx, LpId, LpMeta, Model, ReverseCtx, Time};
+use crate::model::{CommitCtx, Ctx, LpId, LpMeta, Model, ReverseCtx, Time};
 use crate::preempt::StackPool;
 use crate::queue::PendingSet;
 
@@ -45,6 +45,8 @@ pub(super) struct Worker<'s, 'a, M: Model, Q> {
     pub(super) history: History<M::Event>,
     /// Scratch for coasting forward: arena positions of the records to re-execute.
     pub(super) coast_seqs: Vec<u64>,
+    /// Scratch for safe events: arena positions of their LP's records to commit first.
+    pub(super) early: Vec<u64>,
     pub(super) queue: Q,
     /// The order stacks of the stacked events this worker holds (lp.rs).
     pub(super) orders: Orders,
@@ -55,6 +57,8 @@ pub(super) struct Worker<'s, 'a, M: Model, Q> {
     pub(super) send_min: f64,
     pub(super) reported: u64,
     pub(super) gvt: f64,
+    /// Events before this time commit as they run (safe.rs); set at each mailbox drain.
+    pub(super) safe_until: f64,
     pub(super) counters: Vec<i64>,
     pub(super) scratch: Vec<i64>,
     pub(super) coast_scratch: Vec<i64>,
@@ -113,10 +117,12 @@ impl<'s, 'a, M: Model, Q: PendingSet<TwEvent<M::Event>>> Worker<'s, 'a, M, Q> {
             local_antis: Vec::new(),
             history: History::default(),
             coast_seqs: Vec::new(),
+            early: Vec::new(),
             next_id: (w as u64) << 48,
             send_min: f64::INFINITY,
             reported: 0,
             gvt: 0.0,
+            safe_until: f64::NEG_INFINITY,
             counters: vec![0; ncounters],
             scratch: vec![0; ncounters],
             coast_scratch: vec![0; ncounters],
@@ -465,6 +471,10 @@ impl<'s, 'a, M: Model, Q: PendingSet<TwEvent<M::Event>>> Worker<'s, 'a, M, Q> {
             // A failed handler's sends never leave; the error is reported if the event commits.
             self.out.clear();
         }
+        // A safe event commits now, with no record (safe.rs): no straggler or anti-message can
+        // reach it, and its LP's older records commit first.
+        let safe = error.is_none() && self.safe_now(li, now);
+        let lp = &mut self.lps[li];
         // The record's extras: its sends, then its counter deltas.
         let log_at = self.history.log_next();
         let mut sent = 0u32;
@@ -517,13 +527,19 @@ impl<'s, 'a, M: Model, Q: PendingSet<TwEvent<M::Event>>> Worker<'s, 'a, M, Q> {
                     self.endpoint.send(&sh.wires, o, Msg::Event(tw, stack));
                 }
             }
-            self.history.push_extra(Extra::Sent(Sent { dst, time, id }));
+            if !safe {
+                self.history.push_extra(Extra::Sent(Sent { dst, time, id }));
+            }
             sent += 1;
         }
         let mut counts = 0u16;
         for (i, c) in self.scratch.iter_mut().enumerate() {
             if *c != 0 {
-                self.history.push_extra(Extra::Count(i as u32, *c));
+                if safe {
+                    self.counters[i] += *c;
+                } else {
+                    self.history.push_extra(Extra::Count(i as u32, *c));
+                }
                 *c = 0;
                 counts += 1;
             }
@@ -531,6 +547,18 @@ impl<'s, 'a, M: Model, Q: PendingSet<TwEvent<M::Event>>> Worker<'s, 'a, M, Q> {
         lp.last_key = self.orders.key(&ev);
         lp.last_plain = !ev.stacked();
         lp.digest.commit(&lp.last_key);
+        if safe {
+            sh.model.commit(&ev.payload, &CommitCtx { me, now });
+            self.orders.remove(&ev);
+            lp.next += 1;
+            let st = &mut self.stats;
+            st.processed += 1;
+            st.committed += 1;
+            st.safe += 1;
+            st.last_committed = st.last_committed.max(now);
+            self.flush();
+            return Ok(());
+        }
         let is_error = error.is_some();
         lp.last = self.history.push(
             Rec {
