@@ -2,7 +2,8 @@
 //!
 //! Random sequences of process (append a record to an LP, in its time order and not before
 //! GVT), roll back (undo an LP's newest uncommitted records through the chain links) and commit
-//! (raise GVT, commit what is older, free the front) are applied to both; after every step the
+//! (raise GVT, commit what is older, free the front) and, under reverse computation, commit one
+//! LP's records early (a safe event's LP, safe.rs) are applied to both; after every step the
 //! committed sequence per LP, the events rolled back, every LP's chain, and the extras read back
 //! must agree, and once everything is committed the arena must be empty.
 
@@ -16,6 +17,7 @@ enum Op {
     Process { lp: usize, dt: u8, sends: u8 },
     Rollback { lp: usize, k: u8 },
     Commit { dg: u8 },
+    CommitLp { lp: usize },
 }
 
 fn op(lps: usize) -> impl Strategy<Value = Op> {
@@ -23,6 +25,7 @@ fn op(lps: usize) -> impl Strategy<Value = Op> {
         4 => (0..lps, 0..4u8, 0..3u8).prop_map(|(lp, dt, sends)| Op::Process { lp, dt, sends }),
         1 => (0..lps, 1..4u8).prop_map(|(lp, k)| Op::Rollback { lp, k }),
         1 => (0..3u8).prop_map(|dg| Op::Commit { dg }),
+        1 => (0..lps).prop_map(|lp| Op::CommitLp { lp }),
     ]
 }
 
@@ -120,6 +123,27 @@ fn run(ops: Vec<Op>, lps: usize, drop_at_commit: bool) -> Result<(), TestCaseErr
                     last[lp] = r.prev;
                 }
             }
+            Op::CommitLp { lp } if drop_at_commit => {
+                // As `Worker::safe_now`: the chain newest first, committed oldest first.
+                committed_ref[lp].extend(pending[lp].drain(..).map(|r| r.id));
+                let mut seqs = Vec::new();
+                let mut seq = last[lp];
+                while let Some(r) = h.get(seq) {
+                    seqs.push(seq);
+                    seq = r.prev;
+                }
+                for &seq in seqs.iter().rev() {
+                    h.commit_early(seq, |r, extras| {
+                        let counts: Vec<Extra> = extras.copied().collect();
+                        assert!(
+                            matches!(counts.as_slice(), [Extra::Count(l, id)] if *l as usize == lp && *id as u64 == r.ev.id),
+                            "wrong counter deltas {counts:?}"
+                        );
+                        committed_got[lp].push(r.ev.id);
+                    });
+                }
+            }
+            Op::CommitLp { .. } => {}
             Op::Commit { dg } => {
                 g = if dg == u8::MAX {
                     f64::INFINITY
