@@ -151,6 +151,10 @@ pub(crate) struct CommonArgs {
     /// [default: false].
     #[arg(long, num_args = 0..=1, default_missing_value = "true", help_heading = TIME_WARP)]
     pub check_reverse: Option<bool>,
+    /// Time Warp: events a worker processes between two GVT rounds it starts (>= 1) [default:
+    /// 1024].
+    #[arg(long, help_heading = TIME_WARP)]
+    pub gvt_every: Option<u32>,
     /// Time Warp: commit an event as it runs, with no record, when nothing can roll it back
     /// (one worker, or before GVT + lookahead with threads; reverse state saving) [default:
     /// true].
@@ -238,6 +242,7 @@ pub(crate) const COMMON_KEYS: &[&str] = &[
     "window",
     "check-reverse",
     "safe-commit",
+    "gvt-every",
     "gvt-csv",
     "preempt",
     "max-suspended",
@@ -285,6 +290,7 @@ impl CommonArgs {
             check_reverse: self.check_reverse.or(file.check_reverse),
             gvt_csv: self.gvt_csv.or(file.gvt_csv),
             safe_commit: self.safe_commit.or(file.safe_commit),
+            gvt_every: self.gvt_every.or(file.gvt_every),
             preempt: self.preempt.or(file.preempt),
             max_suspended: self.max_suspended.or(file.max_suspended),
             tick_us: self.tick_us.or(file.tick_us),

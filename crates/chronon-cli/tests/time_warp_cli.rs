@@ -63,6 +63,18 @@ fn bad_time_warp_flags_exit_2_with_one_line() {
         ),
         (&["--sync", "seq", "--preempt"][..], "timewarp"),
         (
+            &["--sync", "window", "--safe-commit", "false"][..],
+            "timewarp",
+        ),
+        (
+            &["--sync", "timewarp", "--gvt-every", "0"][..],
+            "--gvt-every",
+        ),
+        (
+            &["--sync", "timewarp", "--safe-commit", "maybe"][..],
+            "safe-commit",
+        ),
+        (
             &["--sync", "timewarp", "--max-suspended", "4"][..],
             "--preempt only",
         ),
@@ -134,6 +146,37 @@ fn time_warp_prints_the_sequential_fingerprint_and_writes_gvt_csv() {
     let (code, chk, err) = run(&["--sync", "timewarp", "--threads", "2", "--check-reverse"]);
     assert_eq!(code, 0, "{err}");
     assert_eq!(fingerprint(&chk), fingerprint(&seq));
+    // Safe commits: every event of a lone worker, none when turned off; the same history.
+    for (threads, on, all) in [("1", "true", true), ("2", "false", false)] {
+        let json = std::env::temp_dir().join(format!(
+            "chronon-tw-cli-safe-{}-{threads}.json",
+            std::process::id()
+        ));
+        let j = json.display().to_string();
+        let (code, out, err) = run(&[
+            "--sync",
+            "timewarp",
+            "--threads",
+            threads,
+            "--safe-commit",
+            on,
+            "--gvt-every",
+            "64",
+            "--output",
+            &j,
+        ]);
+        assert_eq!(code, 0, "{err}");
+        assert_eq!(fingerprint(&out), fingerprint(&seq));
+        let r: serde_json::Value =
+            serde_json::from_str(&std::fs::read_to_string(&json).expect("report")).expect("JSON");
+        let _ = std::fs::remove_file(&json);
+        let safe = r["executor_stats"]["safe_commits"]
+            .as_f64()
+            .expect("safe_commits");
+        let committed = r["committed"].as_f64().expect("committed");
+        assert_eq!(safe, if all { committed } else { 0.0 }, "{threads} threads");
+        assert_eq!(r["config"]["gvt-every"], 64, "the report names the setting");
+    }
 }
 
 /// `--max-memory` covers the process's resident memory: a bound below the footprint is refused

@@ -138,6 +138,7 @@ pub(super) fn time_warp_options(
         ("--check-reverse", common.check_reverse == Some(true)),
         ("--gvt-csv", common.gvt_csv.is_some()),
         ("--safe-commit", common.safe_commit.is_some()),
+        ("--gvt-every", common.gvt_every.is_some()),
         ("--preempt", common.preempt == Some(true)),
         ("--max-suspended", common.max_suspended.is_some()),
         ("--tick-us", common.tick_us.is_some()),
@@ -160,6 +161,11 @@ pub(super) fn time_warp_options(
     if common.checkpoint == Some(0) {
         return Err(Failure::bad_input(
             "--checkpoint is 0; it must be at least 1 event",
+        ));
+    }
+    if common.gvt_every == Some(0) {
+        return Err(Failure::bad_input(
+            "--gvt-every is 0; it must be at least 1 event",
         ));
     }
     let max_memory = common.max_memory.as_deref().map(parse_bytes).transpose()?;
@@ -204,6 +210,7 @@ pub(super) fn time_warp_options(
     Ok(TimeWarpOptions::new()
         .preempt(preempt)
         .safe_commit(common.safe_commit.unwrap_or(true))
+        .gvt_every(common.gvt_every.unwrap_or(TimeWarpOptions::new().gvt_every))
         .max_suspended(common.max_suspended.unwrap_or(64))
         .ticks(common.tick_us.map(|t| Ticks::new(t, alpha)))
         .state_saving(state_saving)

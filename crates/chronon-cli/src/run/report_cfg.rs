@@ -86,6 +86,9 @@ pub(super) fn report_config(
             if let Some(on) = common.safe_commit {
                 put("safe-commit", json!(on));
             }
+            if let Some(n) = common.gvt_every {
+                put("gvt-every", json!(n));
+            }
             if common.preempt == Some(true) {
                 put("preempt", json!(true));
                 put("max-suspended", json!(common.max_suspended.unwrap_or(64)));
