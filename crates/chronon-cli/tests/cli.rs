@@ -2,7 +2,6 @@
 
 mod common;
 
-use std::path::PathBuf;
 use std::process::{Command, Output, Stdio};
 
 use common::SMALL;
@@ -15,10 +14,8 @@ fn chronon(args: &[&str]) -> Output {
         .expect("the binary runs")
 }
 
-fn tmp(name: &str) -> PathBuf {
-    let dir = std::env::temp_dir().join(format!("chronon-cli-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
-    dir.join(name)
+fn tmp(name: &str) -> common::Scratch {
+    common::scratch("chronon-cli", name)
 }
 
 fn with(extra: &[&str]) -> Vec<String> {

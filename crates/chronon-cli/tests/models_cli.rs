@@ -1,6 +1,8 @@
 //! The models' command lines, run through the real binary: bad input exits 2 with one line
 //! naming the parameter; the example configs run.
 
+mod common;
+
 use std::process::{Command, Output};
 
 fn chronon(args: &[&str]) -> Output {
@@ -242,11 +244,9 @@ fn campus_cli() {
     assert!(out.contains("committed"), "{out}");
 }
 
-/// A scratch path unique to this test process.
-fn scratch(name: &str) -> std::path::PathBuf {
-    let dir = std::env::temp_dir().join(format!("chronon-models-cli-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).expect("a scratch directory");
-    dir.join(name)
+/// A scratch path unique to this test process and name, removed when it drops.
+fn scratch(name: &str) -> common::Scratch {
+    common::scratch("chronon-models-cli", name)
 }
 
 #[test]

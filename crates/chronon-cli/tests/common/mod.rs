@@ -85,3 +85,43 @@ pub fn history(r: &serde_json::Value) -> serde_json::Value {
         "complete": r["complete"],
     })
 }
+
+/// A scratch file path for one test, in a directory of its own that is removed when the
+/// value drops (tests leave nothing in the temporary directory, pass or fail).
+pub struct Scratch {
+    dir: std::path::PathBuf,
+    path: std::path::PathBuf,
+}
+
+/// [`Scratch`] named `name`, unique to this test process and this name.
+pub fn scratch(prefix: &str, name: &str) -> Scratch {
+    let dir = std::env::temp_dir().join(format!("{prefix}-{}-{name}", std::process::id()));
+    std::fs::create_dir_all(&dir).expect("a scratch directory");
+    let path = dir.join(name);
+    Scratch { dir, path }
+}
+
+impl Drop for Scratch {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.dir);
+    }
+}
+
+impl std::ops::Deref for Scratch {
+    type Target = std::path::Path;
+    fn deref(&self) -> &std::path::Path {
+        &self.path
+    }
+}
+
+impl AsRef<std::path::Path> for Scratch {
+    fn as_ref(&self) -> &std::path::Path {
+        &self.path
+    }
+}
+
+impl AsRef<std::ffi::OsStr> for Scratch {
+    fn as_ref(&self) -> &std::ffi::OsStr {
+        self.path.as_os_str()
+    }
+}
