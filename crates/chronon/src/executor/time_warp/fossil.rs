@@ -6,6 +6,7 @@ use super::history::Extra;
 use super::lp::{Checkpoint, TwCold, TwEvent};
 use super::memory;
 use super::optimism::Delta;
+use super::report::Stats;
 use super::shared::{Saving, AUTO_K_MAX};
 use super::worker::{Census, Worker};
 use crate::error::SimError;
@@ -105,14 +106,7 @@ impl<'s, 'a, M: Model, Q: PendingSet<TwEvent<M::Event>>> Worker<'s, 'a, M, Q> {
             |rec, extras| {
                 let (me, now) = (rec.ev.dst, rec.ev.time);
                 *current = (me, now);
-                sh.model.commit(&rec.ev.payload, &CommitCtx { me, now });
-                for e in extras {
-                    if let &Extra::Count(idx, delta) = e {
-                        counters[idx as usize] += delta;
-                    }
-                }
-                stats.committed += 1;
-                stats.last_committed = stats.last_committed.max(now);
+                commit_event(sh.model, &rec.ev, extras, counters, stats);
                 if !reverse {
                     // Copy state saving: the newest checkpoint at or below the commit point
                     // is the oldest one a rollback can need.
@@ -187,6 +181,28 @@ impl<'s, 'a, M: Model, Q: PendingSet<TwEvent<M::Event>>> Worker<'s, 'a, M, Q> {
         };
         self.k = (k.round() as u32).clamp(1, AUTO_K_MAX);
     }
+}
+
+/// Commits one event (fossil collection, a safe event and its LP's older records: safe.rs): its
+/// commit hook, the counter deltas among `extras` into the committed counters, and the commit
+/// figures.
+#[inline]
+pub(super) fn commit_event<'e, M: Model>(
+    model: &M,
+    ev: &TwEvent<M::Event>,
+    extras: impl Iterator<Item = &'e Extra>,
+    counters: &mut [i64],
+    stats: &mut Stats,
+) {
+    let (me, now) = (ev.dst, ev.time);
+    model.commit(&ev.payload, &CommitCtx { me, now });
+    for e in extras {
+        if let &Extra::Count(idx, delta) = e {
+            counters[idx as usize] += delta;
+        }
+    }
+    stats.committed += 1;
+    stats.last_committed = stats.last_committed.max(now);
 }
 
 /// Drops the coast-log events before the LP's oldest checkpoint (no rollback restores a state

@@ -103,6 +103,14 @@ pub(super) enum Extra {
     Count(u32, i64),
 }
 
+/// Where `rec`'s counter deltas lie in an extras log whose first entry has index `log_front`
+/// (after its sends).
+#[inline]
+fn counts_in_log<P>(rec: &Rec<P>, log_front: u64) -> std::ops::Range<usize> {
+    let from = (rec.log_at - log_front) as usize + rec.info.sent() as usize;
+    from..from + usize::from(rec.info.counts())
+}
+
 /// The arena (see the module docs).
 #[derive(Debug)]
 pub(super) struct History<P> {
@@ -231,9 +239,7 @@ impl<P> History<P> {
             }
             rec.info = rec.info.with(COMMITTED, true);
             n += 1;
-            let from = (rec.log_at - self.log_front) as usize;
-            let sent = rec.info.sent() as usize;
-            let counts = from + sent..from + sent + usize::from(rec.info.counts());
+            let counts = counts_in_log(rec, self.log_front);
             if commit(rec, self.log.range(counts))? {
                 self.slots[i] = None;
                 self.live -= 1;
@@ -256,11 +262,7 @@ impl<P> History<P> {
             .expect("a record in its slot");
         debug_assert!(!rec.info.committed() && !rec.info.error());
         self.live -= 1;
-        let from = (rec.log_at - self.log_front) as usize + rec.info.sent() as usize;
-        commit(
-            &rec,
-            self.log.range(from..from + usize::from(rec.info.counts())),
-        );
+        commit(&rec, self.log.range(counts_in_log(&rec, self.log_front)));
     }
 
     /// Frees the front of the arena up to the oldest uncommitted record: holes go, committed

@@ -23,12 +23,12 @@
 //!   back), so the cancelled event is at least `g + L`. Processes and MPI ranks batch sends
 //!   past a report (rings that may be full, the rank's driver), so the rule is off there.
 
-use super::history::Extra;
+use super::fossil::commit_event;
 use super::lp::TwEvent;
 use super::options::TimeWarpOptions;
 use super::shared::Saving;
 use super::worker::Worker;
-use crate::model::{CommitCtx, Model, Time};
+use crate::model::{Model, Time};
 use crate::queue::PendingSet;
 
 /// Which events of a run commit as they run.
@@ -84,12 +84,8 @@ impl<M: Model, Q: PendingSet<TwEvent<M::Event>>> Worker<'_, '_, M, Q> {
         if now >= self.safe_until {
             return false;
         }
-        let mut seq = self.lps[li].last;
-        if self.history.get(seq).is_none() {
-            // The common case: nothing of the LP's is uncommitted.
-            return true;
-        }
         self.early.clear();
+        let mut seq = self.lps[li].last;
         while let Some(r) = self.history.get(seq) {
             if r.info.error() {
                 return false;
@@ -97,29 +93,23 @@ impl<M: Model, Q: PendingSet<TwEvent<M::Event>>> Worker<'_, '_, M, Q> {
             self.early.push(seq);
             seq = r.prev;
         }
-        self.commit_early();
+        // Commonly none: nothing of the LP's is uncommitted.
+        if !self.early.is_empty() {
+            self.commit_early();
+        }
         true
     }
 
     /// Commits the records listed in `early` (newest first) oldest first.
-    #[cold]
     fn commit_early(&mut self) {
         let sh = self.sh;
         let current = self.current;
         let (counters, stats, orders) = (&mut self.counters, &mut self.stats, &mut self.orders);
         for &seq in self.early.iter().rev() {
             self.history.commit_early(seq, |rec, counts| {
-                let (me, now) = (rec.ev.dst, rec.ev.time);
-                self.current = (me, now);
-                sh.model.commit(&rec.ev.payload, &CommitCtx { me, now });
-                for e in counts {
-                    if let &Extra::Count(i, d) = e {
-                        counters[i as usize] += d;
-                    }
-                }
-                stats.committed += 1;
+                self.current = (rec.ev.dst, rec.ev.time);
+                commit_event(sh.model, &rec.ev, counts, counters, stats);
                 stats.safe_early += 1;
-                stats.last_committed = stats.last_committed.max(now);
                 orders.remove(&rec.ev);
             });
         }

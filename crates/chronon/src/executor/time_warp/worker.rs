@@ -7,6 +7,7 @@ use std::time::{Duration, Instant};
 
 use crossbeam_utils::Backoff;
 
+use super::fossil::commit_event;
 use super::history::{Extra, History, Info, Rec};
 use super::lp::{Anti, Checkpoint, Msg, Orders, Sent, TwCold, TwEvent, TwLp};
 use super::preempt::{Job, PreemptStats, Ticker};
@@ -15,7 +16,7 @@ use super::shared::{prefetch, IdHasher, Saving, Shared, MEMORY_EVERY, POLL_EVERY
 use super::transport::Endpoint;
 use crate::error::{ModelError, SimError};
 use crate::event::{Event, EventKey};
-use crate::model::{CommitCtx, Ctx, LpId, LpMeta, Model, ReverseCtx, Time};
+use crate::model::{Ctx, LpId, LpMeta, Model, ReverseCtx, Time};
 use crate::preempt::StackPool;
 use crate::queue::PendingSet;
 
@@ -548,28 +549,29 @@ impl<'s, 'a, M: Model, Q: PendingSet<TwEvent<M::Event>>> Worker<'s, 'a, M, Q> {
         lp.last_plain = !ev.stacked();
         lp.digest.commit(&lp.last_key);
         if safe {
-            sh.model.commit(&ev.payload, &CommitCtx { me, now });
+            // Its counter deltas went to the committed counters above.
+            commit_event(
+                sh.model,
+                &ev,
+                std::iter::empty(),
+                &mut self.counters,
+                &mut self.stats,
+            );
+            self.stats.safe += 1;
             self.orders.remove(&ev);
-            lp.next += 1;
-            let st = &mut self.stats;
-            st.processed += 1;
-            st.committed += 1;
-            st.safe += 1;
-            st.last_committed = st.last_committed.max(now);
-            self.flush();
-            return Ok(());
+        } else {
+            let is_error = error.is_some();
+            lp.last = self.history.push(
+                Rec {
+                    ev,
+                    meta,
+                    prev: lp.last,
+                    log_at,
+                    info: Info::new(sent, counts, is_error),
+                },
+                error,
+            );
         }
-        let is_error = error.is_some();
-        lp.last = self.history.push(
-            Rec {
-                ev,
-                meta,
-                prev: lp.last,
-                log_at,
-                info: Info::new(sent, counts, is_error),
-            },
-            error,
-        );
         lp.next += 1;
         self.stats.processed += 1;
         self.flush();
