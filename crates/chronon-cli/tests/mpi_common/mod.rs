@@ -75,7 +75,14 @@ pub fn pids_with(marker: &str) -> Vec<u32> {
 /// A run that does not end by itself (PHOLD to t = 1e9, `--seed seed` marks its processes),
 /// started with `launcher` (e.g. `["timeout", "60", "mpirun"]`, or `["mpirun"]` for a test
 /// that signals mpirun itself) on `ranks` ranks, stdout and stderr piped; returned once its
-/// ranks are all running (at most 20 s), with their pids (ascending).
+/// ranks are all past `MPI_Init` (at most 20 s), with their pids (ascending).
+///
+/// Past `MPI_Init`, not merely started: a rank killed while it still talks PMI to hydra (the
+/// init's key exchange and barrier) can make hydra's proxy fail on its own ("HYDU_sock_write
+/// ... Bad file descriptor", then "assert (!closed) failed") instead of reporting the death,
+/// which is hydra's race, not the run's. A rank starts its `rank-watch` thread right after
+/// `MPI_Init` returns (`rank_watch.rs`), so that thread's name in `/proc/PID/task/*/comm` marks
+/// it.
 pub fn start_endless(
     launcher: &[&str],
     ranks: usize,
@@ -116,6 +123,19 @@ pub fn start_endless(
         std::thread::sleep(Duration::from_millis(50));
     };
     pids.sort_unstable();
+    while !pids.iter().all(|&p| past_mpi_init(p)) && t0.elapsed() < Duration::from_secs(20) {
+        std::thread::sleep(Duration::from_millis(50));
+    }
     // The caller waits for `child`.
     (child, pids)
+}
+
+/// Whether process `pid` runs a thread named `rank-watch` (started once `MPI_Init` returned).
+pub fn past_mpi_init(pid: u32) -> bool {
+    let Ok(tasks) = std::fs::read_dir(format!("/proc/{pid}/task")) else {
+        return false;
+    };
+    tasks.flatten().any(|t| {
+        std::fs::read_to_string(t.path().join("comm")).is_ok_and(|c| c.trim_end() == "rank-watch")
+    })
 }
