@@ -36,11 +36,19 @@
 //! bottom is an O(log n) heap push, and a pop is O(1) from the bottom or O(log n) from the
 //! overflow. Refills cost what they cost in the ladder: an event is bucketed at most once per
 //! rung (at most `MAX_RUNGS + 1` times) and sorted once, when it reaches the bottom.
+//!
+//! Large tops: a top of at least `segments::SPLIT_MIN` events (a million initial events, say)
+//! is first split in place into up to eight time segments, which sit between the top and rung 0
+//! and are spread over a rung one at a time (`segments.rs`); a segment that has grown that large
+//! by inserts (the latest one takes everything up to the top) is split again in turn. Spreading
+//! the whole top at once would allocate buckets for all of it while its pages still hold it: a
+//! resident peak of twice the pending set. A split costs two more passes over its events.
 
 use std::cmp::Ordering;
 use std::collections::BinaryHeap;
 
 use super::binary_heap::MinFirst;
+use super::segments::{self, bucket_of, Segment};
 use super::PendingSet;
 use crate::event::Keyed;
 
@@ -49,7 +57,7 @@ const SORT_MAX: usize = 64;
 /// Events per bucket a new rung aims at.
 const EVENTS_PER_BUCKET: usize = 4;
 /// Events per page of the top (pages spare the top a reallocation that copies everything).
-const TOP_PAGE: usize = 1024;
+const TOP_PAGE: usize = segments::PAGE;
 /// The most buckets in one rung.
 const MAX_BUCKETS: usize = 1 << 15;
 /// The most rungs; past it, buckets are sorted whatever their size.
@@ -74,15 +82,7 @@ impl<T> Rung<T> {
     /// The bucket of time `t`: monotone non-decreasing in `t`, clamped to the rung.
     #[inline(always)]
     fn index(&self, t: f64) -> usize {
-        let q = (t - self.start) * self.inv_width;
-        let last = self.buckets.len() - 1;
-        if q >= last as f64 {
-            last
-        } else if q > 0.0 {
-            q as usize
-        } else {
-            0
-        }
+        bucket_of(t, self.start, self.inv_width, self.buckets.len())
     }
 }
 
@@ -94,6 +94,11 @@ pub struct LadderQueue<T> {
     top_min: f64,
     top_max: f64,
     top_start: f64,
+    /// A large top split in time order, latest first (`segments.rs`): all of them lie between
+    /// the top and rung 0.
+    segments: Vec<Segment<T>>,
+    /// Emptied pages of the top and the segments, for their next pages (`give_page`).
+    pool: Vec<Vec<T>>,
     rungs: Vec<Rung<T>>,
     /// Sorted in descending key order: the next event is the last.
     bottom: Vec<T>,
@@ -114,6 +119,7 @@ impl<T> std::fmt::Debug for LadderQueue<T> {
         f.debug_struct("LadderQueue")
             .field("len", &self.len)
             .field("top", &self.top_len)
+            .field("segments", &self.segments.len())
             .field("rungs", &self.rungs.len())
             .field("bottom", &self.bottom.len())
             .field("overflow", &self.overflow.len())
@@ -134,6 +140,21 @@ impl<T: Keyed> LadderQueue<T> {
                 v
             }
             None => Vec::with_capacity(capacity),
+        }
+    }
+
+    /// Keeps an emptied page of the top or of a segment for the next one (the pages of a
+    /// large top come from the thread that filled it, often not the one that drains it, whose
+    /// allocator would not reuse them), while the pool holds no more pages than the set has
+    /// events; gives any other vector to the spares.
+    fn give_page(&mut self, v: Vec<T>) {
+        debug_assert!(v.is_empty());
+        if v.capacity() == TOP_PAGE {
+            if self.pool.len() * TOP_PAGE < self.len {
+                self.pool.push(v);
+            }
+        } else {
+            self.give_spare(v);
         }
     }
 
@@ -170,7 +191,7 @@ impl<T: Keyed> LadderQueue<T> {
                 let b = rung.index(it.key().time);
                 rung.buckets[b].push(it);
             }
-            self.give_spare(page);
+            self.give_page(page);
         }
         self.rungs.push(rung);
     }
@@ -182,6 +203,12 @@ impl<T: Keyed> LadderQueue<T> {
         items.sort_unstable_by(desc);
         let old = std::mem::replace(&mut self.bottom, items);
         self.give_spare(old);
+    }
+
+    /// Segments of a split top not yet spread (tests).
+    #[cfg(test)]
+    pub(super) fn segments(&self) -> usize {
+        self.segments.len()
     }
 
     /// Refills the empty bottom tier from the finest rung or the top. `len > 0` must hold.
@@ -212,26 +239,54 @@ impl<T: Keyed> LadderQueue<T> {
                     self.set_bottom(bucket);
                     return;
                 }
+            } else if let Some(seg) = self.segments.pop() {
+                // The latest segment takes every insert up to the top, so it may have grown.
+                if self.spread(seg.pages, seg.len, seg.min, seg.max) {
+                    return;
+                }
             } else {
                 debug_assert!(self.top_len > 0);
-                let mut pages = std::mem::take(&mut self.top);
+                let pages = std::mem::take(&mut self.top);
                 let len = std::mem::take(&mut self.top_len);
                 let (min, max) = (self.top_min, self.top_max);
                 // Everything at or below `max` now lives below the top.
                 self.top_start = max.next_up();
                 self.top_min = f64::INFINITY;
                 self.top_max = f64::NEG_INFINITY;
-                if len <= SORT_MAX || !(min < max) {
-                    let mut all = pages.pop().unwrap_or_default();
-                    for mut p in pages {
-                        all.append(&mut p);
-                    }
-                    self.set_bottom(all);
+                if self.spread(pages, len, min, max) {
                     return;
                 }
-                self.push_rung(pages, len, min, max);
             }
         }
+    }
+
+    /// Moves `pages` (`len` events, times in `[min, max]`) below: into the bottom (sorted)
+    /// when they are few or share one time, and returns true; else into segments when they
+    /// are many (`segments.rs`: the rung is built from the earliest one at the next step), or
+    /// over a new finest rung.
+    fn spread(&mut self, mut pages: Vec<Vec<T>>, len: usize, min: f64, max: f64) -> bool {
+        if len >= segments::SPLIT_MIN && min < max {
+            let mut parts = segments::split(pages, len, min, max, &mut self.pool);
+            if parts.len() > 1 {
+                // All of them are earlier than the segments already here.
+                self.segments.append(&mut parts);
+                return false;
+            }
+            // Nearly everything in one histogram bin: spread it as it is.
+            let one = parts.pop().expect("a segment");
+            pages = one.pages;
+        }
+        if len <= SORT_MAX || !(min < max) {
+            let mut all = pages.pop().unwrap_or_default();
+            for mut p in pages {
+                all.append(&mut p);
+                self.give_page(p);
+            }
+            self.set_bottom(all);
+            return true;
+        }
+        self.push_rung(pages, len, min, max);
+        false
     }
 
     /// Inserts into the bottom tier an event that every rung's cursor is past.
@@ -314,6 +369,8 @@ impl<T: Keyed + Send> PendingSet<T> for LadderQueue<T> {
             top_min: f64::INFINITY,
             top_max: f64::NEG_INFINITY,
             top_start: f64::NEG_INFINITY,
+            segments: Vec::new(),
+            pool: Vec::new(),
             rungs: Vec::new(),
             bottom: Vec::new(),
             overflow: BinaryHeap::new(),
@@ -336,11 +393,17 @@ impl<T: Keyed + Send> PendingSet<T> for LadderQueue<T> {
             match self.top.last_mut() {
                 Some(page) if page.len() < TOP_PAGE => page.push(item),
                 _ => {
-                    let mut page = Vec::with_capacity(TOP_PAGE);
+                    let mut page = segments::new_page(&mut self.pool);
                     page.push(item);
                     self.top.push(page);
                 }
             }
+            return;
+        }
+        if self.segments.last().is_some_and(|s| t >= s.start) {
+            // The latest segment whose start `t` reaches (the earliest one qualifies).
+            let s = self.segments.iter_mut().find(|s| t >= s.start);
+            s.expect("a segment").push(item, t, &mut self.pool);
             return;
         }
         for r in self.rungs.iter_mut() {
@@ -386,5 +449,13 @@ impl<T: Keyed + Send> PendingSet<T> for LadderQueue<T> {
 
     fn len(&self) -> usize {
         self.len
+    }
+
+    /// Twice the events' bytes while a spread may copy all of them into buckets; a set large
+    /// enough to be split copies one segment at a time: the events' bytes plus what a
+    /// segment below `SPLIT_MIN` costs while it is spread (`segments.rs`).
+    fn peak_factor(&self) -> f64 {
+        let len = self.len.max(1);
+        1.0 + len.min(segments::SPLIT_MIN) as f64 / len as f64
     }
 }

@@ -8,6 +8,7 @@
 
 mod binary_heap;
 mod ladder;
+mod segments;
 
 pub use binary_heap::HeapQueue;
 pub use ladder::LadderQueue;
@@ -31,6 +32,14 @@ pub trait PendingSet<T: Keyed>: Send {
     /// Whether the set is empty.
     fn is_empty(&self) -> bool {
         self.len() == 0
+    }
+    /// The most resident memory the set holds now and while its items move inside it, as a
+    /// multiple of `len()` items' `size_of` (what Time Warp's memory bound charges for it).
+    /// Vectors that grow by doubling and items copied from one container to another hold up
+    /// to twice their bytes: measured, 100 000 PHOLD LPs with 10 events each reached 1.8–2×
+    /// the events' bytes over the init footprint, with either set.
+    fn peak_factor(&self) -> f64 {
+        2.0
     }
 }
 

@@ -115,6 +115,61 @@ fn ladder_and_heap_agree_on_a_long_hold_run() {
     assert_eq!(ladder.len(), heap.len());
 }
 
+/// A top large enough to be split into segments (`segments.rs`; unit tests split tops of 300
+/// events or more), then inserts into every segment, into the top, below the segments and
+/// into the past, popped against the heap: the segments keep the exact order.
+#[test]
+fn ladder_with_a_split_top_matches_the_heap() {
+    let mut rng = crate::rng::LpRng::from_seed(11);
+    let mut ladder = LadderQueue::new();
+    let mut heap = HeapQueue::new();
+    let mut seq = 0u64;
+    let mut push = |t: f64, ladder: &mut LadderQueue<EventKey>, heap: &mut HeapQueue<EventKey>| {
+        let k = EventKey {
+            time: t,
+            src: 0,
+            seq,
+        };
+        seq += 1;
+        ladder.push(k);
+        heap.push(k);
+    };
+    let mut most = 0;
+    for round in 0..6 {
+        // A fresh large top: uniform times, a block of ties and a far tail.
+        let base = heap.peek().map_or(0.0, |k: &EventKey| k.time);
+        for i in 0..4000 {
+            let t = match i % 10 {
+                0 => base + 50.0,
+                1 => base + 1000.0 * rng.uniform(),
+                _ => base + 100.0 * rng.uniform(),
+            };
+            push(t, &mut ladder, &mut heap);
+        }
+        for _ in 0..3000 + round * 500 {
+            let a = ladder.pop().unwrap();
+            assert_eq!(Some(a), heap.pop());
+            most = most.max(ladder.segments());
+            let t = match rng.below(5) {
+                0 => a.time,
+                1 => a.time + 100.0 * rng.uniform(),
+                2 => a.time + 2000.0 * rng.uniform(),
+                3 => (a.time - rng.uniform()).max(0.0),
+                _ => a.time + rng.exponential(1.0),
+            };
+            push(t, &mut ladder, &mut heap);
+        }
+    }
+    while let Some(a) = ladder.pop() {
+        assert_eq!(Some(a), heap.pop());
+    }
+    assert!(heap.pop().is_none());
+    assert!(
+        most >= 2,
+        "the top was never split (at most {most} segments)"
+    );
+}
+
 /// Operations that hit the ladder's worst cases: equal times, keys below the last popped one
 /// (Time Warp rollbacks), time bands nested deeper than the rungs, bursts that fill the bottom.
 #[derive(Clone, Debug)]

@@ -30,11 +30,6 @@ use std::sync::Mutex;
 /// The share of the bound that the estimate aims to stay under (the rest is headroom for
 /// what the estimate does not see between two samples).
 pub(crate) const TARGET: f64 = 0.9;
-/// The pending set costs this many times its events' `size_of` at its peak: a ladder moves
-/// events between rungs and buckets that grow by doubling, a heap's vector doubles (measured:
-/// 100 000 PHOLD LPs with 10 events each reach 1.8–2× the events' bytes over the init
-/// footprint).
-pub(crate) const QUEUE_SLACK: u64 = 2;
 /// Fewer uncommitted events per worker than this and the run would crawl: give up instead.
 pub(crate) const MIN_CAP: u64 = 256;
 /// GVT rounds in a row with the cap below `MIN_CAP` before the run gives up.

@@ -169,8 +169,15 @@ pub(super) fn build<'a, M: Model, Q: PendingSet<TwEvent<M::Event>>>(
     }
     // The memory bound covers the process (memory.rs). Refuse at once a bound that cannot
     // even hold what the process holds now plus the LP records.
+    // Copy state saving only keeps a cold record per LP (reverse state saving reads none).
+    let copy = saving == Saving::Copy;
+    let cold_size = if copy {
+        std::mem::size_of::<TwCold<M::State, M::Event>>()
+    } else {
+        0
+    };
     let lp_bytes = (std::mem::size_of::<TwLp<M::State>>()
-        + std::mem::size_of::<TwCold<M::State, M::Event>>()
+        + cold_size
         + std::mem::size_of::<LpSlot<M::State>>()) as f64
         * f64::from(cfg.lps);
     if let Some(bound) = opts.max_memory {
@@ -204,7 +211,7 @@ pub(super) fn build<'a, M: Model, Q: PendingSet<TwEvent<M::Event>>>(
         .collect();
     let mut per_worker_cold: Vec<Vec<TwCold<M::State, M::Event>>> = sizes[mine.clone()]
         .iter()
-        .map(|&s| Vec::with_capacity(s as usize))
+        .map(|&s| Vec::with_capacity(if copy { s as usize } else { 0 }))
         .collect();
     let mut mine_lps = 0u64;
     for (i, slot) in slots.into_iter().enumerate() {
@@ -213,21 +220,19 @@ pub(super) fn build<'a, M: Model, Q: PendingSet<TwEvent<M::Event>>>(
         }
         mine_lps += 1;
         let o = owner[i] as usize - base;
-        let checkpoints = match saving {
-            Saving::Copy => VecDeque::from([Checkpoint {
-                at: 0,
-                state: slot.state.clone(),
-                meta: slot.meta,
-            }]),
-            Saving::Reverse => VecDeque::new(),
-        };
-        per_worker_cold[o].push(TwCold {
-            committed: 0,
-            checkpoints,
-            coast: VecDeque::new(),
-            coast_base: 0,
-            arena_base: 0,
-        });
+        if copy {
+            per_worker_cold[o].push(TwCold {
+                committed: 0,
+                checkpoints: VecDeque::from([Checkpoint {
+                    at: 0,
+                    state: slot.state.clone(),
+                    meta: slot.meta,
+                }]),
+                coast: VecDeque::new(),
+                coast_base: 0,
+                arena_base: 0,
+            });
+        }
         per_worker[o].push(TwLp {
             id: i as LpId,
             state: slot.state,
@@ -268,10 +273,14 @@ pub(super) fn build<'a, M: Model, Q: PendingSet<TwEvent<M::Event>>>(
     // The bound covers this process and its workers.
     let mem = MemoryBound::new(opts.max_memory, here, default_cap, fixed);
     if let Some(bound) = opts.max_memory {
-        // The pending set counts at QUEUE_SLACK times its events once the run starts.
-        let projected = fixed + dynamic0 + (memory::QUEUE_SLACK - 1) * mine_initial * ev_size;
+        // Once the run starts a pending set counts at its peak factor times its events.
+        let slack: f64 = queues
+            .iter()
+            .map(|q| (q.peak_factor() - 1.0) * (q.len() as u64 * ev_size) as f64)
+            .sum();
+        let projected = (fixed + dynamic0) as f64 + slack;
         let least = mem
-            .minimum_for(projected as f64, 2.0 * record_size as f64)
+            .minimum_for(projected, 2.0 * record_size as f64)
             .max(memory::peak_resident_bytes().unwrap_or(0) as f64);
         if least > bound as f64 {
             return Err(SimError::Resource(format!(

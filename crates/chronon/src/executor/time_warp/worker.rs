@@ -40,7 +40,8 @@ pub(super) struct Worker<'s, 'a, M: Model, Q> {
     pub(super) w: usize,
     pub(super) sh: &'s Shared<'a, M>,
     pub(super) lps: Vec<TwLp<M::State>>,
-    /// The cold halves of `lps`, at the same indices.
+    /// The cold halves of `lps`, at the same indices, under copy state saving; empty under
+    /// reverse state saving (which reads none).
     pub(super) cold: Vec<TwCold<M::State, M::Event>>,
     /// The processed events of every LP of this worker, in processing order (history.rs).
     pub(super) history: History<M::Event>,
