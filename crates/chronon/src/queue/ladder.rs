@@ -37,7 +37,7 @@
 //! overflow. Refills cost what they cost in the ladder: an event is bucketed at most once per
 //! rung (at most `MAX_RUNGS + 1` times) and sorted once, when it reaches the bottom.
 //!
-//! Large tops: a top of at least `segments::SPLIT_MIN` events (a million initial events, say)
+//! Large tops: a top of at least `segments::SPLIT_MIN` (65 536) events
 //! is first split in place into up to eight time segments, which sit between the top and rung 0
 //! and are spread over a rung one at a time (`segments.rs`); a segment that has grown that large
 //! by inserts (the latest one takes everything up to the top) is split again in turn. Spreading
@@ -48,7 +48,7 @@ use std::cmp::Ordering;
 use std::collections::BinaryHeap;
 
 use super::binary_heap::MinFirst;
-use super::segments::{self, bucket_of, Segment};
+use super::segments::{self, bucket_of, Segment, SEGMENTS};
 use super::PendingSet;
 use crate::event::Keyed;
 
@@ -143,16 +143,20 @@ impl<T: Keyed> LadderQueue<T> {
         }
     }
 
-    /// Keeps an emptied page of the top or of a segment for the next one (the pages of a
-    /// large top come from the thread that filled it, often not the one that drains it, whose
-    /// allocator would not reuse them), while the pool holds no more pages than the set has
-    /// events; gives any other vector to the spares.
+    /// Keeps an emptied page of the top or of a segment for the next one while the set is
+    /// large enough to be split (the pages of a large top come from the thread that filled it,
+    /// often not the one that drains it, whose allocator would not reuse them), and while the
+    /// pool holds no more than an eighth of the set's events. A smaller set frees its pages (and
+    /// the pool): the allocator reuses them for buckets, which pooled pages cannot be.
     fn give_page(&mut self, v: Vec<T>) {
         debug_assert!(v.is_empty());
-        if v.capacity() == TOP_PAGE {
-            if self.pool.len() * TOP_PAGE < self.len {
-                self.pool.push(v);
+        if self.len < segments::SPLIT_MIN {
+            if !self.pool.is_empty() {
+                self.pool = Vec::new();
             }
+            self.give_spare(v);
+        } else if v.capacity() == TOP_PAGE && self.pool.len() * TOP_PAGE < self.len / SEGMENTS {
+            self.pool.push(v);
         } else {
             self.give_spare(v);
         }
@@ -452,10 +456,14 @@ impl<T: Keyed + Send> PendingSet<T> for LadderQueue<T> {
     }
 
     /// Twice the events' bytes while a spread may copy all of them into buckets; a set large
-    /// enough to be split copies one segment at a time: the events' bytes plus what a
-    /// segment below `SPLIT_MIN` costs while it is spread (`segments.rs`).
+    /// enough to be split copies one segment at a time: the events' bytes, plus what a
+    /// segment below `SPLIT_MIN` costs while it is spread (`segments.rs`), plus the page pool
+    /// (at most an eighth of the events).
     fn peak_factor(&self) -> f64 {
         let len = self.len.max(1);
-        1.0 + len.min(segments::SPLIT_MIN) as f64 / len as f64
+        if len < segments::SPLIT_MIN {
+            return 2.0;
+        }
+        1.0 + (segments::SPLIT_MIN + len / SEGMENTS) as f64 / len as f64
     }
 }
