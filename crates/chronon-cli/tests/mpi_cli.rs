@@ -275,13 +275,19 @@ fn kill_one_rank(sync: &str, launcher_flags: &[&str], seed: u32) -> Killed {
 
 /// `kill -9` of one rank ends the run on every rank within seconds, mpirun exits non-zero, no
 /// rank is left running, with hydra's cleanup and without it (`-disable-auto-cleanup`). What
-/// the user reads is a race (`rank_watch.rs`): hydra's report on stdout (a pid and "signal 9"
-/// or "EXIT CODE: 9"), and, when a surviving rank saw the death before hydra killed it,
+/// the user reads is a race (`rank_watch.rs`): hydra's report (a pid and "signal 9" or "EXIT
+/// CODE: 9" on stdout), and, when a surviving rank saw the death before hydra killed it,
 /// chronon's line naming the rank and pid, at most once.
+///
+/// Hydra's report is hydra's, and it is racy itself: now and then its proxy fails while it
+/// handles the death, printing `HYDU_sock_write ... write error` and `assert (!closed) failed`
+/// instead of the banner (the MPI README, "Faults": always for a kill inside `MPI_Init`, which
+/// the helper now avoids, and twice in ~12 CI runs on a loaded machine after it, not reproduced
+/// by hand). Either report of hydra's is accepted; everything chronon promises is asserted.
 #[test]
 fn a_killed_rank_ends_the_run_everywhere() {
     let modes: [&[&str]; 2] = [&[], &["-disable-auto-cleanup"]];
-    let mut named = 0;
+    let (mut named, mut hydra_failed) = (0, 0);
     for (sync, flags) in ["window", "null-message", "timewarp"]
         .into_iter()
         .flat_map(|s| modes.map(|m| (s, m)))
@@ -295,10 +301,10 @@ fn a_killed_rank_ends_the_run_everywhere() {
         );
         assert!(!k.status.success(), "{sync} {flags:?}: {all}");
         assert_ne!(k.status.code(), Some(124), "{sync}: timed out");
-        assert!(
-            all.contains("EXIT CODE: 9") || all.contains("signal 9"),
-            "{sync}: {all}"
-        );
+        let banner = all.contains("EXIT CODE: 9") || all.contains("signal 9");
+        let proxy_failed = all.contains("HYDU_sock_write") && all.contains("assert (!closed)");
+        assert!(banner || proxy_failed, "{sync}: {all}");
+        hydra_failed += usize::from(!banner);
         let ours: Vec<&str> = k
             .stderr
             .lines()
@@ -317,7 +323,9 @@ fn a_killed_rank_ends_the_run_everywhere() {
             );
         }
     }
-    eprintln!("chronon named the killed rank in {named} of 6 runs");
+    eprintln!(
+        "chronon named the killed rank in {named} of 6 runs; hydra's proxy failed in {hydra_failed}"
+    );
 }
 
 /// Ctrl-C to mpirun (which forwards SIGINT to every rank) stops every rank: rank 0 prints the
