@@ -237,10 +237,6 @@ fn kill_one_rank(sync: &str, launcher_flags: &[&str], seed: u32) -> Killed {
     let (child, pids) = start_endless(&launcher, 3, sync, seed);
     let marker = format!("--seed {seed}");
     assert_eq!(pids.len(), 3, "{sync}: three ranks should be running");
-    assert!(
-        pids.iter().all(|&p| mpi_common::past_mpi_init(p)),
-        "{sync}: every rank should be past MPI_Init"
-    );
     // Let the run get going, then kill one rank.
     std::thread::sleep(Duration::from_millis(500));
     let pid = pids[1];
@@ -337,10 +333,6 @@ fn ctrl_c_to_mpirun_stops_every_rank_with_an_incomplete_summary() {
         let seed = 800_000 + std::process::id() % 1000;
         let (child, pids) = start_endless(&["mpirun"], 2, sync, seed);
         assert_eq!(pids.len(), 2, "{sync}: two ranks should be running");
-        assert!(
-            pids.iter().all(|&p| mpi_common::past_mpi_init(p)),
-            "{sync}: every rank should be past MPI_Init"
-        );
         let marker = format!("--seed {seed}");
         std::thread::sleep(Duration::from_millis(1000));
         assert!(Command::new("kill")

@@ -75,7 +75,7 @@ pub fn pids_with(marker: &str) -> Vec<u32> {
 /// A run that does not end by itself (PHOLD to t = 1e9, `--seed seed` marks its processes),
 /// started with `launcher` (e.g. `["timeout", "60", "mpirun"]`, or `["mpirun"]` for a test
 /// that signals mpirun itself) on `ranks` ranks, stdout and stderr piped; returned once its
-/// ranks are all past `MPI_Init` (at most 20 s), with their pids (ascending).
+/// ranks are all past `MPI_Init` (at most 20 s; asserted), with their pids (ascending).
 ///
 /// Past `MPI_Init`, not merely started: a rank killed while it still talks PMI to hydra (the
 /// init's key exchange and barrier) can make hydra's proxy fail on its own ("HYDU_sock_write
@@ -126,6 +126,10 @@ pub fn start_endless(
     while !pids.iter().all(|&p| past_mpi_init(p)) && t0.elapsed() < Duration::from_secs(20) {
         std::thread::sleep(Duration::from_millis(50));
     }
+    assert!(
+        pids.iter().all(|&p| past_mpi_init(p)),
+        "{sync}: every rank should be past MPI_Init"
+    );
     // The caller waits for `child`.
     (child, pids)
 }

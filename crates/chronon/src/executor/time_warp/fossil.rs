@@ -4,6 +4,7 @@ use std::sync::atomic::Ordering;
 
 use super::history::Extra;
 use super::lp::{Checkpoint, TwCold, TwEvent};
+use super::memory;
 use super::optimism::Delta;
 use super::report::Stats;
 use super::shared::{Saving, AUTO_K_MAX};
@@ -68,9 +69,7 @@ impl<'s, 'a, M: Model, Q: PendingSet<TwEvent<M::Event>>> Worker<'s, 'a, M, Q> {
         let history = self.history.used_bytes() + logs;
         let bytes = self.history.bytes()
             + logs
-            + (self.queue.peak_factor()
-                * self.queue.len() as f64
-                * std::mem::size_of::<TwEvent<M::Event>>() as f64) as u64
+            + memory::pending_bytes(&self.queue) as u64
             + self.cancelled.capacity() as u64 * 9
             + self.orders.bytes();
         self.stats.peak_bytes = self.stats.peak_bytes.max(bytes);

@@ -41,6 +41,12 @@ const CALIBRATE_FROM: f64 = 0.8;
 /// Measured VmRSS above bound × this fails the run at once.
 const HARD_OVER: f64 = 1.05;
 
+/// What the bound charges for a pending set: its events' bytes times the set's peak factor
+/// (`PendingSet::peak_factor`).
+pub(crate) fn pending_bytes<T: crate::event::Keyed, Q: crate::queue::PendingSet<T>>(q: &Q) -> f64 {
+    q.peak_factor() * (q.len() * std::mem::size_of::<T>()) as f64
+}
+
 /// A `/proc/self/status` figure in bytes (`None` where it is unavailable).
 fn status_bytes(field: &str) -> Option<u64> {
     let s = std::fs::read_to_string("/proc/self/status").ok()?;

@@ -167,8 +167,6 @@ pub(super) fn build<'a, M: Model, Q: PendingSet<TwEvent<M::Event>>>(
             counters.len()
         )));
     }
-    // The memory bound covers the process (memory.rs). Refuse at once a bound that cannot
-    // even hold what the process holds now plus the LP records.
     // Copy state saving only keeps a cold record per LP (reverse state saving reads none).
     let copy = saving == Saving::Copy;
     let cold_size = if copy {
@@ -180,6 +178,8 @@ pub(super) fn build<'a, M: Model, Q: PendingSet<TwEvent<M::Event>>>(
         + cold_size
         + std::mem::size_of::<LpSlot<M::State>>()) as f64
         * f64::from(cfg.lps);
+    // The memory bound covers the process (memory.rs). Refuse at once a bound that cannot
+    // even hold what the process holds now plus the LP records.
     if let Some(bound) = opts.max_memory {
         let least = (memory::resident_bytes().unwrap_or(0) as f64 + lp_bytes) / memory::TARGET;
         if least > bound as f64 {
@@ -255,12 +255,7 @@ pub(super) fn build<'a, M: Model, Q: PendingSet<TwEvent<M::Event>>>(
     // A record in the arena and one send in the extras log.
     let record_size =
         (std::mem::size_of::<Option<Rec<M::Event>>>() + std::mem::size_of::<Extra>()) as u64;
-    let dynamic0 = mine_initial * ev_size
-        + if saving == Saving::Copy {
-            mine_lps * cp_size
-        } else {
-            0
-        };
+    let dynamic0 = mine_initial * ev_size + if copy { mine_lps * cp_size } else { 0 };
     let fixed = match memory::resident_bytes() {
         Some(rss) => rss.saturating_sub(dynamic0),
         // Without /proc: the LP records and a few MiB for the program itself.
@@ -273,12 +268,10 @@ pub(super) fn build<'a, M: Model, Q: PendingSet<TwEvent<M::Event>>>(
     // The bound covers this process and its workers.
     let mem = MemoryBound::new(opts.max_memory, here, default_cap, fixed);
     if let Some(bound) = opts.max_memory {
-        // Once the run starts a pending set counts at its peak factor times its events.
-        let slack: f64 = queues
-            .iter()
-            .map(|q| (q.peak_factor() - 1.0) * (q.len() as u64 * ev_size) as f64)
-            .sum();
-        let projected = (fixed + dynamic0) as f64 + slack;
+        // Once the run starts a pending set counts at what the bound charges for it (its
+        // initial events are in `dynamic0` at their bytes).
+        let charged: f64 = queues.iter().map(memory::pending_bytes).sum();
+        let projected = (fixed + dynamic0 - mine_initial * ev_size) as f64 + charged;
         let least = mem
             .minimum_for(projected, 2.0 * record_size as f64)
             .max(memory::peak_resident_bytes().unwrap_or(0) as f64);
