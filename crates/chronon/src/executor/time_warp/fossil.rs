@@ -58,8 +58,7 @@ impl<'s, 'a, M: Model, Q: PendingSet<TwEvent<M::Event>>> Worker<'s, 'a, M, Q> {
         let sh = self.sh;
         let c = self.census;
         // The arena and its extras log at their capacity; coast logs and checkpoints at twice
-        // their length (deque growth); cancelled ids at their table's capacity (an id and a
-        // control byte each).
+        // their length (deque growth); cancelled ids at their table's capacity.
         let logs = 2 * c.coast * std::mem::size_of::<TwEvent<M::Event>>() as u64
             + 2 * c.checkpoints * std::mem::size_of::<Checkpoint<M::State>>() as u64;
         // The cap divides `history` by the records held, so it counts the arena's slots in use
@@ -70,7 +69,7 @@ impl<'s, 'a, M: Model, Q: PendingSet<TwEvent<M::Event>>> Worker<'s, 'a, M, Q> {
         let bytes = self.history.bytes()
             + logs
             + memory::pending_bytes(&self.queue) as u64
-            + self.cancelled.capacity() as u64 * 9
+            + self.cancelled.bytes()
             + self.orders.bytes();
         self.stats.peak_bytes = self.stats.peak_bytes.max(bytes);
         // Ordering: self-contained figures (see `Shared::total_bytes`).

@@ -70,10 +70,11 @@ pub(crate) fn peak_resident_bytes() -> Option<u64> {
     status_bytes("VmHWM:")
 }
 
-/// A bound to suggest for a need of `bytes`: 3 % more (the measured footprint varies that
-/// much from run to run), rounded up to whole MiB, written like `--max-memory` takes it.
+/// A bound to suggest for a need of `bytes`: 5 % more (the measured footprint varies from run
+/// to run: once, under a loaded test suite, a run at the bound named after init needed 3.1 %
+/// more than that need), rounded up to whole MiB, written like `--max-memory` takes it.
 pub(crate) fn mib(bytes: f64) -> String {
-    format!("{}M", (bytes * 1.03 / f64::from(1u32 << 20)).ceil() as u64)
+    format!("{}M", (bytes * 1.05 / f64::from(1u32 << 20)).ceil() as u64)
 }
 
 /// What the worker completing a GVT round hands in: the sum of the workers' figures.

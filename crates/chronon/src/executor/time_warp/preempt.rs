@@ -269,7 +269,7 @@ impl<'s, M: Model, Q: PendingSet<TwEvent<M::Event>>> Worker<'s, '_, M, Q> {
     /// Runs a context until it returns (the event is recorded as processed) or switches off
     /// (it joins the suspended ones). A cancelled event's context is dropped instead.
     fn resume_job(&mut self, mut job: Job<'s, M>) -> Result<(), SimError> {
-        if !self.cancelled.is_empty() && self.cancelled.contains(&job.ev.id) {
+        if self.cancelled.contains(job.ev.id, job.ev.time) {
             return self.discard_job(job, true);
         }
         if job.ctx.started() {
@@ -360,7 +360,7 @@ impl<'s, M: Model, Q: PendingSet<TwEvent<M::Event>>> Worker<'s, '_, M, Q> {
             (self.stats.rollback_max, self.stats.rollback_ns) = (max, ns);
             self.pstats.restores += 1;
         }
-        if !self.cancelled.is_empty() && self.cancelled.remove(&ev.id) {
+        if self.cancelled.remove(ev.id, ev.time) {
             self.orders.remove(&ev);
             return Ok(());
         }

@@ -1,13 +1,12 @@
 //! The Time Warp run report: per-worker counters, the LPs reassembled in order, totals.
 
-use std::collections::HashSet;
-use std::hash::BuildHasherDefault;
 use std::sync::atomic::Ordering;
 
+use super::cancelled::Cancelled;
 use super::lp::{Msg, TwEvent};
 use super::options::TimeWarpOptions;
 use super::setup::WorkerResult;
-use super::shared::{IdHasher, Saving, Shared};
+use super::shared::{Saving, Shared};
 use super::transport::Wires;
 use crate::error::SimError;
 use crate::executor::{finish_report, LpSlot, RunConfig};
@@ -314,21 +313,21 @@ pub(super) fn insert_rollback_lengths(
 /// anti-message can only cancel a positive here, never roll anything back.
 pub(super) fn pending_at_end<P: Send + 'static, Q: PendingSet<TwEvent<P>>>(
     mut queue: Q,
-    mut cancelled: HashSet<u64, BuildHasherDefault<IdHasher>>,
+    mut cancelled: Cancelled,
     wires: &Wires<P>,
     w: usize,
 ) -> u64 {
     let mut ids = Vec::new();
     wires.leftovers(w, |m| match m {
-        Msg::Event(e, _) => ids.push(e.id),
-        Msg::Anti(a) => {
-            cancelled.insert(a.id);
-        }
+        Msg::Event(e, _) => ids.push((e.id, e.time)),
+        Msg::Anti(a) => cancelled.insert(a.id, a.key.time),
     });
     while let Some(e) = queue.pop() {
-        ids.push(e.id);
+        ids.push((e.id, e.time));
     }
-    ids.iter().filter(|id| !cancelled.remove(id)).count() as u64
+    ids.iter()
+        .filter(|&&(id, t)| !cancelled.remove(id, t))
+        .count() as u64
 }
 
 /// The CPU figures of a worker (or of all of them): user and system seconds of its thread, and

@@ -43,7 +43,7 @@ impl<M: Model, Q: PendingSet<TwEvent<M::Event>>> Worker<'_, '_, M, Q> {
                 self.rollback(li, at, Some(a.id))
             }
             None => {
-                self.cancelled.insert(a.id);
+                self.cancelled.insert(a.id, a.key.time);
                 Ok(())
             }
         }

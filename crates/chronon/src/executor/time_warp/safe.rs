@@ -79,11 +79,22 @@ impl<M: Model, Q: PendingSet<TwEvent<M::Event>>> Worker<'_, '_, M, Q> {
     /// Whether LP `li`'s event at `now` is safe: before the safe bound, and every uncommitted
     /// record of the LP (all older, so safe too) committed now, oldest first. `false` (nothing
     /// committed) when one of those records holds a model error.
-    #[inline]
+    #[inline(always)]
     pub(super) fn safe_now(&mut self, li: usize, now: Time) -> bool {
         if now >= self.safe_until {
             return false;
         }
+        // Commonly nothing of the LP's is uncommitted.
+        if self.history.get(self.lps[li].last).is_none() {
+            return true;
+        }
+        self.safe_after_early(li)
+    }
+
+    /// [`safe_now`](Self::safe_now) for an LP with uncommitted records: commits them unless
+    /// one failed.
+    #[inline(never)]
+    fn safe_after_early(&mut self, li: usize) -> bool {
         self.early.clear();
         let mut seq = self.lps[li].last;
         while let Some(r) = self.history.get(seq) {
@@ -93,10 +104,7 @@ impl<M: Model, Q: PendingSet<TwEvent<M::Event>>> Worker<'_, '_, M, Q> {
             self.early.push(seq);
             seq = r.prev;
         }
-        // Commonly none: nothing of the LP's is uncommitted.
-        if !self.early.is_empty() {
-            self.commit_early();
-        }
+        self.commit_early();
         true
     }
 

@@ -1,12 +1,12 @@
 //! Setting up a Time Warp run: checks, LPs and initial events per worker, shared state, threads.
 
-use std::collections::{HashSet, VecDeque};
-use std::hash::BuildHasherDefault;
+use std::collections::VecDeque;
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::sync::atomic::{AtomicBool, AtomicU64};
 use std::sync::Mutex;
 use std::time::Instant;
 
+use super::cancelled::Cancelled;
 use super::global::Globals;
 use super::gvt::GvtRegisters;
 use super::history::{Extra, Rec, NONE};
@@ -15,7 +15,7 @@ use super::memory::{self, MemoryBound};
 use super::optimism::Optimism;
 use super::options::{StateSaving, TimeWarpOptions};
 use super::report::{finish, Stats};
-use super::shared::{IdHasher, Saving, Shared, StateEq};
+use super::shared::{Saving, Shared, StateEq};
 use super::transport::Wires;
 use super::worker::Worker;
 use crate::error::SimError;
@@ -34,7 +34,7 @@ pub(super) type WorkerResult<M, Q> = (
     Vec<i64>,
     Stats,
     bool,
-    (Q, HashSet<u64, BuildHasherDefault<IdHasher>>),
+    (Q, Cancelled),
 );
 
 /// Runs `model` under Time Warp on `threads` workers.

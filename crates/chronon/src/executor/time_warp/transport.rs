@@ -209,6 +209,12 @@ impl<P: Send + 'static> Endpoint<P> {
         }
     }
 
+    /// Whether nothing is queued.
+    #[inline(always)]
+    pub(super) fn is_clean(&self) -> bool {
+        self.dirty.is_empty()
+    }
+
     /// Pushes every queued batch; returns the earliest time pushed (`+inf`: nothing was).
     /// `over()`: whether the run is over (across processes, a sender that cannot get ring
     /// space then drops what is left, which is at or after the end time).
@@ -286,7 +292,7 @@ impl<M: Model, Q: PendingSet<TwEvent<M::Event>>> Worker<'_, '_, M, Q> {
     #[inline]
     #[allow(clippy::box_collection)]
     pub(super) fn accept(&mut self, e: TwEvent<M::Event>, stack: Option<Box<Stack>>) {
-        if !self.cancelled.is_empty() && self.cancelled.remove(&e.id) {
+        if self.cancelled.remove(e.id, e.time) {
             return;
         }
         if let Some(s) = stack {
@@ -297,8 +303,16 @@ impl<M: Model, Q: PendingSet<TwEvent<M::Event>>> Worker<'_, '_, M, Q> {
 
     /// Pushes the outboxes into the other workers' mailboxes. A push made while a GVT round is
     /// in progress and before this worker reported in it lowers `send_min` (README, rule R2).
-    #[inline]
+    #[inline(always)]
     pub(super) fn flush(&mut self) {
+        if self.endpoint.is_clean() {
+            return;
+        }
+        self.flush_dirty();
+    }
+
+    #[inline(never)]
+    fn flush_dirty(&mut self) {
         let sh = self.sh;
         let min = self.endpoint.flush(&sh.wires, || sh.gvt.gvt() >= sh.end);
         if min == f64::INFINITY {
