@@ -6,7 +6,7 @@ use std::time::Instant;
 
 use super::global::GlobalQueue;
 use super::links::Links;
-use super::{finish_report, init_lps_with, RunConfig};
+use super::{finish_report, init_lps_with, prefetch, RunConfig};
 use crate::error::{ModelError, SimError};
 use crate::event::{Event, Keyed};
 use crate::model::{CommitCtx, Ctx, Model};
@@ -51,6 +51,11 @@ fn run_with<M: Model, Q: PendingSet<Event<M::Event>>>(
 
     let outcome = catch_unwind(AssertUnwindSafe(|| {
         while let Some(ev) = queue.pop() {
+            // The next event's LP record is most likely a cache miss (LPs are touched in
+            // timestamp order, all over the table): start loading it while this one runs.
+            if let Some(slot) = queue.peek().and_then(|next| lps.get(next.dst as usize)) {
+                prefetch(slot);
+            }
             let now = ev.time;
             if !globals.is_empty() && globals.next_time(end) < now {
                 // Global events before this LP event run first (every LP is quiescent here).

@@ -317,17 +317,22 @@ pub(super) fn pending_at_end<P: Send + 'static, Q: PendingSet<TwEvent<P>>>(
     wires: &Wires<P>,
     w: usize,
 ) -> u64 {
-    let mut ids = Vec::new();
+    // The mailbox's events are kept until every anti-message in it is known; the pending set's
+    // are counted as they are popped (a list of them cost 16 bytes an event at the run's end:
+    // 160 MB at 1 M LPs, above the memory bound).
+    let mut mail = Vec::new();
     wires.leftovers(w, |m| match m {
-        Msg::Event(e, _) => ids.push((e.id, e.time)),
+        Msg::Event(e, _) => mail.push((e.id, e.time)),
         Msg::Anti(a) => cancelled.insert(a.id, a.key.time),
     });
-    while let Some(e) = queue.pop() {
-        ids.push((e.id, e.time));
-    }
-    ids.iter()
+    let mut live = mail
+        .iter()
         .filter(|&&(id, t)| !cancelled.remove(id, t))
-        .count() as u64
+        .count() as u64;
+    while let Some(e) = queue.pop() {
+        live += u64::from(!cancelled.remove(e.id, e.time));
+    }
+    live
 }
 
 /// The CPU figures of a worker (or of all of them): user and system seconds of its thread, and

@@ -32,23 +32,7 @@ impl Hasher for IdHasher {
     }
 }
 
-/// Asks the CPU to start loading the first (at most two) cache lines of `*r`: a hint that
-/// hides the cache miss of a record the worker will touch soon. No effect on results.
-#[inline(always)]
-pub(super) fn prefetch<T>(r: &T) {
-    #[cfg(target_arch = "x86_64")]
-    {
-        use std::arch::x86_64::{_mm_prefetch, _MM_HINT_T0};
-        let p = (r as *const T).cast::<i8>();
-        for line in 0..std::mem::size_of::<T>().div_ceil(64).min(2) {
-            // Safety: a prefetch never faults and has no architectural effect; the address is
-            // inside `*r` (`line * 64 < size_of::<T>()`), so `add` stays in bounds.
-            unsafe { _mm_prefetch::<_MM_HINT_T0>(p.add(line * 64)) };
-        }
-    }
-    #[cfg(not(target_arch = "x86_64"))]
-    let _ = r;
-}
+pub(super) use crate::executor::prefetch;
 
 /// Compares two states (for `--check-reverse`).
 pub(crate) type StateEq<S> = fn(&S, &S) -> bool;
