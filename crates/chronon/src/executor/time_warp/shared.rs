@@ -32,8 +32,6 @@ impl Hasher for IdHasher {
     }
 }
 
-pub(super) use crate::executor::prefetch;
-
 /// Compares two states (for `--check-reverse`).
 pub(crate) type StateEq<S> = fn(&S, &S) -> bool;
 

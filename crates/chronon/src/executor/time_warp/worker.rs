@@ -11,10 +11,11 @@ use super::history::{Extra, History, Info, Rec};
 use super::lp::{Anti, Checkpoint, Msg, Orders, Sent, TwCold, TwEvent, TwLp};
 use super::preempt::{Job, PreemptStats, Ticker};
 use super::report::Stats;
-use super::shared::{prefetch, Saving, Shared, MEMORY_EVERY, POLL_EVERY};
+use super::shared::{Saving, Shared, MEMORY_EVERY, POLL_EVERY};
 use super::transport::Endpoint;
 use crate::error::{ModelError, SimError};
 use crate::event::{Event, EventKey};
+use crate::executor::prefetch;
 use crate::model::{Ctx, LpId, LpMeta, Model, ReverseCtx, Time};
 use crate::preempt::StackPool;
 use crate::queue::PendingSet;
@@ -274,6 +275,7 @@ impl<'s, 'a, M: Model, Q: PendingSet<TwEvent<M::Event>>> Worker<'s, 'a, M, Q> {
 
     /// The next event to run, if one may run now (before the end time, inside the optimism
     /// window, under the uncommitted-event cap).
+    ///
     /// `fast`: an admission bound from [`batch_limit`](Self::batch_limit): an event before
     /// the end time and at or before it is admitted without [`admits`](Self::admits).
     #[inline(always)]
@@ -302,9 +304,7 @@ impl<'s, 'a, M: Model, Q: PendingSet<TwEvent<M::Event>>> Worker<'s, 'a, M, Q> {
     /// the window's blocked flag is set exactly as before.
     #[inline]
     fn batch_limit(&self, budget: u64) -> Time {
-        let st = &self.stats;
-        let uncommitted = st.processed - st.committed - st.rolled_back;
-        if uncommitted.saturating_add(budget) > self.sh.mem.cap() {
+        if self.uncommitted().saturating_add(budget) > self.sh.mem.cap() {
             return Time::NEG_INFINITY;
         }
         (self.gvt + self.sh.optimism.window()).min(self.global_next)
@@ -317,11 +317,9 @@ impl<'s, 'a, M: Model, Q: PendingSet<TwEvent<M::Event>>> Worker<'s, 'a, M, Q> {
         if t >= self.sh.end || t > self.global_next {
             return false;
         }
-        let st = &self.stats;
-        let uncommitted = st.processed - st.committed - st.rolled_back;
         // `max_uncommitted` without a memory bound, at most that under one.
         let cap = self.sh.mem.cap();
-        let limit = if uncommitted >= cap {
+        let limit = if self.uncommitted() >= cap {
             self.gvt
         } else {
             let limit = self.gvt + self.sh.optimism.window();
@@ -329,6 +327,13 @@ impl<'s, 'a, M: Model, Q: PendingSet<TwEvent<M::Event>>> Worker<'s, 'a, M, Q> {
             limit
         };
         t <= limit
+    }
+
+    /// Events processed and neither committed nor rolled back.
+    #[inline]
+    fn uncommitted(&self) -> u64 {
+        let st = &self.stats;
+        st.processed - st.committed - st.rolled_back
     }
 
     /// The time of the earliest pending event that is not cancelled (`+inf`: none); drops the
