@@ -14,7 +14,7 @@ mod models;
 mod mpi;
 mod output;
 #[cfg(all(feature = "mpi", target_os = "linux"))]
-mod rank_watch;
+mod rank_fault;
 mod report;
 mod run;
 mod series;
@@ -65,6 +65,10 @@ impl From<chronon::SimError> for Failure {
 }
 
 fn main() -> ExitCode {
+    // Under mpirun each rank becomes a waiting parent and the child that runs (rank_fault/
+    // README.md); first, while this process has one thread.
+    #[cfg(all(feature = "mpi", target_os = "linux"))]
+    rank_fault::supervise();
     // Model panics are caught by the engine and reported as one line; keep the default hook
     // from printing a second, multi-line message.
     std::panic::set_hook(Box::new(|_| {}));

@@ -11,12 +11,9 @@ pub(crate) fn quiet() -> bool {
     chronon::mpi::launched().is_some_and(|(rank, _)| rank != 0)
 }
 
-/// MPI for one run, while it lasts (finalized when dropped), and the watch on the other ranks
-/// of this machine (`rank_watch.rs`; disarmed first).
+/// MPI for one run, while it lasts (finalized when dropped).
 #[cfg(feature = "mpi")]
 pub(crate) struct Guard {
-    #[cfg(target_os = "linux")]
-    _watch: Option<crate::rank_watch::Watch>,
     _mpi: chronon::mpi::Mpi,
 }
 /// Without the `mpi` feature no run gets this far over ranks.
@@ -54,11 +51,13 @@ fn init(ranks: Option<usize>) -> Result<Option<Guard>, Failure> {
             mpi.size(),
             if mpi.size() == 1 { "" } else { "s" }
         ))),
-        _ => Ok(Some(Guard {
+        _ => {
+            // `chronon-rank-R` in `ps`, beside its waiting parent `chronon-parent`
+            // (`rank_fault/`); it also tells the tests that this rank is past `MPI_Init`.
             #[cfg(target_os = "linux")]
-            _watch: crate::rank_watch::start(),
-            _mpi: mpi,
-        })),
+            crate::rank_fault::name_rank(mpi.rank());
+            Ok(Some(Guard { _mpi: mpi }))
+        }
     }
 }
 

@@ -80,9 +80,8 @@ pub fn pids_with(marker: &str) -> Vec<u32> {
 /// Past `MPI_Init`, not merely started: a rank killed while it still talks PMI to hydra (the
 /// init's key exchange and barrier) can make hydra's proxy fail on its own ("HYDU_sock_write
 /// ... Bad file descriptor", then "assert (!closed) failed") instead of reporting the death,
-/// which is hydra's race, not the run's. A rank starts its `rank-watch` thread right after
-/// `MPI_Init` returns (`rank_watch.rs`), so that thread's name in `/proc/PID/task/*/comm` marks
-/// it.
+/// which is hydra's race, not the run's. The pids returned are the running ranks' (not their
+/// waiting parents').
 pub fn start_endless(
     launcher: &[&str],
     ranks: usize,
@@ -115,31 +114,34 @@ pub fn start_endless(
         .unwrap();
     let marker = format!("--seed {seed}");
     let t0 = Instant::now();
-    let mut pids = loop {
-        let p = pids_with(&marker);
-        if p.len() == ranks || t0.elapsed() > Duration::from_secs(20) {
-            break p;
-        }
-        std::thread::sleep(Duration::from_millis(50));
+    // Each rank is two processes of the binary (`src/rank_fault/`): the waiting parent
+    // `chronon-parent` and the running child, which names itself `chronon-rank-R` once past
+    // `MPI_Init`.
+    let running = || -> Vec<u32> {
+        let mut p: Vec<u32> = pids_with(&marker)
+            .into_iter()
+            .filter(|&p| past_mpi_init(p))
+            .collect();
+        p.sort_unstable();
+        p
     };
-    pids.sort_unstable();
-    while !pids.iter().all(|&p| past_mpi_init(p)) && t0.elapsed() < Duration::from_secs(20) {
+    let mut pids = running();
+    while pids.len() < ranks && t0.elapsed() < Duration::from_secs(20) {
         std::thread::sleep(Duration::from_millis(50));
+        pids = running();
     }
-    assert!(
-        pids.iter().all(|&p| past_mpi_init(p)),
-        "{sync}: every rank should be past MPI_Init"
+    assert_eq!(
+        pids.len(),
+        ranks,
+        "{sync}: every rank should be running, past MPI_Init"
     );
     // The caller waits for `child`.
     (child, pids)
 }
 
-/// Whether process `pid` runs a thread named `rank-watch` (started once `MPI_Init` returned).
+/// Whether process `pid` is a running rank past `MPI_Init` (it names itself `chronon-rank-R`
+/// once `MPI_Init` has returned; its waiting parent is `chronon-parent`).
 pub fn past_mpi_init(pid: u32) -> bool {
-    let Ok(tasks) = std::fs::read_dir(format!("/proc/{pid}/task")) else {
-        return false;
-    };
-    tasks.flatten().any(|t| {
-        std::fs::read_to_string(t.path().join("comm")).is_ok_and(|c| c.trim_end() == "rank-watch")
-    })
+    std::fs::read_to_string(format!("/proc/{pid}/comm"))
+        .is_ok_and(|c| c.starts_with("chronon-rank-"))
 }
