@@ -64,8 +64,9 @@ pub(crate) fn run(cmd: CalibrateCmd) -> Result<u8, Failure> {
     let mut periods = a.periods.clone();
     periods.sort_by(f64::total_cmp);
     for &p in &periods {
-        let (o, n) = chronon::tick_overhead(p, a.ms)
+        let m = chronon::tick_overhead(p, a.ms)
             .map_err(|e| Failure::bad_input(format!("cannot create a tick timer: {e}")))?;
+        let (o, n) = (m.overhead, m.delivered);
         println!("{p:>10} {:>8.1}% {n:>8}", o * 100.0);
         csv.push_str(&format!("{p},{o},{n}\n"));
         if o <= a.threshold && best.is_none() {

@@ -158,7 +158,7 @@ mod loom;
 mod model;
 pub mod partition;
 mod preempt;
-pub use preempt::tick_overhead;
+pub use preempt::{tick_overhead, TickOverhead};
 mod progress;
 pub mod queue;
 pub mod refcount;

@@ -14,7 +14,7 @@ use crate::model::Time;
 
 pub(crate) mod ticks;
 
-pub use ticks::tick_overhead;
+pub use ticks::{tick_overhead, TickOverhead};
 
 /// Stack size of one execution context. Pages are committed on first touch, so an event that
 /// uses little stack costs little memory; a guard page below catches overflow (a clean crash,

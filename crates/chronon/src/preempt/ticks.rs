@@ -297,20 +297,46 @@ fn work_rate(millis: u64) -> f64 {
     n as f64 / start.elapsed().as_secs_f64()
 }
 
+/// What [`tick_overhead`] measured.
+#[derive(Clone, Copy, Debug)]
+pub struct TickOverhead {
+    /// The fraction of the thread's work lost to the ticks (negative values are noise).
+    pub overhead: f64,
+    /// Ticks delivered while the timer was armed.
+    pub delivered: u64,
+    /// Seconds the timer was armed. At least the `millis` asked for, and more on a loaded
+    /// machine or under very short periods: the loop looks at the clock every 1024 steps, and a
+    /// thread that spends its time in tick handlers takes long to reach the next look.
+    pub armed_secs: f64,
+}
+
+impl TickOverhead {
+    /// The ticks a timer of `period_us` would deliver over the armed time, none lost.
+    pub fn expected(&self, period_us: f64) -> f64 {
+        self.armed_secs * 1e6 / period_us
+    }
+}
+
 /// The fraction of a thread's work lost to ticks every `period_us` microseconds, measured on
-/// the calling thread over `millis` ms with and without the timer (seed 003 Fig. 5), and the
-/// ticks delivered. Negative values are noise.
-pub fn tick_overhead(period_us: f64, millis: u64) -> std::io::Result<(f64, u64)> {
+/// the calling thread over `millis` ms with and without the timer (seed 003 Fig. 5), the ticks
+/// delivered and how long the timer was armed.
+pub fn tick_overhead(period_us: f64, millis: u64) -> std::io::Result<TickOverhead> {
     let flag = Flag::default();
     let base = work_rate(millis);
     let mut t = Timer::new(&flag, period_us)?;
+    let armed = std::time::Instant::now();
     t.set(true);
     let with = work_rate(millis);
     t.set(false);
+    let armed_secs = armed.elapsed().as_secs_f64();
     let delivered = flag.delivered();
     drop(t);
     let base2 = work_rate(millis);
-    Ok((1.0 - with / ((base + base2) / 2.0), delivered))
+    Ok(TickOverhead {
+        overhead: 1.0 - with / ((base + base2) / 2.0),
+        delivered,
+        armed_secs,
+    })
 }
 
 #[cfg(all(test, target_os = "linux"))]
