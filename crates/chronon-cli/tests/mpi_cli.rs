@@ -231,6 +231,24 @@ struct Killed {
     pid: u32,
 }
 
+impl Killed {
+    /// chronon's lines on stderr (hydra's banner is on stdout).
+    fn ours(&self) -> Vec<&str> {
+        self.stderr
+            .lines()
+            .filter(|l| l.starts_with("error:"))
+            .collect()
+    }
+
+    /// The one line the victim's parent says when a signal `sig` killed it.
+    fn death_line(&self, sig: u32) -> String {
+        format!(
+            "error: rank {} (pid {}) was killed by signal {sig}; every rank stops",
+            self.rank, self.pid
+        )
+    }
+}
+
 /// `kill -9` of rank 1's running process.
 fn kill_one_rank(sync: &str, launcher_flags: &[&str], seed: u32) -> Killed {
     signal_one_rank(sync, launcher_flags, seed, "-9", false)
@@ -308,24 +326,12 @@ fn a_signal_to_a_rank_or_to_its_parent_ends_the_run() {
     let all = format!("{}{}", k.stdout, k.stderr);
     assert!(k.took < Duration::from_secs(10), "{:?}", k.took);
     assert!(!k.status.success(), "{all}");
-    let ours: Vec<&str> = k
-        .stderr
-        .lines()
-        .filter(|l| l.starts_with("error:"))
-        .collect();
-    assert_eq!(
-        ours,
-        [format!(
-            "error: rank {} (pid {}) was killed by signal 15; every rank stops",
-            k.rank, k.pid
-        )],
-        "{all}"
-    );
+    assert_eq!(k.ours(), [k.death_line(15)], "{all}");
     let k = signal_one_rank("window", &[], seed + 1, "-TERM", true);
     let all = format!("{}{}", k.stdout, k.stderr);
     assert!(k.took < Duration::from_secs(10), "{:?}", k.took);
     assert!(!k.status.success(), "{all}");
-    assert!(!k.stderr.contains("error:"), "{all}");
+    assert!(k.ours().is_empty(), "{all}");
     assert!(
         all.contains("EXIT CODE: 15") || all.contains("signal 15"),
         "{all}"
@@ -361,19 +367,7 @@ fn a_killed_rank_ends_the_run_everywhere() {
         let banner = all.contains("EXIT CODE: 9") || all.contains("signal 9");
         let proxy_failed = all.contains("HYDU_sock_write") && all.contains("assert (!closed)");
         assert!(banner || proxy_failed, "{sync} {flags:?}: {all}");
-        let ours: Vec<&str> = k
-            .stderr
-            .lines()
-            .filter(|l| l.starts_with("error:"))
-            .collect();
-        assert_eq!(
-            ours,
-            [format!(
-                "error: rank {} (pid {}) was killed by signal 9; every rank stops",
-                k.rank, k.pid
-            )],
-            "{sync} {flags:?}: {all}"
-        );
+        assert_eq!(k.ours(), [k.death_line(9)], "{sync} {flags:?}: {all}");
     }
 }
 
