@@ -89,18 +89,26 @@ pub(crate) struct LpSlot<S> {
 /// hides the cache miss of a record the executor will touch soon. No effect on results.
 #[inline(always)]
 pub(crate) fn prefetch<T>(r: &T) {
+    prefetch_raw(r as *const T);
+}
+
+/// [`prefetch`] through a pointer, for a record the caller may not borrow (another worker's
+/// turn to touch it may not have ended): the hint neither reads nor writes `*p`. `p` must
+/// point into (or one past) a live allocation of at least `size_of::<T>()` bytes.
+#[inline(always)]
+pub(crate) fn prefetch_raw<T>(p: *const T) {
     #[cfg(target_arch = "x86_64")]
     {
         use std::arch::x86_64::{_mm_prefetch, _MM_HINT_T0};
-        let p = (r as *const T).cast::<i8>();
+        let p = p.cast::<i8>();
         for line in 0..std::mem::size_of::<T>().div_ceil(64).min(2) {
             // Safety: a prefetch never faults and has no architectural effect; the address is
-            // inside `*r` (`line * 64 < size_of::<T>()`), so `add` stays in bounds.
-            unsafe { _mm_prefetch::<_MM_HINT_T0>(p.add(line * 64)) };
+            // inside `*p` (`line * 64 < size_of::<T>()`), so `wrapping_add` stays in bounds.
+            unsafe { _mm_prefetch::<_MM_HINT_T0>(p.wrapping_add(line * 64)) };
         }
     }
     #[cfg(not(target_arch = "x86_64"))]
-    let _ = r;
+    let _ = p;
 }
 
 /// Runs `model.init` for every LP, in LP order, collecting their first events.

@@ -46,6 +46,15 @@ impl<S> LpTable<S> {
         unsafe { &mut *self.slots[lp as usize].get() }
     }
 
+    /// Starts loading LP `lp`'s slot into the cache (a hint: nothing is read or written, so
+    /// any worker may ask, whoever owns the slot).
+    #[inline(always)]
+    pub(crate) fn prefetch(&self, lp: LpId) {
+        if let Some(cell) = self.slots.get(lp as usize) {
+            crate::executor::prefetch_raw(cell.get().cast_const());
+        }
+    }
+
     pub(crate) fn into_vec(self) -> Vec<LpSlot<S>> {
         self.slots
             .into_vec()

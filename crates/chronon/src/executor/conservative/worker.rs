@@ -64,6 +64,17 @@ impl<'s, 'a, M: Model, Q: PendingSet<Event<M::Event>>, X: Endpoint<M::Event>>
         self.queue.peek().map(|e| e.key())
     }
 
+    /// Pops the head (which exists) and starts loading the next head's LP slot: LPs are touched
+    /// in timestamp order, all over the table, so the slot is most likely a cache miss.
+    #[inline(always)]
+    fn pop_head(&mut self) -> Event<M::Event> {
+        let ev = self.queue.pop().expect("the head exists");
+        if let Some(next) = self.queue.peek() {
+            self.sh.lps.prefetch(next.dst);
+        }
+        ev
+    }
+
     /// Executes, in key order, every event with time `< below` and key `< cap`, and also the
     /// event with key `extra` if it is this worker's head. A panic or model error is returned.
     pub(crate) fn run_below(
@@ -75,7 +86,7 @@ impl<'s, 'a, M: Model, Q: PendingSet<Event<M::Event>>, X: Endpoint<M::Event>>
         self.counted(|w| {
             if let (Some(x), Some(h)) = (extra, w.head()) {
                 if x == h && h < cap {
-                    let ev = w.queue.pop().expect("the head exists");
+                    let ev = w.pop_head();
                     w.execute(ev)?;
                 }
             }
@@ -84,7 +95,7 @@ impl<'s, 'a, M: Model, Q: PendingSet<Event<M::Event>>, X: Endpoint<M::Event>>
                     Some(e) if e.time < below && e.key() < cap => {}
                     _ => break,
                 }
-                let ev = w.queue.pop().expect("the head exists");
+                let ev = w.pop_head();
                 w.execute(ev)?;
             }
             Ok(())
@@ -107,7 +118,7 @@ impl<'s, 'a, M: Model, Q: PendingSet<Event<M::Event>>, X: Endpoint<M::Event>>
         self.counted(|w| {
             w.sent_min = Time::INFINITY;
             if w.head() == Some(gst) && gst < cap {
-                let ev = w.queue.pop().expect("the head exists");
+                let ev = w.pop_head();
                 w.execute(ev)?;
             }
             loop {
@@ -119,7 +130,7 @@ impl<'s, 'a, M: Model, Q: PendingSet<Event<M::Event>>, X: Endpoint<M::Event>>
                     }
                     _ => break,
                 }
-                let ev = w.queue.pop().expect("the head exists");
+                let ev = w.pop_head();
                 w.execute(ev)?;
             }
             Ok(())
