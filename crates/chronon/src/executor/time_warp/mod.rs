@@ -8,6 +8,7 @@
 //! commit hooks, and update the fingerprint in commit order. Global events run at GVT
 //! (`global.rs`). Protocols and proofs: README.md.
 
+mod admission;
 mod cancelled;
 mod fossil;
 // Used by the MPI transport (feature `mpi`); built and tested without it.

@@ -1,0 +1,104 @@
+//! Which event a Time Warp worker runs next: the live head of its pending set (cancelled
+//! events dropped in front of it) and whether it is admitted now (end time, next global event,
+//! optimism window, uncommitted-event cap).
+
+use crate::executor::prefetch;
+use crate::model::{Model, Time};
+use crate::queue::PendingSet;
+
+use super::lp::TwEvent;
+use super::worker::Worker;
+
+impl<M: Model, Q: PendingSet<TwEvent<M::Event>>> Worker<'_, '_, M, Q> {
+    /// The next event to run, if one may run now (before the end time, inside the optimism
+    /// window, under the uncommitted-event cap).
+    ///
+    /// `fast`: an admission bound from [`batch_limit`](Self::batch_limit): an event before
+    /// the end time and at or before it is admitted without [`admits`](Self::admits).
+    #[inline(always)]
+    pub(super) fn next_event(&mut self, fast: Time) -> Option<TwEvent<M::Event>> {
+        let t = self.live_head();
+        let admitted = (t < self.sh.end && t <= fast) || self.admits(t);
+        if !admitted {
+            return None;
+        }
+        let ev = self.queue.pop();
+        // The next event's LP record is most likely a cache miss (LPs are touched in
+        // timestamp order, all over the table; even std PHOLD's 128 KiB of records miss: the
+        // pending set's traffic evicts them): start loading it while this one runs.
+        if let Some(next) = self.queue.peek() {
+            if let Some(lp) = self.lps.get(self.sh.local_of(next.dst)) {
+                prefetch(lp);
+            }
+        }
+        ev
+    }
+
+    /// A bound under which every event of the next `budget` is admitted: what
+    /// [`admits`](Self::admits) compares with, when the uncommitted-event cap cannot be reached
+    /// in `budget` events (each event adds at most one uncommitted); `-inf` otherwise (then
+    /// each event goes through `admits`). Events after the bound go through `admits` too, so
+    /// the window's blocked flag is set exactly as before.
+    #[inline]
+    pub(super) fn batch_limit(&self, budget: u64) -> Time {
+        if self.uncommitted().saturating_add(budget) > self.sh.mem.cap() {
+            return Time::NEG_INFINITY;
+        }
+        (self.gvt + self.sh.optimism.window()).min(self.global_next)
+    }
+
+    /// Whether an event at time `t` may run now (before the end time and the next global
+    /// event, inside the optimism window, under the uncommitted-event cap).
+    #[inline]
+    pub(super) fn admits(&mut self, t: Time) -> bool {
+        if t >= self.sh.end || t > self.global_next {
+            return false;
+        }
+        // `max_uncommitted` without a memory bound, at most that under one.
+        let cap = self.sh.mem.cap();
+        let limit = if self.uncommitted() >= cap {
+            self.gvt
+        } else {
+            let limit = self.gvt + self.sh.optimism.window();
+            self.window_blocked |= t > limit;
+            limit
+        };
+        t <= limit
+    }
+
+    /// Events processed and neither committed nor rolled back.
+    #[inline]
+    fn uncommitted(&self) -> u64 {
+        let st = &self.stats;
+        st.processed - st.committed - st.rolled_back
+    }
+
+    /// The time of the earliest pending event that is not cancelled (`+inf`: none); drops the
+    /// cancelled ones in front of it.
+    #[inline(always)]
+    pub(super) fn live_head(&mut self) -> Time {
+        let t = self.queue.peek().map_or(Time::INFINITY, |h| h.time);
+        if !self.cancelled.may_hold(t) {
+            // Commonly: nothing cancelled at or before the head (cancelled.rs).
+            return t;
+        }
+        self.live_head_cancelled()
+    }
+
+    /// [`live_head`](Self::live_head) when some pending events may be cancelled.
+    #[inline(never)]
+    fn live_head_cancelled(&mut self) -> Time {
+        while let Some(head) = self.queue.peek() {
+            let (id, time) = (head.id, head.time);
+            if self.cancelled.remove(id, time) {
+                if let Some(e) = self.queue.pop() {
+                    self.orders.remove(&e);
+                }
+                continue;
+            }
+            self.cancelled.refresh();
+            return time;
+        }
+        Time::INFINITY
+    }
+}
