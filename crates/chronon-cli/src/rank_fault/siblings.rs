@@ -26,10 +26,10 @@ pub(super) fn pids(proxy: i32, me: i32) -> Vec<i32> {
 
 /// The parent pid in a `/proc/PID` directory's `stat`.
 fn parent_of(proc_dir: &Path) -> Option<i32> {
-    let text = std::fs::read_to_string(proc_dir.join("stat")).ok()?;
-    // The command name may hold spaces and parentheses: the fields start after the last ')'.
-    let rest = &text[text.rfind(')')? + 1..];
-    rest.split_whitespace().nth(1)?.parse().ok()
+    crate::sys::stat_fields(proc_dir.join("stat"))?
+        .get(1)?
+        .parse()
+        .ok()
 }
 
 /// `PMI_RANK` of a process's environment.
