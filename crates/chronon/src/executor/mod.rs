@@ -93,8 +93,8 @@ pub(crate) fn prefetch<T>(r: &T) {
 }
 
 /// [`prefetch`] through a pointer, for a record the caller may not borrow (another worker's
-/// turn to touch it may not have ended): the hint neither reads nor writes `*p`. `p` must
-/// point into (or one past) a live allocation of at least `size_of::<T>()` bytes.
+/// turn to touch it may not have ended): the hint neither reads nor writes `*p`, so any
+/// address is sound; it helps only where `p` points at a live `T`.
 #[inline(always)]
 pub(crate) fn prefetch_raw<T>(p: *const T) {
     #[cfg(target_arch = "x86_64")]
@@ -102,8 +102,8 @@ pub(crate) fn prefetch_raw<T>(p: *const T) {
         use std::arch::x86_64::{_mm_prefetch, _MM_HINT_T0};
         let p = p.cast::<i8>();
         for line in 0..std::mem::size_of::<T>().div_ceil(64).min(2) {
-            // Safety: a prefetch never faults and has no architectural effect; the address is
-            // inside `*p` (`line * 64 < size_of::<T>()`), so `wrapping_add` stays in bounds.
+            // Safety: a prefetch never faults and has no architectural effect, whatever the
+            // address; `wrapping_add` has no bounds requirement.
             unsafe { _mm_prefetch::<_MM_HINT_T0>(p.wrapping_add(line * 64)) };
         }
     }
