@@ -48,6 +48,7 @@ use std::cmp::Ordering;
 use std::collections::BinaryHeap;
 
 use super::binary_heap::MinFirst;
+use super::chunks::{Bucket, Chunks, CHUNK};
 use super::segments::{self, bucket_of, Segment, SEGMENTS};
 use super::PendingSet;
 use crate::event::Keyed;
@@ -65,20 +66,28 @@ const MAX_RUNGS: usize = 8;
 /// A bottom this large takes no more sorted inserts: it is turned into a rung (if its times are
 /// distinct and there are fewer than `MAX_RUNGS` rungs), or further inserts go to the overflow.
 pub(super) const BOTTOM_SPILL: usize = 512;
+/// Chunk slots a spread takes per event at most: a rung has one bucket per
+/// `EVENTS_PER_BUCKET` events, each bucket's newest chunk may hold one event, and the chunks
+/// full of events add one slot per event.
+const SPREAD_SLOTS: usize = CHUNK / EVENTS_PER_BUCKET + 1;
+/// Buckets past the one taken that a refill looks through for the next one to prefetch.
+const PREFETCH_SCAN: usize = 8;
+/// Chunks kept when no rung is left, as events per pending event (`Chunks::shrink_if_unused`).
+const CHUNKS_KEPT: usize = 4;
 /// Empty vectors kept for reuse as buckets, and the largest capacity worth keeping.
 const SPARE_MAX: usize = 32;
 const SPARE_MAX_CAPACITY: usize = 4 * SORT_MAX;
 
 #[derive(Debug)]
-struct Rung<T> {
+struct Rung {
     start: f64,
     inv_width: f64,
     /// Buckets before `cur` are empty and never refilled.
     cur: usize,
-    buckets: Vec<Vec<T>>,
+    buckets: Vec<Bucket>,
 }
 
-impl<T> Rung<T> {
+impl Rung {
     /// The bucket of time `t`: monotone non-decreasing in `t`, clamped to the rung.
     #[inline(always)]
     fn index(&self, t: f64) -> usize {
@@ -99,7 +108,9 @@ pub struct LadderQueue<T> {
     segments: Vec<Segment<T>>,
     /// Emptied pages of the top and the segments, for their next pages (`give_page`).
     pool: Vec<Vec<T>>,
-    rungs: Vec<Rung<T>>,
+    rungs: Vec<Rung>,
+    /// The storage of every rung's buckets.
+    chunks: Chunks<T>,
     /// Sorted in descending key order: the next event is the last.
     bottom: Vec<T>,
     /// Inserts into a full bottom that could not be split; non-empty only if `bottom_stuck`.
@@ -127,22 +138,29 @@ impl<T> std::fmt::Debug for LadderQueue<T> {
     }
 }
 
+/// Events in rung buckets live in `chunks`, which cannot tell its filled slots from the rest:
+/// the rungs' buckets drop them.
+impl<T> Drop for LadderQueue<T> {
+    fn drop(&mut self) {
+        if !std::mem::needs_drop::<T>() {
+            return;
+        }
+        let mut out: Vec<T> = Vec::new();
+        for r in &mut self.rungs {
+            for b in &mut r.buckets {
+                self.chunks.drain_into(b, &mut out);
+                out.clear();
+            }
+        }
+    }
+}
+
 #[inline(always)]
 fn desc<T: Keyed>(a: &T, b: &T) -> Ordering {
     b.key().cmp(&a.key())
 }
 
 impl<T: Keyed> LadderQueue<T> {
-    fn take_spare(&mut self, capacity: usize) -> Vec<T> {
-        match self.spare.pop() {
-            Some(mut v) => {
-                v.reserve_exact(capacity);
-                v
-            }
-            None => Vec::with_capacity(capacity),
-        }
-    }
-
     /// Keeps an emptied page of the top or of a segment for the next one while the set is
     /// large enough to be split (the pages of a large top come from the thread that filled it,
     /// often not the one that drains it, whose allocator would not reuse them), and while the
@@ -177,23 +195,12 @@ impl<T: Keyed> LadderQueue<T> {
             start: min,
             inv_width: nb as f64 / (max - min),
             cur: 0,
-            buckets: Vec::with_capacity(nb),
+            buckets: vec![Bucket::EMPTY; nb],
         };
-        // Counting pass so that every bucket is allocated once, at its exact size.
-        rung.buckets.resize_with(nb, Vec::new);
-        let mut counts = vec![0u32; nb];
-        for it in pages.iter().flatten() {
-            counts[rung.index(it.key().time)] += 1;
-        }
-        for (b, &c) in counts.iter().enumerate() {
-            if c > 0 {
-                rung.buckets[b] = self.take_spare(c as usize);
-            }
-        }
         for mut page in pages {
             for it in page.drain(..) {
                 let b = rung.index(it.key().time);
-                rung.buckets[b].push(it);
+                self.chunks.push(&mut rung.buckets[b], it);
             }
             self.give_page(page);
         }
@@ -209,6 +216,12 @@ impl<T: Keyed> LadderQueue<T> {
         self.give_spare(old);
     }
 
+    /// Events in the rungs' buckets: all but the top's, the segments' and the bottom tier's.
+    fn in_rungs(&self) -> usize {
+        let segments: usize = self.segments.iter().map(|s| s.len).sum();
+        self.len - self.top_len - segments - self.bottom.len() - self.overflow.len()
+    }
+
     /// Segments of a split top not yet spread (tests).
     #[cfg(test)]
     pub(super) fn segments(&self) -> usize {
@@ -218,29 +231,42 @@ impl<T: Keyed> LadderQueue<T> {
     /// Refills the empty bottom tier from the finest rung or the top. `len > 0` must hold.
     fn refill(&mut self) {
         loop {
+            let rungs = self.rungs.len();
             if let Some(r) = self.rungs.last_mut() {
                 while r.cur < r.buckets.len() && r.buckets[r.cur].is_empty() {
                     r.cur += 1;
                 }
                 if r.cur == r.buckets.len() {
-                    let r = self.rungs.pop().expect("a rung");
-                    for b in r.buckets {
-                        self.give_spare(b);
+                    self.rungs.pop();
+                    if self.rungs.is_empty() {
+                        self.chunks
+                            .shrink_if_unused(self.len * CHUNKS_KEPT / CHUNK + 64);
                     }
                     continue;
                 }
-                let bucket = std::mem::take(&mut r.buckets[r.cur]);
+                let mut bucket = std::mem::replace(&mut r.buckets[r.cur], Bucket::EMPTY);
                 r.cur += 1;
-                if bucket.len() <= SORT_MAX || self.rungs.len() >= MAX_RUNGS {
-                    self.set_bottom(bucket);
+                let len = bucket.len();
+                if len <= SORT_MAX || rungs >= MAX_RUNGS {
+                    debug_assert!(self.bottom.is_empty() && self.overflow.is_empty());
+                    self.chunks.drain_into(&mut bucket, &mut self.bottom);
+                    // The next bucket becomes the bottom once this one is popped: its events,
+                    // scattered in chunks, load meanwhile.
+                    let ahead = r.buckets[r.cur..].iter().take(PREFETCH_SCAN);
+                    if let Some(&next) = ahead.into_iter().find(|b| !b.is_empty()) {
+                        self.chunks.prefetch(next);
+                    }
+                    self.bottom_stuck = false;
+                    self.bottom.sort_unstable_by(desc);
                     return;
                 }
-                let (min, max) = time_range(&bucket);
+                let mut items = Vec::with_capacity(len);
+                self.chunks.drain_into(&mut bucket, &mut items);
+                let (min, max) = time_range(&items);
                 if min < max {
-                    let len = bucket.len();
-                    self.push_rung(vec![bucket], len, min, max);
+                    self.push_rung(vec![items], len, min, max);
                 } else {
-                    self.set_bottom(bucket);
+                    self.set_bottom(items);
                     return;
                 }
             } else if let Some(seg) = self.segments.pop() {
@@ -301,7 +327,7 @@ impl<T: Keyed> LadderQueue<T> {
                 // The old bottom is now the finest rung (cursor 0): the event belongs there.
                 let r = self.rungs.last_mut().expect("the spilled rung");
                 let b = r.index(item.key().time);
-                r.buckets[b].push(item);
+                self.chunks.push(&mut r.buckets[b], item);
             } else {
                 self.overflow.push(MinFirst(item));
             }
@@ -376,6 +402,7 @@ impl<T: Keyed + Send> PendingSet<T> for LadderQueue<T> {
             segments: Vec::new(),
             pool: Vec::new(),
             rungs: Vec::new(),
+            chunks: Chunks::new(),
             bottom: Vec::new(),
             overflow: BinaryHeap::new(),
             bottom_stuck: false,
@@ -413,7 +440,7 @@ impl<T: Keyed + Send> PendingSet<T> for LadderQueue<T> {
         for r in self.rungs.iter_mut() {
             let b = r.index(t);
             if b >= r.cur {
-                r.buckets[b].push(item);
+                self.chunks.push(&mut r.buckets[b], item);
                 return;
             }
         }
@@ -455,15 +482,20 @@ impl<T: Keyed + Send> PendingSet<T> for LadderQueue<T> {
         self.len
     }
 
-    /// Twice the events' bytes while a spread may copy all of them into buckets; a set large
-    /// enough to be split copies one segment at a time: the events' bytes, plus what a
-    /// segment below `SPLIT_MIN` costs while it is spread (`segments.rs`), plus the page pool
-    /// (at most an eighth of the events).
+    /// What the set holds resident, and what its next spread may add: the events outside the
+    /// rungs (top, segments, bottom), every chunk (free ones included), the chunks a spread of
+    /// at most `SPLIT_MIN` events may take beyond the free ones (`SPREAD_SLOTS` per event),
+    /// and for a set large enough to be split, the page pool (at most an eighth of the events).
     fn peak_factor(&self) -> f64 {
         let len = self.len.max(1);
-        if len < segments::SPLIT_MIN {
-            return 2.0;
-        }
-        1.0 + (segments::SPLIT_MIN + len / SEGMENTS) as f64 / len as f64
+        let in_chunks = self.in_rungs();
+        let free_slots = self.chunks.capacity() - in_chunks;
+        let spread = (SPREAD_SLOTS * len.min(segments::SPLIT_MIN)).saturating_sub(free_slots);
+        let pool = if len >= segments::SPLIT_MIN {
+            len / SEGMENTS
+        } else {
+            0
+        };
+        (len - in_chunks + self.chunks.capacity() + spread + pool) as f64 / len as f64
     }
 }

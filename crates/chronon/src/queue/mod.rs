@@ -7,6 +7,7 @@
 //! See docs/architecture.md for why a ladder queue rather than a calendar queue.
 
 mod binary_heap;
+mod chunks;
 mod ladder;
 mod segments;
 
