@@ -1,5 +1,6 @@
 //! The storage of a ladder's rung buckets: every bucket is a list of fixed-capacity chunks taken
-//! from one pool that the ladder keeps (see `ladder.rs`, "Buckets").
+//! from one pool that the ladder keeps (the protocol and its proof: `README.md`, "Buckets in
+//! chunks").
 //!
 //! A bucket that was a `Vec` of its own was allocated when its rung was spread, grew (a
 //! reallocation and a copy) when later inserts reached it, and was freed when it became the

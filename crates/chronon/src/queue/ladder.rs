@@ -22,9 +22,10 @@
 //! smaller than everything popped so far (Time Warp re-inserts rolled-back events) fall through
 //! every rung, whose cursors are past them, into the bottom tier, where they sort first.
 //!
-//! Cost: an insert is a push onto one bucket's vector; a bucket is sorted once when its turn
-//! comes (it holds a few events). Nothing is ever compared against the whole set, which is why
-//! millions of pending events stay cheap where a heap walks log2(n) cache misses per operation.
+//! Cost: an insert writes one slot of one bucket's chunk (`chunks.rs`); a bucket is sorted once
+//! when its turn comes (it holds a few events). Nothing is ever compared against the whole set,
+//! which is why millions of pending events stay cheap where a heap walks log2(n) cache misses
+//! per operation.
 //!
 //! Worst case, amortized O(log n) per operation. The plain ladder is quadratic when its bottom
 //! grows: a bottom whose times are all equal cannot be split into a rung, nor can any bottom once
@@ -74,9 +75,6 @@ const SPREAD_SLOTS: usize = CHUNK / EVENTS_PER_BUCKET + 1;
 const PREFETCH_SCAN: usize = 8;
 /// Chunks kept when no rung is left, as events per pending event (`Chunks::shrink_if_unused`).
 const CHUNKS_KEPT: usize = 4;
-/// Empty vectors kept for reuse as buckets, and the largest capacity worth keeping.
-const SPARE_MAX: usize = 32;
-const SPARE_MAX_CAPACITY: usize = 4 * SORT_MAX;
 
 #[derive(Debug)]
 struct Rung {
@@ -118,7 +116,6 @@ pub struct LadderQueue<T> {
     /// The full bottom could not be turned into a rung: do not rescan it before the next refill.
     bottom_stuck: bool,
     len: usize,
-    spare: Vec<Vec<T>>,
     /// Events shifted by sorted inserts plus events scanned for a split: the two costs that grow
     /// with the bottom (tests bound it to check the worst case).
     #[cfg(test)]
@@ -165,25 +162,16 @@ impl<T: Keyed> LadderQueue<T> {
     /// large enough to be split (the pages of a large top come from the thread that filled it,
     /// often not the one that drains it, whose allocator would not reuse them), and while the
     /// pool holds no more than an eighth of the set's events. A smaller set frees its pages (and
-    /// the pool): the allocator reuses them for buckets, which pooled pages cannot be.
+    /// the pool): the allocator reuses them for whatever comes next, which pooled pages cannot
+    /// be.
     fn give_page(&mut self, v: Vec<T>) {
         debug_assert!(v.is_empty());
         if self.len < segments::SPLIT_MIN {
             if !self.pool.is_empty() {
                 self.pool = Vec::new();
             }
-            self.give_spare(v);
         } else if v.capacity() == TOP_PAGE && self.pool.len() * TOP_PAGE < self.len / SEGMENTS {
             self.pool.push(v);
-        } else {
-            self.give_spare(v);
-        }
-    }
-
-    fn give_spare(&mut self, v: Vec<T>) {
-        debug_assert!(v.is_empty());
-        if v.capacity() > 0 && v.capacity() <= SPARE_MAX_CAPACITY && self.spare.len() < SPARE_MAX {
-            self.spare.push(v);
         }
     }
 
@@ -208,12 +196,18 @@ impl<T: Keyed> LadderQueue<T> {
     }
 
     /// Makes `items` the bottom (the bottom tier must be empty).
-    fn set_bottom(&mut self, mut items: Vec<T>) {
+    fn set_bottom(&mut self, items: Vec<T>) {
         debug_assert!(self.bottom.is_empty() && self.overflow.is_empty());
+        self.bottom = items;
+        self.sort_bottom();
+    }
+
+    /// Sorts the bottom just filled (the overflow is empty) and lets it be scanned for a split
+    /// again.
+    fn sort_bottom(&mut self) {
+        debug_assert!(self.overflow.is_empty());
         self.bottom_stuck = false;
-        items.sort_unstable_by(desc);
-        let old = std::mem::replace(&mut self.bottom, items);
-        self.give_spare(old);
+        self.bottom.sort_unstable_by(desc);
     }
 
     /// Events in the rungs' buckets: all but the top's, the segments' and the bottom tier's.
@@ -247,26 +241,25 @@ impl<T: Keyed> LadderQueue<T> {
                 let mut bucket = std::mem::replace(&mut r.buckets[r.cur], Bucket::EMPTY);
                 r.cur += 1;
                 let len = bucket.len();
+                debug_assert!(self.bottom.is_empty());
+                self.chunks.drain_into(&mut bucket, &mut self.bottom);
                 if len <= SORT_MAX || rungs >= MAX_RUNGS {
-                    debug_assert!(self.bottom.is_empty() && self.overflow.is_empty());
-                    self.chunks.drain_into(&mut bucket, &mut self.bottom);
                     // The next bucket becomes the bottom once this one is popped: its events,
                     // scattered in chunks, load meanwhile.
                     let ahead = r.buckets[r.cur..].iter().take(PREFETCH_SCAN);
                     if let Some(&next) = ahead.into_iter().find(|b| !b.is_empty()) {
                         self.chunks.prefetch(next);
                     }
-                    self.bottom_stuck = false;
-                    self.bottom.sort_unstable_by(desc);
+                    self.sort_bottom();
                     return;
                 }
-                let mut items = Vec::with_capacity(len);
-                self.chunks.drain_into(&mut bucket, &mut items);
-                let (min, max) = time_range(&items);
+                let (min, max) = time_range(&self.bottom);
                 if min < max {
+                    // Too large to sort: split over a finer rung.
+                    let items = std::mem::take(&mut self.bottom);
                     self.push_rung(vec![items], len, min, max);
                 } else {
-                    self.set_bottom(items);
+                    self.sort_bottom();
                     return;
                 }
             } else if let Some(seg) = self.segments.pop() {
@@ -407,7 +400,6 @@ impl<T: Keyed + Send> PendingSet<T> for LadderQueue<T> {
             overflow: BinaryHeap::new(),
             bottom_stuck: false,
             len: 0,
-            spare: Vec::new(),
             #[cfg(test)]
             work: 0,
         }
