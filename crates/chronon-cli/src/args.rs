@@ -151,8 +151,8 @@ pub(crate) struct CommonArgs {
     /// [default: false].
     #[arg(long, num_args = 0..=1, default_missing_value = "true", help_heading = TIME_WARP)]
     pub check_reverse: Option<bool>,
-    /// Time Warp: events a worker processes between two GVT rounds it starts (>= 1) [default:
-    /// 1024].
+    /// Time Warp: events a worker processes between two GVT rounds it starts (>= 1; a quarter
+    /// of them once its events passed the safe-commit bound) [default: 1024].
     #[arg(long, help_heading = TIME_WARP)]
     pub gvt_every: Option<u32>,
     /// Time Warp: commit an event as it runs, with no record, when nothing can roll it back

@@ -52,7 +52,8 @@ pub struct TimeWarpOptions {
     pub fixed_window: bool,
     /// LP to worker mapping.
     pub mapping: Mapping,
-    /// Events a worker processes between two GVT rounds it starts.
+    /// Events a worker processes between two GVT rounds it starts; a quarter of them under
+    /// the lookahead safe rule once the worker's events passed its safe bound.
     pub gvt_every: u32,
     /// The most processed, uncommitted events a worker keeps: past it, it runs only events at
     /// or before GVT until fossil collection catches up (`None`: 4 × `gvt_every`). Bounds how

@@ -62,6 +62,13 @@ impl SafeRule {
         }
     }
 
+    /// Whether a fresher GVT makes more events safe (the bound follows GVT), so that a worker
+    /// that ran past its bound should start a round early (worker.rs, `EARLY_ROUND`).
+    #[inline]
+    pub(super) fn follows_gvt(self) -> bool {
+        matches!(self, SafeRule::Lookahead(_))
+    }
+
     /// The bound a worker may use once it has drained its mailbox, given the published GVT
     /// (read only under `Lookahead`), which it must read before the drain: events before the
     /// bound are safe.
@@ -149,6 +156,13 @@ mod tests {
         assert_eq!(SafeRule::choose(&off, r, 1, false, 0.5), SafeRule::Off);
         let pre = TimeWarpOptions::new().preempt(true);
         assert_eq!(SafeRule::choose(&pre, r, 2, false, 0.5), SafeRule::Off);
+    }
+
+    #[test]
+    fn only_the_lookahead_rule_follows_gvt() {
+        assert!(SafeRule::Lookahead(0.5).follows_gvt());
+        assert!(!SafeRule::Off.follows_gvt());
+        assert!(!SafeRule::Always.follows_gvt());
     }
 
     #[test]

@@ -174,6 +174,10 @@ pub(super) struct Endpoint<P> {
     outbox: Vec<Option<Batch<Msg<P>>>>,
     dirty: Vec<usize>,
     spare: Vec<Batch<Msg<P>>>,
+    /// The earliest time queued since the last flush (`+inf`: nothing is).
+    earliest: f64,
+    /// Whether an anti-message is queued (it leaves at the next [`Worker::flush_when_due`]).
+    urgent: bool,
 }
 
 impl<P: Send + 'static> Endpoint<P> {
@@ -183,12 +187,16 @@ impl<P: Send + 'static> Endpoint<P> {
             outbox: (0..workers).map(|_| None).collect(),
             dirty: Vec::new(),
             spare: Vec::new(),
+            earliest: f64::INFINITY,
+            urgent: false,
         }
     }
 
     /// Queues `m` for worker `o` (pushed at the next [`flush`](Self::flush)).
     #[inline]
     pub(super) fn send(&mut self, wires: &Wires<P>, o: usize, m: Msg<P>) {
+        self.earliest = self.earliest.min(m.key().time);
+        self.urgent |= matches!(m, Msg::Anti(_));
         let slot = &mut self.outbox[o];
         if slot.is_none() {
             if self.spare.is_empty() {
@@ -215,6 +223,18 @@ impl<P: Send + 'static> Endpoint<P> {
         self.dirty.is_empty()
     }
 
+    /// The earliest time queued (`+inf`: nothing is).
+    #[inline(always)]
+    pub(super) fn earliest(&self) -> f64 {
+        self.earliest
+    }
+
+    /// Whether an anti-message is queued.
+    #[inline(always)]
+    pub(super) fn urgent(&self) -> bool {
+        self.urgent
+    }
+
     /// Pushes every queued batch; returns the earliest time pushed (`+inf`: nothing was).
     /// `over()`: whether the run is over (across processes, a sender that cannot get ring
     /// space then drops what is left, which is at or after the end time).
@@ -224,6 +244,8 @@ impl<P: Send + 'static> Endpoint<P> {
             // Nothing queued (every event without a remote send): nothing to push.
             return f64::INFINITY;
         }
+        let min = std::mem::replace(&mut self.earliest, f64::INFINITY);
+        self.urgent = false;
         #[cfg(all(target_os = "linux", not(chronon_loom)))]
         if let Some(p) = wires.procs() {
             return p.flush(
@@ -235,12 +257,8 @@ impl<P: Send + 'static> Endpoint<P> {
             );
         }
         let _ = &over;
-        let mut min = f64::INFINITY;
         for o in self.dirty.drain(..) {
             if let Some(b) = self.outbox[o].take() {
-                for m in b.items() {
-                    min = min.min(m.key().time);
-                }
                 #[cfg(feature = "mpi")]
                 if let Some(r) = wires.ranks.as_ref().filter(|r| !r.is_local(o)) {
                     // For another rank: the driver sends it (ranks/driver.rs). For rule R2
@@ -283,7 +301,7 @@ impl<M: Model, Q: PendingSet<TwEvent<M::Event>>> Worker<'_, '_, M, Q> {
         }
         self.safe_until = safe_until;
         self.settle()?;
-        self.flush();
+        self.flush_when_due(false);
         Ok(())
     }
 
@@ -299,6 +317,29 @@ impl<M: Model, Q: PendingSet<TwEvent<M::Event>>> Worker<'_, '_, M, Q> {
             self.orders.insert(e.id, s);
         }
         self.queue.push(e);
+    }
+
+    /// Pushes the outboxes when they are due (README.md, "When sends leave"): when the worker
+    /// is `idle`, when an anti-message is queued, or once its clock came within half the
+    /// lookahead of the earliest time queued. A send is at least the lookahead after the event
+    /// that made it, so it waits while its sender runs events in the first half of that gap,
+    /// and leaves with the others queued meanwhile: fewer, fuller batches. Before every GVT
+    /// report the loop flushes regardless (`flush`), as rule R2 and the safe-event proof need.
+    /// Preemptive Time Warp pushes after every event, as before: its receivers preempt on what
+    /// reaches their mailboxes.
+    #[inline(always)]
+    pub(super) fn flush_when_due(&mut self, idle: bool) {
+        if self.endpoint.is_clean() {
+            return;
+        }
+        let sh = self.sh;
+        if idle
+            || sh.preempt.is_some()
+            || self.endpoint.urgent()
+            || self.endpoint.earliest() <= self.current.1 + sh.lookahead / 2.0
+        {
+            self.flush_dirty();
+        }
     }
 
     /// Pushes the outboxes into the other workers' mailboxes. A push made while a GVT round is
@@ -323,5 +364,60 @@ impl<M: Model, Q: PendingSet<TwEvent<M::Event>>> Worker<'_, '_, M, Q> {
                 self.send_min = self.send_min.min(min);
             }
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::event::EventKey;
+    use crate::executor::time_warp::lp::Anti;
+
+    fn event(time: f64, id: u64) -> Msg<u32> {
+        Msg::Event(
+            TwEvent {
+                time,
+                seq: 0,
+                id,
+                src: 0,
+                dst: 1,
+                payload: 7,
+            },
+            None,
+        )
+    }
+
+    #[test]
+    fn an_endpoint_keeps_its_earliest_time_until_the_flush() {
+        let wires = Wires::<u32>::new(2);
+        let mut end = Endpoint::new(0, 2);
+        assert!(end.is_clean());
+        assert_eq!(end.earliest(), f64::INFINITY);
+        end.send(&wires, 1, event(5.0, 1));
+        end.send(&wires, 1, event(3.0, 2));
+        let key = EventKey {
+            time: 4.0,
+            seq: 0,
+            src: 0,
+        };
+        assert!(!end.urgent());
+        end.send(&wires, 1, Msg::Anti(Anti { dst: 1, key, id: 9 }));
+        assert!(end.urgent(), "an anti-message is due at once");
+        assert_eq!(end.earliest(), 3.0);
+        assert!(!wires.has_mail(1), "nothing leaves before the flush");
+        assert_eq!(end.flush(&wires, || false), 3.0);
+        assert!(end.is_clean());
+        assert_eq!(end.earliest(), f64::INFINITY, "the flush resets it");
+        assert!(!end.urgent());
+        assert_eq!(wires.bh_min(1), 3.0);
+        let mut got = Vec::new();
+        wires.receive(1, |m| got.push(m.key().time));
+        got.sort_by(f64::total_cmp);
+        assert_eq!(got, [3.0, 4.0, 5.0]);
+        assert_eq!(end.flush(&wires, || false), f64::INFINITY);
+        // The emptied batch went back to the sender's pool and is reused.
+        end.send(&wires, 1, event(8.0, 3));
+        assert_eq!(end.earliest(), 8.0);
+        assert_eq!(end.flush(&wires, || false), 8.0);
     }
 }

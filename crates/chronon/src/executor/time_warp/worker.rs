@@ -24,6 +24,13 @@ use crate::queue::PendingSet;
 /// events longer, which only delays its delivery, as a slower worker would).
 const BATCH: u64 = 16;
 
+/// Under the lookahead safe rule (safe.rs), a worker whose events have passed its safe bound
+/// starts a GVT round once it ran at least `gvt_every / EARLY_ROUND` events since it last
+/// started one, instead of waiting for all `gvt_every`: a fresher GVT lets its next events
+/// commit as they run, with no record. The bound keeps rounds from following each other
+/// back to back where the lookahead is short against the events per round.
+const EARLY_ROUND: u64 = 4;
+
 /// Counts behind the memory estimate (besides the arena, which knows its own size).
 #[derive(Clone, Copy, Debug, Default)]
 pub(super) struct Census {
@@ -153,6 +160,15 @@ impl<'s, 'a, M: Model, Q: PendingSet<TwEvent<M::Event>>> Worker<'s, 'a, M, Q> {
     /// The worker's loop. Returns whether the run completed (GVT reached the end time) rather
     /// than stopping on request; errors abort every worker.
     pub(super) fn run_loop(&mut self) -> Result<bool, SimError> {
+        let outcome = self.rounds();
+        // Sends still queued (none before the end time once the run completed) go out, so
+        // that the report counts them among the pending events.
+        self.flush();
+        outcome
+    }
+
+    /// [`run_loop`](Self::run_loop) up to its last flush.
+    fn rounds(&mut self) -> Result<bool, SimError> {
         let sh = self.sh;
         let backoff = Backoff::new();
         let mut since_gvt = 0u64;
@@ -166,8 +182,10 @@ impl<'s, 'a, M: Model, Q: PendingSet<TwEvent<M::Event>>> Worker<'s, 'a, M, Q> {
             self.drain()?;
             if let Some(r) = sh.gvt.active_round() {
                 if r > self.reported {
-                    // Drain after seeing the round (README, rule R1), then report.
+                    // Drain after seeing the round (README, rule R1), push every send made so
+                    // far (rule R2), then report.
                     self.drain()?;
+                    self.flush();
                     self.report_gvt(r);
                 }
             }
@@ -220,14 +238,17 @@ impl<'s, 'a, M: Model, Q: PendingSet<TwEvent<M::Event>>> Worker<'s, 'a, M, Q> {
                 }
                 Some(p) => self.step_preemptive(p.max_suspended)?,
             };
-            // The batch's remote sends, pushed once (before the loop's next report, as rule
-            // R2 and the safe-event proof need).
-            self.flush();
+            // The batch's remote sends, pushed when due (at the latest before the loop's next
+            // report, as rule R2 and the safe-event proof need).
+            self.flush_when_due(!ran);
             match ran {
                 true => {
                     backoff.reset();
                     since_gvt += 1;
-                    if since_gvt >= every {
+                    let past_safe = sh.safe.follows_gvt()
+                        && self.horizon >= self.safe_until
+                        && since_gvt >= every / EARLY_ROUND;
+                    if since_gvt >= every || past_safe {
                         since_gvt = 0;
                         sh.gvt.try_start();
                     }
