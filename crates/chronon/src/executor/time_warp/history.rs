@@ -122,6 +122,13 @@ pub(super) struct History<P> {
     log_front: u64,
     /// No uncommitted record lies before this position.
     scan: u64,
+    /// Positions of the records whose time is below the time of the record pushed before
+    /// them (the worker went back, after a rollback). From one of them to the next the
+    /// arena's times never decrease, so `commit_older` skips from a record at or after GVT to
+    /// the next of these positions instead of visiting the rest of its run.
+    runs: VecDeque<u64>,
+    /// Time of the newest record pushed.
+    last_time: f64,
     /// Model errors of records that hold `error` (rare).
     errors: HashMap<u64, Box<ModelError>>,
     /// Records in their slots, committed ones included.
@@ -136,6 +143,8 @@ impl<P> Default for History<P> {
             log: VecDeque::new(),
             log_front: 0,
             scan: 0,
+            runs: VecDeque::new(),
+            last_time: f64::NEG_INFINITY,
             errors: HashMap::new(),
             live: 0,
         }
@@ -171,6 +180,10 @@ impl<P> History<P> {
         if let Some(e) = error {
             self.errors.insert(seq, e);
         }
+        if rec.ev.time < self.last_time {
+            self.runs.push_back(seq);
+        }
+        self.last_time = rec.ev.time;
         self.slots.push_back(Some(rec));
         self.live += 1;
         seq
@@ -216,16 +229,29 @@ impl<P> History<P> {
     ) -> Result<u64, E> {
         let mut first_left = None;
         let mut n = 0;
-        let start = (self.scan.max(self.front) - self.front) as usize;
-        for i in start..self.slots.len() {
+        let mut i = (self.scan.max(self.front) - self.front) as usize;
+        // The next run to start after position `i`.
+        let mut run = self.runs.partition_point(|&r| r <= self.front + i as u64);
+        while i < self.slots.len() {
             let Some(rec) = &mut self.slots[i] else {
+                i += 1;
                 continue;
             };
             if rec.info.committed() {
+                i += 1;
                 continue;
             }
             if rec.ev.time >= g {
                 first_left.get_or_insert(i);
+                // The rest of this run is at or after `g` too: go to the next run.
+                let here = self.front + i as u64;
+                while self.runs.get(run).is_some_and(|&r| r <= here) {
+                    run += 1;
+                }
+                match self.runs.get(run) {
+                    Some(&r) => i = (r - self.front) as usize,
+                    None => break,
+                }
                 continue;
             }
             let seq = self.front + i as u64;
@@ -244,6 +270,7 @@ impl<P> History<P> {
                 self.slots[i] = None;
                 self.live -= 1;
             }
+            i += 1;
         }
         self.scan = self.front + first_left.unwrap_or(self.slots.len()) as u64;
         Ok(n)
@@ -280,6 +307,9 @@ impl<P> History<P> {
             }
             self.slots.pop_front();
             self.front += 1;
+        }
+        while self.runs.front().is_some_and(|&r| r < self.front) {
+            self.runs.pop_front();
         }
         let keep = match self.slots.front() {
             Some(Some(rec)) => rec.log_at,
