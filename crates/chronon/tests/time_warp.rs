@@ -175,10 +175,15 @@ fn time_warp_sized(
         .run()
 }
 
-/// [`assert_same_history`], and GVT rounds ran (fossil collection) when there are workers to
+/// [`assert_same_history`], the same events left pending at the end (none lost in an outbox
+/// or a mailbox), and GVT rounds ran (fossil collection) when there are workers to
 /// synchronize.
 fn assert_same(seq: &Report, tw: &Report, what: &str) {
     assert_same_history(seq, tw, what);
+    assert_eq!(
+        tw.pending_at_end, seq.pending_at_end,
+        "{what}: pending at end"
+    );
     if tw.threads > 1 {
         assert!(tw.executor_stats["gvt_rounds"] > 1.0, "{what}: GVT rounds");
     }
