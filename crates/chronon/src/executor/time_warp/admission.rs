@@ -26,8 +26,8 @@ impl<M: Model, Q: PendingSet<TwEvent<M::Event>>> Worker<'_, '_, M, Q> {
         // The next event's LP record is most likely a cache miss (LPs are touched in
         // timestamp order, all over the table; even std PHOLD's 128 KiB of records miss: the
         // pending set's traffic evicts them): start loading it while this one runs.
-        if let Some(next) = self.queue.peek() {
-            if let Some(lp) = self.lps.get(self.sh.local_of(next.dst)) {
+        if let Some(dst) = self.queue.peek().map(|next| next.dst) {
+            if let Some(lp) = self.lps.get(self.mine.index(self.sh, dst)) {
                 prefetch(lp);
             }
         }

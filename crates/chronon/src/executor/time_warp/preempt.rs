@@ -152,7 +152,7 @@ impl<'s, M: Model, Q: PendingSet<TwEvent<M::Event>>> Worker<'s, '_, M, Q> {
         let Some(ev) = self.queue.pop() else {
             return Ok(false);
         };
-        let li = self.sh.local_of(ev.dst);
+        let li = self.mine.index(self.sh, ev.dst);
         if let Some(j) = self.jobs.iter().position(|j| j.li == li) {
             if self.orders.order(&ev, &self.jobs[j].ev) == std::cmp::Ordering::Less {
                 // Earlier than the suspended event of its LP: that context saw a state this

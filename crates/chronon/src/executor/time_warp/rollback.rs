@@ -49,6 +49,39 @@ impl<M: Model, Q: PendingSet<TwEvent<M::Event>>> Worker<'_, '_, M, Q> {
         }
     }
 
+    /// A primary rollback for straggler `ev` of LP `li`: undoes the LP's records that sort
+    /// after it (newest first). `false`: the rollback's anti-messages cancelled `ev` itself
+    /// (dropped from the order table; the caller drops the event). Out of line: rare, and
+    /// inlined it cost every event registers and stack.
+    #[cold]
+    #[inline(never)]
+    pub(super) fn roll_back_for(
+        &mut self,
+        li: usize,
+        ev: &TwEvent<M::Event>,
+    ) -> Result<bool, SimError> {
+        let mut undo = 0;
+        let mut seq = self.lps[li].last;
+        while let Some(r) = self.history.get(seq) {
+            if r.info.committed() || self.orders.order(&r.ev, ev) != std::cmp::Ordering::Greater {
+                break;
+            }
+            undo += 1;
+            seq = r.prev;
+        }
+        let at = self.lps[li].next - undo;
+        self.stats.primary += 1;
+        self.rollback(li, at, None)?;
+        self.settle()?;
+        if self.cancelled.remove(ev.id, ev.time) {
+            // The rollback's anti-messages cancelled this very event.
+            self.orders.remove(ev);
+            self.flush();
+            return Ok(false);
+        }
+        Ok(true)
+    }
+
     /// Undoes LP `li`'s events numbered `at` and later: sends anti-messages for what they sent,
     /// restores state and bookkeeping, and puts the events back (except `annihilate`).
     pub(super) fn rollback(

@@ -209,3 +209,43 @@ pub(super) fn sum_figures(v: &[AtomicU64]) -> u64 {
     // Ordering: each figure is a self-contained estimate; a stale one only delays the cap.
     v.iter().map(|b| b.load(Ordering::Relaxed)).sum()
 }
+
+/// Which LPs a worker owns. Under block mapping they are `first .. first + count`, so that
+/// finding an LP's index or owner costs a subtraction; `count` is 0 under a mapping table.
+#[derive(Clone, Copy, Debug)]
+pub(super) struct Mine {
+    w: usize,
+    first: u64,
+    count: u64,
+}
+
+impl Mine {
+    pub(super) fn new<M: Model>(w: usize, sh: &Shared<'_, M>) -> Self {
+        let (first, count) = match sh.block_first.get(w..=w + 1) {
+            Some(&[a, b]) => (a, b - a),
+            _ => (0, 0),
+        };
+        Mine { w, first, count }
+    }
+
+    /// The index among the worker's LPs of LP `lp`, which the worker owns.
+    #[inline(always)]
+    pub(super) fn index<M: Model>(self, sh: &Shared<'_, M>, lp: LpId) -> usize {
+        debug_assert!(self.owns(sh, lp), "LP {lp} is not worker {}'s", self.w);
+        if self.count > 0 {
+            (u64::from(lp) - self.first) as usize
+        } else {
+            sh.local_of(lp)
+        }
+    }
+
+    /// Whether the worker owns LP `lp`.
+    #[inline(always)]
+    pub(super) fn owns<M: Model>(self, sh: &Shared<'_, M>, lp: LpId) -> bool {
+        if self.count > 0 {
+            u64::from(lp).wrapping_sub(self.first) < self.count
+        } else {
+            sh.owner_of(lp) == self.w
+        }
+    }
+}

@@ -11,7 +11,7 @@ use super::history::{Extra, History, Info, Rec};
 use super::lp::{Anti, Checkpoint, Msg, Orders, Sent, TwCold, TwEvent, TwLp};
 use super::preempt::{Job, PreemptStats, Ticker};
 use super::report::Stats;
-use super::shared::{Saving, Shared, MEMORY_EVERY, POLL_EVERY};
+use super::shared::{Mine, Saving, Shared, MEMORY_EVERY, POLL_EVERY};
 use super::transport::Endpoint;
 use crate::error::{ModelError, SimError};
 use crate::event::{Event, EventKey};
@@ -45,6 +45,10 @@ pub(super) type Started<P> = (TwEvent<P>, usize);
 pub(super) struct Worker<'s, 'a, M: Model, Q> {
     pub(super) w: usize,
     pub(super) sh: &'s Shared<'a, M>,
+    /// Which LPs are this worker's.
+    pub(super) mine: Mine,
+    /// Whether events' handler times are sampled (for the automatic checkpoint interval).
+    pub(super) sample_events: bool,
     pub(super) lps: Vec<TwLp<M::State>>,
     /// The cold halves of `lps`, at the same indices, under copy state saving; empty under
     /// reverse state saving (which reads none).
@@ -116,6 +120,8 @@ impl<'s, 'a, M: Model, Q: PendingSet<TwEvent<M::Event>>> Worker<'s, 'a, M, Q> {
         Worker {
             w,
             sh,
+            mine: Mine::new(w, sh),
+            sample_events: sh.fixed_k.is_none() && sh.saving == Saving::Copy,
             lps,
             cold,
             queue,
@@ -225,14 +231,7 @@ impl<'s, 'a, M: Model, Q: PendingSet<TwEvent<M::Event>>> Worker<'s, 'a, M, Q> {
                     // bind inside it (GVT, the window and the next global event change only
                     // at the loop's top): one comparison per event instead of `admits`.
                     let fast = self.batch_limit(budget);
-                    let mut n = 0;
-                    while n < budget {
-                        let Some(ev) = self.next_event(fast) else {
-                            break;
-                        };
-                        self.process(ev)?;
-                        n += 1;
-                    }
+                    let n = self.batch(budget, fast)?;
                     since_gvt += n.saturating_sub(1);
                     n > 0
                 }
@@ -293,8 +292,25 @@ impl<'s, 'a, M: Model, Q: PendingSet<TwEvent<M::Event>>> Worker<'s, 'a, M, Q> {
         *reported = now;
     }
 
+    /// Runs up to `budget` events in a row (admitted under `fast`, see `next_event`);
+    /// returns how many ran. Out of line, with `process` inlined, so that the per-event path
+    /// is one loop.
+    #[inline(never)]
+    fn batch(&mut self, budget: u64, fast: Time) -> Result<u64, SimError> {
+        let mut n = 0;
+        while n < budget {
+            let Some(ev) = self.next_event(fast) else {
+                break;
+            };
+            self.process(ev)?;
+            n += 1;
+        }
+        Ok(n)
+    }
+
     /// Runs one event: rolls its LP back first if the event is in the LP's past (primary
     /// rollback), saves state as configured, and records what it did.
+    #[inline(always)]
     pub(super) fn process(&mut self, ev: TwEvent<M::Event>) -> Result<(), SimError> {
         // By reference: the event is moved once, into its record (each move of the 48-byte
         // event through a returned `Option` cost a store-forwarding stall).
@@ -308,8 +324,7 @@ impl<'s, 'a, M: Model, Q: PendingSet<TwEvent<M::Event>>> Worker<'s, 'a, M, Q> {
         let meta = lp.meta;
         self.current = (me, now);
         let before = sh.check_eq.map(|_| lp.state.clone());
-        let sample =
-            sh.fixed_k.is_none() && sh.saving == Saving::Copy && self.stats.processed % 128 == 0;
+        let sample = self.sample_events && self.stats.processed % 128 == 0;
         let t0 = sample.then(Instant::now);
         {
             let mut ctx = Ctx::new(
@@ -345,7 +360,7 @@ impl<'s, 'a, M: Model, Q: PendingSet<TwEvent<M::Event>>> Worker<'s, 'a, M, Q> {
         ev: &TwEvent<M::Event>,
     ) -> Result<Option<usize>, SimError> {
         let sh = self.sh;
-        let li = sh.local_of(ev.dst);
+        let li = self.mine.index(sh, ev.dst);
         {
             let lp = &self.lps[li];
             // The LP keeps its last key by its state, so the common check does not touch the
@@ -357,52 +372,68 @@ impl<'s, 'a, M: Model, Q: PendingSet<TwEvent<M::Event>>> Worker<'s, 'a, M, Q> {
                     .get(lp.last)
                     .is_some_and(|last| self.orders.order(ev, &last.ev) == std::cmp::Ordering::Less)
             };
-            if straggler {
-                // Undo the records that sort after the straggler (newest first).
-                let mut undo = 0;
-                let mut seq = lp.last;
-                while let Some(r) = self.history.get(seq) {
-                    if r.info.committed()
-                        || self.orders.order(&r.ev, ev) != std::cmp::Ordering::Greater
-                    {
-                        break;
-                    }
-                    undo += 1;
-                    seq = r.prev;
-                }
-                let at = lp.next - undo;
-                self.stats.primary += 1;
-                self.rollback(li, at, None)?;
-                self.settle()?;
-                if self.cancelled.remove(ev.id, ev.time) {
-                    // The rollback's anti-messages cancelled this very event.
-                    self.orders.remove(ev);
-                    self.flush();
-                    return Ok(None);
-                }
+            if straggler && !self.roll_back_for(li, ev)? {
+                return Ok(None);
             }
         }
         self.horizon = self.horizon.max(ev.time);
         let lp = &mut self.lps[li];
         if sh.saving == Saving::Copy {
-            let cold = &mut self.cold[li];
-            let last = cold.checkpoints.back().map_or(0, |c| c.at);
+            let last = self.cold[li].checkpoints.back().map_or(0, |c| c.at);
             if lp.next - last >= u64::from(self.k) {
-                let sample = self.stats.checkpoints % 128 == 0;
-                let t0 = sample.then(Instant::now);
-                cold.checkpoints.push_back(Checkpoint {
-                    at: lp.next,
-                    state: lp.state.clone(),
-                    meta: lp.meta,
-                });
-                if let Some(t0) = t0 {
-                    self.save_ns = t0.elapsed().as_nanos() as f64;
-                }
-                self.stats.checkpoints += 1;
-                self.census.checkpoints += 1;
+                self.checkpoint(li);
             }
         }
         Ok(Some(li))
+    }
+
+    /// `--check-reverse`: the reverse handler must take LP `li`'s state after `ev` back to
+    /// `before`, the state `ev` started from (out of line: a debugging option).
+    #[cold]
+    #[inline(never)]
+    fn check_reverse(
+        &self,
+        li: usize,
+        ev: &TwEvent<M::Event>,
+        before: &M::State,
+    ) -> Result<(), SimError> {
+        let sh = self.sh;
+        let Some(eq) = sh.check_eq else {
+            return Ok(());
+        };
+        let mut undone = self.lps[li].state.clone();
+        let rctx = ReverseCtx {
+            me: ev.dst,
+            now: ev.time,
+        };
+        sh.model.reverse(&mut undone, &ev.payload, &rctx);
+        if eq(&undone, before) {
+            return Ok(());
+        }
+        Err(SimError::Model(ModelError {
+            lp: ev.dst,
+            time: ev.time,
+            message: "the reverse handler did not restore the state the event started from (checked by --check-reverse)".into(),
+        }))
+    }
+
+    /// Copy state saving's checkpoint of LP `li` before its next event (out of line: once
+    /// per `k` events).
+    #[inline(never)]
+    fn checkpoint(&mut self, li: usize) {
+        let lp = &self.lps[li];
+        let sample = self.stats.checkpoints % 128 == 0;
+        let t0 = sample.then(Instant::now);
+        self.cold[li].checkpoints.push_back(Checkpoint {
+            at: lp.next,
+            state: lp.state.clone(),
+            meta: lp.meta,
+        });
+        if let Some(t0) = t0 {
+            self.save_ns = t0.elapsed().as_nanos() as f64;
+        }
+        self.stats.checkpoints += 1;
+        self.census.checkpoints += 1;
     }
 
     /// What comes after an event's handler: checks, the record with its sends and counter
@@ -420,7 +451,6 @@ impl<'s, 'a, M: Model, Q: PendingSet<TwEvent<M::Event>>> Worker<'s, 'a, M, Q> {
         let sh = self.sh;
         let now = ev.time;
         let me = ev.dst;
-        let lp = &mut self.lps[li];
         if sh.links.declared && self.err.is_none() {
             // Deferred like every model error: reported only if this event commits.
             if let Err(e) = sh.links.check(me, now, &self.out) {
@@ -430,17 +460,8 @@ impl<'s, 'a, M: Model, Q: PendingSet<TwEvent<M::Event>>> Worker<'s, 'a, M, Q> {
         if let Some(t0) = t0 {
             self.event_ns = t0.elapsed().as_nanos() as f64;
         }
-        if let (Some(eq), Some(before)) = (sh.check_eq, before) {
-            let mut undone = lp.state.clone();
-            let rctx = ReverseCtx { me, now };
-            sh.model.reverse(&mut undone, &ev.payload, &rctx);
-            if !eq(&undone, &before) {
-                return Err(SimError::Model(ModelError {
-                    lp: me,
-                    time: now,
-                    message: "the reverse handler did not restore the state the event started from (checked by --check-reverse)".into(),
-                }));
-            }
+        if let Some(before) = before {
+            self.check_reverse(li, &ev, &before)?;
         }
         let error = self.err.take().map(Box::new);
         if error.is_some() {
@@ -450,11 +471,11 @@ impl<'s, 'a, M: Model, Q: PendingSet<TwEvent<M::Event>>> Worker<'s, 'a, M, Q> {
         // A safe event commits now, with no record (safe.rs): no straggler or anti-message can
         // reach it, and its LP's older records commit first.
         let safe = error.is_none() && self.safe_now(li, now);
-        let lp = &mut self.lps[li];
         // The record's extras: its sends, then its counter deltas.
         let log_at = self.history.log_next();
         let mut sent = 0u32;
         let head = ev.head();
+        let mine = self.mine;
         for e in self.out.drain(..) {
             // Taken apart into scalars, so that the entry is built from registers (moving the
             // event whole read fields the handler had just written narrower: a store-forwarding
@@ -475,7 +496,7 @@ impl<'s, 'a, M: Model, Q: PendingSet<TwEvent<M::Event>>> Worker<'s, 'a, M, Q> {
                 meta.seq + u64::from(sent),
                 "sends are numbered from meta.seq"
             );
-            let o = sh.owner_of(dst);
+            let here = mine.owns(sh, dst);
             if key > head {
                 // The common case: a plain entry.
                 let tw = TwEvent {
@@ -486,20 +507,22 @@ impl<'s, 'a, M: Model, Q: PendingSet<TwEvent<M::Event>>> Worker<'s, 'a, M, Q> {
                     dst,
                     payload,
                 };
-                if o == self.w {
+                if here {
                     self.queue.push(tw);
                 } else {
+                    let o = sh.owner_of(dst);
                     self.endpoint.send(&sh.wires, o, Msg::Event(tw, None));
                 }
             } else {
                 let (tw, stack) = self.orders.child(&ev, Event::new(key, dst, payload), id);
                 id = tw.id;
-                if o == self.w {
+                if here {
                     if let Some(s) = stack {
                         self.orders.insert(id, s);
                     }
                     self.queue.push(tw);
                 } else {
+                    let o = sh.owner_of(dst);
                     self.endpoint.send(&sh.wires, o, Msg::Event(tw, stack));
                 }
             }
@@ -520,6 +543,7 @@ impl<'s, 'a, M: Model, Q: PendingSet<TwEvent<M::Event>>> Worker<'s, 'a, M, Q> {
                 counts += 1;
             }
         }
+        let lp = &mut self.lps[li];
         lp.last_key = self.orders.key(&ev);
         lp.last_plain = !ev.stacked();
         lp.digest.commit(&lp.last_key);
