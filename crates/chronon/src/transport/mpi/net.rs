@@ -65,6 +65,11 @@ pub(crate) struct MpiNet<'c, E> {
     sent_min: Vec<Mutex<EventKey>>,
     /// Per local worker: events delivered to its mailbox from other ranks.
     recv_events: Vec<AtomicU64>,
+    /// `recv_from[r * W + l]`: the part of `recv_events[l]` that came from rank `r`. A barrier
+    /// waits on these, per sender: a fast rank's batches of the next round may arrive while
+    /// this rank still waits for a slow rank's batches of this one, so the totals could reach
+    /// what the gather counts with a slow rank's batch still missing.
+    recv_from: Vec<AtomicU64>,
     local_barrier: Barrier,
     /// The last barrier's outcome and snapshot (written by its leader between the two local
     /// barrier waits).
@@ -109,6 +114,9 @@ impl<'c, E: RankSafe> MpiNet<'c, E> {
                 .map(|_| Mutex::new(Published::IDLE.moe))
                 .collect(),
             recv_events: (0..threads).map(|_| AtomicU64::new(0)).collect(),
+            recv_from: (0..threads * comm.size())
+                .map(|_| AtomicU64::new(0))
+                .collect(),
             local_barrier: Barrier::new(threads),
             barrier_ok: AtomicBool::new(true),
             snap: Mutex::new(Snapshot::default()),
@@ -139,7 +147,7 @@ impl<'c, E: RankSafe> MpiNet<'c, E> {
     }
 
     /// Delivers one batch from another rank (called under the comm lock, in arrival order).
-    fn deliver(&self, _src: usize, bytes: &[u8]) {
+    fn deliver(&self, src: usize, bytes: &[u8]) {
         let base = self.rank * self.threads;
         let r = codec::decode::<E>(bytes, |rec| match rec {
             Record::Events { dst, events } => {
@@ -147,6 +155,7 @@ impl<'c, E: RankSafe> MpiNet<'c, E> {
                 // Ordering: counted before the push; both are read by this rank's barrier
                 // leader, which delivers itself, or after a local barrier.
                 self.recv_events[l].fetch_add(events.len() as u64, SeqCst);
+                self.recv_from[src * self.threads + l].fetch_add(events.len() as u64, SeqCst);
                 self.gsu.send(l, &self.mail[l], events);
                 self.sleepers.wake(l);
             }
@@ -224,11 +233,18 @@ impl<'c, E: RankSafe> MpiNet<'c, E> {
             })
         };
         // Receive until every event sent to this rank's workers has been delivered (also after
-        // an abort: every posted send arrives, and none may stay unmatched).
-        let expected: Vec<u64> = (0..w).map(|l| sent_to(self.rank * w + l).0).collect();
+        // an abort: every posted send arrives, and none may stay unmatched). Counted per
+        // sending rank: the batches of one rank arrive in order (MPI's non-overtaking rule), so
+        // once as many have come from rank `r` as `r` counted in its record, every one of them
+        // has; a total could be reached early by another rank's batches of the next round.
+        let expected: Vec<u64> = (0..ranks)
+            .flat_map(|r| {
+                (0..w).map(move |l| at(r, LOCAL_WORDS * w + SENT_WORDS * (self.rank * w + l) + 3))
+            })
+            .collect();
         let mut backoff = Backoff::default();
         loop {
-            let done = (0..w).all(|l| self.recv_events[l].load(SeqCst) >= expected[l]);
+            let done = (0..ranks * w).all(|i| self.recv_from[i].load(SeqCst) >= expected[i]);
             if done {
                 break;
             }
