@@ -12,7 +12,8 @@ type LinkList = Box<[(LpId, Time)]>;
 /// Every LP's declared links (`None`: full mesh with the model's lookahead).
 #[derive(Debug)]
 pub(crate) struct Links {
-    /// Per LP: its links sorted by destination, or `None` for the full mesh.
+    /// Per LP: its links sorted by destination, or `None` for the full mesh; empty when no LP
+    /// declared links (no table of a million `None`s, 16 MB, for a model without a topology).
     per_lp: Vec<Option<LinkList>>,
     /// The model's global lookahead.
     pub lookahead: Time,
@@ -24,13 +25,19 @@ impl Links {
     /// Reads and validates the model's topology for `lps` LPs.
     pub(crate) fn new<M: Model>(model: &M, lps: LpId) -> Result<Self, SimError> {
         let lookahead = model.lookahead();
-        let mut per_lp = Vec::with_capacity(lps as usize);
+        let mut per_lp = Vec::new();
         let mut declared = false;
         for lp in 0..lps {
             match guard("Model::topology", Some(lp), || model.topology(lp))? {
-                None => per_lp.push(None),
+                None if declared => per_lp.push(None),
+                None => {}
                 Some(mut v) => {
-                    declared = true;
+                    if !declared {
+                        // The first LP with links: the table starts, the LPs before it mesh.
+                        per_lp.reserve_exact(lps as usize);
+                        per_lp.resize_with(lp as usize, || None);
+                        declared = true;
+                    }
                     v.retain(|&(d, _)| d != lp);
                     v.sort_by(|a, b| a.0.cmp(&b.0).then(a.1.total_cmp(&b.1)));
                     v.dedup_by_key(|x| x.0);
@@ -60,7 +67,7 @@ impl Links {
 
     /// LP `lp`'s links, or `None` for the full mesh.
     pub(crate) fn of(&self, lp: LpId) -> Option<&[(LpId, Time)]> {
-        self.per_lp[lp as usize].as_deref()
+        self.per_lp.get(lp as usize)?.as_deref()
     }
 
     /// Checks what LP `src`'s handler at `now` sent against its declared links.
@@ -106,5 +113,59 @@ impl Links {
             }
         }
         Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::model::Ctx;
+
+    /// LPs from `from` on link to LP 0 with lookahead 0.5; the LPs before them mesh.
+    struct From(LpId);
+
+    impl Model for From {
+        type State = ();
+        type Event = ();
+        fn init(&self, _ctx: &mut Ctx<'_, Self>) {}
+        fn on_event(&self, _s: &mut (), _e: &(), _ctx: &mut Ctx<'_, Self>) {}
+        fn lookahead(&self) -> f64 {
+            0.25
+        }
+        fn topology(&self, lp: LpId) -> Option<Vec<(LpId, f64)>> {
+            (lp >= self.0).then(|| vec![(0, 0.5)])
+        }
+    }
+
+    #[test]
+    fn a_model_without_links_keeps_no_table_and_the_lps_before_the_first_links_mesh() {
+        let none = Links::new(&From(u32::MAX), 1000).unwrap();
+        assert!(!none.declared);
+        assert_eq!(none.per_lp.capacity(), 0, "no table without a topology");
+        assert!((0..1000).all(|lp| none.of(lp).is_none()));
+
+        let late = Links::new(&From(3), 6).unwrap();
+        assert!(late.declared);
+        for lp in 0..3 {
+            assert!(late.of(lp).is_none(), "LP {lp} meshes");
+        }
+        for lp in 3..6 {
+            assert_eq!(late.of(lp), Some(&[(0, 0.5)][..]), "LP {lp}");
+        }
+        // A send from a meshing LP is not checked against links; one from a linked LP is.
+        let ev = |dst| {
+            vec![Event::new(
+                crate::event::EventKey {
+                    time: 2.0,
+                    seq: 0,
+                    src: 4,
+                },
+                dst,
+                (),
+            )]
+        };
+        assert!(late.check(1, 1.0, &ev(2)).is_ok());
+        assert!(late.check(4, 1.0, &ev(0)).is_ok());
+        assert!(late.check(4, 1.0, &ev(2)).is_err());
     }
 }

@@ -272,17 +272,26 @@ pub(crate) struct Checkpoint<S> {
 /// fossil collection or copy state saving touch lives in the LP's [`TwCold`] record, in a
 /// parallel vector (same index).
 ///
-/// Processed events are numbered from 0 in processing order; `next` is the number of the next
-/// one. The records themselves are in the worker's history arena (`history.rs`): `last` is the
-/// position of the newest, and each record links to the LP's previous one.
+/// Processed events are numbered from 0 in processing order; the number of the next one is
+/// the digest's count ([`TwLp::next`]): an event's key is folded into the digest when it runs
+/// and unfolded when it rolls back, so the two never differ. The records themselves are in
+/// the worker's history arena (`history.rs`): `last` is the position of the newest, and each
+/// record links to the LP's previous one. The LP's id is not kept: its worker knows it from
+/// the index (`Shared::lp_id`).
+///
+/// 64 bytes of bookkeeping, then the state, aligned so that with a 32-byte state (PHOLD's) a
+/// record is 96 bytes on two cache lines: a million LPs take 96 MB, not 128 (issue 14's
+/// 512 MB bound).
 #[derive(Debug)]
-#[repr(C, align(64))] // bookkeeping first (80 bytes), then the state
+#[repr(C, align(32))]
 pub(crate) struct TwLp<S> {
-    pub(crate) id: LpId,
+    /// Key of the last processed event still in the arena (zero when there is none), as its
+    /// three fields, so that `last_plain` fits beside them.
+    last_time: Time,
+    last_seq: u64,
+    last_src: LpId,
     /// Whether the last processed event's order stack is its key alone.
     pub(crate) last_plain: bool,
-    /// Key of the last processed event still in the arena (zero when there is none).
-    pub(crate) last_key: EventKey,
     pub(crate) meta: LpMeta,
     /// The digest of every event processed and not rolled back (committed or not): folded when
     /// an event runs, restored from the record on rollback. At the end of an incomplete run the
@@ -290,9 +299,49 @@ pub(crate) struct TwLp<S> {
     pub(crate) digest: LpDigest,
     /// Arena position of the newest record (`history::NONE`: none).
     pub(crate) last: u64,
-    /// Number of the next event this LP processes.
-    pub(crate) next: u64,
     pub(crate) state: S,
+}
+
+impl<S> TwLp<S> {
+    /// An LP that has processed nothing.
+    pub(crate) fn new(state: S, meta: LpMeta, digest: LpDigest, last: u64) -> Self {
+        TwLp {
+            last_time: 0.0,
+            last_seq: 0,
+            last_src: 0,
+            last_plain: true,
+            meta,
+            digest,
+            last,
+            state,
+        }
+    }
+
+    /// Number of the next event this LP processes (events processed and not rolled back).
+    #[inline(always)]
+    pub(crate) fn next(&self) -> u64 {
+        self.digest.count()
+    }
+
+    /// Key of the last processed event still in the arena (zero when there is none).
+    #[inline(always)]
+    pub(crate) fn last_key(&self) -> EventKey {
+        EventKey {
+            time: self.last_time,
+            seq: self.last_seq,
+            src: self.last_src,
+        }
+    }
+
+    /// Records `key` as the last processed event's, `plain` when its order stack is the key
+    /// alone.
+    #[inline(always)]
+    pub(crate) fn set_last_key(&mut self, key: EventKey, plain: bool) {
+        self.last_time = key.time;
+        self.last_seq = key.seq;
+        self.last_src = key.src;
+        self.last_plain = plain;
+    }
 }
 
 /// The rarely touched part of an LP (see [`TwLp`]); used by copy state saving only: the
@@ -354,6 +403,26 @@ mod tests {
         assert_eq!(o.remove(&kk).as_deref(), Some(&vec![k(1.0, 7), k(1.0, 6)]));
         assert!(o.remove(&later).is_none());
         assert_eq!(o.len(), 3);
+    }
+
+    #[test]
+    fn an_lp_keeps_64_bytes_of_bookkeeping_and_its_next_number_in_the_digest() {
+        assert_eq!(std::mem::size_of::<TwLp<()>>(), 64);
+        // PHOLD's state (a counter and a vector): 96 bytes, two cache lines.
+        assert_eq!(std::mem::size_of::<TwLp<(u64, Vec<u8>)>>(), 96);
+        let mut lp = TwLp::new((), LpMeta::new(1, 3), LpDigest::default(), 0);
+        assert_eq!(
+            (lp.next(), lp.last_key(), lp.last_plain),
+            (0, k(0.0, 0), true)
+        );
+        lp.digest.commit(&k(2.0, 5));
+        lp.set_last_key(k(2.0, 5), false);
+        assert_eq!(
+            (lp.next(), lp.last_key(), lp.last_plain),
+            (1, k(2.0, 5), false)
+        );
+        lp.digest.uncommit(&k(2.0, 5));
+        assert_eq!(lp.next(), 0);
     }
 
     #[test]

@@ -355,7 +355,7 @@ impl<'s, M: Model, Q: PendingSet<TwEvent<M::Event>>> Worker<'s, '_, M, Q> {
             // A rollback of no event: the LP's state and bookkeeping as after its last
             // processed event (rollback.rs), not counted as a rollback.
             let (max, ns) = (self.stats.rollback_max, self.stats.rollback_ns);
-            let next = self.lps[job.li].next;
+            let next = self.lps[job.li].next();
             self.rollback(job.li, next, None)?;
             (self.stats.rollback_max, self.stats.rollback_ns) = (max, ns);
             self.pstats.restores += 1;

@@ -325,12 +325,20 @@ pub(super) fn part_out<M: Model, Q: PendingSet<TwEvent<M::Event>>>(
             insert_preempt(&mut figures, &st.preempt, p.ticks.is_some());
         }
         workers.push(figures);
-        fingerprint = fingerprint
-            .wrapping_add(Fingerprint::from_digests(lps.iter().map(|l| (l.id, &l.digest))).0);
+        let w = base + k;
+        fingerprint = fingerprint.wrapping_add(
+            Fingerprint::from_digests(
+                lps.iter()
+                    .enumerate()
+                    .map(|(li, l)| (sh.lp_id(w, li), &l.digest)),
+            )
+            .0,
+        );
         committed += lps.iter().map(|l| l.digest.count()).sum::<u64>();
-        for l in lps {
-            mine.push(l.id);
-            states[l.id as usize] = Some(l.state);
+        for (li, l) in lps.into_iter().enumerate() {
+            let id = sh.lp_id(w, li);
+            mine.push(id);
+            states[id as usize] = Some(l.state);
         }
     }
     let finish = finish_ops(

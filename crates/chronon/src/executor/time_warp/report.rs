@@ -73,13 +73,14 @@ pub(super) fn finish<M: Model, Q: PendingSet<TwEvent<M::Event>>>(
             *a += b;
         }
         drop(cold);
-        for lp in lps {
+        for (li, lp) in lps.into_iter().enumerate() {
+            let id = sh.lp_id(w, li);
             let slot = LpSlot {
                 state: lp.state,
                 meta: lp.meta,
                 digest: lp.digest,
             };
-            if all.is_empty() && lp.id as usize == in_order.len() {
+            if all.is_empty() && id as usize == in_order.len() {
                 in_order.push(slot);
                 continue;
             }
@@ -89,7 +90,7 @@ pub(super) fn finish<M: Model, Q: PendingSet<TwEvent<M::Event>>>(
                     all[i] = Some(s);
                 }
             }
-            all[lp.id as usize] = Some(slot);
+            all[id as usize] = Some(slot);
         }
         stats.push(st);
     }

@@ -25,7 +25,7 @@ impl<M: Model, Q: PendingSet<TwEvent<M::Event>>> Worker<'_, '_, M, Q> {
         let lp = &self.lps[li];
         // Newest first, stopping at earlier times (committed records are older than GVT).
         let mut found = None;
-        let (mut seq, mut number) = (lp.last, lp.next);
+        let (mut seq, mut number) = (lp.last, lp.next());
         while let Some(r) = self.history.get(seq) {
             number -= 1;
             if r.info.committed() || r.ev.time < a.key.time {
@@ -69,7 +69,7 @@ impl<M: Model, Q: PendingSet<TwEvent<M::Event>>> Worker<'_, '_, M, Q> {
             undo += 1;
             seq = r.prev;
         }
-        let at = self.lps[li].next - undo;
+        let at = self.lps[li].next() - undo;
         self.stats.primary += 1;
         self.rollback(li, at, None)?;
         self.settle()?;
@@ -93,13 +93,13 @@ impl<M: Model, Q: PendingSet<TwEvent<M::Event>>> Worker<'_, '_, M, Q> {
         let sh = self.sh;
         // Rollback length in events and wall time (report.rs, `rollback_*`).
         let t0 = std::time::Instant::now();
-        let undone = self.lps[li].next - at;
+        let undone = self.lps[li].next() - at;
         // A suspended context of this LP saw a state the rollback changes (preempt.rs); the
         // state is restored below (copy) or stayed with the LP (reverse).
         self.discard_job_of(li, false)?;
+        let me = sh.lp_id(self.w, li);
         let lp = &mut self.lps[li];
-        let me = lp.id;
-        while lp.next > at {
+        while lp.next() > at {
             let d = self.history.take(lp.last);
             debug_assert!(!d.info.committed(), "a rollback below the commit point");
             // Send k carried the send counter `meta.seq + k`.
@@ -130,9 +130,9 @@ impl<M: Model, Q: PendingSet<TwEvent<M::Event>>> Worker<'_, '_, M, Q> {
                 sh.model.reverse(&mut lp.state, &d.ev.payload, &rctx);
             }
             lp.meta = d.meta;
+            // Also takes the LP's next number back by one (`TwLp::next`).
             lp.digest.uncommit(&self.orders.key(&d.ev));
             lp.last = d.prev;
-            lp.next -= 1;
             self.stats.rolled_back += 1;
             if Some(d.ev.id) != annihilate {
                 self.queue.push(d.ev);
@@ -141,16 +141,15 @@ impl<M: Model, Q: PendingSet<TwEvent<M::Event>>> Worker<'_, '_, M, Q> {
             }
         }
         match self.history.get(lp.last) {
-            Some(d) => {
-                lp.last_key = self.orders.key(&d.ev);
-                lp.last_plain = !d.ev.stacked();
-            }
+            Some(d) => lp.set_last_key(self.orders.key(&d.ev), !d.ev.stacked()),
             None => {
                 // Only committed events (or none) precede: nothing new sorts before them.
-                lp.last_key.time = 0.0;
-                lp.last_key.src = 0;
-                lp.last_key.seq = 0;
-                lp.last_plain = true;
+                let zero = EventKey {
+                    time: 0.0,
+                    seq: 0,
+                    src: 0,
+                };
+                lp.set_last_key(zero, true);
             }
         }
         if sh.saving == Saving::Copy {

@@ -19,8 +19,7 @@ use super::shared::{Saving, Shared, StateEq};
 use super::transport::Wires;
 use super::worker::Worker;
 use crate::error::SimError;
-use crate::event::EventKey;
-use crate::executor::{init_lps_with, LpSlot, RunConfig};
+use crate::executor::{init_lps_each, RunConfig};
 use crate::model::{LpId, Model};
 use crate::partition::Mapping;
 use crate::queue::{HeapQueue, LadderQueue, PendingSet, QueueKind};
@@ -143,21 +142,50 @@ pub(super) fn build<'a, M: Model, Q: PendingSet<TwEvent<M::Event>>>(
             "checking reverse handlers needs reverse state saving (a model with has_reverse() true) and comparable states".into(),
         ));
     }
-    let owner = opts
-        .mapping
-        .owners(cfg.lps, threads)
-        .map_err(SimError::Config)?;
-    let mut local = vec![0u32; cfg.lps as usize];
-    let mut sizes = vec![0u32; threads];
-    for (i, &o) in owner.iter().enumerate() {
-        local[i] = sizes[o as usize];
-        sizes[o as usize] += 1;
-    }
+    // Block mapping is computed: LP i is worker floor(i * W / n)'s, whose first LP is
+    // ceil(w * n / W) (no table of a million owners and indices, 8 MB, at the resident peak).
+    // Other mappings keep the tables LP -> (worker, index) and index -> LP.
+    let block = opts.mapping == Mapping::Block;
+    let block_first: Vec<u64> = if block {
+        (0..=threads)
+            .map(|w| (w as u64 * u64::from(cfg.lps)).div_ceil(threads as u64))
+            .collect()
+    } else {
+        Vec::new()
+    };
+    let owner = if block {
+        Vec::new()
+    } else {
+        opts.mapping
+            .owners(cfg.lps, threads)
+            .map_err(SimError::Config)?
+    };
+    let owner_of = |i: usize| -> u32 {
+        if block {
+            (i as u64 * threads as u64 / u64::from(cfg.lps).max(1)) as u32
+        } else {
+            owner[i]
+        }
+    };
+    let mut local = vec![0u32; owner.len()];
+    let mut ids: Vec<Vec<LpId>> = Vec::new();
+    let sizes: Vec<u32> = if block {
+        block_first
+            .windows(2)
+            .map(|f| (f[1] - f[0]) as u32)
+            .collect()
+    } else {
+        ids = vec![Vec::new(); threads];
+        for (i, &o) in owner.iter().enumerate() {
+            local[i] = ids[o as usize].len() as u32;
+            ids[o as usize].push(i as LpId);
+        }
+        ids.iter().map(|v| v.len() as u32).collect()
+    };
     let base = mine.start;
     let here = mine.len();
     let is_mine = |o: u32| mine.contains(&(o as usize));
 
-    let block = opts.mapping == Mapping::Block;
     let init_start = Instant::now();
     let mut counters = vec![0i64; model.counter_names().len()];
     if counters.len() > usize::from(u16::MAX) {
@@ -174,10 +202,7 @@ pub(super) fn build<'a, M: Model, Q: PendingSet<TwEvent<M::Event>>>(
     } else {
         0
     };
-    let lp_bytes = (std::mem::size_of::<TwLp<M::State>>()
-        + cold_size
-        + std::mem::size_of::<LpSlot<M::State>>()) as f64
-        * f64::from(cfg.lps);
+    let lp_bytes = (std::mem::size_of::<TwLp<M::State>>() + cold_size) as f64 * f64::from(cfg.lps);
     // The memory bound covers the process (memory.rs). Refuse at once a bound that cannot
     // even hold what the process holds now plus the LP records.
     if let Some(bound) = opts.max_memory {
@@ -197,14 +222,6 @@ pub(super) fn build<'a, M: Model, Q: PendingSet<TwEvent<M::Event>>>(
     let init_ids = (threads as u64) << 48;
     let mut initial = 0u64;
     let mut mine_initial = 0u64;
-    let slots = init_lps_with(model, cfg, &mut counters, |ev| {
-        let o = owner[ev.dst as usize];
-        if is_mine(o) {
-            queues[o as usize - base].push(TwEvent::plain(ev, init_ids + initial));
-            mine_initial += 1;
-        }
-        initial += 1;
-    })?;
     let mut per_worker: Vec<Vec<TwLp<M::State>>> = sizes[mine.clone()]
         .iter()
         .map(|&s| Vec::with_capacity(s as usize))
@@ -214,40 +231,43 @@ pub(super) fn build<'a, M: Model, Q: PendingSet<TwEvent<M::Event>>>(
         .map(|&s| Vec::with_capacity(if copy { s as usize } else { 0 }))
         .collect();
     let mut mine_lps = 0u64;
-    for (i, slot) in slots.into_iter().enumerate() {
-        if !is_mine(owner[i]) {
-            continue;
-        }
-        mine_lps += 1;
-        let o = owner[i] as usize - base;
-        if copy {
-            per_worker_cold[o].push(TwCold {
-                committed: 0,
-                checkpoints: VecDeque::from([Checkpoint {
-                    at: 0,
-                    state: slot.state.clone(),
-                    meta: slot.meta,
-                }]),
-                coast: VecDeque::new(),
-                coast_base: 0,
-                arena_base: 0,
-            });
-        }
-        per_worker[o].push(TwLp {
-            id: i as LpId,
-            state: slot.state,
-            meta: slot.meta,
-            digest: slot.digest,
-            last: NONE,
-            next: 0,
-            last_key: EventKey {
-                time: 0.0,
-                seq: 0,
-                src: 0,
-            },
-            last_plain: true,
-        });
-    }
+    // Each LP goes into its worker's records as its `init` returns (no table of every LP's
+    // slot beside them), its initial events straight into the owner's pending set.
+    init_lps_each(
+        model,
+        cfg,
+        &mut counters,
+        |ev| {
+            let o = owner_of(ev.dst as usize);
+            if is_mine(o) {
+                queues[o as usize - base].push(TwEvent::plain(ev, init_ids + initial));
+                mine_initial += 1;
+            }
+            initial += 1;
+        },
+        |i, slot| {
+            let o = owner_of(i as usize);
+            if !is_mine(o) {
+                return;
+            }
+            mine_lps += 1;
+            let o = o as usize - base;
+            if copy {
+                per_worker_cold[o].push(TwCold {
+                    committed: 0,
+                    checkpoints: VecDeque::from([Checkpoint {
+                        at: 0,
+                        state: slot.state.clone(),
+                        meta: slot.meta,
+                    }]),
+                    coast: VecDeque::new(),
+                    coast_base: 0,
+                    arena_base: 0,
+                });
+            }
+            per_worker[o].push(TwLp::new(slot.state, slot.meta, slot.digest, NONE));
+        },
+    )?;
     // Calibration: what the process holds now, less the dynamic bytes the workers will count
     // (initial events, initial checkpoints), is the fixed footprint (memory.rs).
     let ev_size = std::mem::size_of::<TwEvent<M::Event>>() as u64;
@@ -314,15 +334,10 @@ pub(super) fn build<'a, M: Model, Q: PendingSet<TwEvent<M::Event>>>(
         record_size,
         gvt_every: u64::from(opts.gvt_every),
         check_eq: if opts.check_reverse { check_eq } else { None },
-        block_first: if block {
-            (0..=threads)
-                .map(|w| (w as u64 * u64::from(cfg.lps)).div_ceil(threads as u64))
-                .collect()
-        } else {
-            Vec::new()
-        },
-        owner: if block { Vec::new() } else { owner },
-        local: if block { Vec::new() } else { local },
+        block_first,
+        owner,
+        local,
+        ids,
         workers: threads,
         wires,
         gvt,

@@ -70,6 +70,8 @@ pub(super) struct Shared<'a, M: Model> {
     /// computed (no table lookups, a cache miss each with millions of LPs).
     pub(super) owner: Vec<u32>,
     pub(super) local: Vec<u32>,
+    /// Index -> LP, per worker (the inverse of `local`); empty for block mapping.
+    pub(super) ids: Vec<Vec<LpId>>,
     /// Block mapping: the first LP of every worker (and `lps` at the end).
     pub(super) block_first: Vec<u64>,
     pub(super) workers: usize,
@@ -177,6 +179,16 @@ impl<M: Model> Shared<'_, M> {
             } else {
                 (u64::from(lp) * w as u64 / u64::from(self.n)) as usize
             }
+        }
+    }
+
+    /// The LP at index `li` among worker `w`'s LPs (LPs are indexed in LP order).
+    #[inline]
+    pub(super) fn lp_id(&self, w: usize, li: usize) -> LpId {
+        if self.block_first.is_empty() {
+            self.ids[w][li]
+        } else {
+            (self.block_first[w] + li as u64) as LpId
         }
     }
 

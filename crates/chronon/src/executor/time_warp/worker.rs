@@ -366,7 +366,7 @@ impl<'s, 'a, M: Model, Q: PendingSet<TwEvent<M::Event>>> Worker<'s, 'a, M, Q> {
             // The LP keeps its last key by its state, so the common check does not touch the
             // history (a cache miss per event otherwise).
             let straggler = if lp.last_plain && !ev.stacked() {
-                ev.head() < lp.last_key
+                ev.head() < lp.last_key()
             } else {
                 self.history
                     .get(lp.last)
@@ -380,7 +380,7 @@ impl<'s, 'a, M: Model, Q: PendingSet<TwEvent<M::Event>>> Worker<'s, 'a, M, Q> {
         let lp = &mut self.lps[li];
         if sh.saving == Saving::Copy {
             let last = self.cold[li].checkpoints.back().map_or(0, |c| c.at);
-            if lp.next - last >= u64::from(self.k) {
+            if lp.next() - last >= u64::from(self.k) {
                 self.checkpoint(li);
             }
         }
@@ -425,7 +425,7 @@ impl<'s, 'a, M: Model, Q: PendingSet<TwEvent<M::Event>>> Worker<'s, 'a, M, Q> {
         let sample = self.stats.checkpoints % 128 == 0;
         let t0 = sample.then(Instant::now);
         self.cold[li].checkpoints.push_back(Checkpoint {
-            at: lp.next,
+            at: lp.next(),
             state: lp.state.clone(),
             meta: lp.meta,
         });
@@ -544,9 +544,10 @@ impl<'s, 'a, M: Model, Q: PendingSet<TwEvent<M::Event>>> Worker<'s, 'a, M, Q> {
             }
         }
         let lp = &mut self.lps[li];
-        lp.last_key = self.orders.key(&ev);
-        lp.last_plain = !ev.stacked();
-        lp.digest.commit(&lp.last_key);
+        let key = self.orders.key(&ev);
+        lp.set_last_key(key, !ev.stacked());
+        // Also the LP's next number (`TwLp::next`).
+        lp.digest.commit(&key);
         if safe {
             // Its counter deltas went to the committed counters above.
             commit_event(
@@ -571,7 +572,6 @@ impl<'s, 'a, M: Model, Q: PendingSet<TwEvent<M::Event>>> Worker<'s, 'a, M, Q> {
                 error,
             );
         }
-        lp.next += 1;
         self.stats.processed += 1;
         // The sends are pushed by the loop once per batch (run_loop), not per event.
         Ok(())
