@@ -169,7 +169,7 @@ impl<'s, M: Model, Q: PendingSet<TwEvent<M::Event>>> Worker<'s, '_, M, Q> {
         }
         if self.jobs.len() >= max_suspended {
             self.pstats.fallbacks += 1;
-            self.process(ev)?;
+            self.process::<false>(ev)?;
         } else {
             self.start_job(ev)?;
         }
@@ -319,7 +319,7 @@ impl<'s, M: Model, Q: PendingSet<TwEvent<M::Event>>> Worker<'s, '_, M, Q> {
                 self.pstats.checks += p.checks;
                 self.pstats.ticks_acted_on += p.ticked;
                 self.tick_rule(job.cpu_s, p.returns);
-                self.epilogue(ev, job.li, job.meta, job.before, None)
+                self.epilogue::<false>(ev, job.li, job.meta, job.before, None)
             }
         }
     }

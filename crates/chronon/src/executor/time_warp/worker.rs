@@ -11,6 +11,7 @@ use super::history::{Extra, History, Info, Rec};
 use super::lp::{Anti, Checkpoint, Msg, Orders, Sent, TwCold, TwEvent, TwLp};
 use super::preempt::{Job, PreemptStats, Ticker};
 use super::report::Stats;
+use super::safe::SafeRule;
 use super::shared::{Mine, Saving, Shared, MEMORY_EVERY, POLL_EVERY};
 use super::transport::Endpoint;
 use crate::error::{ModelError, SimError};
@@ -231,7 +232,11 @@ impl<'s, 'a, M: Model, Q: PendingSet<TwEvent<M::Event>>> Worker<'s, 'a, M, Q> {
                     // bind inside it (GVT, the window and the next global event change only
                     // at the loop's top): one comparison per event instead of `admits`.
                     let fast = self.batch_limit(budget);
-                    let n = self.batch(budget, fast)?;
+                    let n = if sh.safe == SafeRule::Always {
+                        self.batch::<true>(budget, fast)?
+                    } else {
+                        self.batch::<false>(budget, fast)?
+                    };
                     since_gvt += n.saturating_sub(1);
                     n > 0
                 }
@@ -295,14 +300,21 @@ impl<'s, 'a, M: Model, Q: PendingSet<TwEvent<M::Event>>> Worker<'s, 'a, M, Q> {
     /// Runs up to `budget` events in a row (admitted under `fast`, see `next_event`);
     /// returns how many ran. Out of line, with `process` inlined, so that the per-event path
     /// is one loop.
+    ///
+    /// `ALONE`: the run has one worker in all and every event is safe
+    /// ([`SafeRule::Always`]): the worker runs every event in key order and is the only
+    /// sender, so no straggler can come and every LP is its own. The checks that cannot fire
+    /// then (straggler, owner of a send, copy state saving's checkpoint, `--check-reverse`,
+    /// which rule `Always` out) are compiled out of that copy of the loop; nothing else
+    /// differs.
     #[inline(never)]
-    fn batch(&mut self, budget: u64, fast: Time) -> Result<u64, SimError> {
+    fn batch<const ALONE: bool>(&mut self, budget: u64, fast: Time) -> Result<u64, SimError> {
         let mut n = 0;
         while n < budget {
             let Some(ev) = self.next_event(fast) else {
                 break;
             };
-            self.process(ev)?;
+            self.process::<ALONE>(ev)?;
             n += 1;
         }
         Ok(n)
@@ -311,10 +323,13 @@ impl<'s, 'a, M: Model, Q: PendingSet<TwEvent<M::Event>>> Worker<'s, 'a, M, Q> {
     /// Runs one event: rolls its LP back first if the event is in the LP's past (primary
     /// rollback), saves state as configured, and records what it did.
     #[inline(always)]
-    pub(super) fn process(&mut self, ev: TwEvent<M::Event>) -> Result<(), SimError> {
+    pub(super) fn process<const ALONE: bool>(
+        &mut self,
+        ev: TwEvent<M::Event>,
+    ) -> Result<(), SimError> {
         // By reference: the event is moved once, into its record (each move of the 48-byte
         // event through a returned `Option` cost a store-forwarding stall).
-        let Some(li) = self.prologue_at(&ev)? else {
+        let Some(li) = self.prologue_at::<ALONE>(&ev)? else {
             return Ok(());
         };
         let sh = self.sh;
@@ -323,8 +338,12 @@ impl<'s, 'a, M: Model, Q: PendingSet<TwEvent<M::Event>>> Worker<'s, 'a, M, Q> {
         let lp = &mut self.lps[li];
         let meta = lp.meta;
         self.current = (me, now);
-        let before = sh.check_eq.map(|_| lp.state.clone());
-        let sample = self.sample_events && self.stats.processed % 128 == 0;
+        let before = if ALONE {
+            None
+        } else {
+            sh.check_eq.map(|_| lp.state.clone())
+        };
+        let sample = !ALONE && self.sample_events && self.stats.processed % 128 == 0;
         let t0 = sample.then(Instant::now);
         {
             let mut ctx = Ctx::new(
@@ -339,7 +358,7 @@ impl<'s, 'a, M: Model, Q: PendingSet<TwEvent<M::Event>>> Worker<'s, 'a, M, Q> {
             );
             sh.model.on_event(&mut lp.state, &ev.payload, &mut ctx);
         }
-        self.epilogue(ev, li, meta, before, t0)
+        self.epilogue::<ALONE>(ev, li, meta, before, t0)
     }
 
     /// What comes before an event's handler: the straggler check and primary rollback, and
@@ -349,19 +368,25 @@ impl<'s, 'a, M: Model, Q: PendingSet<TwEvent<M::Event>>> Worker<'s, 'a, M, Q> {
         &mut self,
         ev: TwEvent<M::Event>,
     ) -> Result<Option<Started<M::Event>>, SimError> {
-        Ok(self.prologue_at(&ev)?.map(|li| (ev, li)))
+        Ok(self.prologue_at::<false>(&ev)?.map(|li| (ev, li)))
     }
 
     /// [`prologue`](Self::prologue) on a borrowed event: the index of its LP among the
     /// worker's LPs, or `None` when the rollback cancelled the event itself (then drop it).
     #[inline(always)]
-    pub(super) fn prologue_at(
+    pub(super) fn prologue_at<const ALONE: bool>(
         &mut self,
         ev: &TwEvent<M::Event>,
     ) -> Result<Option<usize>, SimError> {
         let sh = self.sh;
         let li = self.mine.index(sh, ev.dst);
-        {
+        if ALONE {
+            // One worker runs its events in the sequential order (safe.rs, rule `Always`).
+            debug_assert!(
+                !self.lps[li].last_plain || ev.stacked() || ev.head() > self.lps[li].last_key(),
+                "a straggler with one worker"
+            );
+        } else {
             let lp = &self.lps[li];
             // The LP keeps its last key by its state, so the common check does not touch the
             // history (a cache miss per event otherwise).
@@ -378,7 +403,7 @@ impl<'s, 'a, M: Model, Q: PendingSet<TwEvent<M::Event>>> Worker<'s, 'a, M, Q> {
         }
         self.horizon = self.horizon.max(ev.time);
         let lp = &mut self.lps[li];
-        if sh.saving == Saving::Copy {
+        if !ALONE && sh.saving == Saving::Copy {
             let last = self.cold[li].checkpoints.back().map_or(0, |c| c.at);
             if lp.next() - last >= u64::from(self.k) {
                 self.checkpoint(li);
@@ -440,7 +465,7 @@ impl<'s, 'a, M: Model, Q: PendingSet<TwEvent<M::Event>>> Worker<'s, 'a, M, Q> {
     /// deltas (taken from `self.out`, `self.scratch`, `self.err`), and the sends themselves.
     /// `meta` and `before` are the LP's bookkeeping and (for `--check-reverse`) state before.
     #[inline(always)]
-    pub(super) fn epilogue(
+    pub(super) fn epilogue<const ALONE: bool>(
         &mut self,
         ev: TwEvent<M::Event>,
         li: usize,
@@ -472,7 +497,7 @@ impl<'s, 'a, M: Model, Q: PendingSet<TwEvent<M::Event>>> Worker<'s, 'a, M, Q> {
         // reach it, and its LP's older records commit first.
         let safe = error.is_none() && self.safe_now(li, now);
         // The record's extras: its sends, then its counter deltas.
-        let log_at = self.history.log_next();
+        let log_at = if safe { 0 } else { self.history.log_next() };
         let mut sent = 0u32;
         let head = ev.head();
         let mine = self.mine;
@@ -496,7 +521,7 @@ impl<'s, 'a, M: Model, Q: PendingSet<TwEvent<M::Event>>> Worker<'s, 'a, M, Q> {
                 meta.seq + u64::from(sent),
                 "sends are numbered from meta.seq"
             );
-            let here = mine.owns(sh, dst);
+            let here = ALONE || mine.owns(sh, dst);
             if key > head {
                 // The common case: a plain entry.
                 let tw = TwEvent {
