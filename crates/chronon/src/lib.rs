@@ -168,6 +168,7 @@ pub mod shm;
 mod sim;
 mod stats;
 mod transport;
+mod trim;
 /// Runs over MPI ranks (`mpirun -n R`): detection (always), [`mpi::Mpi`] and the transport
 /// behind the cargo feature `mpi`. See `transport/mpi/README.md`.
 pub mod mpi {

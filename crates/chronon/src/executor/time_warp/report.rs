@@ -150,6 +150,7 @@ pub(super) fn finish<M: Model, Q: PendingSet<TwEvent<M::Event>>>(
         es.insert("memory_cap_min".into(), ms.min_cap as f64);
         es.insert("memory_capped_rounds".into(), ms.capped_rounds as f64);
         es.insert("memory_rss_samples".into(), ms.rss_samples as f64);
+        es.insert("memory_trims".into(), ms.trims as f64);
     }
     let (user, sys) = stats
         .iter()
