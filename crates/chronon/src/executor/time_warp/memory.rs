@@ -10,9 +10,9 @@
 //!   bytes are counted by the workers: pending events, processed records (the history arena and
 //!   its extras log at their capacity), coast logs, checkpoints, cancelled ids. While a sample
 //!   of VmRSS (at most every `SAMPLE_EVERY`, a fifth of that after a sample near the bound,
-//!   taken by the worker that completes a GVT round) is within `CALIBRATE_FROM` of the bound,
-//!   `correction` moves so that the estimate equals the sample: raised by what the counts
-//!   miss (a state's heap in its checkpoints, say), lowered again when that shrinks.
+//!   taken by the worker that completes a GVT round) is within `CALIBRATE_FROM` of the bound
+//!   and above the estimate, `correction` is raised to meet it (what the counts miss: a
+//!   state's heap in its checkpoints, say); a sample below the estimate lowers it again.
 //! - **Cap**: the worker that completes a GVT round gives the speculative part (processed,
 //!   uncommitted history) what is left below `TARGET` × bound, as a number of uncommitted
 //!   events per worker (at the measured bytes per history record). A worker at its cap runs
@@ -25,7 +25,9 @@
 //!   history fitted.
 //! - **Giving up**: when the cap stays below `MIN_CAP` events per worker for
 //!   `OVER_ROUNDS_MAX` GVT rounds in a row (the non-speculative part — pending events, LPs —
-//!   leaves no room to make progress at a reasonable rate), or VmRSS exceeds the bound by
+//!   leaves no room to make progress at a reasonable rate) while the latest sample of VmRSS is
+//!   above `CALIBRATE_FROM` of the bound (a small cap with the process far from the bound is
+//!   an estimate running ahead: samples bring it back), or VmRSS exceeds the bound by
 //!   `HARD_OVER` in two samples in a row (the first caps speculation through the correction;
 //!   the second shows that did not help), the run fails with one line naming the bound that
 //!   would fit.
@@ -118,6 +120,8 @@ struct Ctl {
     near: bool,
     /// The last sample was above `HARD_OVER` of the bound.
     hard_over: bool,
+    /// A sample of VmRSS was ever taken (`/proc` is readable).
+    sampled: bool,
     last_sample: f64,
     over_rounds: u64,
     summary: Summary,
@@ -151,6 +155,7 @@ impl MemoryBound {
                 correction: 0,
                 near: false,
                 hard_over: false,
+                sampled: false,
                 last_sample: f64::NEG_INFINITY,
                 over_rounds: 0,
                 summary: Summary {
@@ -189,9 +194,10 @@ impl MemoryBound {
             return None;
         };
         let estimate = |c: &Ctl| self.fixed + t.dynamic + c.correction;
-        // Near the bound, samples come five times as often: what the estimate misses can
-        // grow by tens of MB within one `SAMPLE_EVERY`.
-        let every = if c.near {
+        // Near the bound, or while the cap is below `MIN_CAP`, samples come five times as
+        // often: what the estimate misses can grow by tens of MB within one `SAMPLE_EVERY`,
+        // and giving up waits for a sample (below).
+        let every = if c.near || c.over_rounds > 0 {
             SAMPLE_EVERY / 5.0
         } else {
             SAMPLE_EVERY
@@ -200,6 +206,7 @@ impl MemoryBound {
             c.last_sample = wall;
             if let Some(mut rss) = resident_bytes() {
                 c.summary.rss_samples += 1;
+                c.sampled = true;
                 if rss as f64 > self.bound as f64 * CALIBRATE_FROM && rss > estimate(&c) {
                     // Above the estimate near the bound: first give back what the threads'
                     // allocator arenas keep free (resident, holding nothing; crate::trim),
@@ -211,16 +218,13 @@ impl MemoryBound {
                 }
                 let est = estimate(&c);
                 c.near = rss as f64 > self.bound as f64 * CALIBRATE_FROM;
-                if c.near {
-                    // Near the bound the estimate follows the samples both ways: a sample
-                    // below it gives back correction that an earlier one added (what the
-                    // estimate misses, such as a state's heap in its checkpoints, shrinks
-                    // with the history once the cap bites).
-                    if rss > est {
-                        c.correction += rss - est;
-                    } else {
-                        c.correction -= c.correction.min(est - rss);
-                    }
+                if c.near && rss > est {
+                    c.correction += rss - est;
+                } else if rss < est {
+                    // A sample below the estimate gives back correction that an earlier one
+                    // added: what the estimate misses (a state's heap in its checkpoints, a
+                    // burst of allocator slack) shrinks with the history once the cap bites.
+                    c.correction -= c.correction.min(est - rss);
                 }
                 // Over by `HARD_OVER` in two samples in a row: the first one has capped
                 // speculation (the correction above), the second shows that did not help.
@@ -260,7 +264,11 @@ impl MemoryBound {
         c.summary.min_cap = c.summary.min_cap.min(cap);
         if cap < MIN_CAP {
             c.over_rounds += 1;
-            if c.over_rounds >= OVER_ROUNDS_MAX {
+            // Giving up needs the process itself near the bound in its latest sample (where
+            // VmRSS can be read): a cap that is small because the estimate ran ahead of the
+            // process only slows the run until a sample brings the estimate back.
+            let high = c.near || !c.sampled;
+            if c.over_rounds >= OVER_ROUNDS_MAX && high {
                 let need = self.minimum_for(base as f64, per);
                 return Some(format!(
                     "Time Warp needs about {} bytes (process base {}, pending events and LPs {}) to make progress, above --max-memory {}; try --max-memory {} or more",
