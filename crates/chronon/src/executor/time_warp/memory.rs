@@ -190,6 +190,18 @@ impl MemoryBound {
     /// The worker that completed a GVT round (at `wall` seconds) recomputes the cap from the
     /// workers' totals. Returns the error that ends the run when progress has stopped.
     pub(crate) fn adjust(&self, t: Totals, wall: f64, record_size: u64) -> Option<String> {
+        self.adjust_sampling(t, wall, record_size, resident_bytes)
+    }
+
+    /// [`adjust`](Self::adjust) with the process's resident bytes read by `rss` (the tests
+    /// give figures of their own).
+    fn adjust_sampling(
+        &self,
+        t: Totals,
+        wall: f64,
+        record_size: u64,
+        mut resident_bytes: impl FnMut() -> Option<u64>,
+    ) -> Option<String> {
         let Ok(mut c) = self.ctl.lock() else {
             return None;
         };
@@ -288,5 +300,89 @@ impl MemoryBound {
     /// The figures for the report.
     pub(crate) fn summary(&self) -> Summary {
         self.ctl.lock().map(|c| c.summary).unwrap_or_default()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const MB: u64 = 1 << 20;
+
+    /// A bound of `bound` MB over a process of `fixed` MB, 2 workers.
+    fn bound(bound: u64, fixed: u64) -> MemoryBound {
+        MemoryBound::new(Some(bound * MB), 2, 4096, fixed * MB)
+    }
+
+    fn totals(dynamic: u64, history: u64, records: u64) -> Totals {
+        Totals {
+            dynamic: dynamic * MB,
+            history: history * MB,
+            records,
+        }
+    }
+
+    #[test]
+    fn a_sample_above_the_estimate_near_the_bound_corrects_it_and_a_lower_one_gives_it_back() {
+        let m = bound(100, 10);
+        // 90 MB resident against an estimate of 10 + 20: corrected by 60 MB.
+        assert!(m
+            .adjust_sampling(totals(20, 0, 0), 0.0, 100, || Some(90 * MB))
+            .is_none());
+        assert_eq!(m.summary().correction, 60 * MB);
+        // Far from the bound but below the estimate (10 + 20 + 60): given back down to it.
+        assert!(m
+            .adjust_sampling(totals(20, 0, 0), 1.0, 100, || Some(50 * MB))
+            .is_none());
+        assert_eq!(m.summary().correction, 20 * MB);
+        // A sample far from the bound and above the estimate changes nothing.
+        assert!(m
+            .adjust_sampling(totals(0, 0, 0), 2.0, 100, || Some(70 * MB))
+            .is_none());
+        assert_eq!(m.summary().correction, 20 * MB);
+    }
+
+    #[test]
+    fn a_small_cap_gives_up_only_while_the_process_is_near_the_bound() {
+        // Pending events and LPs (95 MB counted) leave no room under 90 % of 100 MB.
+        let t = totals(95, 0, 0);
+        let far = bound(100, 0);
+        for k in 0..3 * OVER_ROUNDS_MAX {
+            // The process holds 50 MB: the estimate ran ahead of it.
+            let out = far.adjust_sampling(t, k as f64, 100, || Some(50 * MB));
+            assert!(out.is_none(), "round {k}: {out:?}");
+        }
+        assert_eq!(far.cap(), 1);
+        let near = bound(100, 0);
+        let mut verdict = None;
+        for k in 0..OVER_ROUNDS_MAX {
+            verdict = near.adjust_sampling(t, k as f64, 100, || Some(95 * MB));
+            assert_eq!(verdict.is_some(), k + 1 == OVER_ROUNDS_MAX, "round {k}");
+        }
+        let msg = verdict.unwrap();
+        assert!(msg.contains("to make progress"), "{msg}");
+        // Without /proc (no sample) the estimate alone decides, as before.
+        let blind = bound(100, 0);
+        let gave_up = (0..OVER_ROUNDS_MAX)
+            .any(|k| blind.adjust_sampling(t, k as f64, 100, || None).is_some());
+        assert!(gave_up);
+    }
+
+    #[test]
+    fn resident_memory_over_the_bound_fails_the_run_in_the_second_sample_in_a_row() {
+        let m = bound(100, 0);
+        let over = || Some(110 * MB);
+        assert!(m.adjust_sampling(totals(0, 0, 0), 0.0, 100, over).is_none());
+        // A sample back under the bound in between starts the count again.
+        assert!(m
+            .adjust_sampling(totals(0, 0, 0), 1.0, 100, || Some(60 * MB))
+            .is_none());
+        assert!(m.adjust_sampling(totals(0, 0, 0), 2.0, 100, over).is_none());
+        // Within the sampling interval nothing is read, so nothing is judged.
+        assert!(m.adjust_sampling(totals(0, 0, 0), 2.0, 100, over).is_none());
+        let msg = m
+            .adjust_sampling(totals(0, 0, 0), 3.0, 100, over)
+            .expect("the second sample in a row over 1.05 x the bound");
+        assert!(msg.contains("resident (VmRSS)"), "{msg}");
     }
 }
