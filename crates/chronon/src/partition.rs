@@ -24,7 +24,7 @@ impl Mapping {
         let n = lps as usize;
         let w = workers.max(1);
         match self {
-            Mapping::Block => Ok((0..n).map(|i| (i * w / n.max(1)) as u32).collect()),
+            Mapping::Block => Ok((0..n).map(|i| block_owner(i, n, w)).collect()),
             Mapping::RoundRobin => Ok((0..n).map(|i| (i % w) as u32).collect()),
             Mapping::Explicit(v) => {
                 if v.len() != n {
@@ -42,6 +42,12 @@ impl Mapping {
             }
         }
     }
+}
+
+/// The worker of LP `lp` under [`Mapping::Block`] with `lps` LPs on `workers` workers:
+/// `floor(lp * workers / lps)`.
+pub(crate) fn block_owner(lp: usize, lps: usize, workers: usize) -> u32 {
+    (lp as u64 * workers as u64 / (lps as u64).max(1)) as u32
 }
 
 /// Marks a dedicated LP in the result of [`shared_split`].

@@ -333,6 +333,16 @@ impl<S> TwLp<S> {
         }
     }
 
+    /// No processed event in the arena any more (as for a new LP): nothing sorts before it.
+    pub(crate) fn forget_last_key(&mut self) {
+        let zero = EventKey {
+            time: 0.0,
+            seq: 0,
+            src: 0,
+        };
+        self.set_last_key(zero, true);
+    }
+
     /// Records `key` as the last processed event's, `plain` when its order stack is the key
     /// alone.
     #[inline(always)]

@@ -9,8 +9,8 @@
 //!   that moment): binary, LP records, queue structure, allocator slack at start. The dynamic
 //!   bytes are counted by the workers: pending events, processed records (the history arena and
 //!   its extras log at their capacity), coast logs, checkpoints, cancelled ids. While a sample
-//!   of VmRSS (at most every `SAMPLE_EVERY`, a fifth of that after a sample near the bound,
-//!   taken by the worker that completes a GVT round) is within `CALIBRATE_FROM` of the bound
+//!   of VmRSS (at most every `SAMPLE_EVERY`, a fifth of that after a sample near the bound
+//!   or while the cap is below `MIN_CAP`, taken by the worker that completes a GVT round) is within `CALIBRATE_FROM` of the bound
 //!   and above the estimate, `correction` is raised to meet it (what the counts miss: a
 //!   state's heap in its checkpoints, say); a sample below the estimate lowers it again.
 //! - **Cap**: the worker that completes a GVT round gives the speculative part (processed,
@@ -193,8 +193,8 @@ impl MemoryBound {
         self.adjust_sampling(t, wall, record_size, resident_bytes)
     }
 
-    /// [`adjust`](Self::adjust) with the process's resident bytes read by `rss` (the tests
-    /// give figures of their own).
+    /// [`adjust`](Self::adjust) with the process's resident bytes read by `resident_bytes`
+    /// (the tests give figures of their own).
     fn adjust_sampling(
         &self,
         t: Totals,

@@ -325,19 +325,14 @@ pub(super) fn part_out<M: Model, Q: PendingSet<TwEvent<M::Event>>>(
             insert_preempt(&mut figures, &st.preempt, p.ticks.is_some());
         }
         workers.push(figures);
-        let w = base + k;
+        let first = mine.len();
+        mine.extend((0..lps.len()).map(|li| sh.lp_id(base + k, li)));
+        let ids = &mine[first..];
         fingerprint = fingerprint.wrapping_add(
-            Fingerprint::from_digests(
-                lps.iter()
-                    .enumerate()
-                    .map(|(li, l)| (sh.lp_id(w, li), &l.digest)),
-            )
-            .0,
+            Fingerprint::from_digests(ids.iter().zip(&lps).map(|(&id, l)| (id, &l.digest))).0,
         );
         committed += lps.iter().map(|l| l.digest.count()).sum::<u64>();
-        for (li, l) in lps.into_iter().enumerate() {
-            let id = sh.lp_id(w, li);
-            mine.push(id);
+        for (&id, l) in ids.iter().zip(lps) {
             states[id as usize] = Some(l.state);
         }
     }

@@ -142,15 +142,8 @@ impl<M: Model, Q: PendingSet<TwEvent<M::Event>>> Worker<'_, '_, M, Q> {
         }
         match self.history.get(lp.last) {
             Some(d) => lp.set_last_key(self.orders.key(&d.ev), !d.ev.stacked()),
-            None => {
-                // Only committed events (or none) precede: nothing new sorts before them.
-                let zero = EventKey {
-                    time: 0.0,
-                    seq: 0,
-                    src: 0,
-                };
-                lp.set_last_key(zero, true);
-            }
+            // Only committed events (or none) precede: nothing new sorts before them.
+            None => lp.forget_last_key(),
         }
         if sh.saving == Saving::Copy {
             let cold = &mut self.cold[li];

@@ -162,25 +162,23 @@ pub(super) fn build<'a, M: Model, Q: PendingSet<TwEvent<M::Event>>>(
     };
     let owner_of = |i: usize| -> u32 {
         if block {
-            (i as u64 * threads as u64 / u64::from(cfg.lps).max(1)) as u32
+            crate::partition::block_owner(i, cfg.lps as usize, threads)
         } else {
             owner[i]
         }
     };
-    let mut local = vec![0u32; owner.len()];
-    let mut ids: Vec<Vec<LpId>> = Vec::new();
-    let sizes: Vec<u32> = if block {
-        block_first
-            .windows(2)
-            .map(|f| (f[1] - f[0]) as u32)
-            .collect()
+    let (local, ids, sizes) = if block {
+        let sizes = block_first.windows(2).map(|f| (f[1] - f[0]) as u32);
+        (Vec::new(), Vec::new(), sizes.collect::<Vec<u32>>())
     } else {
-        ids = vec![Vec::new(); threads];
+        let mut local = vec![0u32; owner.len()];
+        let mut ids: Vec<Vec<LpId>> = vec![Vec::new(); threads];
         for (i, &o) in owner.iter().enumerate() {
             local[i] = ids[o as usize].len() as u32;
             ids[o as usize].push(i as LpId);
         }
-        ids.iter().map(|v| v.len() as u32).collect()
+        let sizes = ids.iter().map(|v| v.len() as u32).collect();
+        (local, ids, sizes)
     };
     let base = mine.start;
     let here = mine.len();
