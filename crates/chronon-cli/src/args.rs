@@ -23,6 +23,9 @@ pub(crate) struct Cli {
 pub(crate) enum Command {
     /// Run a model and print a summary (and write a JSON report with --output).
     Run(RunCmd),
+    /// A study: any run option may be a list or a range; every point run --replications times;
+    /// runs.csv, summary (mean, sd, 95 % interval) and plots in --out DIR (see docs/sweep.md).
+    Sweep(crate::sweep::SweepCmd),
     /// Benchmarks (see docs/benchmarks.md).
     Bench(crate::bench::BenchCmd),
     /// Differential suite: random configurations of every model under every executor,

@@ -18,6 +18,7 @@ mod rank_fault;
 mod report;
 mod run;
 mod series;
+mod sweep;
 mod sys;
 
 use std::panic::{catch_unwind, AssertUnwindSafe};
@@ -82,6 +83,7 @@ fn main() -> ExitCode {
         args::Command::Check(cmd) => check::run(cmd),
         args::Command::Experiment(cmd) => experiment::run(cmd),
         args::Command::Report(cmd) => report::run(cmd),
+        args::Command::Sweep(cmd) => sweep::run(cmd),
         args::Command::Calibrate(cmd) => calibrate::run(cmd),
     }));
     match outcome {

@@ -15,6 +15,9 @@
 //!   series are the same under every executor).
 //!
 //! A plot is written only when some report holds its data; the files written are printed.
+//!
+//! A study's directory (`chronon sweep --out DIR`) also gets its `runs.csv`, summary and
+//! per-statistic plots made again from its finished runs (`sweep/results.rs`).
 
 pub(crate) mod plot;
 
@@ -398,6 +401,12 @@ fn workers(reports: &[Loaded]) -> Option<Vec<Panel>> {
 }
 
 pub(crate) fn run(cmd: ReportCmd) -> Result<u8, Failure> {
+    // A study's directory (`chronon sweep --out DIR`): its tables and plots first.
+    for i in cmd.inputs.iter().filter(|i| i.is_dir()) {
+        for path in crate::sweep::rewrite(i, cmd.out.as_deref())?.unwrap_or_default() {
+            println!("{}", path.display());
+        }
+    }
     let reports = load(&cmd.inputs)?;
     let first = &cmd.inputs[0];
     let dir = cmd.out.clone().unwrap_or_else(|| {

@@ -12,6 +12,8 @@ use crate::Failure;
 pub(crate) struct Series {
     pub name: String,
     pub points: Vec<(f64, f64)>,
+    /// Intervals drawn as error bars: (x, low, high).
+    pub intervals: Vec<(f64, f64, f64)>,
 }
 
 impl Series {
@@ -22,7 +24,17 @@ impl Series {
                 .into_iter()
                 .filter(|(x, y)| x.is_finite() && y.is_finite())
                 .collect(),
+            intervals: Vec::new(),
         }
+    }
+
+    /// The series with an error bar (x, low, high) at each interval whose bounds are finite.
+    pub(crate) fn with_intervals(mut self, intervals: Vec<(f64, f64, f64)>) -> Self {
+        self.intervals = intervals
+            .into_iter()
+            .filter(|(x, lo, hi)| x.is_finite() && lo.is_finite() && hi.is_finite())
+            .collect();
+        self
     }
 }
 
@@ -151,10 +163,15 @@ fn lines(
     y_desc: &str,
     series: &[Series],
 ) -> Result<(), Failure> {
-    let all = series.iter().flat_map(|s| s.points.iter());
+    let all = series.iter().flat_map(|s| {
+        s.points
+            .iter()
+            .copied()
+            .chain(s.intervals.iter().map(|&(x, _, hi)| (x, hi)))
+    });
     let (x0, x1, y1) = all.fold(
         (f64::INFINITY, f64::NEG_INFINITY, f64::NEG_INFINITY),
-        |(a, b, c), &(x, y)| (a.min(x), b.max(x), c.max(y)),
+        |(a, b, c), (x, y)| (a.min(x), b.max(x), c.max(y)),
     );
     let mut chart = ChartBuilder::on(area)
         .caption(title, ("sans-serif", 15))
@@ -200,6 +217,13 @@ fn lines(
             .legend(move |(x, y)| {
                 PathElement::new(vec![(x, y), (x + 18, y)], color.stroke_width(2))
             });
+        if !s.intervals.is_empty() {
+            chart
+                .draw_series(s.intervals.iter().map(|&(x, lo, hi)| {
+                    ErrorBar::new_vertical(x, lo, (lo + hi) / 2.0, hi, color.stroke_width(1), 8)
+                }))
+                .map_err(err)?;
+        }
         // Markers only where the points are few enough to tell apart.
         if s.points.len() <= 40 {
             chart

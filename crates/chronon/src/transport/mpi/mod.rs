@@ -59,7 +59,11 @@ pub use bench::lbts_gather_secs;
 #[cfg(feature = "mpi")]
 mod api {
     use crate::error::SimError;
+    use mpi::point_to_point::{Destination, Source};
     use mpi::topology::Communicator;
+
+    /// The tag of [`Mpi::send_bytes`] messages (runs use their own communicator and tags).
+    const TAG_TOOL: i32 = 100;
 
     /// MPI in this process: initialized by [`Mpi::init`] (with `MPI_THREAD_SERIALIZED`: every
     /// MPI call chronon makes holds one lock per rank; see README.md), finalized when dropped.
@@ -106,6 +110,37 @@ mod api {
         /// The number of ranks.
         pub fn size(&self) -> usize {
             self.size
+        }
+
+        /// Sends `bytes` to rank `to` (a blocking standard send on the world communicator,
+        /// with a tag no run uses): for tools that share work between ranks outside a run,
+        /// such as `chronon sweep` handing out its runs. Each pair of ranks keeps MPI's order.
+        pub fn send_bytes(&self, to: usize, bytes: &[u8]) {
+            let world = mpi::topology::SimpleCommunicator::world();
+            world
+                .process_at_rank(to as i32)
+                .send_with_tag(bytes, TAG_TOOL);
+        }
+
+        /// A message [`Mpi::send_bytes`] sent to this rank from any rank, if one has arrived:
+        /// (its sender, its bytes). Does not wait.
+        pub fn try_receive_bytes(&self) -> Option<(usize, Vec<u8>)> {
+            use mpi::point_to_point::MatchedReceiveVec;
+            let world = mpi::topology::SimpleCommunicator::world();
+            let probed = world
+                .any_process()
+                .immediate_matched_probe_with_tag(TAG_TOOL)?;
+            let (bytes, status) = probed.matched_receive_vec::<u8>();
+            Some((status.source_rank() as usize, bytes))
+        }
+
+        /// The next message [`Mpi::send_bytes`] sent to this rank from rank `from` (waits).
+        pub fn receive_bytes_from(&self, from: usize) -> Vec<u8> {
+            let world = mpi::topology::SimpleCommunicator::world();
+            world
+                .process_at_rank(from as i32)
+                .receive_vec_with_tag::<u8>(TAG_TOOL)
+                .0
         }
 
         /// Ends every rank of the run at once (`MPI_Abort`), for a fault that cannot be
