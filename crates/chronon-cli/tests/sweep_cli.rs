@@ -337,3 +337,48 @@ fn a_failing_run_stops_the_study_and_names_it() {
     );
     assert_eq!(csv(&out.join("runs.csv")).len(), 1);
 }
+
+/// A full disk (a write that fails with ENOSPC, by the test hook) while a run's report is kept
+/// or the results are written: the sweep stops with one line and exit 1, nothing half-written
+/// is left, and the same command later finishes the study from the runs that were kept.
+#[test]
+fn a_full_disk_loses_no_finished_run() {
+    let out = scratch("chronon-sweep", "full");
+    let dir = out.to_str().unwrap();
+    let args = [
+        "sweep", "phold", "--lps", "8", "--end", "5", "--remote", "0.1,0.2", "--jobs", "1",
+        "--out", dir,
+    ];
+    for file in ["p1-r0.json", "summary.csv"] {
+        let run = Command::new(env!("CARGO_BIN_EXE_chronon"))
+            .args(args)
+            .env("CHRONON_TEST_FAIL_WRITE", file)
+            .output()
+            .unwrap();
+        let stderr = String::from_utf8_lossy(&run.stderr);
+        assert_eq!(run.status.code(), Some(1), "{file}: {stderr}");
+        assert_eq!(stderr.lines().count(), 1, "{stderr}");
+        assert!(stderr.contains("No space left on device"), "{stderr}");
+        assert!(stderr.contains(file), "{stderr}");
+        let names: Vec<String> = std::fs::read_dir(out.join("runs"))
+            .unwrap()
+            .flatten()
+            .map(|e| e.file_name().to_string_lossy().into_owned())
+            .collect();
+        assert!(
+            names.iter().all(|n| n == "p0-r0.json" || n == "p1-r0.json"),
+            "{file}: {names:?}"
+        );
+        assert_eq!(
+            names.len(),
+            if file == "summary.csv" { 2 } else { 1 },
+            "{names:?}"
+        );
+    }
+    let (code, stdout, stderr) = chronon(&args);
+    assert_eq!(code, 0, "{stdout}{stderr}");
+    assert!(
+        stdout.contains("2 of 2 runs done (2 from before)"),
+        "{stdout}"
+    );
+}

@@ -355,7 +355,11 @@ fn study_main(plan: Plan, remote: Option<&mut dyn pool::Remote>) -> Result<u8, F
         plan.points.len(),
         plan.replications,
         study.dir.display(),
-        if plots > 0 { format!(", {plots} plots in plots/") } else { String::new() }
+        match plots {
+            0 => String::new(),
+            1 => ", 1 plot in plots/".to_string(),
+            n => format!(", {n} plots in plots/"),
+        }
     );
     match ended {
         Ended::Complete => Ok(0),

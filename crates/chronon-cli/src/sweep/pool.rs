@@ -4,7 +4,9 @@
 //!
 //! Each child runs in a process group of its own, so that Ctrl-C on the terminal reaches only
 //! the sweep, which passes one SIGINT on to each running child: the child stops, writes an
-//! incomplete report and exits 130, and the sweep keeps nothing of it (a rerun redoes it).
+//! incomplete report and exits 130, and the sweep keeps nothing of it (a rerun redoes it). A
+//! child dies with the sweep (`PR_SET_PDEATHSIG`), so a sweep killed outright leaves no run
+//! behind to write into its directory.
 
 use std::collections::VecDeque;
 use std::fs::{self, File};
@@ -105,6 +107,24 @@ impl Local {
                 cmd.env_remove(k);
             }
         }
+        // A run dies with the sweep (`kill -9` of the sweep included): an orphan would go on
+        // writing into the study after a rerun cleaned it. The signal is tied to the thread
+        // that forks, which is the thread that runs the whole loop.
+        let parent = rustix::process::getpid();
+        // Safety: the closure runs between fork and exec and makes only async-signal-safe
+        // system calls (prctl, getppid); it allocates nothing and takes no lock.
+        unsafe {
+            cmd.pre_exec(move || {
+                rustix::process::set_parent_process_death_signal(Some(
+                    rustix::process::Signal::KILL,
+                ))?;
+                // The sweep may have died before the signal was set.
+                if rustix::process::getppid() != Some(parent) {
+                    return Err(std::io::Error::from_raw_os_error(3)); // ESRCH
+                }
+                Ok(())
+            })
+        };
         let child = cmd.spawn().map_err(|e| {
             Failure::runtime(format!("cannot start {}: {e}", self.binary.display()))
         })?;
@@ -240,6 +260,9 @@ pub(crate) fn execute(
                     was_interrupted = true;
                     Ok(())
                 }
+                // A run this loop stopped may end by the signal itself (sent before its
+                // handler was installed): stopped, not failed.
+                Outcome::Failed { .. } if stopping => Ok(()),
                 Outcome::Failed { code, line } => Err(Failure {
                     code: if code == Some(i32::from(crate::EXIT_BAD_INPUT)) {
                         crate::EXIT_BAD_INPUT
