@@ -68,6 +68,11 @@ pub(crate) fn run(b: BarrierBench) -> Result<u8, Failure> {
     if b.waits == 0 {
         return Err(Failure::bad_input("--waits is 0; it must be at least 1"));
     }
+    if b.fan_in == 0 {
+        return Err(Failure::bad_input(
+            "--fan-in is 0; the tree barrier's fan-in must be at least 1",
+        ));
+    }
     let unit = if tsc().is_some() {
         "ns (TSC ticks from rdtsc: the constant-rate time-stamp counter, not core clock cycles)"
     } else {

@@ -73,7 +73,7 @@ fn measure<Q: PendingSet<Event<()>>>(p: Pattern, pending: usize, steps: usize) -
     let t0 = Instant::now();
     for i in 0..pending {
         let time = match p {
-            Pattern::Hold => rng.exponential(1.0),
+            Pattern::Hold => rng.exponential_mean(1.0),
             Pattern::Equal => 1.0,
             Pattern::Rollback => (i % 100) as f64 * 0.01,
             Pattern::Bands => pow2_neg(i as u64 % 1075),
@@ -85,10 +85,10 @@ fn measure<Q: PendingSet<Event<()>>>(p: Pattern, pending: usize, steps: usize) -
         let e = q.pop().expect("a pending event");
         digest = digest.rotate_left(5) ^ e.seq;
         let time = match p {
-            Pattern::Hold => e.time + rng.exponential(1.0),
+            Pattern::Hold => e.time + rng.exponential_mean(1.0),
             Pattern::Equal => e.time,
             Pattern::Rollback if rng.bernoulli(0.5) => e.time,
-            Pattern::Rollback => e.time + rng.exponential(0.01),
+            Pattern::Rollback => e.time + rng.exponential_mean(0.01),
             Pattern::Bands => e.time + pow2_neg(rng.below(1075)),
         };
         q.push(Event::new(key(time), 0, ()));

@@ -144,7 +144,7 @@ impl<S: Scheme> Model for Relay<S> {
     fn init(&self, ctx: &mut Ctx<'_, Self>) -> Seen<S> {
         for _ in 0..self.tokens {
             let p = packet(ctx);
-            let delay = 1.0 + ctx.rng().exponential(1.0);
+            let delay = 1.0 + ctx.rng().exponential_mean(1.0);
             ctx.send(ctx.me(), delay, Hop { packet: p, hops: 0 });
         }
         Seen {
@@ -166,7 +166,7 @@ impl<S: Scheme> Model for Relay<S> {
         } else {
             hop.packet.clone()
         };
-        let delay = 1.0 + ctx.rng().exponential(1.0);
+        let delay = 1.0 + ctx.rng().exponential_mean(1.0);
         ctx.send(
             next,
             delay,

@@ -54,6 +54,18 @@ fn every_model_under_every_executor_matches_the_sequential_run() {
     }
 }
 
+/// A check that compares nothing does not pass: `--runs 0` is refused, and a campaign whose
+/// time runs out before its first comparison fails.
+#[test]
+fn a_check_of_nothing_does_not_pass() {
+    let (code, _, err) = chronon(&["check", "--runs", "0"]);
+    assert_eq!(code, 2, "{err}");
+    assert!(err.contains("--runs is 0"), "{err}");
+    let (code, out, err) = chronon(&["check", "--seconds", "1e-9", "--seed", "1"]);
+    assert_eq!(code, 1, "{out}{err}");
+    assert!(err.contains("no parallel run was compared"), "{err}");
+}
+
 /// A scratch directory for fake binaries, removed at the end.
 struct Scratch(PathBuf);
 

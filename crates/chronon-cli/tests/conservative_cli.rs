@@ -130,6 +130,7 @@ fn bench_barriers_prints_both_tables() {
     assert!(stdout.contains("Table 2"), "{stdout}");
     assert!(stdout.contains("2 threads"), "{stdout}");
     bad(&["bench", "barriers", "--threads", "0"], "at least 1");
+    bad(&["bench", "barriers", "--fan-in", "0"], "--fan-in is 0");
 }
 
 #[test]

@@ -192,7 +192,7 @@ impl DataStore {
         let me = ctx.me();
         while node.next_batch < until {
             ctx.send(me, node.next_batch - ctx.now(), StoreEvent::Batch);
-            node.next_batch += ctx.rng().exponential(self.batch_interarrival);
+            node.next_batch += ctx.rng().exponential_mean(self.batch_interarrival);
         }
     }
 
@@ -318,7 +318,7 @@ impl Model for DataStore {
 
     fn init(&self, ctx: &mut Ctx<'_, Self>) -> Node {
         let mut node = Node {
-            next_batch: ctx.rng().exponential(self.batch_interarrival),
+            next_batch: ctx.rng().exponential_mean(self.batch_interarrival),
             ..Node::default()
         };
         self.generate(&mut node, 2.0 * self.window(), ctx);

@@ -253,7 +253,7 @@ impl Manufacturing {
             let born = src.next;
             ctx.send(dst, born - ctx.now(), Flow::Part { line, born });
             src.created += 1;
-            src.next += ctx.rng().exponential(self.interarrival);
+            src.next += ctx.rng().exponential_mean(self.interarrival);
         }
     }
 }
@@ -379,7 +379,7 @@ impl Model for Manufacturing {
                     next: 0.0,
                     created: 0,
                 };
-                src.next = ctx.rng().exponential(self.interarrival);
+                src.next = ctx.rng().exponential_mean(self.interarrival);
                 self.generate(&mut src, 2.0 * self.window(), ctx);
                 let me = ctx.me();
                 ctx.send(me, self.window(), Flow::Tick);
@@ -419,12 +419,12 @@ impl Model for Manufacturing {
                 st.cycle_sum += now - born;
             }
             (Flow::Part { line, born }, Role::Processing { .. }) => {
-                let s = ctx.rng().exponential(self.processing_mean);
+                let s = ctx.rng().exponential_mean(self.processing_mean);
                 let d = st.serve(now, s, w);
                 ctx.send(me + 1, d - now + self.transfer, Flow::Part { line, born });
             }
             (Flow::Part { line, born }, Role::Control { stage, .. }) => {
-                let s = ctx.rng().exponential(self.control_mean);
+                let s = ctx.rng().exponential_mean(self.control_mean);
                 let d = st.serve(now, s, w);
                 let delay = d - now + self.transfer;
                 if ctx.rng().bernoulli(self.rework) {
@@ -455,7 +455,7 @@ impl Model for Manufacturing {
                         .iter_mut()
                         .map(|q| q.pop_front().expect("checked non-empty"))
                         .fold(f64::INFINITY, f64::min);
-                    let s = ctx.rng().exponential(self.assembly_mean);
+                    let s = ctx.rng().exponential_mean(self.assembly_mean);
                     let d = st.serve(now, s, w);
                     st.products += 1;
                     let t = ctx.rng().below(u64::from(self.testing_stations)) as u32;
@@ -467,7 +467,7 @@ impl Model for Manufacturing {
                 }
             }
             (Flow::Product { born }, Role::Testing { .. }) => {
-                let s = ctx.rng().exponential(self.testing_mean);
+                let s = ctx.rng().exponential_mean(self.testing_mean);
                 let d = st.serve(now, s, w);
                 ctx.send(
                     me,

@@ -147,7 +147,7 @@ impl Pcs {
         while cell.next_call < until {
             ctx.send(me, cell.next_call - ctx.now(), CellEvent::NewCall);
             cell.scheduled_calls += 1;
-            cell.next_call += ctx.rng().exponential(self.call_interarrival);
+            cell.next_call += ctx.rng().exponential_mean(self.call_interarrival);
         }
     }
 
@@ -161,7 +161,7 @@ impl Pcs {
             return false;
         }
         let stay = if self.residence > 0.0 {
-            ctx.rng().exponential(self.residence)
+            ctx.rng().exponential_mean(self.residence)
         } else {
             f64::INFINITY
         };
@@ -273,7 +273,7 @@ impl Model for Pcs {
 
     fn init(&self, ctx: &mut Ctx<'_, Self>) -> Cell {
         let mut cell = Cell {
-            next_call: ctx.rng().exponential(self.call_interarrival),
+            next_call: ctx.rng().exponential_mean(self.call_interarrival),
             ..Cell::default()
         };
         self.generate(&mut cell, 2.0 * self.window(), ctx);
@@ -307,7 +307,7 @@ impl Model for Pcs {
             }
             CellEvent::NewCall => {
                 cell.arrived_calls += 1;
-                let duration = ctx.rng().exponential(self.call_duration);
+                let duration = ctx.rng().exponential_mean(self.call_duration);
                 let ok = self.admit(cell, duration, ctx);
                 if counted {
                     cell.calls += 1;

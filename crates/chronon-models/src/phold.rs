@@ -156,7 +156,7 @@ impl Phold {
 
     #[inline(always)]
     fn delay(&self, rng: &mut LpRng) -> f64 {
-        self.lookahead + rng.exponential(self.mean - self.lookahead)
+        self.lookahead + rng.exponential_mean(self.mean - self.lookahead)
     }
 
     #[inline(always)]

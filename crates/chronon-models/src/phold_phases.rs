@@ -142,7 +142,7 @@ impl PholdPhases {
     }
 
     fn delay(&self, rng: &mut LpRng) -> f64 {
-        self.lookahead + rng.exponential(self.mean - self.lookahead)
+        self.lookahead + rng.exponential_mean(self.mean - self.lookahead)
     }
 }
 

@@ -142,7 +142,8 @@ fn a_panicking_handler_stops_every_worker_with_lp_and_time() {
         fn init(&self, ctx: &mut chronon::Ctx<'_, Self>) -> Self::State {
             // Same events as PHOLD's init, through this model's context.
             for _ in 0..self.0.start_events {
-                let d = self.0.lookahead + ctx.rng().exponential(self.0.mean - self.0.lookahead);
+                let d =
+                    self.0.lookahead + ctx.rng().exponential_mean(self.0.mean - self.0.lookahead);
                 ctx.send(ctx.me(), d, chronon_models::phold::Job);
             }
             Self::State::default()
@@ -157,7 +158,7 @@ fn a_panicking_handler_stops_every_worker_with_lp_and_time() {
                 panic!("boom");
             }
             s.events += 1;
-            let d = self.0.lookahead + ctx.rng().exponential(1.0);
+            let d = self.0.lookahead + ctx.rng().exponential_mean(1.0);
             let n = u64::from(ctx.lps());
             let dst = ctx.rng().below(n) as u32;
             ctx.send(dst, d, chronon_models::phold::Job);

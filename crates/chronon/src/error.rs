@@ -23,7 +23,10 @@ impl fmt::Display for ModelError {
 }
 
 /// Why a simulation could not run or did not finish.
-#[derive(Clone, Debug, PartialEq)]
+///
+/// Its `Debug` form is its one-line `Display`, so that `fn main() -> Result<(), SimError>`
+/// ends with a readable `Error: ...` line rather than a structure dump.
+#[derive(Clone, PartialEq)]
 #[non_exhaustive]
 pub enum SimError {
     /// The configuration is invalid; nothing ran.
@@ -67,6 +70,12 @@ impl SimError {
     /// while running).
     pub fn is_config(&self) -> bool {
         matches!(self, SimError::Config(_))
+    }
+}
+
+impl fmt::Debug for SimError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        fmt::Display::fmt(self, f)
     }
 }
 
@@ -157,5 +166,26 @@ pub(crate) fn panic_message(payload: &(dyn std::any::Any + Send)) -> String {
         s.clone()
     } else {
         "a panic with a non-string payload".to_string()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn debug_is_the_one_line_message() {
+        let e = SimError::Config("end time is NaN; it must be finite and > 0".into());
+        assert_eq!(
+            format!("{e:?}"),
+            "invalid configuration: end time is NaN; it must be finite and > 0"
+        );
+        let m = SimError::Model(ModelError {
+            lp: 3,
+            time: 1.5,
+            message: "bad send".into(),
+        });
+        assert_eq!(format!("{m:?}"), format!("{m}"));
+        assert!(!format!("{m:?}").contains('{'));
     }
 }

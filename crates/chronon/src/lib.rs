@@ -29,7 +29,7 @@
 //!
 //!     fn init(&self, ctx: &mut Ctx<'_, Self>) -> u64 {
 //!         for _ in 0..self.tokens_per_lp {
-//!             let delay = 1.0 + ctx.rng().exponential(1.0);
+//!             let delay = 1.0 + ctx.rng().exponential_mean(1.0);
 //!             ctx.send(ctx.me(), delay, Token { lap: 0 });
 //!         }
 //!         0
@@ -38,7 +38,7 @@
 //!     fn on_event(&self, seen: &mut u64, token: &Token, ctx: &mut Ctx<'_, Self>) {
 //!         *seen += 1;
 //!         let next = (ctx.me() + 1) % ctx.lps();
-//!         let delay = 1.0 + ctx.rng().exponential(1.0);
+//!         let delay = 1.0 + ctx.rng().exponential_mean(1.0);
 //!         ctx.send(next, delay, Token { lap: token.lap + 1 });
 //!     }
 //!

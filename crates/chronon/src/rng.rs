@@ -53,11 +53,30 @@ impl LpRng {
         lo + (hi - lo) * self.uniform()
     }
 
-    /// Exponentially distributed with the given mean (0 when the mean is 0).
+    /// Exponentially distributed with the given **mean** (0 when the mean is 0): a service
+    /// time of mean 2 is `exponential_mean(2.0)`.
     #[inline(always)]
-    pub fn exponential(&mut self, mean: f64) -> f64 {
+    pub fn exponential_mean(&mut self, mean: f64) -> f64 {
         // 1 - u is in (0, 1], so the logarithm is finite.
         -mean * (1.0 - self.uniform()).ln()
+    }
+
+    /// Exponentially distributed with the given **rate** (events per time unit, > 0): the
+    /// time to the next arrival of a Poisson stream of rate 0.5 is `exponential_rate(0.5)`,
+    /// whose mean is 2. One draw, like [`exponential_mean`](Self::exponential_mean).
+    #[inline(always)]
+    pub fn exponential_rate(&mut self, rate: f64) -> f64 {
+        -(1.0 - self.uniform()).ln() / rate
+    }
+
+    /// Exponentially distributed with the given mean.
+    #[deprecated(
+        since = "0.1.0",
+        note = "the argument is a mean, not a rate: call exponential_mean(mean) or exponential_rate(rate)"
+    )]
+    #[inline(always)]
+    pub fn exponential(&mut self, mean: f64) -> f64 {
+        self.exponential_mean(mean)
     }
 
     /// Uniform integer in [0, n); `n` must be positive.
@@ -108,9 +127,19 @@ mod tests {
         let n = 200_000;
         let u: f64 = (0..n).map(|_| r.uniform()).sum::<f64>() / n as f64;
         assert!((u - 0.5).abs() < 0.01, "uniform mean {u}");
-        let e: f64 = (0..n).map(|_| r.exponential(2.0)).sum::<f64>() / n as f64;
+        let e: f64 = (0..n).map(|_| r.exponential_mean(2.0)).sum::<f64>() / n as f64;
         assert!((e - 2.0).abs() < 0.03, "exponential mean {e}");
         assert!((0..1000).all(|_| r.below(7) < 7));
-        assert_eq!(r.exponential(0.0), 0.0);
+        assert_eq!(r.exponential_mean(0.0), 0.0);
+        // A rate is the inverse of a mean: rate 0.5, mean 2, from the same one draw.
+        let mut a = LpRng::from_seed(9);
+        let mut b = LpRng::from_seed(9);
+        let (x, y) = (a.exponential_rate(0.5), b.exponential_mean(2.0));
+        assert!((x - y).abs() <= 1e-12 * y, "{x} vs {y}");
+        assert_eq!(a, b, "one draw each");
+        let mut c = LpRng::from_seed(9);
+        #[allow(deprecated)]
+        let z = c.exponential(2.0);
+        assert_eq!(z, y, "the old name is the mean");
     }
 }

@@ -32,7 +32,8 @@ use crate::stats::Report;
 pub struct Simulation<M: Model> {
     model: M,
     lps: LpId,
-    end: Time,
+    /// `None` until [`Simulation::end_time`] is called: a run must say when it ends.
+    end: Option<Time>,
     seed: u64,
     queue: QueueKind,
     executor: Executor,
@@ -178,13 +179,13 @@ where
 }
 
 impl<M: Model> Simulation<M> {
-    /// A simulation of `model` with 1 LP, no end time (it runs until no event is pending),
-    /// seed 0, the default queue and the sequential executor.
+    /// A simulation of `model` with 1 LP, seed 0, the default queue and the sequential
+    /// executor. Give it an end time ([`end_time`](Self::end_time)) before it runs.
     pub fn new(model: M) -> Self {
         Simulation {
             model,
             lps: 1,
-            end: Time::INFINITY,
+            end: None,
             seed: 0,
             queue: QueueKind::default(),
             executor: Executor::default(),
@@ -205,9 +206,11 @@ impl<M: Model> Simulation<M> {
         self
     }
 
-    /// The end time: events at or after it never execute. Must be positive.
+    /// The end time: events at or after it never execute. Must be positive. Required:
+    /// a run without one is refused, since a model that never stops would run forever;
+    /// `Time::INFINITY` runs until no event is pending (for a model that stops by itself).
     pub fn end_time(mut self, end: Time) -> Self {
-        self.end = end;
+        self.end = Some(end);
         self
     }
 
@@ -294,10 +297,14 @@ impl<M: Model> Simulation<M> {
                 "the number of LPs is 0; it must be at least 1".into(),
             ));
         }
-        if !(self.end > 0.0) {
+        let Some(end) = self.end else {
+            return Err(SimError::Config(
+                "no end time: call .end_time(T) (events at or after T never run; f64::INFINITY runs until no event is pending)".into(),
+            ));
+        };
+        if !(end > 0.0) {
             return Err(SimError::Config(format!(
-                "end time {} is not allowed; it must be > 0",
-                self.end
+                "end time {end} is not allowed; it must be > 0"
             )));
         }
         let la = crate::error::guard("Model::lookahead", None, || self.model.lookahead())?;
@@ -325,7 +332,7 @@ impl<M: Model> Simulation<M> {
         limits::check_memory(&size, &limit)?;
         let cfg = RunConfig {
             lps: self.lps,
-            end: self.end,
+            end,
             seed: self.seed,
             queue: self.queue,
             progress: self.progress.unwrap_or_default(),

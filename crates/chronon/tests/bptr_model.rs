@@ -53,7 +53,7 @@ impl Model for Courier {
         for k in 0..2 {
             let id = u64::from(ctx.me()) * 10 + k;
             let p = fresh(ctx, id);
-            let delay = 1.0 + ctx.rng().exponential(1.0);
+            let delay = 1.0 + ctx.rng().exponential_mean(1.0);
             ctx.send(ctx.me(), delay, p);
         }
         (0, 0, 0, false)
@@ -77,7 +77,7 @@ impl Model for Courier {
             std::mem::forget(p.body.clone());
         }
         let next = (ctx.me() + 1 + ctx.rng().below(3) as LpId) % ctx.lps();
-        let delay = 1.0 + ctx.rng().exponential(1.0);
+        let delay = 1.0 + ctx.rng().exponential_mean(1.0);
         // Every third hop a fresh parcel, else the same items forwarded (shared, not copied).
         let out = if p.hops % 3 == 2 {
             fresh(ctx, id + 1000)

@@ -25,7 +25,7 @@ impl Model for Ring {
 
     fn init(&self, ctx: &mut Ctx<'_, Self>) -> (u64, f64) {
         for k in 0..3 {
-            let delay = 1.0 + ctx.rng().exponential(1.0);
+            let delay = 1.0 + ctx.rng().exponential_mean(1.0);
             let weight = 0.1 * f64::from(k) + 1.0 / 3.0;
             ctx.send(ctx.me(), delay, Token { lap: 0, weight });
         }
@@ -37,7 +37,7 @@ impl Model for Ring {
         st.0 += 1;
         st.1 += token.weight * f64::from(token.lap + 1);
         let next = (ctx.me() + 1 + ctx.rng().below(3) as LpId) % ctx.lps();
-        let delay = 1.0 + ctx.rng().exponential(1.0);
+        let delay = 1.0 + ctx.rng().exponential_mean(1.0);
         ctx.send(
             next,
             delay,

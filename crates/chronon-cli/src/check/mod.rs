@@ -66,6 +66,11 @@ pub(crate) struct CheckCmd {
 pub(crate) fn run(cmd: CheckCmd) -> Result<u8, Failure> {
     let models = pick_list(&cmd.models, MODELS, "--models")?;
     let syncs = pick_list(&cmd.sync, SYNCS, "--sync")?;
+    if cmd.runs == Some(0) {
+        return Err(Failure::bad_input(
+            "--runs is 0; a check that compares nothing proves nothing: give at least 1",
+        ));
+    }
     if cmd.per_config == 0 {
         return Err(Failure::bad_input(
             "--per-config is 0; it must be at least 1",
@@ -158,6 +163,13 @@ pub(crate) fn run(cmd: CheckCmd) -> Result<u8, Failure> {
         s.compared - s.failures,
         s.failures
     );
+    if s.compared == 0 && s.failures == 0 {
+        // A check that compared nothing (a time limit shorter than one reference run) did
+        // not pass.
+        return Err(Failure::runtime(
+            "check: no parallel run was compared; give more --seconds or --runs",
+        ));
+    }
     Ok(if s.failures == 0 { 0 } else { 1 })
 }
 

@@ -18,8 +18,8 @@ impl NetModel {
             // period, so a source sends exactly one packet per `interval` of on-time.
             while st.next >= st.on_end {
                 let owed = st.next - st.on_end;
-                let off = ctx.rng().exponential(app.off_mean);
-                let on = ctx.rng().exponential(app.on_mean);
+                let off = ctx.rng().exponential_mean(app.off_mean);
+                let on = ctx.rng().exponential_mean(app.on_mean);
                 let on_start = st.on_end + off;
                 st.next = on_start + owed;
                 st.on_end = on_start + on;
@@ -214,7 +214,7 @@ impl Model for NetModel {
             let on_end = if app.off_mean == 0.0 {
                 f64::INFINITY
             } else {
-                start + ctx.rng().exponential(app.on_mean)
+                start + ctx.rng().exponential_mean(app.on_mean)
             };
             let mut a = AppState {
                 next: start,

@@ -85,7 +85,7 @@ fn ladder_and_heap_agree_on_a_long_hold_run() {
     let mut seq = 0u64;
     for _ in 0..20_000 {
         let k = EventKey {
-            time: rng.exponential(1.0),
+            time: rng.exponential_mean(1.0),
             src: rng.below(50) as u32,
             seq,
         };
@@ -101,7 +101,7 @@ fn ladder_and_heap_agree_on_a_long_hold_run() {
         let inc = if rng.bernoulli(0.1) {
             0.0
         } else {
-            rng.exponential(1.0)
+            rng.exponential_mean(1.0)
         };
         let k = EventKey {
             time: a.time + inc,
@@ -155,7 +155,7 @@ fn ladder_with_a_split_top_matches_the_heap() {
                 1 => a.time + 100.0 * rng.uniform(),
                 2 => a.time + 2000.0 * rng.uniform(),
                 3 => (a.time - rng.uniform()).max(0.0),
-                _ => a.time + rng.exponential(1.0),
+                _ => a.time + rng.exponential_mean(1.0),
             };
             push(t, &mut ladder, &mut heap);
         }
@@ -351,7 +351,7 @@ fn ladder_work_stays_bounded_under_rollbacks() {
             if rng.bernoulli(0.5) {
                 a.time
             } else {
-                a.time + rng.exponential(0.01)
+                a.time + rng.exponential_mean(0.01)
             }
         },
         150_000,

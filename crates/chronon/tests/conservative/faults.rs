@@ -97,9 +97,25 @@ impl Model for Hops {
 }
 
 #[test]
+fn a_run_without_an_end_time_is_refused() {
+    let e = Simulation::new(Hops).lps(6).seed(4).run().unwrap_err();
+    assert!(e.is_config(), "{e}");
+    assert!(
+        e.to_string().contains("no end time: call .end_time(T)"),
+        "{e}"
+    );
+}
+
+#[test]
 fn a_run_without_end_time_stops_when_no_event_is_left() {
-    // No end time: the run ends when the last token stops, and global events stop with it.
-    let seq = Simulation::new(Hops).lps(6).seed(4).run().unwrap();
+    // An infinite end time: the run ends when the last token stops, and global events stop
+    // with it.
+    let seq = Simulation::new(Hops)
+        .lps(6)
+        .seed(4)
+        .end_time(f64::INFINITY)
+        .run()
+        .unwrap();
     assert!(seq.complete);
     assert_eq!(seq.committed, (0..6).map(|i| 21 + i).sum::<u64>());
     assert!(seq.model_stats.get("census").unwrap() > 0.0);
@@ -108,6 +124,7 @@ fn a_run_without_end_time_stops_when_no_event_is_left() {
             let r = Simulation::new(Hops)
                 .lps(6)
                 .seed(4)
+                .end_time(f64::INFINITY)
                 .executor(exec)
                 .run()
                 .unwrap();
