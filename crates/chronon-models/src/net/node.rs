@@ -3,7 +3,7 @@
 
 use std::collections::VecDeque;
 
-use chronon::shm::{BPtr, Bytes, ShmSafe};
+use chronon::shm::{BPtr, Bytes};
 use chronon::{Ctx, GlobalCtx, LpId, Model, ModelStats};
 
 use super::{NetModel, NodeId};
@@ -125,17 +125,6 @@ chronon::impl_shm_safe!(Packet {
     data
 });
 
-// Safety: `Tick` holds a `u32`; `Packet` is `ShmSafe` (checked by `impl_shm_safe!`), so no
-// variant holds a pointer into one process's memory.
-unsafe impl ShmSafe for NetEvent {
-    unsafe fn fixup_copy(&mut self) {
-        if let NetEvent::Packet(p) = self {
-            // Safety: forwarded from the caller.
-            unsafe { p.fixup_copy() }
-        }
-    }
-}
-
 /// What nodes receive.
 #[derive(Clone, Debug, serde::Serialize, serde::Deserialize)]
 pub enum NetEvent {
@@ -147,6 +136,7 @@ pub enum NetEvent {
     /// A packet arriving (or, with `hops == 0`, being emitted by its source).
     Packet(Packet),
 }
+chronon::impl_shm_safe!(enum NetEvent { Tick { app }, Packet(p) });
 
 /// One interface's transmit queue.
 #[derive(Clone, Debug, Default)]

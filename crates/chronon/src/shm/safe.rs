@@ -124,16 +124,70 @@ tuples!(
     (A, B, C, D, E, F)
 );
 
-/// Implements [`ShmSafe`](crate::shm::ShmSafe) for a struct after checking, at compile time,
-/// that *every* field is `ShmSafe` (the field list must be complete: it is matched as an
-/// exhaustive pattern). Non-generic structs with named fields.
+/// Implements [`ShmSafe`](crate::shm::ShmSafe) for a struct or an enum after checking, at
+/// compile time, that *every* field is `ShmSafe` (the lists must be complete: they are matched
+/// as exhaustive patterns, so a field or a variant left out does not compile). Non-generic
+/// structs with named fields; non-generic enums whose variants are units, tuples or records
+/// (name a tuple variant's fields with any identifiers).
 ///
 /// ```
 /// struct Packet { id: u64, size: u32, data: chronon::shm::BPtr<[u8; 256]> }
 /// chronon::impl_shm_safe!(Packet { id, size, data });
+///
+/// enum Msg { Arrive(u32, f64), Depart { id: u32 }, Tick, Carry(Packet) }
+/// chronon::impl_shm_safe!(enum Msg { Arrive(station, at), Depart { id }, Tick, Carry(p) });
+/// ```
+///
+/// A variant left out is an error:
+///
+/// ```compile_fail
+/// enum Msg { Arrive(u32), Tick }
+/// chronon::impl_shm_safe!(enum Msg { Arrive(station) });
+/// ```
+///
+/// and so is a field that could not cross a process boundary:
+///
+/// ```compile_fail
+/// enum Msg { Route(Vec<u32>), Tick }
+/// chronon::impl_shm_safe!(enum Msg { Route(hops), Tick });
 /// ```
 #[macro_export]
 macro_rules! impl_shm_safe {
+    (enum $name:ident {
+        $( $variant:ident $( ( $($tf:ident),* $(,)? ) )? $( { $($sf:ident),* $(,)? } )? ),* $(,)?
+    }) => {
+        const _: () = {
+            #[allow(dead_code, unused_variables)]
+            fn __chronon_every_field_is_shm_safe(v: &$name) {
+                fn is_shm_safe<T: $crate::shm::ShmSafe>(_: &T) {}
+                match v {
+                    $(
+                        $name::$variant $( ( $($tf),* ) )? $( { $($sf),* } )? => {
+                            $( $( is_shm_safe($tf); )* )?
+                            $( $( is_shm_safe($sf); )* )?
+                        }
+                    )*
+                }
+            }
+        };
+        // Safety: every field of every variant was just checked to be `ShmSafe` (the match
+        // above is exhaustive, so no variant or field was left out), and a discriminant is
+        // plain data.
+        unsafe impl $crate::shm::ShmSafe for $name {
+            #[allow(unused_variables)]
+            unsafe fn fixup_copy(&mut self) {
+                match self {
+                    $(
+                        $name::$variant $( ( $($tf),* ) )? $( { $($sf),* } )? => {
+                            // Safety: forwarded from the caller, field by field.
+                            $( $( unsafe { $crate::shm::ShmSafe::fixup_copy($tf) }; )* )?
+                            $( $( unsafe { $crate::shm::ShmSafe::fixup_copy($sf) }; )* )?
+                        }
+                    )*
+                }
+            }
+        }
+    };
     ($name:ident { $($field:ident),* $(,)? }) => {
         const _: () = {
             #[allow(dead_code)]

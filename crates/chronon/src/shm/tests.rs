@@ -343,6 +343,42 @@ struct Header {
 }
 crate::impl_shm_safe!(Header { id, body });
 
+enum Note {
+    Plain(u32, f64),
+    Boxed { id: u64, head: BPtr<Header> },
+    Empty,
+}
+crate::impl_shm_safe!(enum Note { Plain(a, b), Boxed { id, head }, Empty });
+
+#[test]
+fn deep_copy_of_an_enum_copies_the_items_of_its_variant() {
+    std::thread::spawn(|| {
+        let mut heap = small_heap(8);
+        let body = heap.alloc_bytes_with(50, |b| b.fill(3)).unwrap();
+        let head = heap.alloc(Header { id: 2, body }).unwrap();
+        let keep = head.clone();
+        let copy = safe::deep_copy(Note::Boxed { id: 7, head });
+        let Note::Boxed { id, head: copied } = &copy else {
+            panic!("the variant changed")
+        };
+        assert_eq!(*id, 7);
+        assert_ne!(copied.parts(), keep.parts());
+        assert_ne!(copied.body.parts(), keep.body.parts());
+        assert_eq!(copied.body.as_slice(), &[3u8; 50][..]);
+        assert_eq!(BPtr::ref_count(&keep), 1);
+        let plain = safe::deep_copy(Note::Plain(4, 0.5));
+        assert!(matches!(plain, Note::Plain(4, x) if x == 0.5));
+        assert!(matches!(safe::deep_copy(Note::Empty), Note::Empty));
+        drop(keep);
+        assert_eq!(heap.stats().outstanding, 0);
+        drop(copy);
+        assert_eq!(local::outstanding_items(), 0);
+        local::release_thread_heap();
+    })
+    .join()
+    .unwrap();
+}
+
 #[test]
 fn deep_copy_copies_every_nested_item_into_this_threads_heap() {
     std::thread::spawn(|| {
