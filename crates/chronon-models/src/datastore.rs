@@ -313,6 +313,10 @@ fn owner(origin: LpId, batch: u64, tx: u16) -> u64 {
 }
 
 impl Model for DataStore {
+    fn lp_count(&self) -> Option<chronon::LpId> {
+        Some(self.lps())
+    }
+
     type State = Node;
     type Event = StoreEvent;
 

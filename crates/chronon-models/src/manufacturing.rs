@@ -368,6 +368,10 @@ pub enum Flow {
 }
 
 impl Model for Manufacturing {
+    fn lp_count(&self) -> Option<chronon::LpId> {
+        Some(self.lps())
+    }
+
     type State = MfgState;
     type Event = Flow;
 

@@ -246,6 +246,10 @@ pub enum CellEvent {
 }
 
 impl Model for Pcs {
+    fn lp_count(&self) -> Option<chronon::LpId> {
+        Some(self.lps())
+    }
+
     type State = Cell;
     type Event = CellEvent;
 

@@ -226,6 +226,10 @@ pub fn spin_for_us_in<M: Model + ?Sized>(us: f64, ctx: &mut Ctx<'_, M>) {
 pub const SLICE_US: f64 = 2.0;
 
 impl Model for Phold {
+    fn lp_count(&self) -> Option<chronon::LpId> {
+        Some(self.lps)
+    }
+
     type State = PholdLp;
     type Event = Job;
 

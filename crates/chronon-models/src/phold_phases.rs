@@ -163,6 +163,10 @@ pub struct Hop {
 }
 
 impl Model for PholdPhases {
+    fn lp_count(&self) -> Option<chronon::LpId> {
+        Some(self.lps())
+    }
+
     type State = MeshObject;
     type Event = Hop;
 

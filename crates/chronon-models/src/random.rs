@@ -170,6 +170,10 @@ const SENDS: usize = 1;
 const ZERO_SENDS: usize = 2;
 
 impl Model for Random {
+    fn lp_count(&self) -> Option<chronon::LpId> {
+        Some(self.lps())
+    }
+
     type State = RandomLp;
     type Event = u64;
 

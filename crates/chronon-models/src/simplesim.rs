@@ -201,6 +201,10 @@ impl SimpleLp {
 }
 
 impl Model for SimpleSim {
+    fn lp_count(&self) -> Option<chronon::LpId> {
+        Some(self.lps())
+    }
+
     type State = SimpleLp;
     type Event = Message;
 

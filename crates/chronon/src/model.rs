@@ -105,6 +105,14 @@ pub trait Model: Send + Sync + 'static {
     fn size_hint(&self) -> SizeHint {
         SizeHint::pending(1)
     }
+
+    /// The number of LPs, when the model knows it (most do: a PHOLD of 1024 LPs, a network of
+    /// so many nodes). Then [`Simulation::lps`](crate::Simulation::lps) need not repeat it, and
+    /// a count given there that differs is refused. `None` (the default): the simulation's
+    /// `.lps(N)` gives it, and must.
+    fn lp_count(&self) -> Option<LpId> {
+        None
+    }
 }
 
 /// Read access to every LP's state, for global events.

@@ -31,7 +31,8 @@ use crate::stats::Report;
 #[derive(Debug)]
 pub struct Simulation<M: Model> {
     model: M,
-    lps: LpId,
+    /// `None` until [`Simulation::lps`] is called (the model's own count is used then).
+    lps: Option<LpId>,
     /// `None` until [`Simulation::end_time`] is called: a run must say when it ends.
     end: Option<Time>,
     seed: u64,
@@ -179,12 +180,12 @@ where
 }
 
 impl<M: Model> Simulation<M> {
-    /// A simulation of `model` with 1 LP, seed 0, the default queue and the sequential
+    /// A simulation of `model` with the model's number of LPs, seed 0, the default queue and the sequential
     /// executor. Give it an end time ([`end_time`](Self::end_time)) before it runs.
     pub fn new(model: M) -> Self {
         Simulation {
             model,
-            lps: 1,
+            lps: None,
             end: None,
             seed: 0,
             queue: QueueKind::default(),
@@ -200,9 +201,10 @@ impl<M: Model> Simulation<M> {
         }
     }
 
-    /// The number of LPs (at least 1).
+    /// The number of LPs (at least 1). Needed only for a model that does not say it
+    /// ([`Model::lp_count`]); given for one that does, it must agree.
     pub fn lps(mut self, lps: LpId) -> Self {
-        self.lps = lps;
+        self.lps = Some(lps);
         self
     }
 
@@ -292,7 +294,21 @@ impl<M: Model> Simulation<M> {
 
     /// Checks the configuration, runs the simulation and returns its report.
     pub fn run(self) -> Result<Report, SimError> {
-        if self.lps == 0 {
+        let known = crate::error::guard("Model::lp_count", None, || self.model.lp_count())?;
+        let lps = match (self.lps, known) {
+            (Some(given), Some(model)) if given != model => {
+                return Err(SimError::Config(format!(
+                    ".lps({given}) but the model says it has {model} LPs (Model::lp_count): give one count"
+                )))
+            }
+            (Some(n), _) | (None, Some(n)) => n,
+            (None, None) => {
+                return Err(SimError::Config(
+                    "the number of LPs is not set: call .lps(N), or implement Model::lp_count".into(),
+                ))
+            }
+        };
+        if lps == 0 {
             return Err(SimError::Config(
                 "the number of LPs is 0; it must be at least 1".into(),
             ));
@@ -319,7 +335,7 @@ impl<M: Model> Simulation<M> {
             _ => 0,
         };
         let size = RunSize {
-            lps: u64::from(self.lps),
+            lps: u64::from(lps),
             threads: self.executor.threads() as u64,
             shared_sets: shared_sets as u64,
             lp_record: std::mem::size_of::<LpSlot<M::State>>() as u64,
@@ -331,7 +347,7 @@ impl<M: Model> Simulation<M> {
         let limit = self.memory_limit.unwrap_or_else(MemoryLimit::detect);
         limits::check_memory(&size, &limit)?;
         let cfg = RunConfig {
-            lps: self.lps,
+            lps,
             end,
             seed: self.seed,
             queue: self.queue,

@@ -190,6 +190,10 @@ pub struct NodeState {
 }
 
 impl Model for NetModel {
+    fn lp_count(&self) -> Option<chronon::LpId> {
+        Some(self.lps())
+    }
+
     type State = NodeState;
     type Event = NetEvent;
 

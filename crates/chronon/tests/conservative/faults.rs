@@ -133,3 +133,55 @@ fn a_run_without_end_time_stops_when_no_event_is_left() {
         }
     }
 }
+
+/// A model that knows its LP count (`Model::lp_count`): `.lps()` is not needed, and a
+/// different count is refused.
+struct Counted(u32);
+
+impl Model for Counted {
+    type State = u64;
+    type Event = ();
+    fn init(&self, ctx: &mut Ctx<'_, Self>) -> u64 {
+        ctx.send((ctx.me() + 1) % ctx.lps(), 1.0, ());
+        0
+    }
+    fn on_event(&self, n: &mut u64, _: &(), ctx: &mut Ctx<'_, Self>) {
+        *n += 1;
+        ctx.send((ctx.me() + 1) % ctx.lps(), 1.0, ());
+    }
+    fn lookahead(&self) -> f64 {
+        1.0
+    }
+    fn lp_count(&self) -> Option<chronon::LpId> {
+        Some(self.0)
+    }
+}
+
+#[test]
+fn the_lp_count_is_given_once() {
+    let own = Simulation::new(Counted(5)).end_time(3.5).run().unwrap();
+    assert_eq!(own.lps, 5);
+    assert_eq!(own.committed, 15);
+    let same = Simulation::new(Counted(5))
+        .lps(5)
+        .end_time(3.5)
+        .run()
+        .unwrap();
+    assert_eq!(same.fingerprint, own.fingerprint);
+    let e = Simulation::new(Counted(5))
+        .lps(4)
+        .end_time(3.5)
+        .run()
+        .unwrap_err();
+    assert!(e.is_config(), "{e}");
+    assert!(
+        e.to_string()
+            .contains(".lps(4) but the model says it has 5 LPs"),
+        "{e}"
+    );
+    let e = Simulation::new(Hops).end_time(3.5).run().unwrap_err();
+    assert!(
+        e.to_string().contains("the number of LPs is not set"),
+        "{e}"
+    );
+}
