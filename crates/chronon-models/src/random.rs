@@ -17,6 +17,7 @@
 //! statistics (counters, per-LP figures folded in `finish`, and the global events' figures)
 //! depend on every event's payload and time, so any difference in the committed history shows.
 
+use chronon::measure::{Histogram, Tally, TimeAverage};
 use chronon::{Ctx, GlobalCtx, LpId, Model, ModelStats};
 
 /// The random model's parameters.
@@ -158,11 +159,18 @@ impl Random {
 }
 
 /// One LP's state.
-#[derive(Clone, Debug, Default)]
+#[derive(Clone, Debug)]
 pub struct RandomLp {
     seen: u64,
     hash: u64,
     links: Vec<(LpId, f64)>,
+    /// Simulated time between this LP's events.
+    gap: Tally,
+    last: f64,
+    /// A level that changes at each event (its time-weighted mean is a report figure).
+    level: TimeAverage,
+    /// Where in its quantum each event falls.
+    phase: Histogram,
 }
 
 const EVENTS: usize = 0;
@@ -190,6 +198,10 @@ impl Model for Random {
             seen: 0,
             hash: u64::from(me),
             links: self.links(me),
+            gap: Tally::new(),
+            last: 0.0,
+            level: TimeAverage::new(0.0, 0.0),
+            phase: Histogram::new(0.0, 1.0, 4),
         }
     }
 
@@ -197,6 +209,11 @@ impl Model for Random {
         let me = ctx.me();
         st.seen += 1;
         st.hash = mix(st.hash ^ *ev ^ ctx.now().to_bits());
+        let now = ctx.now();
+        st.gap.record(now - st.last);
+        st.last = now;
+        st.level.set(now, (st.hash % 5) as f64);
+        st.phase.record((st.hash % 1000) as f64 / 1000.0);
         if self.hot(me) {
             for _ in 0..self.hot_work {
                 st.hash = mix(st.hash);
@@ -268,6 +285,9 @@ impl Model for Random {
     fn finish(&self, _lp: LpId, st: &RandomLp, stats: &mut ModelStats) {
         stats.add("seen", st.seen as f64);
         stats.add("hash_sum", low32(st.hash));
+        stats.tally("gap", &st.gap);
+        stats.time_average("level", &st.level);
+        stats.histogram("phase", &st.phase);
     }
 }
 

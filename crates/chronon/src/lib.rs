@@ -155,6 +155,7 @@ mod fingerprint;
 pub mod gsu;
 pub mod limits;
 mod loom;
+pub mod measure;
 mod model;
 pub mod partition;
 mod preempt;

@@ -48,9 +48,7 @@ impl GlobalQueue {
 
     /// Adds what the global handlers wrote to the report's model statistics, and the count.
     pub(crate) fn add_to(&self, report: &mut crate::stats::Report) {
-        for (k, v) in self.stats.iter() {
-            report.model_stats.add(k, v);
-        }
+        report.model_stats.merge_from(&self.stats);
         if self.ran > 0 {
             report
                 .executor_stats

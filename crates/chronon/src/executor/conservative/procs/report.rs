@@ -3,7 +3,7 @@
 use std::collections::BTreeMap;
 
 use crate::error::{ModelError, SimError};
-use crate::model::{LpId, ModelStats, StatOp};
+use crate::model::{LpId, ModelStats, StatKind, StatOp};
 use crate::transport::wire::{Reader, Writer};
 
 /// Per LP: the operations its `finish` made, or `None` where it read figures.
@@ -110,8 +110,8 @@ pub(crate) fn encode(o: &ChildOut) -> Vec<u8> {
             None => w.u64(u64::MAX),
             Some(ops) => {
                 w.u64(ops.len() as u64);
-                for (add, name, value) in ops {
-                    w.u64(u64::from(*add));
+                for (kind, name, value) in ops {
+                    w.u64(*kind as u64);
                     w.str(name);
                     w.f64(*value);
                 }
@@ -169,7 +169,7 @@ pub(crate) fn decode(b: &[u8]) -> Option<ChildOut> {
             u64::MAX => None,
             k => Some(
                 (0..k)
-                    .map(|_| Some((r.u64()? != 0, r.str()?, r.f64()?)))
+                    .map(|_| Some((StatKind::from_code(r.u64()?)?, r.str()?, r.f64()?)))
                     .collect::<Option<Vec<_>>>()?,
             ),
         };
