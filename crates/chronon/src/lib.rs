@@ -130,6 +130,66 @@
 //! # Ok::<(), chronon::SimError>(())
 //! ```
 //!
+//! ## Statistics
+//!
+//! A model keeps its statistics in its LP states as [`measure::Tally`] (observations: count,
+//! mean, standard deviation, min, max), [`measure::TimeAverage`] (a level over simulated time,
+//! such as a queue length) and [`measure::Histogram`], and hands them to the report in
+//! [`Model::finish`]. They merge over every LP, in LP order, into the same figures under every
+//! executor; the report derives `x.mean` and `x.sd`.
+//!
+//! ```
+//! use chronon::measure::{Tally, TimeAverage};
+//! use chronon::{ConservativeConfig, Ctx, Executor, LpId, Model, ModelStats, Simulation};
+//!
+//! struct Hops;
+//!
+//! #[derive(Clone)]
+//! struct Lp {
+//!     gap: Tally,          // time between two tokens at this LP
+//!     last: f64,
+//!     held: TimeAverage,   // tokens seen so far, over time
+//! }
+//!
+//! impl Model for Hops {
+//!     type State = Lp;
+//!     type Event = ();
+//!     fn init(&self, ctx: &mut Ctx<'_, Self>) -> Lp {
+//!         ctx.send(ctx.me(), 1.0, ());
+//!         Lp { gap: Tally::new(), last: 0.0, held: TimeAverage::new(0.0, 0.0) }
+//!     }
+//!     fn on_event(&self, lp: &mut Lp, _: &(), ctx: &mut Ctx<'_, Self>) {
+//!         let now = ctx.now();
+//!         lp.gap.record(now - lp.last);
+//!         lp.last = now;
+//!         lp.held.add(now, 1.0);
+//!         let next = (ctx.me() + 1) % ctx.lps();
+//!         let delay = 1.0 + ctx.rng().exponential_mean(1.0);
+//!         ctx.send(next, delay, ());
+//!     }
+//!     fn lookahead(&self) -> f64 {
+//!         1.0
+//!     }
+//!     fn finish(&self, _lp: LpId, lp: &Lp, stats: &mut ModelStats) {
+//!         stats.tally("gap", &lp.gap);
+//!         stats.time_average("held", &lp.held);
+//!     }
+//! }
+//!
+//! let run = |executor| {
+//!     Simulation::new(Hops).lps(8).end_time(50.0).seed(3).executor(executor).run()
+//! };
+//! let seq = run(Executor::Sequential)?;
+//! let n = seq.model_stats.get("gap.n").unwrap();
+//! assert_eq!(n, seq.committed as f64);
+//! assert_eq!(seq.model_stats.get("gap.mean"), Some(seq.model_stats.get("gap.sum").unwrap() / n));
+//! assert!(seq.model_stats.get("held.mean").unwrap() > 0.0);
+//! // The same figures, to the bit, on two threads.
+//! let window = run(Executor::Window(ConservativeConfig::new(2)))?;
+//! assert_eq!(window.model_stats, seq.model_stats);
+//! # Ok::<(), chronon::SimError>(())
+//! ```
+//!
 //! ## Rules a model keeps
 //!
 //! - All randomness comes from [`Ctx::rng`]: one stream per LP, derived from the run's seed and
