@@ -71,7 +71,7 @@ impl Model for Faulty {
                 Fault::BadDestination => ctx.send(ctx.lps(), 1.0, ()),
                 Fault::NegativeDelay => ctx.send(ctx.me(), -1.0, ()),
                 Fault::NanDelay => ctx.send(ctx.me(), f64::NAN, ()),
-                Fault::BelowLookahead => ctx.send(ctx.me(), 0.25, ()),
+                Fault::BelowLookahead => ctx.send((ctx.me() + 1) % ctx.lps(), 0.25, ()),
                 Fault::Panic => panic!("the faulty model panics on purpose"),
                 Fault::FinishPanic | Fault::TopologyPanic | Fault::GlobalPanic => {
                     ctx.send((ctx.me() + 1) % ctx.lps(), 1.0, ())

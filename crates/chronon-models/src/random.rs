@@ -173,9 +173,11 @@ pub struct RandomLp {
     phase: Histogram,
 }
 
-const EVENTS: usize = 0;
-const SENDS: usize = 1;
-const ZERO_SENDS: usize = 2;
+chronon::counters!(Counters {
+    events,
+    sends,
+    zero_sends
+});
 
 impl Model for Random {
     fn lp_count(&self) -> Option<chronon::LpId> {
@@ -219,17 +221,17 @@ impl Model for Random {
                 st.hash = mix(st.hash);
             }
         }
-        ctx.count(EVENTS, 1);
+        ctx.count(Counters::events, 1);
         let fanout = [0, 1, 1, 2][ctx.rng().below(4) as usize];
         for _ in 0..fanout {
             let pick = ctx.rng().below(st.links.len() as u64 + 1) as usize;
             let extra = self.quantum * ctx.rng().below(3) as f64;
             let payload = st.hash;
-            ctx.count(SENDS, 1);
+            ctx.count(Counters::sends, 1);
             if pick == st.links.len() {
                 let zero = self.zero_self > 0.0 && ctx.rng().uniform() < self.zero_self;
                 if zero {
-                    ctx.count(ZERO_SENDS, 1);
+                    ctx.count(Counters::zero_sends, 1);
                     ctx.send(me, 0.0, payload);
                 } else {
                     ctx.send(me, self.lookahead + extra, payload);
@@ -237,7 +239,7 @@ impl Model for Random {
             } else {
                 let (d, la) = st.links[pick];
                 if la + extra == 0.0 {
-                    ctx.count(ZERO_SENDS, 1);
+                    ctx.count(Counters::zero_sends, 1);
                 }
                 ctx.send(d, la + extra, payload);
             }
@@ -245,7 +247,9 @@ impl Model for Random {
     }
 
     fn lookahead(&self) -> f64 {
-        if self.zero_self > 0.0 || self.zero_links > 0.0 {
+        // Zero-delay self-sends need no zero lookahead: a send to the LP itself may take any
+        // delay. Zero-lookahead links do.
+        if self.zero_links > 0.0 {
             0.0
         } else {
             self.lookahead
@@ -253,7 +257,7 @@ impl Model for Random {
     }
 
     fn counter_names(&self) -> &'static [&'static str] {
-        &["events", "sends", "zero_sends"]
+        Counters::NAMES
     }
 
     fn topology(&self, lp: LpId) -> Option<Vec<(LpId, f64)>> {

@@ -198,8 +198,8 @@
 //!   by every executor.
 //! - A send goes to an existing LP with a finite delay of at least [`Model::lookahead`] (and,
 //!   where [`Model::topology`] declares links, along a declared link with at least its
-//!   lookahead); anything else ends the run with a [`SimError::Model`] naming the LP and the
-//!   time.
+//!   lookahead); a send to the LP itself may take any delay >= 0. Anything else ends the run
+//!   with a [`SimError::Model`] naming the LP and the time.
 //! - Output that must happen once (printing, files) belongs in [`Model::commit`], which runs
 //!   exactly once per committed event, even under optimistic execution.
 #![warn(missing_docs, unsafe_op_in_unsafe_fn)]
@@ -217,6 +217,7 @@ pub mod limits;
 mod loom;
 pub mod measure;
 mod model;
+mod model_stats;
 pub mod partition;
 mod preempt;
 pub use preempt::{tick_overhead, TickOverhead};

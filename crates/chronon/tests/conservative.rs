@@ -2,7 +2,8 @@
 //! as the sequential executor on random models (random topology, lookaheads, fan-out, equal
 //! timestamps, zero delays, global events); models that break their declared links get a
 //! clear error. The model is in `conservative/random.rs`; load balancing in
-//! `conservative/balance.rs`; errors, refusals and stops in `conservative/faults.rs`.
+//! `conservative/balance.rs`; errors, refusals and stops in `conservative/faults.rs`; a tandem
+//! queue whose stations send themselves their service completions in `conservative/tandem.rs`.
 
 #[path = "conservative/balance.rs"]
 mod balance;
@@ -10,6 +11,8 @@ mod balance;
 mod faults;
 #[path = "conservative/random.rs"]
 mod random;
+#[path = "conservative/tandem.rs"]
+mod tandem;
 
 use chronon::barrier::BarrierKind;
 use chronon::partition::Mapping;

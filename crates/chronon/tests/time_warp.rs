@@ -22,6 +22,9 @@ struct Scramble {
     /// Declared lookahead, added to every delay (with `zero` 0: lookahead > 0 turns on safe
     /// commits between threads).
     lookahead: f64,
+    /// Probability that a send to the LP itself comes sooner than the lookahead (0, 1/3 or 2/3
+    /// of it): self-sends may take any delay.
+    self_short: f64,
     /// Makes `reverse` wrong now and then.
     broken_reverse: bool,
     /// Wall-time spin per event on LP 0, in microseconds (a slow LP).
@@ -39,6 +42,7 @@ impl Scramble {
             zero: 0.2,
             grid: 0.5,
             lookahead: 0.0,
+            self_short: 0.0,
             broken_reverse: false,
             slow_lp0_us: 0,
             panic_at: None,
@@ -86,12 +90,20 @@ impl Model for Scramble {
                 let n = u64::from(ctx.lps());
                 ctx.rng().below(n) as LpId
             };
-            let delay = self.lookahead
-                + if ctx.rng().uniform() < self.zero {
-                    0.0
-                } else {
-                    (1 + ctx.rng().below(4)) as f64 * self.grid
-                };
+            let short = dst == ctx.me() && self.self_short > 0.0 && {
+                let u = ctx.rng().uniform();
+                u < self.self_short
+            };
+            let delay = if short {
+                ctx.rng().below(3) as f64 * self.lookahead / 3.0
+            } else {
+                self.lookahead
+                    + if ctx.rng().uniform() < self.zero {
+                        0.0
+                    } else {
+                        (1 + ctx.rng().below(4)) as f64 * self.grid
+                    }
+            };
             ctx.send(dst, delay, Token { value: cell.hash });
             ctx.count(0, 1);
         }
@@ -266,6 +278,42 @@ fn commit_hooks_run_once_per_committed_event_in_time_order() {
 /// window of about the lookahead keeps workers near GVT, so that safe and recorded events mix
 /// on every LP (without it these small runs race ahead of GVT and few events are safe). A rule
 /// with twice the lookahead fails this test (checked by hand).
+/// Self-sends sooner than the lookahead (zero included), with safe commits (reverse state
+/// saving, the lookahead rule) and without (copy), at 1 to 4 threads: the sequential history.
+#[test]
+fn self_sends_below_the_lookahead_keep_the_sequential_history() {
+    let m = Scramble {
+        zero: 0.0,
+        lookahead: 0.9,
+        self_short: 0.5,
+        ..Scramble::new()
+    };
+    for seed in [3, 4] {
+        let seq = sequential(&m, seed);
+        assert!(seq.committed > 300, "{}", seq.committed);
+        let mut safe = 0.0;
+        for threads in 1..=4 {
+            for opts in [
+                TimeWarpOptions::new().state_saving(StateSaving::Reverse),
+                TimeWarpOptions::new()
+                    .state_saving(StateSaving::Reverse)
+                    .window(Some(1.35))
+                    .fixed_window(true),
+                TimeWarpOptions::new().state_saving(StateSaving::Copy),
+            ] {
+                let what = format!("seed {seed}, {threads} threads, {opts:?}");
+                let tw = time_warp(&m, seed, threads, opts).expect("time warp run");
+                assert_same(&seq, &tw, &what);
+                if threads > 1 {
+                    safe += tw.executor_stats["safe_commits"];
+                }
+            }
+        }
+        // The lookahead rule ran between threads, with the short self-sends.
+        assert!(safe > 0.0, "seed {seed}: no safe commit between threads");
+    }
+}
+
 #[test]
 fn safe_commits_keep_the_sequential_history_and_the_commit_order() {
     for (zero, lookahead) in [(0.2, 0.0), (0.0, 0.3), (0.0, 1.1)] {
