@@ -157,6 +157,7 @@ pub mod limits;
 mod loom;
 mod model;
 pub mod partition;
+pub mod placement;
 mod preempt;
 pub use preempt::{tick_overhead, TickOverhead};
 mod progress;

@@ -184,6 +184,7 @@ pub(super) fn finish<M: Model, Q: PendingSet<TwEvent<M::Event>>>(
             m
         })
         .collect();
+    report.placement = sh.pinner.placement();
     report.gvt_series = sh.series.into_inner().unwrap_or_default();
     report.window_series = window.series;
     Ok(report)
