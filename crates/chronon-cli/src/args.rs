@@ -94,9 +94,10 @@ pub(crate) struct CommonArgs {
     /// LP-to-worker mapping of the parallel executors: block or round-robin [default: block].
     #[arg(long, help_heading = EXEC)]
     pub mapping: Option<String>,
-    /// Pin worker threads to cores, NUMA node by node (each worker then first-touches its LPs'
-    /// records and pending set): auto (when the workers fit the cores), on or off; the
-    /// report's `placement` says what was done [default: auto].
+    /// Pin worker threads to cores, NUMA node by node: auto (when the workers fit the cores;
+    /// each worker first-touches its LPs' records and pending set on a machine of several
+    /// NUMA nodes), on (always, first touch included) or off; the report's `placement` says
+    /// what was done [default: auto].
     #[arg(long, help_heading = EXEC)]
     pub pin: Option<String>,
     /// Barrier of the window and lock-step executors: std, semaphore, spin or tree

@@ -15,10 +15,12 @@ pub use machine::Machine;
 #[non_exhaustive]
 pub enum Pin {
     /// Pinned when the run's workers fit the cores this process may use; not pinned otherwise
-    /// (workers that share cores are better left to the scheduler).
+    /// (workers that share cores are better left to the scheduler). First touch only on a
+    /// machine of several NUMA nodes (on one node it would move memory for nothing).
     #[default]
     Auto,
-    /// Always pinned; with more workers than cores, worker `w` shares core `w mod cores`.
+    /// Always pinned, and always first-touched; with more workers than cores, worker `w`
+    /// shares core `w mod cores`.
     On,
     /// Never pinned.
     Off,
@@ -58,7 +60,7 @@ pub struct Placement {
     /// The core of each worker, by global worker number (empty when not pinned).
     pub cores: Vec<usize>,
     /// Whether workers moved the records of their own LPs and their pending sets into memory
-    /// they touched first (done whenever workers are pinned).
+    /// they touched first (pinned workers do, with `on` or on several NUMA nodes).
     pub first_touch: bool,
     /// The longest time a worker spent on that move, in seconds (part of the run's wall time).
     pub first_touch_s: f64,
@@ -120,6 +122,15 @@ impl Pinner {
                 ),
             ),
         };
+        let first_touch = pinned && (pin == Pin::On || machine.numa_nodes > 1);
+        let why = format!(
+            "{why}; {}",
+            match (first_touch, pinned) {
+                (true, _) => "first touch: each worker moves its LPs' records and pending set",
+                (false, true) => "no first touch: one NUMA node",
+                (false, false) => "no first touch",
+            }
+        );
         let cores = if pinned {
             (0..workers).map(|w| machine.order[w % n]).collect()
         } else {
@@ -130,7 +141,7 @@ impl Pinner {
                 pin: pin.name().into(),
                 pinned,
                 cores,
-                first_touch: pinned,
+                first_touch,
                 first_touch_s: 0.0,
                 why,
                 machine,

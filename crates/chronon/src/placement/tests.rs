@@ -29,13 +29,22 @@ fn order_is_node_by_node_and_cores_before_their_second_threads() {
 fn auto_pins_workers_that_fit_and_on_shares_cores() {
     let m = || machine(&[0, 1], &[vec![0, 1]], |_| 0);
     let fit = Pinner::with_machine(Pin::Auto, 2, m()).placement();
-    assert!(fit.pinned && fit.first_touch, "{fit:?}");
+    // One NUMA node: pinned, nothing to first-touch for.
+    assert!(fit.pinned && !fit.first_touch, "{fit:?}");
+    assert!(
+        fit.why.contains("no first touch: one NUMA node"),
+        "{}",
+        fit.why
+    );
+    let two = machine(&[0, 1], &[vec![0], vec![1]], |_| 0);
+    let p = Pinner::with_machine(Pin::Auto, 2, two).placement();
+    assert!(p.pinned && p.first_touch, "{p:?}");
     assert_eq!(fit.cores, [0, 1]);
     let over = Pinner::with_machine(Pin::Auto, 3, m()).placement();
     assert!(!over.pinned && !over.first_touch && over.cores.is_empty());
     assert!(over.why.contains("3 workers on 2 cores"), "{}", over.why);
     let on = Pinner::with_machine(Pin::On, 3, m()).placement();
-    assert!(on.pinned, "{on:?}");
+    assert!(on.pinned && on.first_touch, "{on:?}");
     assert_eq!(on.cores, [0, 1, 0]);
     let off = Pinner::with_machine(Pin::Off, 1, m()).placement();
     assert!(!off.pinned && off.why.contains("--pin off"));
