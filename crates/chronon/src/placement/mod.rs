@@ -81,6 +81,17 @@ impl Placement {
             ..Placement::default()
         }
     }
+
+    /// Records that `failed` workers (if any) could not set their affinity.
+    fn unpinned(&mut self, failed: usize) {
+        if failed > 0 {
+            self.pinned = false;
+            self.why = format!(
+                "not pinned: {failed} worker(s) could not set their affinity; {}",
+                self.why
+            );
+        }
+    }
 }
 
 /// The plan of a run's placement, shared by its worker threads: each pins itself and
@@ -183,14 +194,7 @@ impl Pinner {
     pub(crate) fn placement(&self) -> Placement {
         let mut p = self.plan.clone();
         // Ordering: read after the workers were joined.
-        let failed = self.failed.load(std::sync::atomic::Ordering::Relaxed);
-        if failed > 0 {
-            p.pinned = false;
-            p.why = format!(
-                "not pinned: {failed} worker(s) could not set their affinity; {}",
-                p.why
-            );
-        }
+        p.unpinned(self.failed.load(std::sync::atomic::Ordering::Relaxed));
         p.first_touch_s = self.touch_ns.load(std::sync::atomic::Ordering::Relaxed) as f64 * 1e-9;
         p
     }
@@ -213,15 +217,12 @@ pub(crate) fn gathered(
     workers: &[std::collections::BTreeMap<String, f64>],
 ) -> Placement {
     let mut p = Pinner::new(pin, n).placement();
-    let unpinned = workers
-        .iter()
-        .filter(|w| w.get("pinned") == Some(&0.0))
-        .count();
-    if p.pinned && unpinned > 0 {
-        p.pinned = false;
-        p.why = format!(
-            "not pinned: {unpinned} worker(s) could not set their affinity; {}",
-            p.why
+    if p.pinned {
+        p.unpinned(
+            workers
+                .iter()
+                .filter(|w| w.get("pinned") == Some(&0.0))
+                .count(),
         );
     }
     p.first_touch_s = workers

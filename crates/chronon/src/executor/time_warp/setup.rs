@@ -313,6 +313,8 @@ pub(super) fn build<'a, M: Model, Q: PendingSet<TwEvent<M::Event>>>(
         None => (Wires::new(threads), GvtRegisters::new(threads)),
     };
 
+    // The machine is read before the run's clock starts.
+    let pinner = crate::placement::Pinner::new(cfg.pin, threads);
     let sh = Shared {
         links,
         model,
@@ -355,7 +357,7 @@ pub(super) fn build<'a, M: Model, Q: PendingSet<TwEvent<M::Event>>>(
             ticks: opts.ticks,
         }),
         tick_flags: (0..threads).map(|_| Default::default()).collect(),
-        pinner: crate::placement::Pinner::new(cfg.pin, threads),
+        pinner,
         #[cfg(feature = "mpi")]
         pump: None,
     };
