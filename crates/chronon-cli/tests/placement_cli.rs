@@ -10,11 +10,10 @@ fn report(args: &[&str]) -> serde_json::Value {
     report_by("placement", args, chronon)
 }
 
-fn with(extra: &[&str]) -> Vec<&'static str> {
-    let mut a: Vec<&'static str> = SMALL.to_vec();
-    for x in extra {
-        a.push(Box::leak(x.to_string().into_boxed_str()));
-    }
+/// The small PHOLD run with `extra` flags.
+fn with<'a>(extra: &[&'a str]) -> Vec<&'a str> {
+    let mut a: Vec<&'a str> = SMALL.to_vec();
+    a.extend_from_slice(extra);
     a
 }
 
