@@ -165,7 +165,8 @@ pub(super) fn render(_: &Settings, r: &Results) -> Result<Rendered, Failure> {
          wall time (initialization excluded); parallel efficiency = speedup / workers; commit \
          efficiency = committed / processed (Time Warp's rollbacks). Workers are pinned when \
          they fit the cores (`--pin auto`; the CSV's `pinned`).\n\nMachine: {} core(s) \
-         available, {} NUMA node(s) (from the runs' reports); CPU: {}.\n\n",
+         available, {} NUMA node(s) (from the runs' reports); CPU of the machine that drew \
+         this table: {}.\n\n",
         r.get(&[("sync", "seq")], "cores"),
         r.get(&[("sync", "seq")], "numa_nodes"),
         if machine.cpu_model.is_empty() {
@@ -188,11 +189,10 @@ pub(super) fn render(_: &Settings, r: &Results) -> Result<Rendered, Failure> {
                 .collect();
             lines.push((sync.to_string(), pts));
         }
+        // (The sequential point is one process too.)
         for p in here.iter().filter(|p| p.param("procs") != "1") {
-            if p.param("sync") != "seq" {
-                let label = split_label(p.param("sync"), p.param("procs"), p.param("threads"));
-                lines.push((label, vec![p]));
-            }
+            let label = split_label(p.param("sync"), p.param("procs"), p.param("threads"));
+            lines.push((label, vec![p]));
         }
         let header: Vec<String> = [
             "executor",
