@@ -97,6 +97,12 @@ pub(crate) struct CommonArgs {
     /// LP-to-worker mapping of the parallel executors: block or round-robin [default: block].
     #[arg(long, help_heading = EXEC)]
     pub mapping: Option<String>,
+    /// Pin worker threads to cores, NUMA node by node: auto (when the workers fit the cores;
+    /// each worker first-touches its LPs' records and pending set on a machine of several
+    /// NUMA nodes), on (always, first touch included) or off; the report's `placement` says
+    /// what was done [default: auto].
+    #[arg(long, help_heading = EXEC)]
+    pub pin: Option<String>,
     /// Barrier of the window and lock-step executors: std, semaphore, spin or tree
     /// [default: tree].
     #[arg(long, help_heading = CONSERVATIVE)]
@@ -254,6 +260,7 @@ pub(crate) const COMMON_KEYS: &[&str] = &[
     "barrier",
     "fan-in",
     "mapping",
+    "pin",
     "dedicated",
     "shared-sets",
     "max-null-messages",
@@ -279,6 +286,7 @@ impl CommonArgs {
             barrier: self.barrier.or(file.barrier),
             fan_in: self.fan_in.or(file.fan_in),
             mapping: self.mapping.or(file.mapping),
+            pin: self.pin.or(file.pin),
             dedicated: self.dedicated.or(file.dedicated),
             shared_sets: self.shared_sets.or(file.shared_sets),
             max_null_messages: self.max_null_messages.or(file.max_null_messages),

@@ -118,3 +118,28 @@ fn bad_experiment_arguments_get_one_line() {
     assert!(!nothing.exists(), "a failed --from creates nothing");
     let _ = std::fs::remove_file(&file);
 }
+
+#[test]
+fn scaling_refuses_bad_configs_and_splits_in_one_line() {
+    let dir = scratch("scaling-args");
+    let d = dir.to_str().unwrap();
+    for (more, want) in [
+        (
+            &["--configs", "huge"][..],
+            "unknown --configs 'huge' (allowed: std, work, big, large)",
+        ),
+        (&["--splits", "4by4"][..], "--splits '4by4' is not PxW"),
+        (&["--splits", "0x4"][..], "--splits '0x4' is not PxW"),
+    ] {
+        let mut args = vec!["--quick", "--out", d];
+        args.extend(more);
+        one_line("experiment ours-scaling", &args, want);
+    }
+    one_line(
+        "experiment ours-phold",
+        &["--configs", "std", "--out", d],
+        "--configs and --splits apply to ours-scaling only",
+    );
+    assert!(!dir.join("ours-scaling.csv").exists());
+    let _ = std::fs::remove_dir_all(&dir);
+}

@@ -93,6 +93,52 @@ fn refcount_measures_every_scheme_and_every_relay_run_commits_the_same_history()
     }
 }
 
+/// The scaling experiment (its small `work` configuration): every executor at 1 and 2
+/// threads and a 2x1 split commit one history; the table has speedups, both efficiencies,
+/// placement and the machine; the figure a line per executor and one per split.
+#[test]
+fn scaling_measures_every_executor_and_a_split_and_records_the_machine() {
+    let (rows, md, texts) = quick(
+        "ours-scaling",
+        &["--configs", "work", "--threads", "1,2", "--splits", "2x1"],
+    );
+    // seq, 4 executors x 2 thread counts, 2 split executors.
+    assert_eq!(rows.len(), 11, "{rows:?}");
+    let committed: Vec<&str> = rows.iter().map(|r| col(r, "committed")).collect();
+    assert!(
+        committed.iter().all(|c| *c == committed[0]),
+        "{committed:?}"
+    );
+    for r in &rows {
+        let workers: f64 = col(r, "workers").parse().unwrap();
+        let (p, t): (f64, f64) = (
+            col(r, "procs").parse().unwrap(),
+            col(r, "threads").parse().unwrap(),
+        );
+        assert_eq!(workers, p * t, "{r:?}");
+        assert!(col(r, "cores").parse::<f64>().unwrap() >= 1.0, "{r:?}");
+        assert!(["0", "1"].contains(&col(r, "pinned")), "{r:?}");
+    }
+    assert!(
+        md.contains("Machine: ") && md.contains("NUMA node(s)"),
+        "{md}"
+    );
+    assert!(md.contains("| parallel efficiency |"), "{md}");
+    assert!(
+        md.contains("| window 2p×1t |") && md.contains("| timewarp 2p×1t |"),
+        "{md}"
+    );
+    for s in [
+        "window",
+        "lockstep",
+        "null-message",
+        "timewarp",
+        "window 2p×1t",
+    ] {
+        assert!(texts.iter().any(|t| t == s), "{s} missing: {texts:?}");
+    }
+}
+
 #[test]
 fn list_names_every_experiment_and_what_waits() {
     let (code, out, _) = chronon(&["experiment", "--list"]);

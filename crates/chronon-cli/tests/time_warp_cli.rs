@@ -407,3 +407,37 @@ fn the_summary_shows_rollback_lengths_and_preemption_figures() {
         }
     }
 }
+
+/// Each worker's loop time splits into busy, idle, GVT reports and fossil collection, which
+/// add up to it (no part counted twice); `chronon report` draws the shares.
+#[test]
+fn time_warp_reports_where_each_worker_spends_its_loop() {
+    let path = common::out_path("tw-shares");
+    let (code, _, err) = run(&["--sync", "timewarp", "--threads", "2", "--output", &path]);
+    assert_eq!(code, 0, "{err}");
+    let r: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&path).unwrap()).unwrap();
+    let workers = r["workers"].as_array().unwrap();
+    assert_eq!(workers.len(), 2);
+    for w in workers {
+        let f = |k: &str| w[k].as_f64().unwrap_or_else(|| panic!("{k} missing: {w}"));
+        let parts = [f("busy_s"), f("idle_s"), f("gvt_s"), f("fossil_s")];
+        assert!(parts.iter().all(|x| *x >= 0.0), "{w}");
+        let sum: f64 = parts.iter().sum();
+        assert!(
+            (sum - f("loop_s")).abs() <= 1e-6,
+            "{sum} vs {}: {w}",
+            f("loop_s")
+        );
+        assert!(f("loop_s") <= r["wall_s"].as_f64().unwrap() + 1e-6, "{w}");
+    }
+    let plots = std::env::temp_dir().join(format!("chronon-tw-shares-{}", std::process::id()));
+    let (code, _, err) = chronon(&["report", &path, "--out", plots.to_str().unwrap()]);
+    assert_eq!(code, 0, "{err}");
+    let svg = std::fs::read_to_string(plots.join("workers.svg")).unwrap();
+    for s in ["idle", "GVT", "fossil collection", "rolled back"] {
+        assert!(svg.contains(s), "{s} missing");
+    }
+    let _ = std::fs::remove_dir_all(&plots);
+    let _ = std::fs::remove_file(&path);
+}

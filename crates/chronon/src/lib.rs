@@ -219,6 +219,7 @@ pub mod measure;
 mod model;
 mod model_stats;
 pub mod partition;
+pub mod placement;
 mod preempt;
 pub use preempt::{tick_overhead, TickOverhead};
 mod progress;

@@ -9,6 +9,7 @@ use crate::executor::time_warp::StateEq;
 use crate::executor::{self, Executor, LpSlot, RunConfig, TimeWarpOptions};
 use crate::limits::{self, MemoryLimit, RunSize};
 use crate::model::{LpId, Model, Time};
+use crate::placement::Pin;
 use crate::progress::Progress;
 use crate::queue::QueueKind;
 use crate::stats::Report;
@@ -38,6 +39,7 @@ pub struct Simulation<M: Model> {
     seed: u64,
     queue: QueueKind,
     executor: Executor,
+    pin: Pin,
     progress: Option<Arc<Progress>>,
     time_warp: TimeWarpOptions,
     state_eq: Option<StateEq<M::State>>,
@@ -190,6 +192,7 @@ impl<M: Model> Simulation<M> {
             seed: 0,
             queue: QueueKind::default(),
             executor: Executor::default(),
+            pin: Pin::default(),
             progress: None,
             time_warp: TimeWarpOptions::default(),
             state_eq: None,
@@ -231,6 +234,14 @@ impl<M: Model> Simulation<M> {
     /// The executor.
     pub fn executor(mut self, executor: Executor) -> Self {
         self.executor = executor;
+        self
+    }
+
+    /// Whether worker threads are pinned to cores, NUMA node by node, and first-touch their
+    /// LPs' memory ([`Pin::Auto`] by default: when the workers fit the cores). The report's
+    /// `placement` says what was done.
+    pub fn pin(mut self, pin: Pin) -> Self {
+        self.pin = pin;
         self
     }
 
@@ -352,6 +363,7 @@ impl<M: Model> Simulation<M> {
             seed: self.seed,
             queue: self.queue,
             progress: self.progress.unwrap_or_default(),
+            pin: self.pin,
         };
         if self.time_warp.check_reverse && !matches!(self.executor, Executor::TimeWarp { .. }) {
             return Err(SimError::Config(

@@ -48,6 +48,8 @@ pub struct Report {
     pub executor_stats: BTreeMap<String, f64>,
     /// Per-worker figures, one map per worker.
     pub workers: Vec<BTreeMap<String, f64>>,
+    /// Where the workers ran: pinned to cores or not (and why), first touch, the machine.
+    pub placement: crate::placement::Placement,
     /// GVT over wall time as (wall seconds, GVT) pairs (optimistic executors; empty otherwise).
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub gvt_series: Vec<(f64, Time)>,
@@ -83,6 +85,7 @@ impl Report {
             model_stats: ModelStats::default(),
             executor_stats: BTreeMap::new(),
             workers: Vec::new(),
+            placement: Default::default(),
             gvt_series: Vec::new(),
             window_series: Vec::new(),
             model_series: Default::default(),

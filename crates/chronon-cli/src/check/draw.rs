@@ -279,5 +279,9 @@ pub(crate) fn executor_flags(model: &str, sync: &str, over_ranks: bool, d: &mut 
     {
         f.set("procs", d.int(1, 3));
     }
+    // Placement: pinned or not, more workers than cores included (`on` shares cores).
+    if d.chance(0.4) {
+        f.set("pin", d.pick(&["auto", "on", "off"]));
+    }
     f
 }

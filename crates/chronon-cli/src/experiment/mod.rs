@@ -15,6 +15,7 @@ mod ours;
 mod refcount;
 mod registry;
 mod runner;
+pub(crate) mod scaling;
 mod seed000;
 mod seed001;
 mod seed002;
@@ -57,6 +58,13 @@ pub(crate) struct ExperimentCmd {
     /// earlier run's), into --out [default: the same directory].
     #[arg(long, conflicts_with_all = ["quick", "threads", "reps"])]
     pub from: Option<PathBuf>,
+    /// ours-scaling: the PHOLD configurations to run, of std, work, big, large [default: all].
+    #[arg(long, value_delimiter = ',')]
+    pub configs: Option<Vec<String>>,
+    /// ours-scaling: worker-process splits PxW (P processes of W threads), run under window
+    /// and Time Warp besides the thread counts, like 16x1,4x4 [default: none].
+    #[arg(long, value_delimiter = ',')]
+    pub splits: Option<Vec<String>>,
 }
 
 /// What an experiment's plan and tables see of the command line.
@@ -68,6 +76,10 @@ pub(crate) struct Settings {
     pub reps: u32,
     /// Cores available to this process.
     pub cores: usize,
+    /// ours-scaling's `--configs` (None: every configuration).
+    pub configs: Option<Vec<String>>,
+    /// ours-scaling's `--splits`: (processes, threads) pairs.
+    pub splits: Vec<(usize, usize)>,
 }
 
 impl Settings {
@@ -235,11 +247,28 @@ pub(crate) fn run(cmd: ExperimentCmd) -> Result<u8, Failure> {
             ));
         }
     }
+    if (cmd.configs.is_some() || cmd.splits.is_some()) && name != "ours-scaling" {
+        return Err(Failure::bad_input(format!(
+            "--configs and --splits apply to ours-scaling only; got experiment '{name}'"
+        )));
+    }
+    if let Some(c) = &cmd.configs {
+        scaling::check_configs(c)?;
+    }
+    let splits = cmd
+        .splits
+        .iter()
+        .flatten()
+        .map(|s| scaling::parse_split(s))
+        .collect::<Result<Vec<_>, _>>()
+        .map_err(Failure::bad_input)?;
     let settings = Settings {
         quick: cmd.quick,
         threads: cmd.threads.clone(),
         reps: cmd.reps.unwrap_or(if cmd.quick { 1 } else { e.reps }),
         cores: std::thread::available_parallelism().map_or(1, |n| n.get()),
+        configs: cmd.configs.clone(),
+        splits,
     };
     let dir = cmd
         .out

@@ -1,9 +1,9 @@
-//! chronon's own experiments: PHOLD std/big/huge on every executor against the bare heap loop
-//! (`chronon bench phold` as an experiment), and scaling over threads.
+//! chronon's own experiment `ours-phold`: PHOLD std/big/huge on every executor against the bare
+//! heap loop (`chronon bench phold` as an experiment). Scaling: scaling.rs.
 
 use super::seed001::PARALLEL;
 use super::{md_table, num, Point, Rendered, Results, Settings};
-use crate::report::plot::{figure, Bars, Panel, Series};
+use crate::report::plot::{figure, Bars, Panel};
 use crate::Failure;
 
 /// (name, PHOLD flags) of each configuration, full size or quick.
@@ -114,93 +114,5 @@ pub(super) fn executors_render(_: &Settings, r: &Results) -> Result<Rendered, Fa
             groups,
         }],
     )?;
-    Ok(Rendered { table, figure: svg })
-}
-
-/// (name, PHOLD flags): events of no work and events of 10 µs.
-fn scaling_configs(quick: bool) -> [(&'static str, [&'static str; 4]); 2] {
-    if quick {
-        [
-            ("std", ["--end", "200", "--work-us", "0"]),
-            ("work", ["--end", "3", "--work-us", "10"]),
-        ]
-    } else {
-        [
-            ("std", ["--end", "2000", "--work-us", "0"]),
-            ("work", ["--end", "30", "--work-us", "10"]),
-        ]
-    }
-}
-
-pub(super) fn scaling_plan(s: &Settings) -> Result<Vec<Point>, Failure> {
-    let mut out = Vec::new();
-    for (name, flags) in scaling_configs(s.quick) {
-        let mut seq = vec!["run", "phold", "--stall-secs", "0"];
-        seq.extend(flags);
-        out.push(Point::new(
-            &[("config", name), ("sync", "seq"), ("threads", "1")],
-            &seq,
-        ));
-        for t in s.threads_or_default() {
-            let ts = t.to_string();
-            for sync in PARALLEL {
-                let mut args = seq.clone();
-                args.extend(["--sync", sync, "--threads", &ts]);
-                out.push(Point::new(
-                    &[("config", name), ("sync", sync), ("threads", &ts)],
-                    &args,
-                ));
-            }
-        }
-    }
-    Ok(out)
-}
-
-pub(super) fn scaling_render(_: &Settings, r: &Results) -> Result<Rendered, Failure> {
-    let threads = r.values("threads");
-    let mut table = String::from(
-        "PHOLD std (1024 LPs, no work per event) and work (10 µs of busy work per event): \
-         speedup of each executor over the sequential executor by threads (wall time, \
-         initialization excluded; efficiency = committed / processed).\n\n",
-    );
-    let mut panels = Vec::new();
-    for c in r.values("config") {
-        let seq = r.get(&[("config", &c), ("sync", "seq")], "wall_s");
-        let mut header = vec!["executor".to_string()];
-        for t in &threads {
-            header.push(format!("×{t} speedup"));
-            header.push(format!("×{t} efficiency"));
-        }
-        let mut rows = Vec::new();
-        let mut series = Vec::new();
-        for sync in PARALLEL {
-            let mut row = vec![sync.to_string()];
-            let mut pts = Vec::new();
-            for t in &threads {
-                let p = [
-                    ("config", c.as_str()),
-                    ("sync", sync),
-                    ("threads", t.as_str()),
-                ];
-                let sp = seq / r.get(&p, "wall_s");
-                row.extend([num(sp), num(r.get(&p, "efficiency"))]);
-                pts.push((t.parse().unwrap_or(f64::NAN), sp));
-            }
-            rows.push(row);
-            series.push(Series::new(sync, pts));
-        }
-        table.push_str(&format!(
-            "{c} (sequential: {} s)\n\n{}\n",
-            num(seq),
-            md_table(&header, &rows)
-        ));
-        panels.push(Panel::Lines {
-            title: format!("PHOLD {c}"),
-            x: "threads".into(),
-            y: "speedup over seq".into(),
-            series,
-        });
-    }
-    let svg = figure("PHOLD scaling over threads", &panels)?;
     Ok(Rendered { table, figure: svg })
 }

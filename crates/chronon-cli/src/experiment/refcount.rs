@@ -357,6 +357,8 @@ mod tests {
             threads: Some(vec![1, 2]),
             reps: 1,
             cores: 2,
+            configs: None,
+            splits: Vec::new(),
         }
     }
 

@@ -3,8 +3,8 @@
 //! have not landed is an entry with `Status::Waits` naming the issue.
 
 use super::{
-    gsu, ours, refcount, run_metrics, seed000, seed001, seed002, seed003, store_alloc, ticks,
-    Experiment, Ready, Status,
+    gsu, ours, refcount, run_metrics, scaling, seed000, seed001, seed002, seed003, store_alloc,
+    ticks, Experiment, Ready, Status,
 };
 
 const fn ready(
@@ -189,11 +189,15 @@ pub(crate) const EXPERIMENTS: &[Experiment] = &[
     Experiment {
         name: "ours-scaling",
         seed: "ours",
-        what: "PHOLD scaling over threads",
-        needs: "threads",
+        what: "PHOLD scaling: every executor, threads, splits",
+        needs: "threads; processes (--splits)",
         partial: "",
         reps: 3,
-        status: ready(ours::scaling_plan, ours::scaling_render),
+        status: Status::Ready(Ready {
+            plan: scaling::plan,
+            extract: scaling::extract,
+            render: scaling::render,
+        }),
     },
 ];
 
@@ -208,6 +212,8 @@ mod tests {
             threads: None,
             reps: 1,
             cores: 2,
+            configs: None,
+            splits: Vec::new(),
         };
         for (i, e) in EXPERIMENTS.iter().enumerate() {
             assert!(

@@ -514,6 +514,8 @@ mod tests {
             threads: None,
             reps: 1,
             cores: 2,
+            configs: None,
+            splits: Vec::new(),
         };
         let mpi = mpi_missing().is_none();
         // The points over processes (zero copy, copy) and over MPI ranks (where this binary

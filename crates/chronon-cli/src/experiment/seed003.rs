@@ -552,6 +552,8 @@ mod tests {
             threads: None,
             reps: 1,
             cores: 2,
+            configs: None,
+            splits: Vec::new(),
         };
         let t = datastore_render(&s, &r).unwrap().table;
         for config in ["light", "heavy"] {

@@ -177,6 +177,8 @@ mod tests {
             threads: None,
             reps: 1,
             cores: 2,
+            configs: None,
+            splits: Vec::new(),
         };
         let p = points(&s, &["run", "datastore", "--batching-factor", "20"]);
         assert_eq!(

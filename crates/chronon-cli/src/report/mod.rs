@@ -342,34 +342,42 @@ fn workers(reports: &[Loaded]) -> Option<Vec<Panel>> {
         };
         let cats: Vec<String> = (0..ws.len()).map(|i| format!("w{i}")).collect();
         let col = |k: &str| ws.iter().map(|w| f(w, k)).collect::<Vec<f64>>();
-        if ws.iter().any(|w| w.get("busy_s").is_some()) {
-            let (busy, wait, sync) = (col("busy_s"), col("wait_s"), col("sync_s"));
-            let share = |x: &[f64]| -> Vec<f64> {
-                x.iter()
-                    .enumerate()
-                    .map(|(i, v)| v / (busy[i] + wait[i] + sync[i]))
-                    .collect()
-            };
+        // Time shares: the conservative executors' (busy, waiting, synchronizing), Time Warp's
+        // (busy, idle, GVT reports, fossil collection).
+        let parts: &[(&str, &str)] = if ws.iter().any(|w| w.get("sync_s").is_some()) {
+            &[
+                ("busy_s", "busy"),
+                ("wait_s", "waiting"),
+                ("sync_s", "synchronizing"),
+            ]
+        } else if ws.iter().any(|w| w.get("loop_s").is_some()) {
+            &[
+                ("busy_s", "busy"),
+                ("idle_s", "idle"),
+                ("gvt_s", "GVT"),
+                ("fossil_s", "fossil collection"),
+            ]
+        } else {
+            &[]
+        };
+        if !parts.is_empty() {
+            let cols: Vec<Vec<f64>> = parts.iter().map(|(k, _)| col(k)).collect();
+            let total = |i: usize| cols.iter().map(|c| c[i]).sum::<f64>();
             panels.push(Panel::Stacked {
                 title: format!("{}: time shares per worker", r.label),
                 y: "share of wall time".into(),
-                categories: cats,
-                layers: vec![
-                    Bars {
-                        name: "busy".into(),
-                        values: share(&busy),
-                    },
-                    Bars {
-                        name: "waiting".into(),
-                        values: share(&wait),
-                    },
-                    Bars {
-                        name: "synchronizing".into(),
-                        values: share(&sync),
-                    },
-                ],
+                categories: cats.clone(),
+                layers: parts
+                    .iter()
+                    .zip(&cols)
+                    .map(|((_, name), c)| Bars {
+                        name: name.to_string(),
+                        values: c.iter().enumerate().map(|(i, v)| v / total(i)).collect(),
+                    })
+                    .collect(),
             });
-        } else if ws.iter().any(|w| w.get("rolled_back").is_some()) {
+        }
+        if ws.iter().any(|w| w.get("rolled_back").is_some()) {
             let (processed, rolled) = (col("processed"), col("rolled_back"));
             panels.push(Panel::Stacked {
                 title: format!(

@@ -138,6 +138,10 @@ pub(crate) fn run_simulation_checked<M: Procs>(
         }
     };
     let seed = common.seed.unwrap_or(1);
+    let pin: chronon::placement::Pin = match common.pin.as_deref() {
+        None => Default::default(),
+        Some(p) => p.parse().map_err(Failure::bad_input)?,
+    };
     // The report's config keeps what was asked for (`--runtime bsp --threads N` reruns it).
     let asked = executor.clone();
     let (executor, procs) = bsp_processes(executor, common.procs)?;
@@ -171,6 +175,7 @@ pub(crate) fn run_simulation_checked<M: Procs>(
         .seed(seed)
         .queue(queue)
         .executor(executor.clone())
+        .pin(pin)
         .time_warp(tw)
         .progress(progress.clone());
     let sim = match check {

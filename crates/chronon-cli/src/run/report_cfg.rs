@@ -25,6 +25,7 @@ pub(super) fn report_config(
     if let Some(p) = common.procs {
         c.insert("procs".into(), json!(p));
     }
+    c.insert("pin".into(), json!(common.pin.as_deref().unwrap_or("auto")));
     let mut put = |k: &str, v: Value| {
         c.insert(k.into(), v);
     };

@@ -74,6 +74,8 @@ pub(crate) struct RunConfig {
     pub seed: u64,
     pub queue: QueueKind,
     pub progress: Arc<Progress>,
+    /// Whether worker threads are pinned to cores.
+    pub pin: crate::placement::Pin,
 }
 
 /// One LP as executors keep it: the model's state, the engine's per-LP bookkeeping, and the

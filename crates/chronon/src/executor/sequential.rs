@@ -35,6 +35,10 @@ fn run_with<M: Model, Q: PendingSet<Event<M::Event>>>(
     let mut globals = GlobalQueue::new(model)?;
     let mut report = Report::new("seq", 1, cfg.queue.name(), cfg.lps, cfg.end);
     report.init_s = init_start.elapsed().as_secs_f64();
+    report.placement = crate::placement::Placement::none(
+        cfg.pin,
+        "not pinned: the sequential executor runs on the calling thread",
+    );
 
     let start = Instant::now();
     let lookahead = model.lookahead();

@@ -16,6 +16,7 @@ use crate::executor::links::Links;
 use crate::executor::{finish_report, init_lps, join_all, LpSlot, RunConfig};
 use crate::gsu::Published;
 use crate::model::{Model, Time};
+use crate::placement::{touch_queue, Pinner};
 use crate::queue::{HeapQueue, LadderQueue, PendingSet, QueueKind};
 use crate::stats::Report;
 use crate::transport::threads::ThreadNet;
@@ -123,20 +124,25 @@ fn run_with<M: Model, Q: PendingSet<Event<M::Event>>>(
     // gsu/README.md): a worker that starts idle must not see the others as idle before they
     // publish.
     let net = ThreadNet::new(&first, cc.barrier.build(w));
+    let pinner = Pinner::new(cfg.pin, w);
     let start = Instant::now();
     let results: Vec<WorkerResult> = std::thread::scope(|s| {
         let handles: Vec<_> = queues
             .into_iter()
             .enumerate()
             .map(|(me, q)| {
-                let shared = &shared;
-                let net = &net;
-                s.spawn(move || run_worker(&mut Worker::new(shared, q, net.endpoint(me)), protocol))
+                let (shared, net, pinner) = (&shared, &net, &pinner);
+                s.spawn(move || {
+                    pinner.pin(me);
+                    let q = pinner.touch(q, touch_queue);
+                    run_worker(&mut Worker::new(shared, q, net.endpoint(me)), protocol)
+                })
             })
             .collect();
         join_all(handles)
     });
     let wall = start.elapsed().as_secs_f64();
+    report.placement = pinner.placement();
     if let Some(e) = shared.take_error() {
         return Err(e);
     }

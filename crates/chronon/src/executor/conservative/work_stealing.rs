@@ -148,6 +148,10 @@ pub(super) fn run<M: Model, Q: PendingSet<Event<M::Event>> + Send>(
     }
     let mut report = Report::new("lockstep", threads, cfg.queue.name(), cfg.lps, end);
     report.init_s = init_start.elapsed().as_secs_f64();
+    report.placement = crate::placement::Placement::none(
+        cfg.pin,
+        "not pinned: the work-stealing runtime runs its tasks on rayon's pool",
+    );
 
     let start = Instant::now();
     let mut outs: Vec<TaskOut<M::Event>> = Vec::new();

@@ -178,6 +178,7 @@ pub(super) fn gather<M: Model>(
         peak_rss += o.peak_rss;
         report.workers.extend(o.workers);
     }
+    report.placement = crate::placement::gathered(cfg.pin, n, &report.workers);
     let sum = |k: &str| -> f64 { report.workers.iter().filter_map(|w| w.get(k)).sum() };
     report.rolled_back = sum("rolled_back") as u64;
     let mut es = std::collections::BTreeMap::new();
@@ -336,6 +337,7 @@ pub(super) fn part_out<M: Model, Q: PendingSet<TwEvent<M::Event>>>(
             states[id as usize] = Some(l.state);
         }
     }
+    crate::placement::mark_workers(&sh.pinner.placement(), &mut workers);
     let finish = finish_ops(
         model,
         mine.iter().map(|&lp| {

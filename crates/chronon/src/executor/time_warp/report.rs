@@ -44,6 +44,14 @@ pub(super) struct Stats {
     pub(super) rollback_ns: u64,
     /// Preemptive Time Warp's figures (zero when off).
     pub(super) preempt: super::preempt::PreemptStats,
+    /// Wall nanoseconds of the worker's loop, and of its parts: waiting with nothing it may
+    /// run (spans of loop turns that ran no event), GVT reports (draining, pushing sends,
+    /// reporting), fossil collection (committing). The rest is busy: events, rollbacks
+    /// (`rollback_ns`), receiving and sending.
+    pub(super) loop_ns: u64,
+    pub(super) idle_ns: u64,
+    pub(super) gvt_ns: u64,
+    pub(super) fossil_ns: u64,
 }
 
 #[allow(clippy::too_many_arguments)]
@@ -184,6 +192,7 @@ pub(super) fn finish<M: Model, Q: PendingSet<TwEvent<M::Event>>>(
             m
         })
         .collect();
+    report.placement = sh.pinner.placement();
     report.gvt_series = sh.series.into_inner().unwrap_or_default();
     report.window_series = window.series;
     Ok(report)
@@ -276,6 +285,13 @@ pub(super) fn worker_figures(s: &Stats, saving: Saving) -> std::collections::BTr
     }
     m.insert("peak_tracked_bytes".into(), s.peak_bytes as f64);
     insert_cpu(&mut m, s.cpu_user, s.cpu_sys, s.committed);
+    let secs = |ns: u64| ns as f64 * 1e-9;
+    m.insert("loop_s".into(), secs(s.loop_ns));
+    m.insert("idle_s".into(), secs(s.idle_ns));
+    m.insert("gvt_s".into(), secs(s.gvt_ns));
+    m.insert("fossil_s".into(), secs(s.fossil_ns));
+    let other = s.idle_ns + s.gvt_ns + s.fossil_ns;
+    m.insert("busy_s".into(), secs(s.loop_ns.saturating_sub(other)));
     m.insert(
         "efficiency".into(),
         s.committed as f64 / s.processed.max(1) as f64,

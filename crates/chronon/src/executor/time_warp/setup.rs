@@ -22,6 +22,7 @@ use crate::error::SimError;
 use crate::executor::{init_lps_each, RunConfig};
 use crate::model::{LpId, Model};
 use crate::partition::Mapping;
+use crate::placement::{touch_queue, touch_vec};
 use crate::queue::{HeapQueue, LadderQueue, PendingSet, QueueKind};
 use crate::stats::Report;
 
@@ -312,6 +313,8 @@ pub(super) fn build<'a, M: Model, Q: PendingSet<TwEvent<M::Event>>>(
         None => (Wires::new(threads), GvtRegisters::new(threads)),
     };
 
+    // The machine is read before the run's clock starts.
+    let pinner = crate::placement::Pinner::new(cfg.pin, threads);
     let sh = Shared {
         links,
         model,
@@ -354,6 +357,7 @@ pub(super) fn build<'a, M: Model, Q: PendingSet<TwEvent<M::Event>>>(
             ticks: opts.ticks,
         }),
         tick_flags: (0..threads).map(|_| Default::default()).collect(),
+        pinner,
         #[cfg(feature = "mpi")]
         pump: None,
     };
@@ -390,6 +394,12 @@ pub(super) fn spawn<M: Model, Q: PendingSet<TwEvent<M::Event>>>(
             .map(|(k, (lps, cold, queue))| {
                 let w = base + k;
                 s.spawn(move || {
+                    // The worker's LP records, cold records and pending set move into memory
+                    // its thread touches first (its history arena is its own from the start).
+                    sh.pinner.pin(w);
+                    let (lps, cold, queue) = sh.pinner.touch((lps, cold, queue), |(l, c, q)| {
+                        (touch_vec(l), touch_vec(c), touch_queue(q))
+                    });
                     let mut worker = Worker::new(w, sh, lps, cold, queue, ncounters);
                     let mut outcome = catch_unwind(AssertUnwindSafe(|| worker.run_loop()));
                     // Suspended contexts are dropped; their events are pending again and their

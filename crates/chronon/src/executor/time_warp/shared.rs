@@ -97,6 +97,8 @@ pub(super) struct Shared<'a, M: Model> {
     pub(super) preempt: Option<super::preempt::Config>,
     /// Per worker: the flag its ticks raise (crate::preempt::ticks).
     pub(super) tick_flags: Vec<crate::preempt::ticks::Flag>,
+    /// Where each worker runs (pinned or not), and its first touch of its LPs' memory.
+    pub(super) pinner: crate::placement::Pinner,
     /// Over MPI ranks without a driver thread: the rank's driver, which the worker steps at
     /// its looks (ranks/, [`Shared::pump`]).
     #[cfg(feature = "mpi")]

@@ -167,11 +167,22 @@ impl<'s, 'a, M: Model, Q: PendingSet<TwEvent<M::Event>>> Worker<'s, 'a, M, Q> {
     /// The worker's loop. Returns whether the run completed (GVT reached the end time) rather
     /// than stopping on request; errors abort every worker.
     pub(super) fn run_loop(&mut self) -> Result<bool, SimError> {
+        let start = Instant::now();
         let outcome = self.rounds();
+        self.stats.loop_ns = start.elapsed().as_nanos() as u64;
         // Sends still queued (none before the end time once the run completed) go out, so
         // that the report counts them among the pending events.
         self.flush();
         outcome
+    }
+
+    /// Ends an idle span (adding it to `idle_ns`) if one is open; returns the time now.
+    fn end_idle(&mut self, since: &mut Option<Instant>) -> Instant {
+        let now = Instant::now();
+        if let Some(t) = since.take() {
+            self.stats.idle_ns += now.duration_since(t).as_nanos() as u64;
+        }
+        now
     }
 
     /// [`run_loop`](Self::run_loop) up to its last flush.
@@ -181,6 +192,9 @@ impl<'s, 'a, M: Model, Q: PendingSet<TwEvent<M::Event>>> Worker<'s, 'a, M, Q> {
         let mut since_gvt = 0u64;
         // (processed, rolled back) as last published to the progress display.
         let mut reported = (0u64, 0u64);
+        // Since when the loop has run no event (a clock read where that starts and ends, and
+        // around GVT reports and fossil collection: none per event).
+        let mut idle_since: Option<Instant> = None;
         self.init_ticks()?;
         loop {
             if sh.abort.load(Ordering::SeqCst) {
@@ -191,14 +205,18 @@ impl<'s, 'a, M: Model, Q: PendingSet<TwEvent<M::Event>>> Worker<'s, 'a, M, Q> {
                 if r > self.reported {
                     // Drain after seeing the round (README, rule R1), push every send made so
                     // far (rule R2), then report.
+                    let t = self.end_idle(&mut idle_since);
                     self.drain()?;
                     self.flush();
                     self.report_gvt(r);
+                    self.stats.gvt_ns += t.elapsed().as_nanos() as u64;
                 }
             }
             let g = sh.gvt.gvt();
             if g > self.gvt {
+                let t = self.end_idle(&mut idle_since);
                 self.fossil(g)?;
+                self.stats.fossil_ns += t.elapsed().as_nanos() as u64;
                 sh.progress.set_now(g.min(sh.end));
             }
             if g > self.global_next {
@@ -247,6 +265,9 @@ impl<'s, 'a, M: Model, Q: PendingSet<TwEvent<M::Event>>> Worker<'s, 'a, M, Q> {
             self.flush_when_due(!ran);
             match ran {
                 true => {
+                    if idle_since.is_some() {
+                        self.end_idle(&mut idle_since);
+                    }
                     backoff.reset();
                     since_gvt += 1;
                     let past_safe = sh.safe.follows_gvt()
@@ -269,6 +290,7 @@ impl<'s, 'a, M: Model, Q: PendingSet<TwEvent<M::Event>>> Worker<'s, 'a, M, Q> {
                     }
                 }
                 false => {
+                    idle_since.get_or_insert_with(Instant::now);
                     if sh.progress.stop_requested() {
                         self.publish_progress(&mut reported);
                         return Ok(false);

@@ -24,6 +24,7 @@ use crate::executor::{init_lps, join_all, RunConfig};
 use crate::fingerprint::Fingerprint;
 use crate::gsu::{Published, Snapshot};
 use crate::model::{LpId, Model, ModelStats};
+use crate::placement::{mark_workers, touch_queue, Pinner};
 use crate::queue::{HeapQueue, LadderQueue, PendingSet, QueueKind};
 use crate::shm::registry::{set_directory, Directory};
 use crate::shm::{Control, ShmSafe};
@@ -275,14 +276,17 @@ pub(crate) fn run_part<M: Model, Q: PendingSet<Event<M::Event>>, X: Endpoint<M::
         global_next: AtomicU64::new(f64::INFINITY.to_bits()),
         balance: None,
     };
+    let pinner = Pinner::new(cfg.pin, n);
     let start = Instant::now();
     let results: Vec<(WorkerResult, usize, i64)> = std::thread::scope(|s| {
         let handles: Vec<_> = queues
             .into_iter()
             .enumerate()
             .map(|(k, q)| {
-                let (shared, first) = (&shared, first[k]);
+                let (shared, first, pinner) = (&shared, first[k], &pinner);
                 s.spawn(move || {
+                    pinner.pin(base + k);
+                    let q = pinner.touch(q, touch_queue);
                     let mut ep = endpoint(base + k);
                     // G0 across processes: every worker's first event is published before
                     // any worker runs (the start barrier).
@@ -371,6 +375,11 @@ pub(crate) fn run_part<M: Model, Q: PendingSet<Event<M::Event>>, X: Endpoint<M::
         .enumerate()
         .map(|(i, s)| mine(i).then_some(s.state))
         .collect();
+    let mut workers: Vec<_> = results
+        .iter()
+        .map(|r| worker_figures(protocol, &r.0, wall_s))
+        .collect();
+    mark_workers(&pinner.placement(), &mut workers);
     Ok(ChildOut {
         result: Ok(()),
         fingerprint,
@@ -386,10 +395,7 @@ pub(crate) fn run_part<M: Model, Q: PendingSet<Event<M::Event>>, X: Endpoint<M::
         peak_rss: peak_rss_bytes(),
         counters,
         finish,
-        workers: results
-            .iter()
-            .map(|r| worker_figures(protocol, &r.0, wall_s))
-            .collect(),
+        workers,
     })
 }
 

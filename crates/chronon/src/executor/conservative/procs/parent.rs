@@ -338,6 +338,7 @@ pub(crate) fn gather(
             report.workers.push(w);
         }
     }
+    report.placement = crate::placement::gathered(cfg.pin, procs * cc.threads, &report.workers);
     if tmc_left != 0 {
         return Err(SimError::Process(format!(
             "internal error: {tmc_left} messages counted in transit after every worker drained its rings"
