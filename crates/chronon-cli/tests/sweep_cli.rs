@@ -17,27 +17,7 @@ const MM1: &str = concat!(
 /// A CSV file as rows of (column -> cell).
 fn csv(path: &Path) -> Vec<BTreeMap<String, String>> {
     let text = std::fs::read_to_string(path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
-    let mut lines = text.lines();
-    let header: Vec<String> = lines.next().unwrap().split(',').map(String::from).collect();
-    lines
-        .map(|l| {
-            header
-                .iter()
-                .cloned()
-                .zip(l.split(',').map(String::from))
-                .collect()
-        })
-        .collect()
-}
-
-/// `runs.csv` without the columns that depend on the machine's speed.
-fn history(dir: &Path) -> Vec<BTreeMap<String, String>> {
-    let mut rows = csv(&dir.join("runs.csv"));
-    for r in &mut rows {
-        r.remove("wall_s");
-        r.remove("events_per_s");
-    }
-    rows
+    common::csv_rows(&text)
 }
 
 fn sweep(args: &[&str]) -> (i32, String, String) {
@@ -222,7 +202,7 @@ fn a_stopped_study_resumes_to_the_same_results() {
     let args: Vec<&str> = args.iter().map(String::as_str).collect();
     let (code, stdout, stderr) = chronon(&args);
     assert_eq!(code, 0, "{stdout}{stderr}");
-    let want = history(&whole);
+    let want = common::sweep_history(&whole);
     assert_eq!(want.len(), 8);
 
     for (signal, code) in [("-KILL", -1), ("-INT", 130)] {
@@ -238,7 +218,7 @@ fn a_stopped_study_resumes_to_the_same_results() {
             stdout.contains(&format!("8 of 8 runs done ({kept} from before)")),
             "{signal}: {stdout}"
         );
-        assert_eq!(history(&part), want, "{signal}");
+        assert_eq!(common::sweep_history(&part), want, "{signal}");
         // Nothing of the stopped runs is left behind.
         let left: Vec<String> = std::fs::read_dir(part.join("runs"))
             .unwrap()
@@ -381,4 +361,37 @@ fn a_full_disk_loses_no_finished_run() {
         stdout.contains("2 of 2 runs done (2 from before)"),
         "{stdout}"
     );
+}
+
+/// Runs that share the machine are not pinned to the same cores: with 2 jobs each run gets
+/// `--pin off` (its report says so), unless the study gives `--pin` itself.
+#[test]
+fn runs_side_by_side_are_not_pinned() {
+    let out = scratch("chronon-sweep", "pin");
+    let dir = out.to_str().unwrap();
+    let (code, stdout, stderr) = sweep(&[
+        "phold",
+        "--lps",
+        "8",
+        "--end",
+        "5",
+        "--sync",
+        "window",
+        "--threads",
+        "1",
+        "--remote",
+        "0.1,0.2",
+        "--jobs",
+        "2",
+        "--out",
+        dir,
+    ]);
+    assert_eq!(code, 0, "{stdout}{stderr}");
+    for id in ["p0-r0", "p1-r0"] {
+        let r: serde_json::Value = serde_json::from_str(
+            &std::fs::read_to_string(out.join(format!("runs/{id}.json"))).unwrap(),
+        )
+        .unwrap();
+        assert_eq!(r["config"]["pin"], "off", "{id}: {}", r["config"]);
+    }
 }

@@ -6,31 +6,13 @@
 mod common;
 mod mpi_common;
 
-use std::path::Path;
-
-use common::{chronon, scratch};
+use common::{chronon, scratch, sweep_history};
 use mpi_common::mpirun;
 
 const MM1: &str = concat!(
     env!("CARGO_MANIFEST_DIR"),
     "/../../examples/manufacturing-mm1.toml"
 );
-
-/// `runs.csv` without the columns that depend on the machine's speed.
-fn history(dir: &Path) -> Vec<Vec<String>> {
-    let text = std::fs::read_to_string(dir.join("runs.csv")).unwrap();
-    let mut lines = text.lines();
-    let header: Vec<&str> = lines.next().unwrap().split(',').collect();
-    let keep: Vec<usize> = (0..header.len())
-        .filter(|&i| header[i] != "wall_s" && header[i] != "events_per_s")
-        .collect();
-    lines
-        .map(|l| {
-            let cells: Vec<&str> = l.split(',').collect();
-            keep.iter().map(|&i| cells[i].to_string()).collect()
-        })
-        .collect()
-}
 
 fn study(dir: &str) -> Vec<&str> {
     vec![
@@ -82,8 +64,8 @@ fn three_ranks_share_a_study_and_equal_one_process() {
         counts.iter().all(|&n| n > 0) && counts.iter().sum::<usize>() < 12,
         "{line}"
     );
-    assert_eq!(history(&three), history(&one));
-    assert_eq!(history(&one).len(), 12);
+    assert_eq!(sweep_history(&three), sweep_history(&one));
+    assert_eq!(sweep_history(&one).len(), 12);
 }
 
 #[test]

@@ -240,12 +240,20 @@ fn describe(p: &Point) -> String {
 
 /// Every run of the study, replication by replication (so that a study stopped early has runs
 /// of every point).
+///
+/// Runs that share a machine (several jobs, or ranks of an `mpirun`) are not pinned unless
+/// `--pin` is given: each run would pin its workers to the same first cores.
 fn jobs(plan: &Plan) -> Vec<Job> {
+    let shared = plan.jobs > 1 || chronon::mpi::launched().is_some();
+    let unpin = shared && !plan.spec.flags.iter().any(|f| f.name == "pin");
     let mut out = Vec::new();
     for r in 0..plan.replications {
         for (p, point) in plan.points.iter().enumerate() {
             let mut args = vec!["run".to_string(), plan.model.clone()];
             args.extend(point.args.iter().cloned());
+            if unpin {
+                args.extend(["--pin".to_string(), "off".to_string()]);
+            }
             args.push("--seed".into());
             args.push(spec::replication_seed(point.seed, r).to_string());
             out.push(Job {

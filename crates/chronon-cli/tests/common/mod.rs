@@ -125,3 +125,36 @@ impl AsRef<std::ffi::OsStr> for Scratch {
         self.path.as_os_str()
     }
 }
+
+/// A CSV text (a header line, then rows without quoted commas) as rows of column -> cell.
+pub fn csv_rows(text: &str) -> Vec<std::collections::BTreeMap<String, String>> {
+    let mut lines = text.lines();
+    let header: Vec<String> = lines
+        .next()
+        .unwrap_or_default()
+        .split(',')
+        .map(String::from)
+        .collect();
+    lines
+        .map(|l| {
+            header
+                .iter()
+                .cloned()
+                .zip(l.split(',').map(String::from))
+                .collect()
+        })
+        .collect()
+}
+
+/// A study's `runs.csv` (`chronon sweep --out DIR`) without the columns that depend on the
+/// machine's speed.
+pub fn sweep_history(dir: &std::path::Path) -> Vec<std::collections::BTreeMap<String, String>> {
+    let text = std::fs::read_to_string(dir.join("runs.csv"))
+        .unwrap_or_else(|e| panic!("{}: {e}", dir.display()));
+    let mut rows = csv_rows(&text);
+    for r in &mut rows {
+        r.remove("wall_s");
+        r.remove("events_per_s");
+    }
+    rows
+}
