@@ -2,148 +2,20 @@
 //! order of its events: random fan-out, random delays with many exact ties and zero delays.
 //! A wrong rollback, a lost or duplicated event or a wrong tie order changes the fingerprint or
 //! the final states (compared through `Model::finish`).
+//! The model is in `time_warp/scramble.rs`.
 
 mod common;
 
 use std::sync::Arc;
 
 use chronon::{
-    CommitCtx, Ctx, Executor, LpId, Model, ModelStats, Report, ReverseCtx, SimError, Simulation,
-    StateSaving, TimeWarpOptions,
+    Ctx, Executor, LpId, Model, Report, SimError, Simulation, StateSaving, TimeWarpOptions,
 };
-use common::{assert_same_history, Cell, Commits, Token};
+use common::{assert_same_history, Commits};
 
-#[derive(Clone, Debug)]
-struct Scramble {
-    /// Probability of a zero delay.
-    zero: f64,
-    /// Delays are multiples of this (many exact ties).
-    grid: f64,
-    /// Declared lookahead, added to every delay (with `zero` 0: lookahead > 0 turns on safe
-    /// commits between threads).
-    lookahead: f64,
-    /// Probability that a send to the LP itself comes sooner than the lookahead (0, 1/3 or 2/3
-    /// of it): self-sends may take any delay.
-    self_short: f64,
-    /// Makes `reverse` wrong now and then.
-    broken_reverse: bool,
-    /// Wall-time spin per event on LP 0, in microseconds (a slow LP).
-    slow_lp0_us: u64,
-    /// LP that panics at or after this time.
-    panic_at: Option<(LpId, f64)>,
-    /// LP whose events in [t, t + 0.5) send to a nonexistent LP.
-    bad_send_at: Option<(LpId, f64)>,
-    hooks: Option<Arc<Commits>>,
-}
-
-impl Scramble {
-    fn new() -> Self {
-        Scramble {
-            zero: 0.2,
-            grid: 0.5,
-            lookahead: 0.0,
-            self_short: 0.0,
-            broken_reverse: false,
-            slow_lp0_us: 0,
-            panic_at: None,
-            bad_send_at: None,
-            hooks: None,
-        }
-    }
-}
-
-impl Model for Scramble {
-    type State = Cell;
-    type Event = Token;
-
-    fn init(&self, ctx: &mut Ctx<'_, Self>) -> Cell {
-        for i in 0..2 {
-            let d = (1 + ctx.rng().below(4)) as f64 * self.grid;
-            ctx.send(ctx.me(), d, Token { value: i });
-        }
-        Cell::new(ctx.me())
-    }
-
-    fn on_event(&self, cell: &mut Cell, tok: &Token, ctx: &mut Ctx<'_, Self>) {
-        if let Some((lp, t)) = self.panic_at {
-            if ctx.me() == lp && ctx.now() >= t {
-                panic!("scramble exploded");
-            }
-        }
-        if self.slow_lp0_us > 0 && ctx.me() == 0 {
-            let start = std::time::Instant::now();
-            while start.elapsed().as_micros() < u128::from(self.slow_lp0_us) {
-                std::hint::spin_loop();
-            }
-        }
-        cell.apply(tok, ctx.now());
-        // Fan-out 0, 1 or 2 (mean 1) so the population stays about constant.
-        let fan = match ctx.rng().below(4) {
-            0 => 0,
-            3 => 2,
-            _ => 1,
-        };
-        for _ in 0..fan {
-            let dst = if ctx.rng().uniform() < 0.5 {
-                ctx.me()
-            } else {
-                let n = u64::from(ctx.lps());
-                ctx.rng().below(n) as LpId
-            };
-            let short = dst == ctx.me() && self.self_short > 0.0 && {
-                let u = ctx.rng().uniform();
-                u < self.self_short
-            };
-            let delay = if short {
-                ctx.rng().below(3) as f64 * self.lookahead / 3.0
-            } else {
-                self.lookahead
-                    + if ctx.rng().uniform() < self.zero {
-                        0.0
-                    } else {
-                        (1 + ctx.rng().below(4)) as f64 * self.grid
-                    }
-            };
-            ctx.send(dst, delay, Token { value: cell.hash });
-            ctx.count(0, 1);
-        }
-        if let Some((lp, t)) = self.bad_send_at {
-            if ctx.me() == lp && ctx.now() >= t && ctx.now() < t + 0.5 {
-                ctx.send(ctx.lps() + 7, 1.0, Token { value: 0 });
-            }
-        }
-    }
-
-    fn reverse(&self, cell: &mut Cell, tok: &Token, ctx: &ReverseCtx) {
-        cell.uncount();
-        if self.broken_reverse && cell.count % 5 == 3 {
-            return;
-        }
-        cell.unhash(tok, ctx);
-    }
-
-    fn has_reverse(&self) -> bool {
-        true
-    }
-
-    fn lookahead(&self) -> f64 {
-        self.lookahead
-    }
-
-    fn commit(&self, _tok: &Token, ctx: &CommitCtx) {
-        if let Some(h) = &self.hooks {
-            h.record(ctx);
-        }
-    }
-
-    fn counter_names(&self) -> &'static [&'static str] {
-        &["sends"]
-    }
-
-    fn finish(&self, lp: LpId, cell: &Cell, stats: &mut ModelStats) {
-        cell.finish(lp, stats);
-    }
-}
+#[path = "time_warp/scramble.rs"]
+mod scramble;
+use scramble::Scramble;
 
 const LPS: LpId = 24;
 const END: f64 = 25.0;
@@ -272,12 +144,6 @@ fn commit_hooks_run_once_per_committed_event_in_time_order() {
     }
 }
 
-/// Safe commits (safe.rs): one worker commits every event as it runs; threads with a lookahead
-/// commit those before GVT + lookahead; either way the history is the sequential one, with the
-/// rule on or off, and commit hooks still run once per event in each LP's order. An optimism
-/// window of about the lookahead keeps workers near GVT, so that safe and recorded events mix
-/// on every LP (without it these small runs race ahead of GVT and few events are safe). A rule
-/// with twice the lookahead fails this test (checked by hand).
 /// Self-sends sooner than the lookahead (zero included), with safe commits (reverse state
 /// saving, the lookahead rule) and without (copy), at 1 to 4 threads: the sequential history.
 #[test]
@@ -314,6 +180,12 @@ fn self_sends_below_the_lookahead_keep_the_sequential_history() {
     }
 }
 
+/// Safe commits (safe.rs): one worker commits every event as it runs; threads with a lookahead
+/// commit those before GVT + lookahead; either way the history is the sequential one, with the
+/// rule on or off, and commit hooks still run once per event in each LP's order. An optimism
+/// window of about the lookahead keeps workers near GVT, so that safe and recorded events mix
+/// on every LP (without it these small runs race ahead of GVT and few events are safe). A rule
+/// with twice the lookahead fails this test (checked by hand).
 #[test]
 fn safe_commits_keep_the_sequential_history_and_the_commit_order() {
     for (zero, lookahead) in [(0.2, 0.0), (0.0, 0.3), (0.0, 1.1)] {
