@@ -29,6 +29,13 @@ impl LpRng {
         }
     }
 
+    /// The `k`-th seed derived from `seed` (the SplitMix64 output of `seed + k * gamma`):
+    /// distinct for distinct `k`, since the output function is a bijection on 64-bit words. For
+    /// tools that run many simulations from one seed, such as the replications of a study.
+    pub fn derive_seed(seed: u64, k: u64) -> u64 {
+        mix64(seed.wrapping_add(k.wrapping_mul(GAMMA)))
+    }
+
     /// A stream from a raw seed (for tools and tests that run outside the engine).
     pub fn from_seed(seed: u64) -> Self {
         LpRng { state: mix64(seed) }

@@ -97,27 +97,27 @@ fn pull_own(args: &[String], given: SweepOpts) -> Result<(SweepOpts, Vec<String>
     let pulled = Pulled::try_parse_from(&own)
         .map_err(|e| Failure::bad_input(clap_line(&e)))?
         .opts;
-    let twice = |flag: &str| Failure::bad_input(format!("--{flag} is given twice"));
     let merged = SweepOpts {
-        replications: match (given.replications, pulled.replications) {
-            (Some(_), Some(_)) => return Err(twice("replications")),
-            (a, b) => a.or(b),
-        },
-        jobs: match (given.jobs, pulled.jobs) {
-            (Some(_), Some(_)) => return Err(twice("jobs")),
-            (a, b) => a.or(b),
-        },
-        out: match (given.out, pulled.out) {
-            (Some(_), Some(_)) => return Err(twice("out")),
-            (a, b) => a.or(b),
-        },
-        plot: match (given.plot.is_empty(), pulled.plot.is_empty()) {
-            (false, false) => return Err(twice("plot")),
-            (true, _) => pulled.plot,
-            (false, _) => given.plot,
-        },
+        replications: once("replications", given.replications, pulled.replications)?,
+        jobs: once("jobs", given.jobs, pulled.jobs)?,
+        out: once("out", given.out, pulled.out)?,
+        plot: once(
+            "plot",
+            Some(given.plot).filter(|p| !p.is_empty()),
+            Some(pulled.plot).filter(|p| !p.is_empty()),
+        )?
+        .unwrap_or_default(),
     };
     Ok((merged, rest))
+}
+
+/// The value of option `--flag`, given before the model (`a`) or among the run options (`b`),
+/// but not in both places.
+fn once<T>(flag: &str, a: Option<T>, b: Option<T>) -> Result<Option<T>, Failure> {
+    match (a, b) {
+        (Some(_), Some(_)) => Err(Failure::bad_input(format!("--{flag} is given twice"))),
+        (a, b) => Ok(a.or(b)),
+    }
 }
 
 /// A clap error as one line without its "error: ".
@@ -292,23 +292,23 @@ fn study_main(plan: Plan, remote: Option<&mut dyn pool::Remote>) -> Result<u8, F
     let existed = Study::check(&plan.out, &plan.def)?;
     let created = !plan.out.exists();
     let all = jobs(&plan);
+    // The runs finished before, and the first of their reports.
+    let mut first_before = None;
     let done_before: Vec<bool> = all
         .iter()
-        .map(|j| existed && study::finished(&plan.out, &j.id).is_some())
+        .map(|j| {
+            let report = existed.then(|| study::finished(&plan.out, &j.id)).flatten();
+            let done = report.is_some();
+            first_before = first_before.take().or(report);
+            done
+        })
         .collect();
     // --plot names are checked against a finished report: one already here, or the first run's
     // (before anything else is kept).
     let mut plot_checked = plan.plot.is_empty();
-    if !plot_checked {
-        if let Some(first) = all
-            .iter()
-            .zip(&done_before)
-            .find(|(_, d)| **d)
-            .and_then(|(j, _)| study::finished(&plan.out, &j.id))
-        {
-            check_plot(&plan.plot, &first)?;
-            plot_checked = true;
-        }
+    if let (false, Some(first)) = (plot_checked, &first_before) {
+        check_plot(&plan.plot, first)?;
+        plot_checked = true;
     }
     let binary = std::env::current_exe()
         .map_err(|e| Failure::runtime(format!("cannot find the chronon binary: {e}")))?;

@@ -31,6 +31,8 @@ pub(crate) struct Table<'a> {
     pub rows: Vec<Row>,
     /// Statistic names: the model's (in the order its reports list them), then [`RUN_STATS`].
     pub stats: Vec<String>,
+    /// `summaries[point][statistic]`, in the order of `stats`.
+    summaries: Vec<Vec<Summary>>,
 }
 
 /// A statistic's value in a report (NaN when absent or not a number).
@@ -62,23 +64,32 @@ impl<'a> Table<'a> {
             }
         }
         stats.extend(RUN_STATS.iter().map(|s| s.to_string()));
+        // Each statistic's values at each point, in one pass over the rows.
+        let mut values = vec![vec![Vec::new(); stats.len()]; points.len()];
+        for r in &rows {
+            for (i, s) in stats.iter().enumerate() {
+                values[r.point][i].push(stat(&r.report, s));
+            }
+        }
+        let summaries = values
+            .iter()
+            .map(|per_stat| per_stat.iter().map(|xs| Summary::of(xs)).collect())
+            .collect();
         Table {
             points,
             swept,
             rows,
             stats,
+            summaries,
         }
     }
 
-    /// The summary of `stat` at `point`.
+    /// The summary of `stat` at `point` (n = 0 for a statistic the table does not have).
     pub(crate) fn summary(&self, point: usize, stat_name: &str) -> Summary {
-        let xs: Vec<f64> = self
-            .rows
-            .iter()
-            .filter(|r| r.point == point)
-            .map(|r| stat(&r.report, stat_name))
-            .collect();
-        Summary::of(&xs)
+        match self.stats.iter().position(|s| s == stat_name) {
+            Some(i) => self.summaries[point][i],
+            None => Summary::of(&[]),
+        }
     }
 
     fn runs_csv(&self) -> String {

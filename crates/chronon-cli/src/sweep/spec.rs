@@ -269,49 +269,39 @@ fn range_values(name: &str, value: &str, r: Range<'_>) -> Result<Vec<String>, Fa
     }
     let integral = |s: &str| !s.contains(['.', 'e', 'E']) && s.trim().parse::<i64>().is_ok();
     let ints = integral(r.start.0) && integral(r.end.0) && integral(r.step.0);
-    let mut out = Vec::new();
     let up = b >= a;
     // The end counts as reached within a relative 1e-9 (decimal steps are not exact in binary).
     let slack = 1e-9 * a.abs().max(b.abs()).max(1.0);
     let within = |x: f64| if up { x <= b + slack } else { x >= b - slack };
     match r.step.1 {
-        Step::Add(s) => {
-            if !(s > 0.0 && s.is_finite()) {
-                return Err(never("the step must be > 0"));
-            }
-            for k in 0.. {
-                let x = if up {
-                    a + k as f64 * s
-                } else {
-                    a - k as f64 * s
-                };
-                if !within(x) {
-                    break;
-                }
-                if out.len() == MAX_VALUES {
-                    return Err(too_many(name, value));
-                }
-                out.push(show(x, ints));
-            }
+        Step::Add(s) if !(s > 0.0 && s.is_finite()) => {
+            return Err(never("the step must be > 0"));
         }
-        Step::Mul(f) => {
-            if !(f > 1.0 && f.is_finite()) {
-                return Err(never("the factor must be > 1"));
-            }
-            if !(a > 0.0 && b > 0.0) {
-                return Err(never("a geometric range needs both ends > 0"));
-            }
-            for k in 0.. {
-                let x = if up { a * f.powi(k) } else { a / f.powi(k) };
-                if !within(x) {
-                    break;
-                }
-                if out.len() == MAX_VALUES {
-                    return Err(too_many(name, value));
-                }
-                out.push(show(x, ints));
-            }
+        Step::Mul(f) if !(f > 1.0 && f.is_finite()) => {
+            return Err(never("the factor must be > 1"));
         }
+        Step::Mul(_) if !(a > 0.0 && b > 0.0) => {
+            return Err(never("a geometric range needs both ends > 0"));
+        }
+        _ => {}
+    }
+    // The k-th value of the range.
+    let at = |k: i32| match (r.step.1, up) {
+        (Step::Add(s), true) => a + f64::from(k) * s,
+        (Step::Add(s), false) => a - f64::from(k) * s,
+        (Step::Mul(f), true) => a * f.powi(k),
+        (Step::Mul(f), false) => a / f.powi(k),
+    };
+    let mut out = Vec::new();
+    for k in 0.. {
+        let x = at(k);
+        if !within(x) {
+            break;
+        }
+        if out.len() == MAX_VALUES {
+            return Err(too_many(name, value));
+        }
+        out.push(show(x, ints));
     }
     Ok(out)
 }
@@ -329,17 +319,14 @@ fn show(x: f64, integral: bool) -> String {
 
 /// The seed of replication `r` of a point whose seed is `base`: replication 0 runs with the
 /// point's own seed (so a one-replication sweep reruns `chronon run ... --seed S` exactly);
-/// the others with SplitMix64 outputs of `base + r * gamma`, distinct for distinct `r` because
-/// the SplitMix64 output function is a bijection on 64-bit words.
+/// the others with [`LpRng::derive_seed`](chronon::LpRng::derive_seed), distinct for distinct
+/// `r`.
 pub(crate) fn replication_seed(base: u64, r: u64) -> u64 {
     if r == 0 {
-        return base;
+        base
+    } else {
+        chronon::LpRng::derive_seed(base, r)
     }
-    const GAMMA: u64 = 0x9E37_79B9_7F4A_7C15;
-    let mut z = base.wrapping_add(r.wrapping_mul(GAMMA));
-    z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-    z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-    z ^ (z >> 31)
 }
 
 #[cfg(test)]
@@ -447,5 +434,7 @@ mod tests {
         }
         assert_eq!(seen.len(), 50 * 200);
         assert_eq!(replication_seed(7, 0), 7);
+        // The derivation docs/sweep.md states: SplitMix64's output of 1 + 1 * gamma.
+        assert_eq!(replication_seed(1, 1), 10_451_216_379_200_822_465);
     }
 }
