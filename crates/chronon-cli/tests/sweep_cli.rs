@@ -367,31 +367,37 @@ fn a_full_disk_loses_no_finished_run() {
 /// `--pin off` (its report says so), unless the study gives `--pin` itself.
 #[test]
 fn runs_side_by_side_are_not_pinned() {
-    let out = scratch("chronon-sweep", "pin");
-    let dir = out.to_str().unwrap();
-    let (code, stdout, stderr) = sweep(&[
-        "phold",
-        "--lps",
-        "8",
-        "--end",
-        "5",
-        "--sync",
-        "window",
-        "--threads",
-        "1",
-        "--remote",
-        "0.1,0.2",
-        "--jobs",
-        "2",
-        "--out",
-        dir,
-    ]);
-    assert_eq!(code, 0, "{stdout}{stderr}");
-    for id in ["p0-r0", "p1-r0"] {
-        let r: serde_json::Value = serde_json::from_str(
-            &std::fs::read_to_string(out.join(format!("runs/{id}.json"))).unwrap(),
-        )
-        .unwrap();
-        assert_eq!(r["config"]["pin"], "off", "{id}: {}", r["config"]);
+    for (pin, want) in [(None, "off"), (Some("on"), "on")] {
+        let out = scratch("chronon-sweep", &format!("pin-{want}"));
+        let dir = out.to_str().unwrap();
+        let mut args = vec![
+            "phold",
+            "--lps",
+            "8",
+            "--end",
+            "5",
+            "--sync",
+            "window",
+            "--threads",
+            "1",
+            "--remote",
+            "0.1,0.2",
+            "--jobs",
+            "2",
+            "--out",
+            dir,
+        ];
+        if let Some(p) = pin {
+            args.extend(["--pin", p]);
+        }
+        let (code, stdout, stderr) = sweep(&args);
+        assert_eq!(code, 0, "{stdout}{stderr}");
+        for id in ["p0-r0", "p1-r0"] {
+            let r: serde_json::Value = serde_json::from_str(
+                &std::fs::read_to_string(out.join(format!("runs/{id}.json"))).unwrap(),
+            )
+            .unwrap();
+            assert_eq!(r["config"]["pin"], want, "{id}: {}", r["config"]);
+        }
     }
 }
