@@ -2,49 +2,11 @@
 //! key of the same name, which overrides the default.
 
 use std::path::{Path, PathBuf};
-use std::process::ExitCode;
 
-use clap::{Args, Parser, Subcommand};
+use clap::Args;
 use serde::Deserialize;
 
-use crate::models::ModelCmd;
-use crate::{one_line, Failure, EXIT_BAD_INPUT};
-
-/// chronon: a parallel discrete event simulation engine.
-#[derive(Debug, Parser)]
-#[command(name = "chronon", version, about)]
-pub(crate) struct Cli {
-    #[command(subcommand)]
-    pub command: Command,
-}
-
-#[derive(Debug, Subcommand)]
-#[allow(clippy::large_enum_variant)] // parsed once per process
-pub(crate) enum Command {
-    /// Run a model and print a summary (and write a JSON report with --output).
-    Run(RunCmd),
-    /// A study: any run option may be a list or a range; every point run --replications times;
-    /// runs.csv, summary (mean, sd, 95 % interval) and plots in --out DIR (see docs/sweep.md).
-    Sweep(crate::sweep::SweepCmd),
-    /// Benchmarks (see docs/benchmarks.md).
-    Bench(crate::bench::BenchCmd),
-    /// Differential suite: random configurations of every model under every executor,
-    /// compared with the sequential run (see docs/testing.md).
-    Check(crate::check::CheckCmd),
-    /// Run one seed experiment end to end: CSV, Markdown table and SVG figure (see
-    /// docs/experiments.md; `--list` names them all).
-    Experiment(crate::experiment::ExperimentCmd),
-    /// Draw SVG plots from run reports (throughput, speedup, progress, per-worker shares).
-    Report(crate::report::ReportCmd),
-    /// Measure machine constants: `ticks` (tick overhead vs period, for --tick-us).
-    Calibrate(crate::calibrate::CalibrateCmd),
-}
-
-#[derive(Debug, Args)]
-pub(crate) struct RunCmd {
-    #[command(subcommand)]
-    pub model: ModelCmd,
-}
+use crate::{one_line, Failure};
 
 /// `--help` headings of the options every model takes.
 const RUN: &str = "Run options";
@@ -56,8 +18,7 @@ const TIME_WARP: &str = "Time Warp options (--sync timewarp)";
 #[derive(Clone, Debug, Default, Args, Deserialize, serde::Serialize)]
 #[serde(rename_all = "kebab-case")]
 pub(crate) struct CommonArgs {
-    /// End time: events at or after it never execute [default: per model, see `chronon run
-    /// MODEL --help`].
+    /// End time: events at or after it never execute [default: the model's].
     #[arg(long, help_heading = RUN)]
     pub end: Option<f64>,
     /// Seed of every LP's random stream [default: 1].
@@ -346,6 +307,16 @@ impl ConfigFile {
         Ok(ConfigFile { path: shown, table })
     }
 
+    /// The file's path as given.
+    pub(crate) fn path(&self) -> &str {
+        &self.path
+    }
+
+    /// The file's keys.
+    pub(crate) fn table(&self) -> &toml::Table {
+        &self.table
+    }
+
     /// The file's keys as `T` (keys `T` does not know are ignored: `load` checked them all).
     /// A value of the wrong type is an error naming the key and the file.
     pub(crate) fn get<T: for<'de> Deserialize<'de> + Default>(&self) -> Result<T, Failure> {
@@ -373,83 +344,4 @@ impl ConfigFile {
             }
         })
     }
-}
-
-/// Parses the command line; `chronon run MODEL --help` shows that model's default end time.
-pub(crate) fn parse() -> Result<Cli, clap::Error> {
-    use clap::{CommandFactory, FromArgMatches};
-    let cmd = Cli::command().mut_subcommand("run", |run| {
-        let models: Vec<String> = run
-            .get_subcommands()
-            .map(|s| s.get_name().to_string())
-            .collect();
-        models.iter().fold(run, |run, m| {
-            let end = crate::run::default_end(m);
-            run.mut_subcommand(m, |c| {
-                c.mut_arg("end", |a| {
-                    a.help(format!(
-                        "End time: events at or after it never execute [default: {end}]"
-                    ))
-                })
-            })
-        })
-    });
-    Cli::from_arg_matches(&cmd.try_get_matches()?)
-}
-
-/// Prints a clap outcome: help and version go to stdout with exit 0; a usage error is one line
-/// on stderr with exit 2.
-pub(crate) fn clap_exit(e: clap::Error) -> ExitCode {
-    use clap::error::ErrorKind;
-    // Under mpirun every rank parsed the same command line: rank 0 prints (the error, the
-    // help), every rank exits with the same code.
-    let quiet = crate::mpi::quiet();
-    match e.kind() {
-        ErrorKind::DisplayHelp
-        | ErrorKind::DisplayVersion
-        | ErrorKind::DisplayHelpOnMissingArgumentOrSubcommand => {
-            if !quiet {
-                let _ = e.print();
-            }
-            if e.kind() == ErrorKind::DisplayHelpOnMissingArgumentOrSubcommand {
-                ExitCode::from(EXIT_BAD_INPUT)
-            } else {
-                ExitCode::SUCCESS
-            }
-        }
-        kind => {
-            let rendered = e.render().to_string();
-            let line = one_line(&rendered);
-            let line = line.strip_prefix("error: ").unwrap_or(line);
-            let hint = match kind {
-                ErrorKind::InvalidSubcommand => format!(" (allowed: {})", subcommand_names()),
-                ErrorKind::UnknownArgument => " (see --help for the allowed flags)".to_string(),
-                _ => String::new(),
-            };
-            if !quiet {
-                eprintln!("error: {}{hint}", crate::short_numbers(line));
-            }
-            ExitCode::from(EXIT_BAD_INPUT)
-        }
-    }
-}
-
-/// The visible subcommands of `chronon`, `chronon run` and `chronon bench`, for error hints.
-fn subcommand_names() -> String {
-    use clap::CommandFactory;
-    let cli = Cli::command();
-    let mut names = Vec::new();
-    let visible = |c: &clap::Command| -> Vec<String> {
-        c.get_subcommands()
-            .filter(|s| !s.is_hide_set())
-            .map(|s| s.get_name().to_string())
-            .collect()
-    };
-    names.push(format!("commands {}", visible(&cli).join(", ")));
-    for sub in ["run", "bench"] {
-        if let Some(c) = cli.find_subcommand(sub) {
-            names.push(format!("{sub} {}", visible(c).join("|")));
-        }
-    }
-    names.join("; ")
 }

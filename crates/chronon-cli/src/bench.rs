@@ -12,6 +12,9 @@ pub(crate) struct BenchCmd {
 
 #[derive(Debug, Subcommand)]
 pub(crate) enum BenchWhich {
+    /// A model's run under each executor, thread and process count, side by side in one
+    /// invocation, fingerprints compared (`bench model MODEL [run options]`).
+    Model(crate::bench_model::ModelBench),
     /// PHOLD on the chosen executors against the bare binary-heap loop, side by side in one
     /// run (ratios hold on a noisy machine).
     Phold(PholdBench),
@@ -146,8 +149,9 @@ pub(crate) struct PholdBench {
     pub reps: u32,
 }
 
-pub(crate) fn run(cmd: BenchCmd) -> Result<u8, Failure> {
+pub(crate) fn run(cmd: BenchCmd, app: &crate::App) -> Result<u8, Failure> {
     match cmd.which {
+        BenchWhich::Model(b) => crate::bench_model::run(b, app),
         BenchWhich::Phold(b) => crate::bench_phold::run(b),
         BenchWhich::BareLoop(a) => crate::bench_phold::bare(a),
         BenchWhich::Barriers(b) => crate::bench_barriers::run(b),

@@ -65,14 +65,3 @@ fn init(ranks: Option<usize>) -> Result<Option<Guard>, Failure> {
 fn init(_ranks: Option<usize>) -> Result<Option<Guard>, Failure> {
     Err(Failure::bad_input(chronon::mpi::NOT_COMPILED))
 }
-
-/// `sim` set to run over the MPI ranks (every shipped model's events serialize).
-#[cfg(feature = "mpi")]
-pub(crate) fn ranks<M: chronon::Model>(
-    sim: chronon::Simulation<M>,
-) -> Result<chronon::Simulation<M>, String>
-where
-    M::Event: chronon::mpi::RankSafe,
-{
-    Ok(sim.ranks())
-}

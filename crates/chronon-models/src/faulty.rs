@@ -55,11 +55,17 @@ pub struct Faulty {
     pub culprit: u32,
     /// From which time on.
     pub at: f64,
+    /// Number of LPs (at least 2).
+    pub lps: u32,
 }
 
 impl Model for Faulty {
     type State = ();
     type Event = ();
+
+    fn lp_count(&self) -> Option<chronon::LpId> {
+        Some(self.lps)
+    }
 
     fn init(&self, ctx: &mut Ctx<'_, Self>) {
         ctx.send(ctx.me(), 1.0, ());

@@ -145,8 +145,8 @@ fn fault(fault: Fault) -> SimError {
         fault,
         culprit: 3,
         at: 5.0,
+        lps: 8,
     })
-    .lps(8)
     .end_time(100.0)
     .run()
     .unwrap_err()

@@ -263,3 +263,9 @@ pub use stats::Report;
 #[cfg(doctest)]
 #[doc = include_str!("../../../README.md")]
 struct ReadmeDoctests;
+
+/// The tutorial's library example is compiled and run as a doctest (its runner examples are
+/// `examples/ring.rs`, checked word for word by that crate's tests).
+#[cfg(doctest)]
+#[doc = include_str!("../../../docs/tutorial.md")]
+struct TutorialDoctests;

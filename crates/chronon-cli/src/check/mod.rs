@@ -11,7 +11,7 @@
 //! list, and only options that run over ranks are drawn (no `--procs`, work-stealing runtime or
 //! load balancing); the sequential reference still runs in one process.
 
-mod draw;
+pub(crate) mod draw;
 mod runner;
 
 use std::path::PathBuf;
@@ -19,8 +19,8 @@ use std::time::{Duration, Instant};
 
 use clap::Args;
 
-use crate::Failure;
-use draw::{Draw, MODELS, SYNCS};
+use crate::{App, Failure};
+use draw::{Draw, Flags, SYNCS};
 use runner::Runner;
 
 #[derive(Debug, Args)]
@@ -35,7 +35,7 @@ pub(crate) struct CheckCmd {
     /// clock].
     #[arg(long)]
     seed: Option<u64>,
-    /// Models to draw from [default: all].
+    /// Models to draw from [default: every model of the program].
     #[arg(long, value_delimiter = ',')]
     models: Vec<String>,
     /// Parallel executors to compare with seq [default: window,null-message,lockstep,timewarp].
@@ -63,8 +63,9 @@ pub(crate) struct CheckCmd {
     binary: Option<PathBuf>,
 }
 
-pub(crate) fn run(cmd: CheckCmd) -> Result<u8, Failure> {
-    let models = pick_list(&cmd.models, MODELS, "--models")?;
+pub(crate) fn run(cmd: CheckCmd, app: &App) -> Result<u8, Failure> {
+    let all: Vec<&str> = app.visible().map(|e| e.name()).collect();
+    let models = pick_list(&cmd.models, &all, "--models")?;
     let syncs = pick_list(&cmd.sync, SYNCS, "--sync")?;
     if cmd.runs == Some(0) {
         return Err(Failure::bad_input(
@@ -103,7 +104,7 @@ pub(crate) fn run(cmd: CheckCmd) -> Result<u8, Failure> {
         None => std::env::current_exe()
             .map_err(|e| Failure::runtime(format!("cannot find the chronon binary: {e}")))?,
     };
-    let mut runner = Runner::new(binary, cmd.slow_factor, cmd.slow_floor)?;
+    let mut runner = Runner::new(binary, app, cmd.slow_factor, cmd.slow_floor)?;
     eprintln!(
         "check: seed {seed}; models {}; executors {}{}",
         models.join(","),
@@ -130,7 +131,11 @@ pub(crate) fn run(cmd: CheckCmd) -> Result<u8, Failure> {
         }
         configs += 1;
         let model = draw.pick(&models);
-        let flags = draw::model_flags(model, &mut draw).0;
+        let entry = app.entry(model).expect("the models were checked");
+        let mut flags = Flags::default();
+        entry.draw(&mut draw, &mut flags);
+        flags.set("seed", draw.int(0, u64::from(u32::MAX)));
+        let flags = flags.0;
         let Some(reference) = runner.reference(model, &flags, cmd.verbose) else {
             continue;
         };
@@ -138,7 +143,7 @@ pub(crate) fn run(cmd: CheckCmd) -> Result<u8, Failure> {
             let sync = draw.pick(&syncs);
             let over =
                 (!ranks.is_empty()).then(|| ranks[draw.int(0, ranks.len() as u64 - 1) as usize]);
-            let exec = draw::executor_flags(model, sync, over.is_some(), &mut draw).0;
+            let exec = draw::executor_flags(entry.has_reverse(), sync, over.is_some(), &mut draw).0;
             runner.compare(model, &flags, &exec, over, &reference, cmd.verbose);
         }
     }

@@ -62,6 +62,10 @@ pub(crate) struct Summary {
 
 pub(crate) struct Runner {
     binary: PathBuf,
+    /// The program's name, in the command lines shown.
+    program: String,
+    /// The models have no name on the command line (a one-model program).
+    single: bool,
     dir: ScratchDir,
     slow_factor: f64,
     slow_floor: Duration,
@@ -70,9 +74,16 @@ pub(crate) struct Runner {
 }
 
 impl Runner {
-    pub(crate) fn new(binary: PathBuf, slow_factor: f64, slow_floor: f64) -> Result<Self, Failure> {
+    pub(crate) fn new(
+        binary: PathBuf,
+        app: &crate::App,
+        slow_factor: f64,
+        slow_floor: f64,
+    ) -> Result<Self, Failure> {
         Ok(Runner {
             binary,
+            program: crate::app::program().to_string(),
+            single: app.single(),
             dir: ScratchDir::new()?,
             slow_factor,
             slow_floor: Duration::from_secs_f64(slow_floor.max(0.0)),
@@ -93,7 +104,7 @@ impl Runner {
         verbose: bool,
     ) -> Option<Reference> {
         let seq = ["--sync".to_string(), "seq".to_string()];
-        let cmd = command_line(model, flags, &seq, None);
+        let cmd = self.command_line(model, flags, &seq, None);
         if verbose {
             eprintln!("check: {cmd}");
         }
@@ -128,7 +139,7 @@ impl Runner {
         reference: &Reference,
         verbose: bool,
     ) {
-        let cmd = command_line(model, flags, exec, ranks);
+        let cmd = self.command_line(model, flags, exec, ranks);
         if verbose {
             eprintln!("check: {cmd}");
         }
@@ -192,6 +203,30 @@ impl Runner {
         }
     }
 
+    /// The command line that reproduces a run.
+    fn command_line(
+        &self,
+        model: &str,
+        flags: &[String],
+        exec: &[String],
+        ranks: Option<usize>,
+    ) -> String {
+        let mut parts = Vec::new();
+        if let Some(r) = ranks {
+            parts.extend(["mpirun".to_string(), "-n".to_string(), r.to_string()]);
+        }
+        parts.extend([self.program.clone(), "run".to_string()]);
+        if !self.single {
+            parts.push(model.to_string());
+        }
+        parts.extend(flags.iter().cloned());
+        parts.extend(exec.iter().cloned());
+        if let Some(r) = ranks {
+            parts.extend(["--ranks".to_string(), r.to_string()]);
+        }
+        parts.join(" ")
+    }
+
     fn fail(&mut self, cmd: &str, what: &str) {
         self.summary.failures += 1;
         eprintln!("check: FAILED: {what}");
@@ -219,7 +254,11 @@ impl Runner {
             }
             None => Command::new(&self.binary),
         };
-        command.arg("run").arg(model).args(flags).args(exec);
+        command.arg("run");
+        if !self.single {
+            command.arg(model);
+        }
+        command.args(flags).args(exec);
         if let Some(r) = ranks {
             command.args(["--ranks", &r.to_string()]);
         }
@@ -318,21 +357,6 @@ fn describe(c: &Ran) -> String {
         ),
         Ran::Broken(msg) => msg.clone(),
     }
-}
-
-/// The command line that reproduces a run.
-fn command_line(model: &str, flags: &[String], exec: &[String], ranks: Option<usize>) -> String {
-    let mut parts = Vec::new();
-    if let Some(r) = ranks {
-        parts.extend(["mpirun".to_string(), "-n".to_string(), r.to_string()]);
-    }
-    parts.extend(["chronon".to_string(), "run".to_string(), model.to_string()]);
-    parts.extend(flags.iter().cloned());
-    parts.extend(exec.iter().cloned());
-    if let Some(r) = ranks {
-        parts.extend(["--ranks".to_string(), r.to_string()]);
-    }
-    parts.join(" ")
 }
 
 /// A private scratch directory for the children's reports, removed when the check ends.

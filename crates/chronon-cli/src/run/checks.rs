@@ -6,7 +6,6 @@ use chronon::barrier::BarrierKind;
 use chronon::partition::Mapping;
 use chronon::{ConservativeConfig, Executor, Runtime, StateSaving, Ticks, TimeWarpOptions};
 
-use super::Procs;
 use crate::args::CommonArgs;
 use crate::lockstep_runtime::runtime;
 use crate::Failure;
@@ -330,11 +329,7 @@ pub(super) fn bsp_processes(
 }
 
 /// `--procs`: at least 1, a conservative parallel executor, a model that can.
-pub(super) fn check_procs<M: Procs>(
-    name: &str,
-    procs: Option<usize>,
-    executor: &Executor,
-) -> Result<(), Failure> {
+pub(super) fn check_procs(procs: Option<usize>, executor: &Executor) -> Result<(), Failure> {
     let Some(p) = procs else {
         return Ok(());
     };
@@ -347,6 +342,6 @@ pub(super) fn check_procs<M: Procs>(
         "seq" => Err(Failure::bad_input(
             "--procs needs --sync window, lockstep, null-message or timewarp; got --sync seq",
         )),
-        _ => M::why_not(name).map_or(Ok(()), |why| Err(Failure::bad_input(why))),
+        _ => Ok(()),
     }
 }

@@ -13,8 +13,9 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
-use chronon::{Executor, LpId, Model, Progress, QueueKind, Report, Simulation, StallDetector};
+use chronon::{Executor, Model, Progress, QueueKind, Report, Simulation, StallDetector};
 
+use crate::app::RunnableEvent;
 use crate::args::CommonArgs;
 use crate::output::{self, Outputs};
 use crate::{series, sys, Failure, EXIT_INTERRUPTED};
@@ -24,99 +25,29 @@ use progress::{install_ctrlc, spawn_progress_bar};
 use report_cfg::report_config;
 use summary::print_summary;
 
-/// The end time of `model` when neither a flag nor the config gives one: a run of the model's
-/// default configuration that takes a few seconds at most (release build, one thread).
-pub(crate) fn default_end(model: &str) -> f64 {
-    match model {
-        // Phase A only; `--end 30` runs the three phases (about a minute).
-        "phold-phases" => 3.0,
-        "simplesim" => 100.0,
-        "manufacturing" => 10_000.0,
-        // Minutes.
-        "pcs" => 5.0,
-        // Seconds.
-        "star-clique" => 100.0,
-        "campus" => 2.0,
-        // Every event spins the example's 30 µs of work (`--work-us`).
-        "datastore" => 200.0,
-        _ => 1000.0,
-    }
-}
-
-/// How a model runs across worker processes (`--procs`): only models whose events may cross
-/// a process boundary (`chronon::shm::ShmSafe`) can; the others say why.
-pub(crate) trait Procs: Model + Sized {
-    /// `sim` set to run in `procs` processes, or why this model cannot.
-    fn processes(
-        sim: Simulation<Self>,
-        procs: usize,
-        copy: bool,
-    ) -> Result<Simulation<Self>, String>;
-    /// `sim` set to run over MPI ranks (`crate::mpi`).
-    #[cfg(feature = "mpi")]
-    fn ranks(sim: Simulation<Self>) -> Result<Simulation<Self>, String>;
-    /// Why this model (run under `name`) cannot run across processes, if it cannot.
-    fn why_not(name: &str) -> Option<String> {
-        let _ = name;
-        None
-    }
-}
-
-macro_rules! procs_capable {
-    ($($t:ty),* $(,)?) => { $(
-        impl Procs for $t {
-            fn processes(
-                sim: Simulation<Self>,
-                procs: usize,
-                copy: bool,
-            ) -> Result<Simulation<Self>, String> {
-                Ok(sim.processes(procs).payload_copy(copy))
-            }
-            #[cfg(feature = "mpi")]
-            fn ranks(sim: Simulation<Self>) -> Result<Simulation<Self>, String> {
-                crate::mpi::ranks(sim)
-            }
+/// Validates the common settings, runs `model` (called `name`, its parameters `model_config`
+/// for the report), prints the summary and writes the outputs. `default_end` is the end time
+/// when neither a flag nor the config gives one; `check_reverse` is
+/// `Simulation::check_reverse` for a model whose states can be compared (`--check-reverse`).
+pub(crate) fn run_simulation<M>(
+    name: &str,
+    model: M,
+    common: CommonArgs,
+    model_config: serde_json::Value,
+    default_end: Option<f64>,
+    check_reverse: Option<crate::SimHook<M>>,
+) -> Result<u8, Failure>
+where
+    M: Model<Event: RunnableEvent>,
+{
+    let end = match common.end.or(default_end) {
+        Some(end) => end,
+        None => {
+            return Err(Failure::bad_input(format!(
+                "{name} has no default end time: give --end"
+            )))
         }
-    )* };
-}
-
-// Every shipped model's events may cross a process boundary (variable-size payloads travel
-// as shared-heap `BPtr`s) and serialize (MPI ranks).
-procs_capable!(
-    chronon_models::Phold,
-    chronon_models::PholdPhases,
-    chronon_models::Pcs,
-    chronon_models::Manufacturing,
-    chronon_models::Random,
-    chronon_models::faulty::Faulty,
-    chronon_models::SimpleSim,
-    chronon_models::DataStore,
-    chronon_models::net::NetModel,
-);
-
-/// Validates the common settings, runs `model`, prints the summary and writes the report.
-#[allow(dead_code)] // for models whose states cannot be compared (none yet besides PHOLD)
-pub(crate) fn run_simulation<M: Procs>(
-    name: &str,
-    model: M,
-    lps: LpId,
-    common: CommonArgs,
-    model_config: serde_json::Value,
-) -> Result<u8, Failure> {
-    run_simulation_checked(name, model, lps, common, model_config, None)
-}
-
-/// [`run_simulation`] for a model whose states can be compared: `check_reverse` is
-/// `Simulation::check_reverse`, applied when `--check-reverse` is given.
-pub(crate) fn run_simulation_checked<M: Procs>(
-    name: &str,
-    model: M,
-    lps: LpId,
-    common: CommonArgs,
-    model_config: serde_json::Value,
-    check_reverse: Option<fn(Simulation<M>) -> Simulation<M>>,
-) -> Result<u8, Failure> {
-    let end = common.end.unwrap_or_else(|| default_end(name));
+    };
     if !(end > 0.0 && end.is_finite()) {
         return Err(Failure::bad_input(format!(
             "--end is {end}; it must be finite and > 0"
@@ -145,7 +76,7 @@ pub(crate) fn run_simulation_checked<M: Procs>(
     // The report's config keeps what was asked for (`--runtime bsp --threads N` reruns it).
     let asked = executor.clone();
     let (executor, procs) = bsp_processes(executor, common.procs)?;
-    check_procs::<M>(name, procs, &executor)?;
+    check_procs(procs, &executor)?;
     let copy = payload_options(&common, procs)?;
     // Over MPI ranks: MPI for the run (finalized when this function returns).
     let mpi = crate::mpi::start(common.ranks, procs)?;
@@ -170,7 +101,6 @@ pub(crate) fn run_simulation_checked<M: Procs>(
     let sampler = series::Sampler::start(progress.clone());
 
     let sim = Simulation::new(model)
-        .lps(lps)
         .end_time(end)
         .seed(seed)
         .queue(queue)
@@ -184,11 +114,11 @@ pub(crate) fn run_simulation_checked<M: Procs>(
     };
     let sim = match procs {
         None => sim,
-        Some(p) => M::processes(sim, p, copy).map_err(Failure::bad_input)?,
+        Some(p) => sim.processes(p).payload_copy(copy),
     };
     #[cfg(feature = "mpi")]
     let sim = match &mpi {
-        Some(_) => M::ranks(sim).map_err(Failure::bad_input)?,
+        Some(_) => sim.ranks(),
         None => sim,
     };
     let result = sim.run();

@@ -21,7 +21,7 @@ use std::time::Instant;
 
 use clap::{Args, Parser};
 
-use crate::{Failure, EXIT_INTERRUPTED};
+use crate::{App, Failure, EXIT_INTERRUPTED};
 use pool::{Ended, Job, Local};
 use results::{Row, Table, RUN_STATS};
 use spec::{Point, Spec};
@@ -52,15 +52,13 @@ pub(crate) struct SweepOpts {
 pub(crate) struct SweepCmd {
     #[command(flatten)]
     opts: SweepOpts,
-    /// The model (one of `chronon run`'s).
-    model: String,
-    /// The runs' options (see `chronon run MODEL --help`); a value may be a list `a,b,c` or a
-    /// range `A..B` (step 1), `A..B+STEP` or `A..B*FACTOR`. The sweep's own options may be
-    /// given among them.
+    /// The model (one of `run`'s; a program with one model takes none), then the runs' options
+    /// (see `run MODEL --help`); a value may be a list `a,b,c` or a range `A..B` (step 1),
+    /// `A..B+STEP` or `A..B*FACTOR`. The sweep's own options may be given among them.
     #[arg(
         trailing_var_arg = true,
         allow_hyphen_values = true,
-        value_name = "RUN OPTIONS"
+        value_name = "MODEL RUN OPTIONS"
     )]
     args: Vec<String>,
 }
@@ -127,23 +125,36 @@ fn clap_line(e: &clap::Error) -> String {
     line.strip_prefix("error: ").unwrap_or(line).to_string()
 }
 
-/// The models `chronon run` knows.
-fn models() -> Vec<String> {
-    use clap::CommandFactory;
-    crate::args::Cli::command()
-        .find_subcommand("run")
-        .map(|run| {
-            run.get_subcommands()
-                .filter(|s| !s.is_hide_set())
-                .map(|s| s.get_name().to_string())
-                .collect()
-        })
-        .unwrap_or_default()
+/// The model named first in `args` (none in a one-model program: its only model) and the
+/// run options after it, for the subcommand `what`.
+pub(crate) fn model_and_args<'a>(
+    app: &App,
+    args: &'a [String],
+    what: &str,
+) -> Result<(String, &'a [String]), Failure> {
+    if app.single() {
+        let only = app.visible().next().map_or("", |e| e.name());
+        return Ok((only.to_string(), args));
+    }
+    let known: Vec<&str> = app.visible().map(|e| e.name()).collect();
+    match args.split_first() {
+        Some((m, rest)) if known.contains(&m.as_str()) => Ok((m.clone(), rest)),
+        Some((m, _)) if !m.starts_with('-') => Err(Failure::bad_input(format!(
+            "unknown model '{m}' (allowed: {})",
+            known.join(", ")
+        ))),
+        _ => Err(Failure::bad_input(format!(
+            "give the model first: {} {what} MODEL [run options] (models: {})",
+            crate::app::program(),
+            known.join(", ")
+        ))),
+    }
 }
 
 /// A study, checked and planned, before anything is written.
 struct Plan {
-    model: String,
+    /// The arguments that start a run of the model (`run MODEL`).
+    run: Vec<String>,
     spec: Spec,
     points: Vec<Point>,
     replications: u64,
@@ -153,16 +164,9 @@ struct Plan {
     def: Definition,
 }
 
-fn plan(cmd: SweepCmd) -> Result<Plan, Failure> {
-    let (opts, run_args) = pull_own(&cmd.args, cmd.opts)?;
-    let known = models();
-    if !known.contains(&cmd.model) {
-        return Err(Failure::bad_input(format!(
-            "unknown model '{}' (allowed: {})",
-            cmd.model,
-            known.join(", ")
-        )));
-    }
+fn plan(cmd: SweepCmd, app: &App) -> Result<Plan, Failure> {
+    let (model, args) = model_and_args(app, &cmd.args, "sweep")?;
+    let (opts, run_args) = pull_own(args, cmd.opts)?;
     let out = opts
         .out
         .ok_or_else(|| Failure::bad_input("--out DIR is required: the study's directory"))?;
@@ -185,15 +189,15 @@ fn plan(cmd: SweepCmd) -> Result<Plan, Failure> {
     let points = spec.points()?;
     // Every point's flags parse as `chronon run`'s (unknown flags, values of the wrong type).
     for (i, p) in points.iter().enumerate() {
-        let mut argv = vec!["chronon".to_string(), "run".into(), cmd.model.clone()];
+        let mut argv = app.run_args(&model);
         argv.extend(p.args.iter().cloned());
-        if let Err(e) = crate::args::Cli::try_parse_from(&argv) {
+        if let Err(e) = app.parses(&argv) {
             let at = if points.len() > 1 {
                 format!("point {i} ({}): ", describe(p))
             } else {
                 String::new()
             };
-            return Err(Failure::bad_input(format!("{at}{}", clap_line(&e))));
+            return Err(Failure::bad_input(format!("{at}{}", e.message)));
         }
     }
     let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
@@ -213,12 +217,12 @@ fn plan(cmd: SweepCmd) -> Result<Plan, Failure> {
     let jobs = opts.jobs.unwrap_or((cores / per_run.max(1)).max(1));
     let def = Definition {
         format: study::FORMAT.into(),
-        model: cmd.model.clone(),
+        model: model.clone(),
         args: run_args,
         replications,
     };
     Ok(Plan {
-        model: cmd.model,
+        run: app.run_args(&model),
         spec,
         points,
         replications,
@@ -249,7 +253,7 @@ fn jobs(plan: &Plan) -> Vec<Job> {
     let mut out = Vec::new();
     for r in 0..plan.replications {
         for (p, point) in plan.points.iter().enumerate() {
-            let mut args = vec!["run".to_string(), plan.model.clone()];
+            let mut args = plan.run.clone();
             args.extend(point.args.iter().cloned());
             if unpin {
                 args.extend(["--pin".to_string(), "off".to_string()]);
@@ -274,16 +278,16 @@ fn install_ctrlc() {
     let _ = ctrlc::set_handler(|| INTERRUPTED.store(true, Ordering::Relaxed));
 }
 
-pub(crate) fn run(cmd: SweepCmd) -> Result<u8, Failure> {
+pub(crate) fn run(cmd: SweepCmd, app: &App) -> Result<u8, Failure> {
     let launched = chronon::mpi::launched();
     if launched.is_some() && !chronon::mpi::COMPILED {
         return Err(Failure::bad_input(chronon::mpi::NOT_COMPILED));
     }
     #[cfg(feature = "mpi")]
     if launched.is_some() {
-        return ranks::run(cmd);
+        return ranks::run(cmd, app);
     }
-    let plan = plan(cmd)?;
+    let plan = plan(cmd, app)?;
     study_main(plan, None)
 }
 

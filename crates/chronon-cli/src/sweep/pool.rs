@@ -270,9 +270,10 @@ pub(crate) fn execute(
                         1
                     },
                     message: format!(
-                        "run {} failed ({}): {line}; it was: chronon {}",
+                        "run {} failed ({}): {line}; it was: {} {}",
                         jobs[j].id,
                         code.map_or("killed by a signal".to_string(), |c| format!("exit {c}")),
+                        crate::app::program(),
                         jobs[j].args.join(" ")
                     ),
                 }),

@@ -1,61 +1,27 @@
-//! The models `chronon run` knows: each has its flags (also its TOML keys) and builds a
-//! [`chronon::Simulation`].
+//! The models shipped with chronon (`chronon_models`), registered with the runner through the
+//! same API as any user's model ([`ModelSpec`]): each has a parameter struct whose fields are its
+//! flags and TOML keys, every one optional with the model's own default.
 
-use clap::{Args, Subcommand};
+mod draws;
+
+use clap::Args;
 use serde::{Deserialize, Serialize};
 
-use crate::args::{CommonArgs, ConfigFile, RunCmd};
-use crate::run::{run_simulation, run_simulation_checked};
-use crate::Failure;
+use crate::app::{Draw, Flags, ModelSpec};
+use crate::App;
 
-#[derive(Debug, Subcommand)]
-pub(crate) enum ModelCmd {
-    /// PHOLD: the standard PDES benchmark (ROSS semantics).
-    Phold(Box<PholdCmd>),
-    /// PHOLD on a 2-D mesh in three phases of growing event cost (seed 003, §3.2).
-    PholdPhases(Box<PholdPhasesCmd>),
-    /// SimpleSim: random messages, bounded queues, sized payloads (seed 000, §4.1).
-    Simplesim(Box<SimplesimCmd>),
-    /// Production lines, assembly and testing stations (seed 002, §2.2).
-    Manufacturing(Box<ManufacturingCmd>),
-    /// Personal communication system: cells, channels, calls, handoffs (seed 003, §3.4).
-    Pcs(Box<PcsCmd>),
-    /// Partitioned key/value store with batched transactions (seed 003, §3.3).
-    Datastore(Box<DatastoreCmd>),
-    /// Packet network: one star per partition, hubs in a clique, UDP on/off (seed 000, §4.2).
-    StarClique(Box<StarCliqueCmd>),
-    /// Packet network: a ring of campus networks (seed 001, §1.3).
-    Campus(Box<CampusCmd>),
-    /// A randomized test model: idle LPs, zero delays, ties, global events, uneven load
-    /// (`chronon check` draws its parameters).
-    Random(Box<RandomCmd>),
-    /// A model that breaks a rule on purpose (for testing error reporting).
-    #[command(hide = true)]
-    Faulty(Box<FaultyCmd>),
-}
-
-pub(crate) fn run(cmd: RunCmd) -> Result<u8, Failure> {
-    match cmd.model {
-        ModelCmd::Phold(c) => run_phold(*c),
-        ModelCmd::PholdPhases(c) => run_phold_phases(*c),
-        ModelCmd::Simplesim(c) => run_simplesim(*c),
-        ModelCmd::Manufacturing(c) => run_manufacturing(*c),
-        ModelCmd::Pcs(c) => run_pcs(*c),
-        ModelCmd::Datastore(c) => run_datastore(*c),
-        ModelCmd::StarClique(c) => run_star_clique(*c),
-        ModelCmd::Campus(c) => run_campus(*c),
-        ModelCmd::Random(c) => run_random(*c),
-        ModelCmd::Faulty(c) => run_faulty(*c),
-    }
-}
-
-#[derive(Debug, Args)]
-#[command(allow_negative_numbers = true)]
-pub(crate) struct PholdCmd {
-    #[command(flatten)]
-    model: PholdArgs,
-    #[command(flatten)]
-    common: CommonArgs,
+/// Registers every shipped model under its `chronon run` name.
+pub(crate) fn register(app: App) -> App {
+    app.model::<PholdArgs>("phold")
+        .model::<PholdPhasesArgs>("phold-phases")
+        .model::<SimplesimArgs>("simplesim")
+        .model::<ManufacturingArgs>("manufacturing")
+        .model::<PcsArgs>("pcs")
+        .model::<DatastoreArgs>("datastore")
+        .model::<StarCliqueArgs>("star-clique")
+        .model::<CampusArgs>("campus")
+        .model::<RandomArgs>("random")
+        .hidden_model::<FaultyArgs>("faulty")
 }
 
 /// PHOLD's flags and TOML keys.
@@ -95,83 +61,81 @@ pub(crate) struct PholdArgs {
     hot_work_us: Option<f64>,
 }
 
-const PHOLD_KEYS: &[&str] = &[
-    "lps",
-    "start-events",
-    "remote",
-    "lookahead",
-    "mean",
-    "work-us",
-    "state-bytes",
-    "topology",
-    "hot-lps",
-    "hot-work-us",
-];
-
-fn run_phold(cmd: PholdCmd) -> Result<u8, Failure> {
-    let file = ConfigFile::load(cmd.common.config.as_deref(), PHOLD_KEYS)?;
-    let common = cmd.common.over(file.get()?);
-    let f: PholdArgs = file.get()?;
-    let a = cmd.model;
-    let d = chronon_models::Phold::default();
-    let model = chronon_models::Phold {
-        lps: a.lps.or(f.lps).unwrap_or(d.lps),
-        start_events: a.start_events.or(f.start_events).unwrap_or(d.start_events),
-        remote: a.remote.or(f.remote).unwrap_or(d.remote),
-        lookahead: a.lookahead.or(f.lookahead).unwrap_or(d.lookahead),
-        mean: a.mean.or(f.mean).unwrap_or(d.mean),
-        work_us: a.work_us.or(f.work_us).unwrap_or(d.work_us),
-        state_bytes: a.state_bytes.or(f.state_bytes).unwrap_or(d.state_bytes),
-        hot_lps: a.hot_lps.or(f.hot_lps).unwrap_or(d.hot_lps),
-        hot_work_us: a.hot_work_us.or(f.hot_work_us).unwrap_or(d.hot_work_us),
-        topology: match a.topology.or(f.topology) {
-            None => d.topology,
-            Some(t) => t.parse().map_err(Failure::bad_input)?,
-        },
-    };
-    model.validate().map_err(Failure::bad_input)?;
-    let lps = model.lps;
-    let config = serde_json::to_value(&model).expect("PHOLD parameters serialize");
-    run_simulation_checked(
-        "phold",
-        model,
-        lps,
-        common,
-        config,
-        Some(chronon::Simulation::check_reverse),
-    )
+impl PholdArgs {
+    /// The parameters with every flag not given at its default.
+    fn resolve(&self) -> Result<chronon_models::Phold, String> {
+        let d = chronon_models::Phold::default();
+        Ok(chronon_models::Phold {
+            lps: self.lps.unwrap_or(d.lps),
+            start_events: self.start_events.unwrap_or(d.start_events),
+            remote: self.remote.unwrap_or(d.remote),
+            lookahead: self.lookahead.unwrap_or(d.lookahead),
+            mean: self.mean.unwrap_or(d.mean),
+            work_us: self.work_us.unwrap_or(d.work_us),
+            state_bytes: self.state_bytes.unwrap_or(d.state_bytes),
+            hot_lps: self.hot_lps.unwrap_or(d.hot_lps),
+            hot_work_us: self.hot_work_us.unwrap_or(d.hot_work_us),
+            topology: match &self.topology {
+                None => d.topology,
+                Some(t) => t.parse()?,
+            },
+        })
+    }
 }
 
-/// Declares a model's command: its flags (which are also its TOML keys, kebab-case), the
-/// merge flag > config file > default, validation, and the run. Every field of the model
-/// struct is listed, so a new model parameter that is not exposed does not compile.
+impl ModelSpec for PholdArgs {
+    type Model = chronon_models::Phold;
+
+    fn build(&self) -> Result<chronon_models::Phold, String> {
+        let model = self.resolve()?;
+        model.validate()?;
+        Ok(model)
+    }
+
+    fn config(&self) -> serde_json::Value {
+        let model = self.resolve().unwrap_or_default();
+        serde_json::to_value(&model).expect("PHOLD parameters serialize")
+    }
+
+    fn default_end() -> Option<f64> {
+        Some(1000.0)
+    }
+
+    fn about() -> &'static str {
+        "PHOLD: the standard PDES benchmark (ROSS semantics)."
+    }
+
+    fn draw(draw: &mut Draw, flags: &mut Flags) {
+        draws::phold(draw, flags)
+    }
+
+    fn check_reverse() -> Option<crate::SimHook<Self::Model>> {
+        Some(chronon::Simulation::check_reverse)
+    }
+}
+
+/// Declares a shipped model's parameter struct: its flags (which are also its TOML keys,
+/// kebab-case), each optional with the model's default, and its [`ModelSpec`]. Every field of
+/// the model struct is listed, so a new model parameter that is not exposed does not compile.
 /// Models whose parameters are not the runnable model name a `build` step from one to the other.
-macro_rules! model_command {
+macro_rules! model_spec {
     (
-        name: $name:literal, cmd: $Cmd:ident, args: $Args:ident, run: $run:ident,
-        model: $Model:ty,
+        args: $Args:ident, model: $Model:ty,
+        about: $about:literal, end: $end:expr, draw: $draw:path,
         fields { $( $(#[doc = $doc:literal])* $field:ident : $ty:ty, )* }
     ) => {
-        model_command! {
-            name: $name, cmd: $Cmd, args: $Args, run: $run, model: $Model,
+        model_spec! {
+            args: $Args, model: $Model, runnable: $Model,
             build: |m: &$Model| -> Result<$Model, String> { Ok(m.clone()) },
+            about: $about, end: $end, draw: $draw,
             fields { $( $(#[doc = $doc])* $field: $ty, )* }
         }
     };
     (
-        name: $name:literal, cmd: $Cmd:ident, args: $Args:ident, run: $run:ident,
-        model: $Model:ty, build: $build:expr,
+        args: $Args:ident, model: $Model:ty, runnable: $Run:ty, build: $build:expr,
+        about: $about:literal, end: $end:expr, draw: $draw:path,
         fields { $( $(#[doc = $doc:literal])* $field:ident : $ty:ty, )* }
     ) => {
-        #[derive(Debug, Args)]
-        #[command(allow_negative_numbers = true)]
-        pub(crate) struct $Cmd {
-            #[command(flatten)]
-            model: $Args,
-            #[command(flatten)]
-            common: CommonArgs,
-        }
-
         #[derive(Clone, Debug, Default, Args, Deserialize, Serialize)]
         #[serde(rename_all = "kebab-case")]
         #[command(next_help_heading = "Model options")]
@@ -179,31 +143,47 @@ macro_rules! model_command {
             $( $(#[doc = $doc])* #[arg(long)] $field: Option<$ty>, )*
         }
 
-        fn $run(cmd: $Cmd) -> Result<u8, Failure> {
-            let keys: Vec<String> = vec![$( stringify!($field).replace('_', "-") ),*];
-            let keys: Vec<&str> = keys.iter().map(String::as_str).collect();
-            let file = ConfigFile::load(cmd.common.config.as_deref(), &keys)?;
-            let common = cmd.common.over(file.get()?);
-            // A key of the wrong type is an error naming the key and the file.
-            let f: $Args = file.get()?;
-            let a = cmd.model;
-            type M = $Model;
-            let d = M::default();
-            let model = M {
-                $( $field: a.$field.or(f.$field).unwrap_or(d.$field), )*
-            };
-            model.validate().map_err(Failure::bad_input)?;
-            let config = serde_json::to_value(&model).expect("model parameters serialize");
-            let runnable = ($build)(&model).map_err(Failure::bad_input)?;
-            let lps = runnable.lps();
-            run_simulation($name, runnable, lps, common, config)
+        impl $Args {
+            /// The parameters with every flag not given at its default.
+            fn resolve(&self) -> $Model {
+                type M = $Model;
+                let d = M::default();
+                M { $( $field: self.$field.clone().unwrap_or(d.$field), )* }
+            }
+        }
+
+        impl ModelSpec for $Args {
+            type Model = $Run;
+
+            fn build(&self) -> Result<$Run, String> {
+                let model = self.resolve();
+                model.validate()?;
+                ($build)(&model)
+            }
+
+            fn config(&self) -> serde_json::Value {
+                serde_json::to_value(self.resolve()).expect("model parameters serialize")
+            }
+
+            fn default_end() -> Option<f64> {
+                Some($end)
+            }
+
+            fn about() -> &'static str {
+                $about
+            }
+
+            fn draw(draw: &mut Draw, flags: &mut Flags) {
+                $draw(draw, flags)
+            }
         }
     };
 }
 
-model_command! {
-    name: "phold-phases", cmd: PholdPhasesCmd, args: PholdPhasesArgs, run: run_phold_phases,
-    model: chronon_models::PholdPhases,
+model_spec! {
+    args: PholdPhasesArgs, model: chronon_models::PholdPhases,
+    about: "PHOLD on a 2-D mesh in three phases of growing event cost (seed 003, §3.2).",
+    end: 3.0, draw: draws::phold_phases,
     fields {
         /// Mesh columns [default: 45].
         width: u32,
@@ -228,9 +208,10 @@ model_command! {
     }
 }
 
-model_command! {
-    name: "simplesim", cmd: SimplesimCmd, args: SimplesimArgs, run: run_simplesim,
-    model: chronon_models::SimpleSim,
+model_spec! {
+    args: SimplesimArgs, model: chronon_models::SimpleSim,
+    about: "SimpleSim: random messages, bounded queues, sized payloads (seed 000, §4.1).",
+    end: 100.0, draw: draws::simplesim,
     fields {
         /// Number of LPs [default: 8].
         lps: u32,
@@ -255,9 +236,10 @@ model_command! {
     }
 }
 
-model_command! {
-    name: "manufacturing", cmd: ManufacturingCmd, args: ManufacturingArgs,
-    run: run_manufacturing, model: chronon_models::Manufacturing,
+model_spec! {
+    args: ManufacturingArgs, model: chronon_models::Manufacturing,
+    about: "Production lines, assembly and testing stations (seed 002, §2.2).",
+    end: 10_000.0, draw: draws::manufacturing,
     fields {
         /// Production lines [default: 4].
         lines: u32,
@@ -288,8 +270,10 @@ model_command! {
     }
 }
 
-model_command! {
-    name: "pcs", cmd: PcsCmd, args: PcsArgs, run: run_pcs, model: chronon_models::Pcs,
+model_spec! {
+    args: PcsArgs, model: chronon_models::Pcs,
+    about: "Personal communication system: cells, channels, calls, handoffs (seed 003, §3.4).",
+    end: 5.0, draw: draws::pcs,
     fields {
         /// Cells per row of the hexagonal grid [default: 32].
         width: u32,
@@ -318,9 +302,10 @@ model_command! {
     }
 }
 
-model_command! {
-    name: "datastore", cmd: DatastoreCmd, args: DatastoreArgs, run: run_datastore,
-    model: chronon_models::DataStore,
+model_spec! {
+    args: DatastoreArgs, model: chronon_models::DataStore,
+    about: "Partitioned key/value store with batched transactions (seed 003, §3.3).",
+    end: 200.0, draw: draws::datastore,
     fields {
         /// Nodes, one LP each [default: 64].
         nodes: u32,
@@ -351,9 +336,11 @@ model_command! {
     }
 }
 
-model_command! {
-    name: "star-clique", cmd: StarCliqueCmd, args: StarCliqueArgs, run: run_star_clique,
-    model: chronon_models::StarClique, build: chronon_models::StarClique::build,
+model_spec! {
+    args: StarCliqueArgs, model: chronon_models::StarClique,
+    runnable: chronon_models::net::NetModel, build: chronon_models::StarClique::build,
+    about: "Packet network: one star per partition, hubs in a clique, UDP on/off (seed 000, §4.2).",
+    end: 100.0, draw: draws::star_clique,
     fields {
         /// Stars, one per partition; the network has stars^2 nodes [default: 8].
         stars: u32,
@@ -383,9 +370,11 @@ model_command! {
     }
 }
 
-model_command! {
-    name: "campus", cmd: CampusCmd, args: CampusArgs, run: run_campus,
-    model: chronon_models::Campus, build: chronon_models::Campus::build,
+model_spec! {
+    args: CampusArgs, model: chronon_models::Campus,
+    runnable: chronon_models::net::NetModel, build: chronon_models::Campus::build,
+    about: "Packet network: a ring of campus networks (seed 001, §1.3).",
+    end: 2.0, draw: draws::campus,
     fields {
         /// Campuses on the ring [default: 4].
         campuses: u32,
@@ -425,9 +414,10 @@ model_command! {
     }
 }
 
-model_command! {
-    name: "random", cmd: RandomCmd, args: RandomArgs, run: run_random,
-    model: chronon_models::Random,
+model_spec! {
+    args: RandomArgs, model: chronon_models::Random,
+    about: "A randomized test model: idle LPs, zero delays, ties, global events, uneven load (`chronon check` draws its parameters).",
+    end: 1000.0, draw: draws::random,
     fields {
         /// Number of LPs [default: 16].
         lps: u32,
@@ -458,8 +448,9 @@ model_command! {
     }
 }
 
-#[derive(Debug, Args)]
-pub(crate) struct FaultyCmd {
+/// The faulty model's flags (a test model that breaks a rule on purpose).
+#[derive(Clone, Debug, Args, Deserialize, Serialize)]
+pub(crate) struct FaultyArgs {
     /// bad-destination, negative-delay, nan-delay, below-lookahead, panic, finish-panic,
     /// topology-panic or global-panic.
     #[arg(long)]
@@ -467,24 +458,28 @@ pub(crate) struct FaultyCmd {
     /// Number of LPs.
     #[arg(long, default_value_t = 8)]
     lps: u32,
-    #[command(flatten)]
-    common: CommonArgs,
 }
 
-fn run_faulty(cmd: FaultyCmd) -> Result<u8, Failure> {
-    let file = ConfigFile::load(cmd.common.config.as_deref(), &[])?;
-    let common = cmd.common.over(file.get()?);
-    let fault = cmd.fault.parse().map_err(Failure::bad_input)?;
-    if cmd.lps < 2 {
-        return Err(Failure::bad_input(
-            "--lps must be at least 2 for the faulty model",
-        ));
+impl ModelSpec for FaultyArgs {
+    type Model = chronon_models::faulty::Faulty;
+
+    fn build(&self) -> Result<Self::Model, String> {
+        if self.lps < 2 {
+            return Err("--lps must be at least 2 for the faulty model".into());
+        }
+        Ok(chronon_models::faulty::Faulty {
+            fault: self.fault.parse()?,
+            culprit: 1,
+            at: 3.0,
+            lps: self.lps,
+        })
     }
-    let model = chronon_models::faulty::Faulty {
-        fault,
-        culprit: 1,
-        at: 3.0,
-    };
-    let config = serde_json::json!({ "fault": cmd.fault, "lps": cmd.lps });
-    run_simulation("faulty", model, cmd.lps, common, config)
+
+    fn default_end() -> Option<f64> {
+        Some(1000.0)
+    }
+
+    fn about() -> &'static str {
+        "A model that breaks a rule on purpose (for testing error reporting)."
+    }
 }

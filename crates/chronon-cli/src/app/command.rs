@@ -1,0 +1,167 @@
+//! The app's command line (clap, built from its registered models) and how a clap outcome is
+//! printed: help and version on stdout with exit 0, a usage error as one line with exit 2.
+
+use std::process::ExitCode;
+
+use clap::{Args, Command};
+
+use super::entry::Entry;
+use super::App;
+use crate::args::CommonArgs;
+use crate::{one_line, EXIT_BAD_INPUT};
+
+/// The runner's own flags (every model takes them), by long name.
+pub(super) fn common_flags() -> Vec<String> {
+    CommonArgs::augment_args(Command::new("run"))
+        .get_arguments()
+        .filter_map(|a| a.get_long().map(str::to_string))
+        .collect()
+}
+
+impl App {
+    /// The whole command line of this program.
+    pub(crate) fn command(&self) -> Command {
+        let mut root = Command::new(self.name.clone())
+            .version(self.version.clone())
+            .about(if self.about.is_empty() {
+                format!("{}: a simulation on chronon, a parallel discrete event simulation engine", self.name)
+            } else {
+                self.about.clone()
+            })
+            .subcommand_required(true)
+            .arg_required_else_help(true)
+            .subcommand(self.run_command())
+            .subcommand(crate::sweep::SweepCmd::augment_args(Command::new("sweep")).about(
+                "A study: any run option may be a list or a range; every point run --replications times; runs.csv, summary (mean, sd, 95 % interval) and plots in --out DIR (see docs/sweep.md)",
+            ))
+            .subcommand(crate::check::CheckCmd::augment_args(Command::new("check")).about(
+                "Differential suite: random configurations of the models under every executor, compared with the sequential run (see docs/testing.md)",
+            ))
+            .subcommand(crate::report::ReportCmd::augment_args(Command::new("report")).about(
+                "Draw SVG plots from run reports (throughput, speedup, progress, per-worker shares)",
+            ));
+        if !self.tools {
+            root = root.subcommand(
+                crate::bench_model::ModelBench::augment_args(Command::new("bench")).about(
+                    "The model under each executor, thread and process count, side by side, fingerprints compared",
+                ),
+            );
+        }
+        if self.tools {
+            root = root
+                .subcommand(
+                    crate::bench::BenchCmd::augment_args(Command::new("bench"))
+                        .about("Benchmarks (see docs/benchmarks.md)"),
+                )
+                .subcommand(
+                    crate::experiment::ExperimentCmd::augment_args(Command::new("experiment"))
+                        .about("Run one seed experiment end to end: CSV, Markdown table and SVG figure (see docs/experiments.md; `--list` names them all)"),
+                )
+                .subcommand(
+                    crate::calibrate::CalibrateCmd::augment_args(Command::new("calibrate"))
+                        .about("Measure machine constants: `ticks` (tick overhead vs period, for --tick-us)"),
+                );
+        }
+        if self.single() {
+            // `sweep` and `bench` take no model name: every argument is a run option.
+            let unnamed = |s: Command| s.mut_arg("args", |a| a.value_name("RUN OPTIONS"));
+            root = root.mut_subcommand("sweep", unnamed);
+            if !self.tools {
+                root = root.mut_subcommand("bench", unnamed);
+            }
+        }
+        root
+    }
+
+    /// `run`: the model's flags and the runner's, or a subcommand per model.
+    fn run_command(&self) -> Command {
+        const ABOUT: &str =
+            "Run a model and print a summary (and write a JSON report with --output)";
+        let run = Command::new("run");
+        if self.single() {
+            return model_command(self.models[0].as_ref(), run).about(ABOUT);
+        }
+        let run = run.about(ABOUT);
+        let run = run.subcommand_required(true);
+        self.models.iter().fold(run, |run, e| {
+            let c = Command::new(e.name().to_string()).hide(e.hidden());
+            run.subcommand(model_command(e.as_ref(), c).about(e.about()))
+        })
+    }
+}
+
+/// `cmd` with the flags of model `e` and the runner's.
+fn model_command(e: &dyn Entry, cmd: Command) -> Command {
+    let end = match e.default_end() {
+        Some(end) => format!("[default: {end}]"),
+        None => "(required: this model has no default end)".to_string(),
+    };
+    let cmd = e.args(
+        cmd.allow_negative_numbers(true)
+            .next_help_heading("Model options"),
+    );
+    CommonArgs::augment_args(cmd.next_help_heading(None::<&str>)).mut_arg("end", |a| {
+        a.help(format!(
+            "End time: events at or after it never execute {end}"
+        ))
+    })
+}
+
+/// Prints a clap outcome: help and version go to stdout with exit 0; a usage error is one line
+/// on stderr with exit 2.
+pub(super) fn clap_exit(e: clap::Error, app: &App) -> ExitCode {
+    use clap::error::ErrorKind;
+    // Under mpirun every rank parsed the same command line: rank 0 prints (the error, the
+    // help), every rank exits with the same code.
+    let quiet = crate::mpi::quiet();
+    match e.kind() {
+        ErrorKind::DisplayHelp
+        | ErrorKind::DisplayVersion
+        | ErrorKind::DisplayHelpOnMissingArgumentOrSubcommand => {
+            if !quiet {
+                let _ = e.print();
+            }
+            if e.kind() == ErrorKind::DisplayHelpOnMissingArgumentOrSubcommand {
+                ExitCode::from(EXIT_BAD_INPUT)
+            } else {
+                ExitCode::SUCCESS
+            }
+        }
+        kind => {
+            let rendered = e.render().to_string();
+            let line = one_line(&rendered);
+            let line = line.strip_prefix("error: ").unwrap_or(line);
+            let hint = match kind {
+                ErrorKind::InvalidSubcommand => format!(" (allowed: {})", subcommand_names(app)),
+                ErrorKind::UnknownArgument => " (see --help for the allowed flags)".to_string(),
+                _ => String::new(),
+            };
+            if !quiet {
+                eprintln!("error: {}{hint}", crate::short_numbers(line));
+            }
+            ExitCode::from(EXIT_BAD_INPUT)
+        }
+    }
+}
+
+/// The visible subcommands of the program, of `run` and of `bench`, for error hints.
+fn subcommand_names(app: &App) -> String {
+    let cli = app.command();
+    let mut names = Vec::new();
+    let visible = |c: &Command| -> Vec<String> {
+        c.get_subcommands()
+            .filter(|s| !s.is_hide_set())
+            .map(|s| s.get_name().to_string())
+            .collect()
+    };
+    names.push(format!("commands {}", visible(&cli).join(", ")));
+    for sub in ["run", "bench"] {
+        if let Some(c) = cli.find_subcommand(sub) {
+            let v = visible(c);
+            if !v.is_empty() {
+                names.push(format!("{sub} {}", v.join("|")));
+            }
+        }
+    }
+    names.join("; ")
+}

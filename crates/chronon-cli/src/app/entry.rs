@@ -1,0 +1,96 @@
+//! A registered model with its parameter type erased: what the subcommands ask of a model.
+
+use std::marker::PhantomData;
+
+use clap::{ArgMatches, Command, FromArgMatches};
+
+use super::merge;
+use super::spec::{Draw, Flags, ModelSpec};
+use crate::args::{CommonArgs, ConfigFile};
+use crate::run::run_simulation;
+use crate::Failure;
+
+/// A model as the subcommands see it.
+pub(crate) trait Entry: Send + Sync {
+    /// The model's name (its `run` subcommand when the app has several).
+    fn name(&self) -> &str;
+    /// Left out of help and of `check`'s draws.
+    fn hidden(&self) -> bool;
+    /// One line for help.
+    fn about(&self) -> &'static str;
+    /// The end time of a run that gives no `--end`.
+    fn default_end(&self) -> Option<f64>;
+    /// `cmd` with the model's flags.
+    fn args(&self, cmd: Command) -> Command;
+    /// Runs the model as the matched `run` command line says.
+    fn run(&self, m: &ArgMatches) -> Result<u8, Failure>;
+    /// Whether the default model implements reverse computation.
+    fn has_reverse(&self) -> bool;
+    /// `check`'s random model flags.
+    fn draw(&self, draw: &mut Draw, flags: &mut Flags);
+}
+
+/// [`Entry`] for the parameter type `S`.
+pub(crate) struct Registered<S> {
+    pub name: String,
+    pub hidden: bool,
+    pub spec: PhantomData<fn() -> S>,
+}
+
+impl<S: ModelSpec> Entry for Registered<S> {
+    fn name(&self) -> &str {
+        &self.name
+    }
+
+    fn hidden(&self) -> bool {
+        self.hidden
+    }
+
+    fn about(&self) -> &'static str {
+        S::about()
+    }
+
+    fn default_end(&self) -> Option<f64> {
+        S::default_end()
+    }
+
+    fn args(&self, cmd: Command) -> Command {
+        S::augment_args(cmd)
+    }
+
+    fn run(&self, m: &ArgMatches) -> Result<u8, Failure> {
+        let common = CommonArgs::from_arg_matches(m).map_err(|e| clap_failure(&e))?;
+        let keys = merge::keys::<S>();
+        let keys: Vec<&str> = keys.iter().map(String::as_str).collect();
+        let file = ConfigFile::load(common.config.as_deref(), &keys)?;
+        let common = common.over(file.get()?);
+        let spec: S = merge::resolve(m, &file)?;
+        let model = spec.build().map_err(Failure::bad_input)?;
+        run_simulation(
+            &self.name,
+            model,
+            common,
+            spec.config(),
+            S::default_end(),
+            S::check_reverse(),
+        )
+    }
+
+    fn has_reverse(&self) -> bool {
+        use chronon::Model;
+        merge::defaults::<S>()
+            .and_then(|s| s.build().ok())
+            .is_some_and(|m| m.has_reverse())
+    }
+
+    fn draw(&self, draw: &mut Draw, flags: &mut Flags) {
+        S::draw(draw, flags)
+    }
+}
+
+/// A clap error as one bad-input line.
+pub(crate) fn clap_failure(e: &clap::Error) -> Failure {
+    let rendered = e.render().to_string();
+    let line = crate::one_line(&rendered);
+    Failure::bad_input(line.strip_prefix("error: ").unwrap_or(line))
+}

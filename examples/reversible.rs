@@ -1,0 +1,149 @@
+//! Reverse computation for Time Warp: hot potatoes thrown between LPs. Each potato carries a
+//! number that changes at every throw (the Collatz step); an LP adds up what it caught. The
+//! handler's changes to the state are undone by `reverse`, so Time Warp rolls an event back
+//! without saving a copy of the state (`--state-saving reverse`, or `auto`, which picks it).
+//! `--check-reverse` runs every event forward, then in reverse, and checks the state is restored.
+//!
+//! ```sh
+//! cargo run --release --example reversible -- run --sync timewarp --threads 2 --check-reverse
+//! ```
+
+use chronon::{Ctx, LpId, Model, ModelStats, ReverseCtx, Simulation};
+use serde::{Deserialize, Serialize};
+
+#[derive(Clone, Debug, clap::Args, Serialize, Deserialize)]
+struct Potatoes {
+    /// Number of LPs.
+    #[arg(long, default_value_t = 32)]
+    lps: u32,
+    /// Potatoes each LP starts with.
+    #[arg(long, default_value_t = 2)]
+    potatoes: u32,
+    /// Smallest time of a throw (the lookahead).
+    #[arg(long, default_value_t = 0.2)]
+    lookahead: f64,
+    /// Mean of the exponential time of a throw beyond the lookahead.
+    #[arg(long, default_value_t = 1.0)]
+    mean: f64,
+}
+
+#[derive(Clone, Copy, Debug, Serialize, Deserialize)]
+struct Potato {
+    value: u64,
+}
+chronon::impl_shm_safe!(Potato { value });
+
+/// What an LP caught: `PartialEq`, so that `--check-reverse` can compare states.
+#[derive(Clone, Debug, Default, PartialEq)]
+struct Catcher {
+    caught: u64,
+    total: u64,
+}
+
+fn collatz(n: u64) -> u64 {
+    if n <= 1 {
+        27
+    } else if n % 2 == 0 {
+        n / 2
+    } else {
+        3 * n + 1
+    }
+}
+
+impl Potatoes {
+    fn throw(&self, ctx: &mut Ctx<'_, Self>, value: u64) {
+        let lps = u64::from(ctx.lps());
+        let to = ctx.rng().below(lps) as LpId;
+        let delay = self.lookahead + ctx.rng().exponential_mean(self.mean);
+        ctx.send(to, delay, Potato { value });
+    }
+}
+
+impl Model for Potatoes {
+    type State = Catcher;
+    type Event = Potato;
+
+    fn init(&self, ctx: &mut Ctx<'_, Self>) -> Catcher {
+        for k in 0..self.potatoes {
+            let value = u64::from(ctx.me()) * 7 + u64::from(k) + 1;
+            self.throw(ctx, value);
+        }
+        Catcher::default()
+    }
+
+    fn on_event(&self, st: &mut Catcher, p: &Potato, ctx: &mut Ctx<'_, Self>) {
+        st.caught += 1;
+        st.total += p.value;
+        self.throw(ctx, collatz(p.value));
+    }
+
+    // Undoes `on_event`'s changes to the state; the engine itself restores the LP's random
+    // stream and cancels what the event sent.
+    fn reverse(&self, st: &mut Catcher, p: &Potato, _ctx: &ReverseCtx) {
+        st.caught -= 1;
+        st.total -= p.value;
+    }
+
+    fn has_reverse(&self) -> bool {
+        true
+    }
+
+    fn lookahead(&self) -> f64 {
+        self.lookahead
+    }
+
+    fn lp_count(&self) -> Option<LpId> {
+        Some(self.lps)
+    }
+
+    fn finish(&self, _lp: LpId, st: &Catcher, stats: &mut ModelStats) {
+        stats.add("caught", st.caught as f64);
+        stats.add("total", st.total as f64);
+    }
+}
+
+impl chronon_cli::ModelSpec for Potatoes {
+    type Model = Potatoes;
+
+    fn build(&self) -> Result<Potatoes, String> {
+        if self.lps == 0 {
+            return Err("--lps must be at least 1".into());
+        }
+        if !(self.lookahead >= 0.0 && self.lookahead.is_finite()) {
+            return Err(format!(
+                "--lookahead is {}; it must be >= 0",
+                self.lookahead
+            ));
+        }
+        if !(self.mean >= 0.0 && self.mean.is_finite()) {
+            return Err(format!("--mean is {}; it must be >= 0", self.mean));
+        }
+        Ok(self.clone())
+    }
+
+    fn default_end() -> Option<f64> {
+        Some(1000.0)
+    }
+
+    fn about() -> &'static str {
+        "Hot potatoes: a model with reverse computation."
+    }
+
+    fn draw(d: &mut chronon_cli::Draw, f: &mut chronon_cli::Flags) {
+        f.set("lps", d.int(1, 40))
+            .set("potatoes", d.int(1, 3))
+            .set("lookahead", d.pick(&["0.1", "0.5"]))
+            .set("end", d.int(5, 40));
+    }
+
+    // The states are `PartialEq`: `--check-reverse` may compare them.
+    fn check_reverse() -> Option<chronon_cli::SimHook<Potatoes>> {
+        Some(Simulation::check_reverse)
+    }
+}
+
+fn main() -> std::process::ExitCode {
+    chronon_cli::App::new("reversible")
+        .model::<Potatoes>("potatoes")
+        .run()
+}
