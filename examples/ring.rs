@@ -56,13 +56,8 @@ impl Model for Ring {
         st.hops += u64::from(token.hops);
         let next = (ctx.me() + 1) % ctx.lps();
         let wait = self.lookahead + ctx.rng().exponential_mean(self.mean);
-        ctx.send(
-            next,
-            wait,
-            Token {
-                hops: token.hops + 1,
-            },
-        );
+        let hops = token.hops + 1;
+        ctx.send(next, wait, Token { hops });
     }
 
     fn lookahead(&self) -> f64 {
@@ -87,10 +82,8 @@ impl chronon_cli::ModelSpec for Ring {
             return Err("--lps must be at least 1".into());
         }
         if !(self.lookahead >= 0.0 && self.lookahead.is_finite()) {
-            return Err(format!(
-                "--lookahead is {}; it must be >= 0",
-                self.lookahead
-            ));
+            let la = self.lookahead;
+            return Err(format!("--lookahead is {la}; it must be >= 0"));
         }
         if !(self.mean >= 0.0 && self.mean.is_finite()) {
             return Err(format!("--mean is {}; it must be >= 0", self.mean));
