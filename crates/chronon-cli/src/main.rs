@@ -8,7 +8,9 @@ mod bench_queue;
 mod bench_refcount;
 mod calibrate;
 mod check;
+mod choices;
 mod experiment;
+mod flags;
 mod lockstep_runtime;
 mod models;
 mod mpi;
@@ -60,7 +62,7 @@ impl From<chronon::SimError> for Failure {
         };
         Failure {
             code,
-            message: e.to_string(),
+            message: flags::render(&e),
         }
     }
 }

@@ -122,12 +122,9 @@ pub(crate) fn run_simulation_checked<M: Procs>(
             "--end is {end}; it must be finite and > 0"
         )));
     }
-    let queue: QueueKind = match common.queue.as_deref() {
-        None => QueueKind::default(),
-        Some(q) => q.parse().map_err(Failure::bad_input)?,
-    };
-    let executor = executor_with(common.sync.as_deref(), common.threads, &common)?;
-    let tw = time_warp_options(&common, &executor)?;
+    let queue: QueueKind = common.queue.map_or_else(QueueKind::default, Into::into);
+    let executor = executor_with(common.sync, common.threads, &common)?;
+    let executor = time_warp_options(&common, executor)?;
     let check = match (common.check_reverse == Some(true), check_reverse) {
         (false, _) => None,
         (true, Some(f)) => Some(f),
@@ -138,15 +135,12 @@ pub(crate) fn run_simulation_checked<M: Procs>(
         }
     };
     let seed = common.seed.unwrap_or(1);
-    let pin: chronon::placement::Pin = match common.pin.as_deref() {
-        None => Default::default(),
-        Some(p) => p.parse().map_err(Failure::bad_input)?,
-    };
+    let pin: chronon::placement::Pin = common.pin.map_or_else(Default::default, Into::into);
     // The report's config keeps what was asked for (`--runtime bsp --threads N` reruns it).
     let asked = executor.clone();
     let (executor, procs) = bsp_processes(executor, common.procs)?;
     check_procs::<M>(name, procs, &executor)?;
-    let copy = payload_options(&common, procs)?;
+    let (copy, heap) = payload_options(&common, procs)?;
     // Over MPI ranks: MPI for the run (finalized when this function returns).
     let mpi = crate::mpi::start(common.ranks, procs)?;
     let outputs = plan_outputs(&common, &executor)?;
@@ -176,7 +170,7 @@ pub(crate) fn run_simulation_checked<M: Procs>(
         .queue(queue)
         .executor(executor.clone())
         .pin(pin)
-        .time_warp(tw)
+        .heap(heap)
         .progress(progress.clone());
     let sim = match check {
         Some(f) => f(sim),
@@ -258,7 +252,7 @@ fn plan_outputs(common: &CommonArgs, executor: &Executor) -> Result<Outputs, Fai
             wanted.push((PROGRESS_CSV, out.join("progress.csv")));
             wanted.push((PROGRESS_CSV, out.join("series.csv")));
         }
-        if dir && common.gvt_csv.is_none() && matches!(executor, Executor::TimeWarp { .. }) {
+        if dir && common.gvt_csv.is_none() && matches!(executor, Executor::TimeWarp(_)) {
             wanted.push(("--gvt-csv", out.join("gvt.csv")));
         }
     }
