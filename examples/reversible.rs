@@ -1,6 +1,6 @@
 //! Reverse computation for Time Warp: hot potatoes thrown between LPs. Each potato carries a
 //! number that changes at every throw (the Collatz step); an LP adds up what it caught. The
-//! handler's changes to the state are undone by `reverse`, so Time Warp rolls an event back
+//! handler's changes to the state are undone by its reverse handler (`undo`), so Time Warp rolls an event back
 //! without saving a copy of the state (`--state-saving reverse`, or `auto`, which picks it).
 //! `--check-reverse` runs every event forward, then in reverse, and checks the state is restored.
 //!
@@ -8,7 +8,7 @@
 //! cargo run --release --example reversible -- run --sync timewarp --threads 2 --check-reverse
 //! ```
 
-use chronon::{Ctx, LpId, Model, ModelStats, ReverseCtx, Simulation};
+use chronon::{Ctx, LpId, Model, ModelStats, ReverseCtx, ReverseFn};
 use serde::{Deserialize, Serialize};
 
 #[derive(Clone, Debug, clap::Args, Serialize, Deserialize)]
@@ -59,6 +59,15 @@ impl Potatoes {
     }
 }
 
+impl Potatoes {
+    /// Undoes `on_event`'s changes to the state; the engine itself restores the LP's random
+    /// stream and cancels what the event sent.
+    fn undo(&self, st: &mut Catcher, p: &Potato, _ctx: &ReverseCtx) {
+        st.caught -= 1;
+        st.total -= p.value;
+    }
+}
+
 impl Model for Potatoes {
     type State = Catcher;
     type Event = Potato;
@@ -77,15 +86,10 @@ impl Model for Potatoes {
         self.throw(ctx, collatz(p.value));
     }
 
-    // Undoes `on_event`'s changes to the state; the engine itself restores the LP's random
-    // stream and cancels what the event sent.
-    fn reverse(&self, st: &mut Catcher, p: &Potato, _ctx: &ReverseCtx) {
-        st.caught -= 1;
-        st.total -= p.value;
-    }
-
-    fn has_reverse(&self) -> bool {
-        true
+    // The model's reverse handler: one declaration, so there is no way to have one without
+    // the engine knowing.
+    fn reverse_handler(&self) -> Option<ReverseFn<Self>> {
+        Some(Self::undo)
     }
 
     fn lookahead(&self) -> f64 {
@@ -138,7 +142,7 @@ impl chronon_cli::ModelSpec for Potatoes {
 
     // The states are `PartialEq`: `--check-reverse` may compare them.
     fn check_reverse() -> Option<chronon_cli::SimHook<Potatoes>> {
-        Some(Simulation::check_reverse)
+        Some(chronon::Simulation::check_reverse)
     }
 }
 

@@ -26,10 +26,10 @@ pub(crate) struct CommonArgs {
     pub seed: Option<u64>,
     /// Pending-event set: heap or ladder [default: ladder].
     #[arg(long, help_heading = RUN)]
-    pub queue: Option<String>,
+    pub queue: Option<crate::choices::Queue>,
     /// Synchronization: seq, window, null-message, lockstep or timewarp [default: seq].
     #[arg(long, help_heading = EXEC)]
-    pub sync: Option<String>,
+    pub sync: Option<crate::choices::Sync>,
     /// Worker threads; more than 1 needs a parallel --sync [default: 1].
     #[arg(long, help_heading = EXEC)]
     pub threads: Option<usize>,
@@ -46,7 +46,7 @@ pub(crate) struct CommonArgs {
     /// the sender's item and into a new item of the receiver's heap, what MPI does inside one
     /// machine) [default: zero-copy].
     #[arg(long, help_heading = EXEC)]
-    pub payload: Option<String>,
+    pub payload: Option<crate::choices::Payload>,
     /// Size classes of the shared heaps that hold `BPtr` payloads, as SIZE:COUNT per class
     /// (items per heap segment; sizes in bytes or with K/M) [default: 64:1024,512:256,4K:64,8K:32,64K:8; segment k of a growing heap holds 2^k times as many].
     #[arg(long, help_heading = EXEC)]
@@ -57,17 +57,17 @@ pub(crate) struct CommonArgs {
     pub heap_segments: Option<u32>,
     /// LP-to-worker mapping of the parallel executors: block or round-robin [default: block].
     #[arg(long, help_heading = EXEC)]
-    pub mapping: Option<String>,
+    pub mapping: Option<crate::choices::Mapping>,
     /// Pin worker threads to cores, NUMA node by node: auto (when the workers fit the cores;
     /// each worker first-touches its LPs' records and pending set on a machine of several
     /// NUMA nodes), on (always, first touch included) or off; the report's `placement` says
     /// what was done [default: auto].
     #[arg(long, help_heading = EXEC)]
-    pub pin: Option<String>,
+    pub pin: Option<crate::choices::Pin>,
     /// Barrier of the window and lock-step executors: std, semaphore, spin or tree
     /// [default: tree].
     #[arg(long, help_heading = CONSERVATIVE)]
-    pub barrier: Option<String>,
+    pub barrier: Option<crate::choices::Barrier>,
     /// Fan-in of the tree barrier [default: 4].
     #[arg(long, help_heading = CONSERVATIVE)]
     pub fan_in: Option<usize>,
@@ -88,7 +88,7 @@ pub(crate) struct CommonArgs {
     /// rayon task per group of --threshold LPs each lock-step) or bsp (waits for issue 10)
     /// [default: threads].
     #[arg(long, help_heading = CONSERVATIVE)]
-    pub runtime: Option<String>,
+    pub runtime: Option<crate::choices::Runtime>,
     /// Work-stealing runtime: LPs per task (>= 1) [default: 50].
     #[arg(long, help_heading = CONSERVATIVE)]
     pub threshold: Option<usize>,
@@ -102,7 +102,7 @@ pub(crate) struct CommonArgs {
     pub output: Option<PathBuf>,
     /// Time Warp state saving: copy, reverse or auto [default: auto].
     #[arg(long, help_heading = TIME_WARP)]
-    pub state_saving: Option<String>,
+    pub state_saving: Option<crate::choices::StateSaving>,
     /// Time Warp copy state saving: save the state every K events [default: automatic].
     #[arg(long, help_heading = TIME_WARP)]
     pub checkpoint: Option<u32>,

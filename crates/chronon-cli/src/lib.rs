@@ -30,7 +30,9 @@ mod bench_refcount;
 mod builtins;
 mod calibrate;
 mod check;
+mod choices;
 mod experiment;
+mod flags;
 mod lockstep_runtime;
 mod mpi;
 mod output;
@@ -80,7 +82,7 @@ impl From<chronon::SimError> for Failure {
         };
         Failure {
             code,
-            message: e.to_string(),
+            message: flags::render(&e),
         }
     }
 }

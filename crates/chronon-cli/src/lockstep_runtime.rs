@@ -3,24 +3,21 @@
 use chronon::Runtime;
 
 use crate::args::CommonArgs;
+use crate::choices::{self, Sync};
 use crate::Failure;
 
 /// The lock-step runtime from `--runtime` and `--threshold` (checked against `--sync`).
-pub(crate) fn runtime(sync: &str, common: &CommonArgs) -> Result<Runtime, Failure> {
-    let name = common.runtime.as_deref().unwrap_or("threads");
-    let rt = match name {
-        "threads" => Runtime::Threads,
-        "work-stealing" => Runtime::WorkStealing {
+pub(crate) fn runtime(sync: Sync, common: &CommonArgs) -> Result<Runtime, Failure> {
+    let chosen = common.runtime.unwrap_or(choices::Runtime::Threads);
+    let name = chosen.name();
+    let rt = match chosen {
+        choices::Runtime::Threads => Runtime::Threads,
+        choices::Runtime::WorkStealing => Runtime::WorkStealing {
             threshold: common.threshold.unwrap_or(50),
         },
-        "bsp" => Runtime::Bsp,
-        other => {
-            return Err(Failure::bad_input(format!(
-                "unknown --runtime '{other}' (allowed: threads, work-stealing, bsp)"
-            )))
-        }
+        choices::Runtime::Bsp => Runtime::Bsp,
     };
-    if name != "threads" && sync != "lockstep" {
+    if name != "threads" && sync != Sync::Lockstep {
         return Err(Failure::bad_input(format!(
             "--runtime {name} applies to --sync lockstep only; got --sync {sync}"
         )));

@@ -162,7 +162,7 @@ fn bad_flags_exit_2_with_one_line() {
     bad(&["run", "phold", "--end", "-3"], "--end is -3");
     bad(
         &p(&["--queue", "splay"]),
-        "unknown queue 'splay' (allowed: heap, ladder)",
+        "unknown --queue 'splay' (allowed: heap, ladder)",
     );
     bad(&p(&["--sync", "magic"]), "unknown --sync 'magic'");
     bad(&p(&["--threads", "0"]), "--threads is 0");

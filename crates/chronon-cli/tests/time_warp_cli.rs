@@ -35,7 +35,7 @@ fn bad_time_warp_flags_exit_2_with_one_line() {
         (&["--sync", "timewarp", "--window", "-1"][..], "--window"),
         (
             &["--sync", "timewarp", "--state-saving", "magic"][..],
-            "state saving",
+            "unknown --state-saving 'magic' (allowed: copy, reverse, auto)",
         ),
         (&["--sync", "timewarp", "--threads", "0"][..], "--threads"),
         (&["--sync", "seq", "--checkpoint", "4"][..], "timewarp"),

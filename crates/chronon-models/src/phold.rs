@@ -10,7 +10,7 @@
 use std::collections::BinaryHeap;
 use std::time::{Duration, Instant};
 
-use chronon::{Ctx, LpId, LpRng, Model, ModelStats, ReverseCtx, SizeHint};
+use chronon::{Ctx, LpId, LpRng, Model, ModelStats, ReverseCtx, ReverseFn, SizeHint};
 
 /// PHOLD's parameters.
 #[derive(Clone, Debug, PartialEq, serde::Serialize)]
@@ -287,17 +287,8 @@ impl Model for Phold {
         }
     }
 
-    fn reverse(&self, lp: &mut PholdLp, _job: &Job, ctx: &ReverseCtx) {
-        lp.events -= 1;
-        if !lp.data.is_empty() {
-            let i = (lp.events % lp.data.len() as u64) as usize;
-            lp.data[i] = lp.data[i].wrapping_sub(1);
-        }
-        let _ = ctx;
-    }
-
-    fn has_reverse(&self) -> bool {
-        true
+    fn reverse_handler(&self) -> Option<ReverseFn<Self>> {
+        Some(Self::undo)
     }
 
     fn counter_names(&self) -> &'static [&'static str] {
@@ -306,6 +297,18 @@ impl Model for Phold {
 
     fn finish(&self, _lp: LpId, lp: &PholdLp, stats: &mut ModelStats) {
         stats.add("events", lp.events as f64);
+    }
+}
+
+impl Phold {
+    /// The reverse handler ([`Model::reverse_handler`]): undoes `on_event`.
+    fn undo(&self, lp: &mut PholdLp, _job: &Job, ctx: &ReverseCtx) {
+        lp.events -= 1;
+        if !lp.data.is_empty() {
+            let i = (lp.events % lp.data.len() as u64) as usize;
+            lp.data[i] = lp.data[i].wrapping_sub(1);
+        }
+        let _ = ctx;
     }
 }
 

@@ -12,7 +12,7 @@
 //! efficiency (committed / processed) are executor figures: an executor that reports them per
 //! virtual-time interval supplies the rest of the seed's Figure 6 and Table I.
 
-use chronon::{Ctx, LpId, LpRng, Model, ModelStats, ReverseCtx, SizeHint};
+use chronon::{Ctx, LpId, LpRng, Model, ModelStats, ReverseCtx, ReverseFn, SizeHint};
 
 use crate::phold::spin_for_us_in;
 
@@ -213,16 +213,8 @@ impl Model for PholdPhases {
         )
     }
 
-    fn reverse(&self, obj: &mut MeshObject, hop: &Hop, ctx: &ReverseCtx) {
-        obj.events[self.phase(ctx.now)] -= 1;
-        let (near, n) = self.near(ctx.me);
-        if hop.from != ctx.me && !near[..n].contains(&hop.from) {
-            obj.non_neighbour -= 1;
-        }
-    }
-
-    fn has_reverse(&self) -> bool {
-        true
+    fn reverse_handler(&self) -> Option<ReverseFn<Self>> {
+        Some(Self::undo)
     }
 
     fn finish(&self, _lp: LpId, obj: &MeshObject, stats: &mut ModelStats) {
@@ -231,6 +223,17 @@ impl Model for PholdPhases {
         stats.add("phase_c_events", obj.events[2] as f64);
         stats.add("non_neighbour_hops", obj.non_neighbour as f64);
         stats.set("phase_length", self.phase_length);
+    }
+}
+
+impl PholdPhases {
+    /// The reverse handler ([`Model::reverse_handler`]): undoes `on_event`.
+    fn undo(&self, obj: &mut MeshObject, hop: &Hop, ctx: &ReverseCtx) {
+        obj.events[self.phase(ctx.now)] -= 1;
+        let (near, n) = self.near(ctx.me);
+        if hop.from != ctx.me && !near[..n].contains(&hop.from) {
+            obj.non_neighbour -= 1;
+        }
     }
 }
 

@@ -2,7 +2,7 @@
 //! with more threads than cores the default run commits the sequential history, and the
 //! controller bounds the window when rollbacks waste the work. No timings are asserted.
 
-use chronon::{Executor, Model, Report, Simulation, StateSaving, TimeWarpOptions};
+use chronon::{Executor, Model, Report, Simulation, StateSaving, TimeWarpConfig};
 use chronon_models::{DataStore, SimpleSim};
 
 /// The `simplesim` reproducer: 4 LPs, every delay equal to the lookahead.
@@ -40,14 +40,16 @@ fn run<M: Model>(
     end: f64,
     seed: u64,
     exec: Executor,
-    tw: TimeWarpOptions,
+    tw: TimeWarpConfig,
 ) -> Report {
     Simulation::new(m)
         .lps(lps)
         .end_time(end)
         .seed(seed)
-        .executor(exec)
-        .time_warp(tw)
+        .executor(match exec {
+            Executor::TimeWarp(c) => Executor::TimeWarp(tw.threads(c.threads)),
+            other => other,
+        })
         .run()
         .expect("the run succeeds")
 }
@@ -84,7 +86,7 @@ fn thrashing_configurations_commit_the_sequential_history_and_bound_the_window()
             end,
             878_589_714,
             Executor::Sequential,
-            TimeWarpOptions::new(),
+            TimeWarpConfig::default(),
         )
     };
     let s = simplesim();
@@ -92,7 +94,7 @@ fn thrashing_configurations_commit_the_sequential_history_and_bound_the_window()
     let mut bounded = 0;
     for threads in [4, 6] {
         for saving in [StateSaving::Copy, StateSaving::Auto] {
-            let opts = TimeWarpOptions::new()
+            let opts = TimeWarpConfig::default()
                 .state_saving(saving)
                 .checkpoint(Some(2));
             let tw = run(
@@ -100,7 +102,7 @@ fn thrashing_configurations_commit_the_sequential_history_and_bound_the_window()
                 s.lps,
                 100.0,
                 878_589_714,
-                Executor::TimeWarp { threads },
+                Executor::TimeWarp(TimeWarpConfig::new(threads)),
                 opts,
             );
             let what = format!("simplesim, {threads} threads, {saving:?}");
@@ -128,8 +130,8 @@ fn thrashing_configurations_commit_the_sequential_history_and_bound_the_window()
             s.lps,
             100.0,
             878_589_714,
-            Executor::TimeWarp { threads: 4 },
-            TimeWarpOptions::new().state_saving(StateSaving::Copy),
+            Executor::TimeWarp(TimeWarpConfig::new(4)),
+            TimeWarpConfig::default().state_saving(StateSaving::Copy),
         );
         assert_same(&s_seq, &tw, "simplesim, 4 threads, retry");
         if tw.executor_stats["window_shrinks"] > 0.0 {
@@ -148,7 +150,7 @@ fn thrashing_configurations_commit_the_sequential_history_and_bound_the_window()
         3.0,
         22,
         Executor::Sequential,
-        TimeWarpOptions::new(),
+        TimeWarpConfig::default(),
     );
     assert!(d_seq.committed > 1000);
     for threads in [3, 5] {
@@ -157,8 +159,8 @@ fn thrashing_configurations_commit_the_sequential_history_and_bound_the_window()
             d.lps(),
             3.0,
             22,
-            Executor::TimeWarp { threads },
-            TimeWarpOptions::new(),
+            Executor::TimeWarp(TimeWarpConfig::new(threads)),
+            TimeWarpConfig::default(),
         );
         assert_same(&d_seq, &tw, &format!("datastore, {threads} threads"));
     }
@@ -173,7 +175,7 @@ fn a_fixed_window_turns_the_controller_off() {
         40.0,
         3,
         Executor::Sequential,
-        TimeWarpOptions::new(),
+        TimeWarpConfig::default(),
     );
     for w in [0.0, 0.75, f64::INFINITY] {
         let tw = run(
@@ -181,8 +183,8 @@ fn a_fixed_window_turns_the_controller_off() {
             s.lps,
             40.0,
             3,
-            Executor::TimeWarp { threads: 4 },
-            TimeWarpOptions::new().window(Some(w)).fixed_window(true),
+            Executor::TimeWarp(TimeWarpConfig::new(4)),
+            TimeWarpConfig::default().window(Some(w)).fixed_window(true),
         );
         assert_eq!(tw.fingerprint, seq.fingerprint, "window {w}");
         assert_eq!(tw.model_stats, seq.model_stats, "window {w}");

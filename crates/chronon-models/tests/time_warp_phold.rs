@@ -3,7 +3,7 @@
 //! with and without preemption (`--preempt`; a test below gives PHOLD busy work with
 //! preemption points so that contexts are suspended, resumed and dropped).
 
-use chronon::{Executor, Report, Simulation, StateSaving, TimeWarpOptions};
+use chronon::{Executor, Report, Simulation, StateSaving, TimeWarpConfig};
 use chronon_models::Phold;
 
 fn phold(remote: f64, lookahead: f64) -> Phold {
@@ -28,13 +28,12 @@ fn run_with(p: &Phold, seed: u64, exec: Executor, saving: StateSaving, preempt: 
         .lps(p.lps)
         .end_time(30.0)
         .seed(seed)
-        .executor(exec)
-        .time_warp(
-            TimeWarpOptions::new()
-                .state_saving(saving)
-                .gvt_every(128)
-                .preempt(preempt),
-        )
+        .executor(match exec {
+            Executor::TimeWarp(c) => {
+                Executor::TimeWarp(c.state_saving(saving).gvt_every(128).preempt(preempt))
+            }
+            other => other,
+        })
         .run()
         .expect("PHOLD runs")
 }
@@ -53,7 +52,13 @@ fn phold_commits_the_sequential_history() {
                 (StateSaving::Copy, true),
             ] {
                 let what = format!("seed {seed}, remote {remote}, lookahead {lookahead}, {threads} threads, {saving:?}, preempt {preempt}");
-                let tw = run_with(&p, seed, Executor::TimeWarp { threads }, saving, preempt);
+                let tw = run_with(
+                    &p,
+                    seed,
+                    Executor::TimeWarp(TimeWarpConfig::new(threads)),
+                    saving,
+                    preempt,
+                );
                 assert_eq!(tw.fingerprint, seq.fingerprint, "{what}");
                 assert_eq!(tw.committed, seq.committed, "{what}");
                 assert_eq!(tw.model_stats, seq.model_stats, "{what}");
@@ -70,7 +75,7 @@ fn phold_reverse_handler_passes_the_check() {
         .lps(p.lps)
         .end_time(10.0)
         .seed(5)
-        .executor(Executor::TimeWarp { threads: 2 })
+        .executor(Executor::TimeWarp(TimeWarpConfig::new(2)))
         .check_reverse()
         .run()
         .expect("PHOLD's reverse handler undoes its events");
@@ -88,7 +93,13 @@ fn phold_with_busy_work_is_preempted_and_commits_the_sequential_history() {
     for threads in [2, 4] {
         for saving in [StateSaving::Reverse, StateSaving::Copy] {
             let what = format!("{threads} threads, {saving:?}");
-            let tw = run_with(&p, 5, Executor::TimeWarp { threads }, saving, true);
+            let tw = run_with(
+                &p,
+                5,
+                Executor::TimeWarp(TimeWarpConfig::new(threads)),
+                saving,
+                true,
+            );
             assert_eq!(tw.fingerprint, seq.fingerprint, "{what}");
             assert_eq!(tw.model_stats, seq.model_stats, "{what}");
             preemptions += tw.executor_stats["preemptions"];

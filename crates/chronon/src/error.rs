@@ -22,6 +22,199 @@ impl fmt::Display for ModelError {
     }
 }
 
+/// A setting of the library: what a [`ConfigError`] is about, named as the builder names it
+/// (a program that maps its own options onto these settings, like the `chronon` command line,
+/// names them its way).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub enum Setting {
+    /// [`Simulation::lps`](crate::Simulation::lps) (or the model's `Model::lp_count`).
+    Lps,
+    /// [`Simulation::end_time`](crate::Simulation::end_time).
+    EndTime,
+    /// [`Simulation::executor`](crate::Simulation::executor): which executor.
+    Executor,
+    /// The executor's worker threads (`ConservativeConfig::threads`, `TimeWarpConfig::threads`).
+    Threads,
+    /// [`Simulation::processes`](crate::Simulation::processes).
+    Processes,
+    /// [`Simulation::ranks`](crate::Simulation::ranks) (MPI).
+    Ranks,
+    /// [`Simulation::check_reverse`](crate::Simulation::check_reverse).
+    CheckReverse,
+    /// [`Simulation::heap`](crate::Simulation::heap): the shared heaps' size classes.
+    HeapClasses,
+    /// `HeapConfig::max_segments`: how far a shared heap may grow.
+    HeapSegments,
+    /// `TimeWarpConfig::state_saving`.
+    StateSaving,
+    /// `TimeWarpConfig::checkpoint`.
+    Checkpoint,
+    /// `TimeWarpConfig::max_memory`.
+    MaxMemory,
+    /// `TimeWarpConfig::window`.
+    Window,
+    /// `TimeWarpConfig::gvt_every`.
+    GvtEvery,
+    /// `TimeWarpConfig::preempt`.
+    Preempt,
+    /// `Ticks::period_us` (`TimeWarpConfig::ticks`).
+    TickPeriod,
+    /// `Ticks::alpha` (`TimeWarpConfig::ticks`).
+    Alpha,
+    /// `ConservativeConfig::barrier`.
+    Barrier,
+    /// `ConservativeConfig::dedicated`.
+    Dedicated,
+    /// `ConservativeConfig::shared_sets`.
+    SharedSets,
+    /// `ConservativeConfig::max_null_messages`.
+    MaxNullMessages,
+    /// `ConservativeConfig::runtime`.
+    Runtime,
+    /// The work-stealing runtime's `threshold`.
+    Threshold,
+    /// `ConservativeConfig::mapping`, `TimeWarpConfig::mapping`: LPs to workers.
+    Mapping,
+    /// The model's own declarations (`Model::lookahead`, `Model::topology`, global events,
+    /// counters): nothing a runner's option changes.
+    Model,
+    /// Anything else about the run as a whole (its processes or ranks agreeing, MPI set up).
+    Run,
+}
+
+impl Setting {
+    const ALL: [Setting; 26] = [
+        Setting::Mapping,
+        Setting::Lps,
+        Setting::EndTime,
+        Setting::Executor,
+        Setting::Threads,
+        Setting::Processes,
+        Setting::Ranks,
+        Setting::CheckReverse,
+        Setting::HeapClasses,
+        Setting::HeapSegments,
+        Setting::StateSaving,
+        Setting::Checkpoint,
+        Setting::MaxMemory,
+        Setting::Window,
+        Setting::GvtEvery,
+        Setting::Preempt,
+        Setting::TickPeriod,
+        Setting::Alpha,
+        Setting::Barrier,
+        Setting::Dedicated,
+        Setting::SharedSets,
+        Setting::MaxNullMessages,
+        Setting::Runtime,
+        Setting::Threshold,
+        Setting::Model,
+        Setting::Run,
+    ];
+
+    /// Its number, for a worker process's report to its parent.
+    pub(crate) fn index(self) -> u32 {
+        Self::ALL.iter().position(|s| *s == self).unwrap_or(0) as u32
+    }
+
+    /// The setting numbered `i` by [`index`](Self::index).
+    pub(crate) fn from_index(i: u32) -> Option<Setting> {
+        Self::ALL.get(i as usize).copied()
+    }
+
+    /// The setting as the library names it: the builder method or field.
+    pub fn name(self) -> &'static str {
+        match self {
+            Setting::Lps => "lps",
+            Setting::EndTime => "end_time",
+            Setting::Executor => "executor",
+            Setting::Threads => "threads",
+            Setting::Processes => "processes",
+            Setting::Ranks => "ranks",
+            Setting::CheckReverse => "check_reverse",
+            Setting::HeapClasses => "heap",
+            Setting::HeapSegments => "HeapConfig::max_segments",
+            Setting::StateSaving => "TimeWarpConfig::state_saving",
+            Setting::Checkpoint => "TimeWarpConfig::checkpoint",
+            Setting::MaxMemory => "TimeWarpConfig::max_memory",
+            Setting::Window => "TimeWarpConfig::window",
+            Setting::GvtEvery => "TimeWarpConfig::gvt_every",
+            Setting::Preempt => "TimeWarpConfig::preempt",
+            Setting::TickPeriod => "Ticks::period_us",
+            Setting::Alpha => "Ticks::alpha",
+            Setting::Barrier => "ConservativeConfig::barrier",
+            Setting::Dedicated => "ConservativeConfig::dedicated",
+            Setting::SharedSets => "ConservativeConfig::shared_sets",
+            Setting::MaxNullMessages => "ConservativeConfig::max_null_messages",
+            Setting::Runtime => "ConservativeConfig::runtime",
+            Setting::Threshold => "Runtime::WorkStealing::threshold",
+            Setting::Mapping => "mapping",
+            Setting::Model => "model",
+            Setting::Run => "run",
+        }
+    }
+}
+
+/// An invalid configuration: which setting, the value it was given, and what is wrong with it
+/// and what is allowed, in the library's words. `Display` is one line naming the setting as
+/// the builder does (`processes(0): it must be at least 1 worker process`); a program with
+/// options of its own names the setting its way from [`setting`](Self::setting) (the `chronon`
+/// command line: `--procs is 0; it must be at least 1 worker process`).
+#[derive(Clone, Debug, PartialEq)]
+#[non_exhaustive]
+pub struct ConfigError {
+    /// The setting at fault (for a combination, the one to change).
+    pub setting: Setting,
+    /// Its value as given, or empty when the problem is not one value (a setting missing,
+    /// or two that do not go together): then [`problem`](Self::problem) is a whole sentence.
+    pub value: String,
+    /// What is wrong and what is allowed.
+    pub problem: String,
+}
+
+impl ConfigError {
+    /// `setting` given `value`: `problem`.
+    pub fn new(setting: Setting, value: impl fmt::Display, problem: impl Into<String>) -> Self {
+        ConfigError {
+            setting,
+            value: value.to_string(),
+            problem: problem.into(),
+        }
+    }
+
+    /// A problem with `setting` that is not about one value of it, said in a whole sentence.
+    pub fn about(setting: Setting, problem: impl Into<String>) -> Self {
+        ConfigError {
+            setting,
+            value: String::new(),
+            problem: problem.into(),
+        }
+    }
+}
+
+impl fmt::Display for ConfigError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        if self.value.is_empty() {
+            f.write_str(&self.problem)
+        } else {
+            write!(
+                f,
+                "{}({}): {}",
+                self.setting.name(),
+                self.value,
+                self.problem
+            )
+        }
+    }
+}
+
+impl From<ConfigError> for SimError {
+    fn from(e: ConfigError) -> Self {
+        SimError::Config(e)
+    }
+}
+
 /// Why a simulation could not run or did not finish.
 ///
 /// Its `Debug` form is its one-line `Display`, so that `fn main() -> Result<(), SimError>`
@@ -30,7 +223,7 @@ impl fmt::Display for ModelError {
 #[non_exhaustive]
 pub enum SimError {
     /// The configuration is invalid; nothing ran.
-    Config(String),
+    Config(ConfigError),
     /// A model handler broke a rule of the engine; the run stopped there.
     Model(ModelError),
     /// A model handler panicked; every worker stopped.
@@ -66,6 +259,11 @@ pub enum SimError {
 }
 
 impl SimError {
+    /// A [`SimError::Config`] about `setting` that is not about one value of it.
+    pub(crate) fn config(setting: Setting, problem: impl Into<String>) -> Self {
+        SimError::Config(ConfigError::about(setting, problem))
+    }
+
     /// Whether the error is the user's configuration (as opposed to something that happened
     /// while running).
     pub fn is_config(&self) -> bool {
@@ -175,10 +373,14 @@ mod tests {
 
     #[test]
     fn debug_is_the_one_line_message() {
-        let e = SimError::Config("end time is NaN; it must be finite and > 0".into());
+        let e = SimError::Config(ConfigError::new(
+            Setting::EndTime,
+            f64::NAN,
+            "it must be > 0",
+        ));
         assert_eq!(
             format!("{e:?}"),
-            "invalid configuration: end time is NaN; it must be finite and > 0"
+            "invalid configuration: end_time(NaN): it must be > 0"
         );
         let m = SimError::Model(ModelError {
             lp: 3,

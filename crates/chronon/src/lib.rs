@@ -240,18 +240,19 @@ pub mod mpi {
     pub use crate::transport::mpi::{lbts_gather_secs, Mpi, RankSafe};
 }
 
-pub use error::{ModelError, SimError};
+pub use error::{ConfigError, ModelError, Setting, SimError};
 pub use event::{Event, EventKey};
 #[cfg(all(target_os = "linux", not(chronon_loom)))]
 pub use executor::conservative::procs::is_worker_process;
 pub use executor::{
-    ConservativeConfig, Executor, Runtime, StateSaving, Ticks, TimeWarpOptions,
+    ConservativeConfig, Executor, Runtime, StateSaving, Ticks, TimeWarpConfig,
     DEFAULT_MAX_NULL_MESSAGES, MIN_TICK_US,
 };
 pub use fingerprint::{Fingerprint, LpDigest};
 pub use limits::SizeHint;
 pub use model::{
-    CommitCtx, Ctx, GlobalCtx, LpId, LpMeta, Model, ModelSeries, ModelStats, ReverseCtx, Time,
+    CommitCtx, Ctx, GlobalCtx, LpId, LpMeta, Model, ModelSeries, ModelStats, ReverseCtx, ReverseFn,
+    Time,
 };
 pub use progress::{Progress, StallDetector};
 pub use queue::QueueKind;

@@ -23,7 +23,7 @@
 //! - **Shared sets** (window load balancing): at most `max(LPs, 64)` (a set beyond the LP count
 //!   is always empty).
 
-use crate::error::SimError;
+use crate::error::{Setting, SimError};
 
 /// The most worker threads a run may have.
 pub const MAX_THREADS: usize = 4096;
@@ -192,19 +192,22 @@ pub(crate) struct RunSize {
 pub(crate) fn check_workers(s: &RunSize) -> Result<(), SimError> {
     let most = s.lps.max(IDLE_WORKERS_ALLOWED);
     if s.threads > most {
-        return Err(SimError::Config(format!(
+        return Err(SimError::config(Setting::Threads, format!(
             "--threads is {} for {} LPs; workers beyond the LPs own nothing and only add synchronization: use at most {most} threads",
             s.threads, s.lps
         )));
     }
     if s.threads > MAX_THREADS as u64 {
-        return Err(SimError::Config(format!(
-            "--threads is {}; at most {MAX_THREADS} worker threads are allowed",
-            s.threads
-        )));
+        return Err(SimError::config(
+            Setting::Threads,
+            format!(
+                "--threads is {}; at most {MAX_THREADS} worker threads are allowed",
+                s.threads
+            ),
+        ));
     }
     if s.shared_sets > most {
-        return Err(SimError::Config(format!(
+        return Err(SimError::config(Setting::SharedSets, format!(
             "--shared-sets is {} for {} LPs; a set beyond the LPs is always empty: use at most {most} (seed 001 suggests a third to a half of --threads)",
             s.shared_sets, s.lps
         )));
@@ -287,10 +290,10 @@ pub(crate) fn estimate(s: &RunSize) -> (Option<u64>, String) {
 pub(crate) fn check_memory(s: &RunSize, limit: &MemoryLimit) -> Result<(), SimError> {
     let (total, largest) = estimate(s);
     match (total, limit.bytes) {
-        (None, _) => Err(SimError::Config(format!(
+        (None, _) => Err(SimError::config(Setting::Run, format!(
             "the run would need more than 16 EiB of memory (mostly {largest}); reduce the sizes"
         ))),
-        (Some(t), Some(l)) if t > l => Err(SimError::Config(format!(
+        (Some(t), Some(l)) if t > l => Err(SimError::config(Setting::Run, format!(
             "the run would need at least {} of memory (mostly {largest}) but {} is available ({}); reduce the sizes",
             human_bytes(t),
             human_bytes(l),

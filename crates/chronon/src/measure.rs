@@ -12,7 +12,7 @@
 //! Floating-point sums depend on their order; the order is fixed (events in time order within
 //! an LP, LPs in LP order), so every executor, thread and process count reports the same bits.
 //! A reverse handler cannot undo a floating-point sum exactly: a model with
-//! [`Model::reverse`](crate::Model::reverse) keeps these in state only under copy state saving,
+//! a reverse handler ([`Model::reverse_handler`](crate::Model::reverse_handler)) keeps these in state only under copy state saving,
 //! or records its observations in integer units.
 
 use serde::{Deserialize, Serialize};

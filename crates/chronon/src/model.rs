@@ -14,6 +14,10 @@ pub type Time = f64;
 /// The index of a logical process, `0..lps`.
 pub type LpId = u32;
 
+/// A reverse handler ([`Model::reverse_handler`]): undoes one event of LP `ctx.me` at
+/// `ctx.now`, taking the state after the event back to the state before it.
+pub type ReverseFn<M> = fn(&M, &mut <M as Model>::State, &<M as Model>::Event, &ReverseCtx);
+
 /// A simulation model: the behaviour of its logical processes (LPs).
 ///
 /// Every LP has its own [`State`](Model::State), built by [`init`](Model::init). Events carry an
@@ -42,18 +46,33 @@ pub trait Model: Send + Sync + 'static {
         0.0
     }
 
-    /// Undoes `on_event` (reverse computation, as in ROSS). `state` is the state after the event;
-    /// on return it must equal the state before. The engine itself restores the LP's random
-    /// stream and send counter, and discards what the event sent. A model that implements it
-    /// also returns `true` from [`has_reverse`](Model::has_reverse); otherwise optimistic
-    /// executors save state copies instead.
-    fn reverse(&self, state: &mut Self::State, event: &Self::Event, ctx: &ReverseCtx) {
-        let _ = (state, event, ctx);
-    }
-
-    /// Whether [`reverse`](Model::reverse) is implemented.
-    fn has_reverse(&self) -> bool {
-        false
+    /// The model's reverse handler, if it has one (reverse computation, as in ROSS): a function
+    /// that undoes [`on_event`](Model::on_event). It is given the state *after* the event; on
+    /// return that state must equal the state before. The engine itself restores the LP's
+    /// random stream and send counter, and discards what the event sent. `None` (the default):
+    /// optimistic executors save state copies instead. A model with one names it here, so the
+    /// handler and the engine's knowledge of it cannot disagree:
+    ///
+    /// ```
+    /// # use chronon::{Ctx, Model, ReverseCtx, ReverseFn};
+    /// struct Counter;
+    /// impl Counter {
+    ///     fn undo(&self, n: &mut u64, _: &(), _: &ReverseCtx) {
+    ///         *n -= 1;
+    ///     }
+    /// }
+    /// impl Model for Counter {
+    ///     type State = u64;
+    ///     type Event = ();
+    ///     fn init(&self, _: &mut Ctx<'_, Self>) -> u64 { 0 }
+    ///     fn on_event(&self, n: &mut u64, _: &(), _: &mut Ctx<'_, Self>) { *n += 1; }
+    ///     fn reverse_handler(&self) -> Option<ReverseFn<Self>> {
+    ///         Some(Self::undo)
+    ///     }
+    /// }
+    /// ```
+    fn reverse_handler(&self) -> Option<ReverseFn<Self>> {
+        None
     }
 
     /// Irreversible output for a committed event (printing, files, statistics that must not be
@@ -204,7 +223,7 @@ pub struct CommitCtx {
     pub now: Time,
 }
 
-/// What [`Model::reverse`] learns about the event it undoes.
+/// What a reverse handler ([`Model::reverse_handler`]) learns about the event it undoes.
 #[derive(Clone, Copy, Debug)]
 pub struct ReverseCtx {
     /// The LP that executed the event.

@@ -2,11 +2,11 @@
 
 use std::sync::Arc;
 
-use crate::error::SimError;
+use crate::error::{ConfigError, Setting, SimError};
 use crate::event::Event;
 use crate::executor::conservative::Protocol;
 use crate::executor::time_warp::StateEq;
-use crate::executor::{self, Executor, LpSlot, RunConfig, TimeWarpOptions};
+use crate::executor::{self, Executor, LpSlot, RunConfig};
 use crate::limits::{self, MemoryLimit, RunSize};
 use crate::model::{LpId, Model, Time};
 use crate::placement::Pin;
@@ -41,9 +41,13 @@ pub struct Simulation<M: Model> {
     executor: Executor,
     pin: Pin,
     progress: Option<Arc<Progress>>,
-    time_warp: TimeWarpOptions,
+    /// [`Simulation::check_reverse`] was called.
+    check_reverse: bool,
     state_eq: Option<StateEq<M::State>>,
     memory_limit: Option<MemoryLimit>,
+    /// The shared heaps' size classes ([`Simulation::heap`]); `None`: the default.
+    #[cfg(target_os = "linux")]
+    heap: Option<crate::shm::HeapConfig>,
     #[cfg(all(target_os = "linux", not(chronon_loom)))]
     procs: Option<(
         executor::conservative::procs::ProcsOptions,
@@ -194,9 +198,11 @@ impl<M: Model> Simulation<M> {
             executor: Executor::default(),
             pin: Pin::default(),
             progress: None,
-            time_warp: TimeWarpOptions::default(),
+            check_reverse: false,
             state_eq: None,
             memory_limit: None,
+            #[cfg(target_os = "linux")]
+            heap: None,
             #[cfg(all(target_os = "linux", not(chronon_loom)))]
             procs: None,
             #[cfg(feature = "mpi")]
@@ -251,22 +257,15 @@ impl<M: Model> Simulation<M> {
         self
     }
 
-    /// Settings of the Time Warp executor (used with [`Executor::TimeWarp`]).
-    pub fn time_warp(mut self, options: TimeWarpOptions) -> Self {
-        let check = self.time_warp.check_reverse;
-        self.time_warp = options;
-        self.time_warp.check_reverse = check;
-        self
-    }
-
-    /// Runs every event forward, then through [`Model::reverse`], and fails with a
+    /// Runs every event forward, then through the model's reverse handler
+    /// ([`Model::reverse_handler`]), and fails with a
     /// [`SimError::Model`] naming the LP and time when the state differs from the one before
     /// the event. Needs a state that can be compared and Time Warp with reverse computation.
     pub fn check_reverse(mut self) -> Self
     where
         M::State: PartialEq,
     {
-        self.time_warp.check_reverse = true;
+        self.check_reverse = true;
         self.state_eq = Some(<M::State as PartialEq>::eq);
         self
     }
@@ -276,6 +275,32 @@ impl<M: Model> Simulation<M> {
     /// available.
     pub fn memory_limit(mut self, limit: MemoryLimit) -> Self {
         self.memory_limit = Some(limit);
+        self
+    }
+
+    /// The size classes and growth of the shared heaps that hold the run's
+    /// [`BPtr`](crate::shm::BPtr) payloads ([`Ctx::alloc_shared`](crate::Ctx::alloc_shared)):
+    /// every thread that runs this simulation's handlers, in this process and in the worker
+    /// processes of [`processes`](Simulation::processes) (which build the same `Simulation`),
+    /// creates its heap with it. Default: [`HeapConfig::default`](crate::shm::HeapConfig).
+    ///
+    /// ```
+    /// # use chronon::{Ctx, Model, Simulation};
+    /// # use chronon::shm::HeapConfig;
+    /// # struct Quiet;
+    /// # impl Model for Quiet {
+    /// #     type State = ();
+    /// #     type Event = ();
+    /// #     fn init(&self, _: &mut Ctx<'_, Self>) {}
+    /// #     fn on_event(&self, _: &mut (), _: &(), _: &mut Ctx<'_, Self>) {}
+    /// # }
+    /// let heap = HeapConfig::parse("64:1024,4K:64").expect("classes").max_segments(4);
+    /// let report = Simulation::new(Quiet).lps(2).end_time(1.0).heap(heap).run()?;
+    /// # Ok::<(), chronon::SimError>(())
+    /// ```
+    #[cfg(target_os = "linux")]
+    pub fn heap(mut self, config: crate::shm::HeapConfig) -> Self {
+        self.heap = Some(config);
         self
     }
 
@@ -308,37 +333,41 @@ impl<M: Model> Simulation<M> {
         let known = crate::error::guard("Model::lp_count", None, || self.model.lp_count())?;
         let lps = match (self.lps, known) {
             (Some(given), Some(model)) if given != model => {
-                return Err(SimError::Config(format!(
+                return Err(SimError::config(Setting::Lps, format!(
                     ".lps({given}) but the model says it has {model} LPs (Model::lp_count): give one count"
                 )))
             }
             (Some(n), _) | (None, Some(n)) => n,
             (None, None) => {
-                return Err(SimError::Config(
-                    "the number of LPs is not set: call .lps(N), or implement Model::lp_count".into(),
-                ))
+                return Err(SimError::config(Setting::Lps, "the number of LPs is not set: call .lps(N), or implement Model::lp_count"))
             }
         };
         if lps == 0 {
-            return Err(SimError::Config(
-                "the number of LPs is 0; it must be at least 1".into(),
-            ));
+            return Err(ConfigError::new(Setting::Lps, 0, "it must be at least 1").into());
         }
         let Some(end) = self.end else {
-            return Err(SimError::Config(
-                "no end time: call .end_time(T) (events at or after T never run; f64::INFINITY runs until no event is pending)".into(),
-            ));
+            return Err(SimError::config(Setting::EndTime, "no end time: call .end_time(T) (events at or after T never run; f64::INFINITY runs until no event is pending)"));
         };
         if !(end > 0.0) {
-            return Err(SimError::Config(format!(
-                "end time {end} is not allowed; it must be > 0"
-            )));
+            return Err(ConfigError::new(Setting::EndTime, end, "it must be > 0").into());
         }
         let la = crate::error::guard("Model::lookahead", None, || self.model.lookahead())?;
         if !(la >= 0.0 && la.is_finite()) {
-            return Err(SimError::Config(format!(
-                "the model's lookahead {la} is not allowed; it must be finite and >= 0"
-            )));
+            return Err(SimError::config(
+                Setting::Model,
+                format!("the model's lookahead {la} is not allowed; it must be finite and >= 0"),
+            ));
+        }
+        #[cfg(target_os = "linux")]
+        if let Some(n) = self
+            .heap
+            .as_ref()
+            .map(crate::shm::HeapConfig::segment_limit)
+        {
+            if !(1..=16).contains(&n) {
+                let problem = "it must be 1..=16 (1: the heaps never grow)";
+                return Err(ConfigError::new(Setting::HeapSegments, n, problem).into());
+            }
         }
         // Sizes before anything is allocated (see `crate::limits`).
         let shared_sets = match &self.executor {
@@ -364,51 +393,57 @@ impl<M: Model> Simulation<M> {
             queue: self.queue,
             progress: self.progress.unwrap_or_default(),
             pin: self.pin,
+            #[cfg(target_os = "linux")]
+            heap: self.heap,
         };
-        if self.time_warp.check_reverse && !matches!(self.executor, Executor::TimeWarp { .. }) {
-            return Err(SimError::Config(
-                "checking reverse handlers needs the Time Warp executor (--sync timewarp)".into(),
-            ));
+        // This thread runs `init` (and every handler of a sequential run).
+        cfg.enter_thread();
+        let mut chosen = self.executor;
+        match &mut chosen {
+            Executor::TimeWarp(c) => c.check_reverse = self.check_reverse,
+            _ if self.check_reverse => {
+                return Err(SimError::config(
+                    Setting::Executor,
+                    "checking reverse handlers needs the Time Warp executor",
+                ))
+            }
+            _ => {}
         }
-        let (name, threads) = (self.executor.name(), self.executor.threads());
+        let (name, threads) = (chosen.name(), chosen.threads());
         #[cfg(feature = "mpi")]
         if let Some((run, run_tw)) = self.ranks {
-            let (protocol, c) = match &self.executor {
+            let (protocol, c) = match &chosen {
                 Executor::Window(c) => (Protocol::Window, c),
                 Executor::NullMessage(c) => (Protocol::NullMessage, c),
                 Executor::Lockstep(c) => (Protocol::Lockstep, c),
-                Executor::TimeWarp { threads } => {
-                    return run_tw(&self.model, &cfg, *threads, &self.time_warp);
+                Executor::TimeWarp(c) => {
+                    return run_tw(&self.model, &cfg, c.threads, c);
                 }
                 Executor::Sequential => {
-                    return Err(SimError::Config(
-                        "a run over MPI ranks needs --sync window, lockstep, null-message or timewarp; got --sync seq".into(),
-                    ))
+                    return Err(SimError::config(Setting::Executor, "a run over MPI ranks needs a parallel executor (window, lockstep, null-message or timewarp), not the sequential one"))
                 }
             };
             return run(&self.model, &cfg, protocol, c);
         }
         #[cfg(all(target_os = "linux", not(chronon_loom)))]
         if let Some((opts, run, run_tw)) = &self.procs {
-            let (protocol, c) = match &self.executor {
+            let (protocol, c) = match &chosen {
                 Executor::Window(c) => (Protocol::Window, c),
                 Executor::NullMessage(c) => (Protocol::NullMessage, c),
                 Executor::Lockstep(c) => (Protocol::Lockstep, c),
-                Executor::TimeWarp { threads } => {
-                    return run_tw(&self.model, &cfg, *threads, &self.time_warp, opts);
+                Executor::TimeWarp(c) => {
+                    return run_tw(&self.model, &cfg, c.threads, c, opts);
                 }
                 Executor::Sequential => {
-                    return Err(SimError::Config(
-                        "--procs needs a parallel --sync (window, lockstep, null-message or timewarp); got --sync seq".into(),
-                    ))
+                    return Err(SimError::config(Setting::Processes, "a multi-process run needs a parallel executor (window, lockstep, null-message or timewarp), not the sequential one"))
                 }
             };
             return run(&self.model, &cfg, protocol, c, opts);
         }
-        let result = match self.executor {
+        let result = match chosen {
             Executor::Sequential => executor::sequential::run(&self.model, &cfg),
-            Executor::TimeWarp { threads } => {
-                executor::time_warp::run(&self.model, &cfg, threads, &self.time_warp, self.state_eq)
+            Executor::TimeWarp(c) => {
+                executor::time_warp::run(&self.model, &cfg, c.threads, &c, self.state_eq)
             }
             Executor::Window(c) => {
                 executor::conservative::run(&self.model, &cfg, Protocol::Window, &c)
@@ -424,6 +459,7 @@ impl<M: Model> Simulation<M> {
         // every item came back; worker threads' heaps went with their threads.
         #[cfg(target_os = "linux")]
         crate::shm::release_thread_heap();
+        RunConfig::leave_thread();
         match result {
             Err(SimError::StoppedInInit) => {
                 // Stopped before any event ran: an empty, incomplete report.

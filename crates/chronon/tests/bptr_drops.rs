@@ -11,7 +11,7 @@ mod bptr_model;
 use bptr_model::Courier;
 use chronon::shm::local::{free_heap_numbers, outstanding_items};
 use chronon::shm::{BPtr, HeapError};
-use chronon::{ConservativeConfig, Executor, Simulation};
+use chronon::{ConservativeConfig, Executor, Simulation, TimeWarpConfig};
 
 #[test]
 fn every_payload_is_freed_once_and_every_heap_released() {
@@ -23,7 +23,7 @@ fn every_payload_is_freed_once_and_every_heap_released() {
         Executor::Window(ConservativeConfig::new(2)),
         Executor::Lockstep(ConservativeConfig::new(3)),
         Executor::NullMessage(ConservativeConfig::new(2)),
-        Executor::TimeWarp { threads: 2 },
+        Executor::TimeWarp(TimeWarpConfig::new(2)),
     ] {
         let r = Simulation::new(Courier {
             lps: 9,

@@ -6,7 +6,7 @@
 //! `set_thread_gvt` call in `fossil` this run allocates 1 item 20 000 times.)
 #![cfg(all(target_os = "linux", not(chronon_loom)))]
 
-use chronon::{Ctx, Executor, LpId, Model, ModelStats, Simulation};
+use chronon::{Ctx, Executor, LpId, Model, ModelStats, Simulation, TimeWarpConfig};
 
 struct Recycler;
 
@@ -56,7 +56,7 @@ fn an_item_freed_at_t_is_reused_only_after_gvt_passes_t() {
     let (n, seq_distinct, _) = run(Executor::Sequential);
     assert_eq!(n, 20000.0);
     assert!(seq_distinct <= 2.0, "sequential: {seq_distinct} items");
-    let (n, tw_distinct, r) = run(Executor::TimeWarp { threads: 1 });
+    let (n, tw_distinct, r) = run(Executor::TimeWarp(TimeWarpConfig::new(1)));
     assert_eq!(n, 20000.0);
     let rounds = r.executor_stats.get("gvt_rounds").copied().unwrap_or(0.0);
     // Between two GVT rounds no freed item comes back, so some interval's allocations (at

@@ -9,7 +9,7 @@
 mod bptr_model;
 
 use bptr_model::Courier;
-use chronon::{ConservativeConfig, Executor, Simulation};
+use chronon::{ConservativeConfig, Executor, Simulation, TimeWarpConfig};
 
 fn sim(leak_at: Option<u32>, executor: Executor) -> Simulation<Courier> {
     Simulation::new(Courier { lps: 9, leak_at })
@@ -94,14 +94,14 @@ fn zero_copy_time_warp_2_processes_2_threads() {
     check(
         "zero_copy_time_warp_2_processes_2_threads",
         2,
-        Executor::TimeWarp { threads: 2 },
+        Executor::TimeWarp(TimeWarpConfig::new(2)),
         false,
     );
 }
 
 #[test]
 fn a_leaked_payload_fails_a_time_warp_run() {
-    let r = sim(Some(4), Executor::TimeWarp { threads: 1 })
+    let r = sim(Some(4), Executor::TimeWarp(TimeWarpConfig::new(1)))
         .processes(2)
         .process_args([
             "a_leaked_payload_fails_a_time_warp_run",
@@ -120,7 +120,7 @@ fn copy_time_warp_3_processes() {
     check(
         "copy_time_warp_3_processes",
         3,
-        Executor::TimeWarp { threads: 1 },
+        Executor::TimeWarp(TimeWarpConfig::new(1)),
         true,
     );
 }

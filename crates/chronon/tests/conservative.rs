@@ -16,7 +16,7 @@ mod tandem;
 
 use chronon::barrier::BarrierKind;
 use chronon::partition::Mapping;
-use chronon::{ConservativeConfig, Executor};
+use chronon::{ConservativeConfig, Executor, TimeWarpConfig};
 
 use random::{assert_same_history, executors, run, Random};
 
@@ -122,7 +122,7 @@ fn time_warp_keeps_topologies_and_runs_global_events() {
         };
         let seq = run(&m, Executor::Sequential, 15.0).unwrap();
         for threads in [2, 3] {
-            let tw = run(&m, Executor::TimeWarp { threads }, 15.0).unwrap();
+            let tw = run(&m, Executor::TimeWarp(TimeWarpConfig::new(threads)), 15.0).unwrap();
             assert_eq!(
                 tw.fingerprint, seq.fingerprint,
                 "seed {seed}, {threads} threads"
@@ -155,8 +155,12 @@ fn time_warp_keeps_topologies_and_runs_global_events() {
         );
         for threads in 1..=4 {
             let name = format!("seed {seed}, timewarp x{threads}");
-            let tw = run(&with_globals, Executor::TimeWarp { threads }, 12.0)
-                .unwrap_or_else(|e| panic!("{name}: {e}"));
+            let tw = run(
+                &with_globals,
+                Executor::TimeWarp(TimeWarpConfig::new(threads)),
+                12.0,
+            )
+            .unwrap_or_else(|e| panic!("{name}: {e}"));
             assert_same_history(&tw, &seq, &name);
             assert_eq!(
                 tw.executor_stats.get("global_events"),

@@ -6,6 +6,7 @@
 use chronon::event::ENGINE_SENDER;
 use chronon::{
     ConservativeConfig, Ctx, Executor, GlobalCtx, LpId, Model, ModelStats, SimError, Simulation,
+    TimeWarpConfig,
 };
 
 /// Which method panics.
@@ -80,7 +81,7 @@ fn executors() -> Vec<Executor> {
         v.push(Executor::Window(ConservativeConfig::new(t)));
         v.push(Executor::NullMessage(ConservativeConfig::new(t)));
         v.push(Executor::Lockstep(ConservativeConfig::new(t)));
-        v.push(Executor::TimeWarp { threads: t });
+        v.push(Executor::TimeWarp(TimeWarpConfig::new(t)));
     }
     v
 }

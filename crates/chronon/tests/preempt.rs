@@ -1,4 +1,4 @@
-//! Preemptive Time Warp (`TimeWarpOptions::preempt`) against the sequential executor, on a
+//! Preemptive Time Warp (`TimeWarpConfig::preempt`) against the sequential executor, on a
 //! randomized model whose events write their state *before* long stretches of work with
 //! preemption points, so that suspended contexts are resumed, dropped by stragglers and
 //! rolled back. Locals on the contexts' stacks count their drops: a dropped context must leave
@@ -10,8 +10,8 @@ use std::sync::atomic::{AtomicI64, AtomicU64, Ordering::SeqCst};
 use std::sync::Arc;
 
 use chronon::{
-    CommitCtx, Ctx, Executor, LpId, Model, ModelStats, Report, ReverseCtx, SimError, Simulation,
-    StateSaving, Ticks, TimeWarpOptions,
+    CommitCtx, Ctx, Executor, LpId, Model, ModelStats, Report, ReverseCtx, ReverseFn, SimError,
+    Simulation, StateSaving, Ticks, TimeWarpConfig,
 };
 use common::{assert_same_history, figure, Cell, Commits, Token};
 
@@ -119,13 +119,8 @@ impl Model for Churn {
         }
     }
 
-    fn reverse(&self, cell: &mut Cell, tok: &Token, ctx: &ReverseCtx) {
-        cell.uncount();
-        cell.unhash(tok, ctx);
-    }
-
-    fn has_reverse(&self) -> bool {
-        true
+    fn reverse_handler(&self) -> Option<ReverseFn<Self>> {
+        Some(Self::undo)
     }
 
     fn commit(&self, _tok: &Token, ctx: &CommitCtx) {
@@ -141,6 +136,14 @@ impl Model for Churn {
     }
 }
 
+impl Churn {
+    /// The reverse handler ([`Model::reverse_handler`]): undoes `on_event`.
+    fn undo(&self, cell: &mut Cell, tok: &Token, ctx: &ReverseCtx) {
+        cell.uncount();
+        cell.unhash(tok, ctx);
+    }
+}
+
 const LPS: LpId = 24;
 const END: f64 = 40.0;
 
@@ -152,14 +155,15 @@ fn preemptive(
     m: &Churn,
     seed: u64,
     threads: usize,
-    opts: TimeWarpOptions,
+    opts: TimeWarpConfig,
 ) -> Result<Report, SimError> {
     Simulation::new(m.clone())
         .lps(LPS)
         .end_time(END)
         .seed(seed)
-        .executor(Executor::TimeWarp { threads })
-        .time_warp(opts.preempt(true).gvt_every(64))
+        .executor(Executor::TimeWarp(
+            opts.threads(threads).preempt(true).gvt_every(64),
+        ))
         .run()
 }
 
@@ -175,17 +179,17 @@ fn preemptive_time_warp_commits_the_sequential_history() {
                 for (name, opts) in [
                     (
                         "reverse",
-                        TimeWarpOptions::new().state_saving(StateSaving::Reverse),
+                        TimeWarpConfig::default().state_saving(StateSaving::Reverse),
                     ),
                     (
                         "copy k=3",
-                        TimeWarpOptions::new()
+                        TimeWarpConfig::default()
                             .state_saving(StateSaving::Copy)
                             .checkpoint(Some(3)),
                     ),
                     (
                         "copy, 1 suspended at most",
-                        TimeWarpOptions::new()
+                        TimeWarpConfig::default()
                             .state_saving(StateSaving::Copy)
                             .max_suspended(1),
                     ),
@@ -338,13 +342,12 @@ fn rollback_lengths_are_reported_with_and_without_preemption() {
                     .lps(LPS)
                     .end_time(END)
                     .seed(3)
-                    .executor(Executor::TimeWarp { threads })
-                    .time_warp(
-                        TimeWarpOptions::new()
+                    .executor(Executor::TimeWarp(
+                        TimeWarpConfig::new(threads)
                             .state_saving(saving)
                             .preempt(preempt)
                             .gvt_every(64),
-                    )
+                    ))
                     .run()
                     .expect("run");
                 let what = format!("preempt {preempt}, {threads} threads, {saving:?}");
@@ -374,7 +377,7 @@ fn a_panic_after_a_preemption_point_names_the_lp_and_time() {
     let mut m = Churn::new(8);
     m.panic_at = Some((5, 7.0));
     for threads in [1, 3] {
-        let err = preemptive(&m, 1, threads, TimeWarpOptions::new()).expect_err("panics");
+        let err = preemptive(&m, 1, threads, TimeWarpConfig::default()).expect_err("panics");
         match err {
             SimError::Panic { lp, time, message } => {
                 assert_eq!(lp, 5);
@@ -402,7 +405,7 @@ fn a_tick_storm_and_the_alpha_rule_keep_the_history() {
         for threads in [1, 2, 4] {
             let m = slow();
             let what = format!("tick {period} µs, alpha {alpha}, {threads} threads");
-            let opts = TimeWarpOptions::new().ticks(Some(Ticks::new(period, alpha)));
+            let opts = TimeWarpConfig::default().ticks(Some(Ticks::new(period, alpha)));
             let tw = preemptive(&m, 3, threads, opts).expect("run");
             assert_eq!(tw.fingerprint, seq.fingerprint, "{what}");
             assert_eq!(tw.model_stats, seq.model_stats, "{what}");
@@ -470,7 +473,7 @@ fn ticks_faster_than_the_timer_slack_do_not_stall_idle_workers() {
             // threads it starts) only.
             let rc = unsafe { libc::prctl(libc::PR_SET_TIMERSLACK, 10_000_000 as libc::c_ulong) };
             assert_eq!(rc, 0, "prctl(PR_SET_TIMERSLACK)");
-            let opts = TimeWarpOptions::new().ticks(Some(Ticks::new(50.0, -0.99)));
+            let opts = TimeWarpConfig::default().ticks(Some(Ticks::new(50.0, -0.99)));
             let _ = tx.send(preemptive(&run, 5, threads, opts));
         });
         // A stalled run leaves its threads behind (they end with the test process).
@@ -492,9 +495,9 @@ fn ticks_faster_than_the_timer_slack_do_not_stall_idle_workers() {
 fn bad_preemption_settings_are_config_errors() {
     let m = Churn::new(1);
     for opts in [
-        TimeWarpOptions::new().ticks(Some(Ticks::new(chronon::MIN_TICK_US / 2.0, 0.5))),
-        TimeWarpOptions::new().ticks(Some(Ticks::new(50.0, -1.0))),
-        TimeWarpOptions::new().ticks(Some(Ticks::new(f64::NAN, 0.5))),
+        TimeWarpConfig::default().ticks(Some(Ticks::new(chronon::MIN_TICK_US / 2.0, 0.5))),
+        TimeWarpConfig::default().ticks(Some(Ticks::new(50.0, -1.0))),
+        TimeWarpConfig::default().ticks(Some(Ticks::new(f64::NAN, 0.5))),
     ] {
         let err = preemptive(&m, 1, 2, opts).expect_err("rejected");
         assert!(matches!(err, SimError::Config(_)), "{err}");

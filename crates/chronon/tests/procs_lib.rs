@@ -6,7 +6,9 @@
 //! parent has that LP's process run it on the figures so far).
 #![cfg(all(target_os = "linux", not(chronon_loom)))]
 
-use chronon::{ConservativeConfig, Ctx, Executor, LpId, Model, ModelStats, Simulation};
+use chronon::{
+    ConservativeConfig, Ctx, Executor, LpId, Model, ModelStats, Simulation, TimeWarpConfig,
+};
 
 struct Ring {
     lps: LpId,
@@ -165,7 +167,7 @@ fn time_warp_3_processes_2_threads() {
         "time_warp_3_processes_2_threads",
         3,
         2,
-        Executor::TimeWarp { threads: 2 },
+        Executor::TimeWarp(TimeWarpConfig::new(2)),
     );
 }
 
@@ -175,6 +177,6 @@ fn time_warp_2_processes() {
         "time_warp_2_processes",
         2,
         1,
-        Executor::TimeWarp { threads: 1 },
+        Executor::TimeWarp(TimeWarpConfig::new(1)),
     );
 }

@@ -2,7 +2,7 @@
 //! configuration error naming the estimate and the limit.
 
 use chronon::limits::{MemoryLimit, MAX_THREADS};
-use chronon::{ConservativeConfig, Ctx, Executor, Model, Simulation, SizeHint};
+use chronon::{ConservativeConfig, Ctx, Executor, Model, Simulation, SizeHint, TimeWarpConfig};
 
 /// Each LP sends `start` events to itself at time 1 (the hint says so) and has a big state.
 struct Wide {
@@ -69,9 +69,7 @@ fn workers_are_bounded_by_the_lps() {
     assert!(e.is_config() && e.to_string().contains("at most 64"), "{e}");
     let e = wide(1, 0)
         .lps(1_000_000)
-        .executor(Executor::TimeWarp {
-            threads: MAX_THREADS + 1,
-        })
+        .executor(Executor::TimeWarp(TimeWarpConfig::new(MAX_THREADS + 1)))
         .run()
         .unwrap_err();
     assert!(e.to_string().contains("4096"), "{e}");

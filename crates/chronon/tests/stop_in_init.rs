@@ -4,7 +4,7 @@
 
 use std::sync::Arc;
 
-use chronon::{ConservativeConfig, Ctx, Executor, Model, Progress, Simulation};
+use chronon::{ConservativeConfig, Ctx, Executor, Model, Progress, Simulation, TimeWarpConfig};
 
 /// Every LP sends itself one event per time unit.
 struct Tick;
@@ -32,7 +32,7 @@ fn a_stop_during_initialization_gives_an_empty_incomplete_report() {
         Executor::Window(ConservativeConfig::new(2)),
         Executor::NullMessage(ConservativeConfig::new(2)),
         Executor::Lockstep(ConservativeConfig::new(2)),
-        Executor::TimeWarp { threads: 2 },
+        Executor::TimeWarp(TimeWarpConfig::new(2)),
     ] {
         // Requested before the run: initialization sees it at its first poll.
         let progress = Arc::new(Progress::new());
@@ -79,7 +79,7 @@ fn the_bsp_runtime_outside_processes_is_a_clear_error() {
             .executor(exec)
             .run()
         {
-            Err(SimError::Config(m)) => assert!(m.contains(needle), "{m}"),
+            Err(SimError::Config(e)) => assert!(e.to_string().contains(needle), "{e}"),
             other => panic!("expected a configuration error, got {other:?}"),
         }
     }

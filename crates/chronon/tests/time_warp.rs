@@ -9,7 +9,7 @@ mod common;
 use std::sync::Arc;
 
 use chronon::{
-    Ctx, Executor, LpId, Model, Report, SimError, Simulation, StateSaving, TimeWarpOptions,
+    Ctx, Executor, LpId, Model, Report, SimError, Simulation, StateSaving, TimeWarpConfig,
 };
 use common::{assert_same_history, Commits};
 
@@ -32,7 +32,7 @@ fn time_warp(
     m: &Scramble,
     seed: u64,
     threads: usize,
-    opts: TimeWarpOptions,
+    opts: TimeWarpConfig,
 ) -> Result<Report, SimError> {
     time_warp_sized(m, seed, threads, opts, LPS, END)
 }
@@ -41,7 +41,7 @@ fn time_warp_sized(
     m: &Scramble,
     seed: u64,
     threads: usize,
-    opts: TimeWarpOptions,
+    opts: TimeWarpConfig,
     lps: LpId,
     end: f64,
 ) -> Result<Report, SimError> {
@@ -49,13 +49,15 @@ fn time_warp_sized(
         .lps(lps)
         .end_time(end)
         .seed(seed)
-        .executor(Executor::TimeWarp { threads })
         // Frequent GVT rounds, so that fossil collection runs often in these short runs.
-        .time_warp(if opts.gvt_every == TimeWarpOptions::new().gvt_every {
-            opts.gvt_every(64)
-        } else {
-            opts
-        })
+        .executor(Executor::TimeWarp(
+            if opts.gvt_every == TimeWarpConfig::default().gvt_every {
+                opts.gvt_every(64)
+            } else {
+                opts
+            }
+            .threads(threads),
+        ))
         .run()
 }
 
@@ -83,23 +85,23 @@ fn random_model_matches_sequential_for_every_saving_and_thread_count() {
             for (name, opts) in [
                 (
                     "reverse",
-                    TimeWarpOptions::new().state_saving(StateSaving::Reverse),
+                    TimeWarpConfig::default().state_saving(StateSaving::Reverse),
                 ),
                 (
                     "copy k=1",
-                    TimeWarpOptions::new()
+                    TimeWarpConfig::default()
                         .state_saving(StateSaving::Copy)
                         .checkpoint(Some(1)),
                 ),
                 (
                     "copy k=3",
-                    TimeWarpOptions::new()
+                    TimeWarpConfig::default()
                         .state_saving(StateSaving::Copy)
                         .checkpoint(Some(3)),
                 ),
                 (
                     "copy auto",
-                    TimeWarpOptions::new().state_saving(StateSaving::Copy),
+                    TimeWarpConfig::default().state_saving(StateSaving::Copy),
                 ),
             ] {
                 let tw = time_warp(&m, seed, threads, opts).expect("time warp run");
@@ -123,7 +125,7 @@ fn round_robin_mapping_and_zero_delay_chains_match_sequential() {
     for seed in [4, 5] {
         let seq = sequential(&m, seed);
         for threads in [2, 3] {
-            let opts = TimeWarpOptions::new().mapping(chronon::partition::Mapping::RoundRobin);
+            let opts = TimeWarpConfig::default().mapping(chronon::partition::Mapping::RoundRobin);
             let tw = time_warp(&m, seed, threads, opts).expect("time warp run");
             assert_same(&seq, &tw, &format!("seed {seed}, {threads} threads"));
         }
@@ -138,7 +140,7 @@ fn commit_hooks_run_once_per_committed_event_in_time_order() {
             hooks: Some(hooks.clone()),
             ..Scramble::new()
         };
-        let tw = time_warp(&m, 9, threads, TimeWarpOptions::new()).expect("run");
+        let tw = time_warp(&m, 9, threads, TimeWarpConfig::default()).expect("run");
         hooks.assert_once_in_order(&tw, &format!("{threads} threads"));
         assert!(tw.committed > 0);
     }
@@ -160,12 +162,12 @@ fn self_sends_below_the_lookahead_keep_the_sequential_history() {
         let mut safe = 0.0;
         for threads in 1..=4 {
             for opts in [
-                TimeWarpOptions::new().state_saving(StateSaving::Reverse),
-                TimeWarpOptions::new()
+                TimeWarpConfig::default().state_saving(StateSaving::Reverse),
+                TimeWarpConfig::default()
                     .state_saving(StateSaving::Reverse)
                     .window(Some(1.35))
                     .fixed_window(true),
-                TimeWarpOptions::new().state_saving(StateSaving::Copy),
+                TimeWarpConfig::default().state_saving(StateSaving::Copy),
             ] {
                 let what = format!("seed {seed}, {threads} threads, {opts:?}");
                 let tw = time_warp(&m, seed, threads, opts).expect("time warp run");
@@ -194,7 +196,7 @@ fn safe_commits_keep_the_sequential_history_and_the_commit_order() {
             lookahead,
             ..Scramble::new()
         };
-        let near = TimeWarpOptions::new()
+        let near = TimeWarpConfig::default()
             .state_saving(StateSaving::Reverse)
             .window(Some(1.5 * lookahead))
             .fixed_window(true);
@@ -209,7 +211,7 @@ fn safe_commits_keep_the_sequential_history_and_the_commit_order() {
                 for (name, opts) in [
                     (
                         "on",
-                        TimeWarpOptions::new().state_saving(StateSaving::Reverse),
+                        TimeWarpConfig::default().state_saving(StateSaving::Reverse),
                     ),
                     ("on, window", near.clone()),
                     ("on, wider window", ahead.clone()),
@@ -244,7 +246,7 @@ fn safe_commits_keep_the_sequential_history_and_the_commit_order() {
             );
         }
         // Copy state saving keeps every record (it may coast over any event).
-        let opts = TimeWarpOptions::new().state_saving(StateSaving::Copy);
+        let opts = TimeWarpConfig::default().state_saving(StateSaving::Copy);
         let tw = time_warp(&m, 1, 1, opts).expect("time warp run");
         assert_eq!(tw.executor_stats["safe_commits"], 0.0);
         // Commit hooks: once per event, in each LP's order, with safe and recorded events mixed.
@@ -257,7 +259,7 @@ fn safe_commits_keep_the_sequential_history_and_the_commit_order() {
             let opts = if lookahead > 0.0 {
                 near.clone()
             } else {
-                TimeWarpOptions::new()
+                TimeWarpConfig::default()
             };
             let tw = time_warp(&m, 9, threads, opts).expect("run");
             hooks.assert_once_in_order(&tw, &format!("lookahead {lookahead}, {threads} threads"));
@@ -271,7 +273,7 @@ fn check_reverse_catches_a_broken_reverse_handler() {
         .lps(LPS)
         .end_time(END)
         .seed(1)
-        .executor(Executor::TimeWarp { threads: 2 })
+        .executor(Executor::TimeWarp(TimeWarpConfig::new(2)))
         .check_reverse()
         .run()
         .expect("a correct reverse handler passes");
@@ -284,7 +286,7 @@ fn check_reverse_catches_a_broken_reverse_handler() {
         .lps(LPS)
         .end_time(END)
         .seed(1)
-        .executor(Executor::TimeWarp { threads: 2 })
+        .executor(Executor::TimeWarp(TimeWarpConfig::new(2)))
         .check_reverse()
         .run()
         .expect_err("a broken reverse handler is caught");
@@ -332,14 +334,14 @@ fn memory_bound_holds_while_one_slow_lp_holds_gvt_back() {
     // process, where it is the run's own footprint.
     let bound = resident_bytes() + (256 << 20);
     // No cap on uncommitted events: only the memory bound may hold the fast worker back.
-    let run = |opts: TimeWarpOptions| {
+    let run = |opts: TimeWarpConfig| {
         time_warp_sized(&m, 3, 2, opts.max_uncommitted(Some(u64::MAX)), lps, end)
     };
-    let wild = run(TimeWarpOptions::new()).expect("unbounded run");
+    let wild = run(TimeWarpConfig::default()).expect("unbounded run");
     assert_same(&seq, &wild, "unbounded");
     let wild_peak = wild.executor_stats["peak_tracked_bytes"];
     assert!(wild_peak > 0.0, "the unbounded run counts: {wild_peak}");
-    let tw = run(TimeWarpOptions::new().max_memory(Some(bound))).expect("run within the bound");
+    let tw = run(TimeWarpConfig::default().max_memory(Some(bound))).expect("run within the bound");
     assert_same(&seq, &tw, "bounded");
     let peak = tw.executor_stats["memory_peak_estimate"];
     assert!(
@@ -347,7 +349,7 @@ fn memory_bound_holds_while_one_slow_lp_holds_gvt_back() {
         "peak estimate {peak} above {bound}"
     );
     // A bound below what the process already holds is refused up front.
-    let err = run(TimeWarpOptions::new().max_memory(Some(256))).expect_err("too small a bound");
+    let err = run(TimeWarpConfig::default().max_memory(Some(256))).expect_err("too small a bound");
     assert!(
         matches!(&err, SimError::Resource(msg) if msg.contains("--max-memory")),
         "{err}"
@@ -360,7 +362,9 @@ fn optimism_window_keeps_the_history() {
     let seq = sequential(&m, 6);
     for w in [0.0, 1.0] {
         for fixed in [false, true] {
-            let opts = TimeWarpOptions::new().window(Some(w)).fixed_window(fixed);
+            let opts = TimeWarpConfig::default()
+                .window(Some(w))
+                .fixed_window(fixed);
             let tw = time_warp(&m, 6, 3, opts).expect("run");
             assert_same(&seq, &tw, &format!("window {w}, fixed {fixed}"));
             let es = &tw.executor_stats;
@@ -379,7 +383,7 @@ fn a_panic_stops_every_worker_and_names_the_lp_and_time() {
         ..Scramble::new()
     };
     for threads in [1, 4] {
-        let err = time_warp(&m, 1, threads, TimeWarpOptions::new()).expect_err("panics");
+        let err = time_warp(&m, 1, threads, TimeWarpConfig::default()).expect_err("panics");
         match err {
             SimError::Panic { lp, time, message } => {
                 assert_eq!(lp, 5);
@@ -404,7 +408,7 @@ fn a_bad_send_is_reported_as_the_sequential_executor_reports_it() {
         .run()
         .expect_err("bad send");
     for threads in [1, 3] {
-        let tw = time_warp(&m, 2, threads, TimeWarpOptions::new()).expect_err("bad send");
+        let tw = time_warp(&m, 2, threads, TimeWarpConfig::default()).expect_err("bad send");
         assert_eq!(tw, seq, "{threads} threads");
     }
 }
@@ -413,10 +417,10 @@ fn a_bad_send_is_reported_as_the_sequential_executor_reports_it() {
 fn bad_settings_are_config_errors() {
     let m = Scramble::new();
     for opts in [
-        TimeWarpOptions::new().checkpoint(Some(0)),
-        TimeWarpOptions::new().max_memory(Some(0)),
-        TimeWarpOptions::new().window(Some(-1.0)),
-        TimeWarpOptions::new().gvt_every(0),
+        TimeWarpConfig::default().checkpoint(Some(0)),
+        TimeWarpConfig::default().max_memory(Some(0)),
+        TimeWarpConfig::default().window(Some(-1.0)),
+        TimeWarpConfig::default().gvt_every(0),
     ] {
         let err = time_warp(&m, 1, 2, opts).expect_err("rejected");
         assert!(err.is_config(), "{err}");
@@ -424,8 +428,9 @@ fn bad_settings_are_config_errors() {
     let err = Simulation::new(NoReverse)
         .lps(2)
         .end_time(1.0)
-        .executor(Executor::TimeWarp { threads: 1 })
-        .time_warp(TimeWarpOptions::new().state_saving(StateSaving::Reverse))
+        .executor(Executor::TimeWarp(
+            TimeWarpConfig::new(1).state_saving(StateSaving::Reverse),
+        ))
         .run()
         .expect_err("no reverse handler");
     assert!(
@@ -436,7 +441,7 @@ fn bad_settings_are_config_errors() {
     Simulation::new(NoReverse)
         .lps(2)
         .end_time(1.0)
-        .executor(Executor::TimeWarp { threads: 2 })
+        .executor(Executor::TimeWarp(TimeWarpConfig::new(2)))
         .run()
         .expect("copy state saving");
 }
@@ -476,7 +481,7 @@ fn a_stop_request_ends_every_worker_with_an_incomplete_report() {
         .lps(LPS)
         .end_time(1e9)
         .seed(1)
-        .executor(Executor::TimeWarp { threads: 3 })
+        .executor(Executor::TimeWarp(TimeWarpConfig::new(3)))
         .progress(progress)
         .run()
         .expect("a stopped run still reports");

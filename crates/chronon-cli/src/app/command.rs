@@ -127,6 +127,13 @@ pub(super) fn clap_exit(e: clap::Error, app: &App) -> ExitCode {
                 ExitCode::SUCCESS
             }
         }
+        ErrorKind::InvalidValue if invalid_choice(&e).is_some() => {
+            if !quiet {
+                let line = invalid_choice(&e).unwrap_or_default();
+                eprintln!("error: {}", crate::short_numbers(&line));
+            }
+            ExitCode::from(EXIT_BAD_INPUT)
+        }
         kind => {
             let rendered = e.render().to_string();
             let line = one_line(&rendered);
@@ -142,6 +149,25 @@ pub(super) fn clap_exit(e: clap::Error, app: &App) -> ExitCode {
             ExitCode::from(EXIT_BAD_INPUT)
         }
     }
+}
+
+/// A value outside a choice flag's names (`--sync magic`), in the words of every other
+/// refusal: `unknown --sync 'magic' (allowed: seq, window, ...)`.
+fn invalid_choice(e: &clap::Error) -> Option<String> {
+    use clap::error::{ContextKind, ContextValue};
+    let arg = match e.get(ContextKind::InvalidArg)? {
+        ContextValue::String(a) => a.split(' ').next().unwrap_or(a).to_string(),
+        _ => return None,
+    };
+    let value = match e.get(ContextKind::InvalidValue)? {
+        ContextValue::String(v) => v.clone(),
+        _ => return None,
+    };
+    let allowed = match e.get(ContextKind::ValidValue)? {
+        ContextValue::Strings(v) => v.join(", "),
+        _ => return None,
+    };
+    Some(format!("unknown {arg} '{value}' (allowed: {allowed})"))
 }
 
 /// The visible subcommands of the program, of `run` and of `bench`, for error hints.

@@ -80,7 +80,7 @@ impl<S: ModelSpec> Entry for Registered<S> {
         use chronon::Model;
         merge::defaults::<S>()
             .and_then(|s| s.build().ok())
-            .is_some_and(|m| m.has_reverse())
+            .is_some_and(|m| m.reverse_handler().is_some())
     }
 
     fn draw(&self, draw: &mut Draw, flags: &mut Flags) {

@@ -2,29 +2,42 @@
 //! executor, and every flag combination refused in one line before anything starts (Time Warp
 //! settings, mapping, conservative settings, payloads and heaps, `--runtime bsp`, `--procs`).
 
-use chronon::barrier::BarrierKind;
 use chronon::partition::Mapping;
-use chronon::{ConservativeConfig, Executor, Runtime, StateSaving, Ticks, TimeWarpOptions};
+use chronon::{ConservativeConfig, Executor, Runtime, StateSaving, Ticks, TimeWarpConfig};
 
 use crate::args::CommonArgs;
+use crate::choices::{Barrier, Payload, Sync};
 use crate::lockstep_runtime::runtime;
 use crate::Failure;
 
 /// Maps `--sync` and `--threads` onto an executor.
 pub(crate) fn executor(sync: Option<&str>, threads: Option<usize>) -> Result<Executor, Failure> {
+    use clap::ValueEnum;
+    let sync = sync
+        .map(|s| {
+            Sync::from_str(s, false).map_err(|_| {
+                let allowed: Vec<&str> = Sync::value_variants().iter().map(|v| v.name()).collect();
+                Failure::bad_input(format!(
+                    "unknown --sync '{s}' (allowed: {})",
+                    allowed.join(", ")
+                ))
+            })
+        })
+        .transpose()?;
     executor_with(sync, threads, &CommonArgs::default())
 }
 
 /// Maps `--sync`, `--threads` and the conservative executors' flags (`--barrier`, `--fan-in`,
 /// `--mapping`) onto an executor.
 pub(crate) fn executor_with(
-    sync: Option<&str>,
+    sync: Option<Sync>,
     threads: Option<usize>,
     common: &CommonArgs,
 ) -> Result<Executor, Failure> {
     let threads = threads.unwrap_or(1);
-    let sync_name = sync.unwrap_or("seq");
-    if sync_name != "window" {
+    let sync = sync.unwrap_or(Sync::Seq);
+    let sync_name = sync.name();
+    if sync != Sync::Window {
         let given = [
             ("--dedicated", common.dedicated.is_some()),
             ("--shared-sets", common.shared_sets.is_some()),
@@ -38,16 +51,15 @@ pub(crate) fn executor_with(
     if threads == 0 {
         return Err(Failure::bad_input("--threads is 0; it must be at least 1"));
     }
-    let sync = sync.unwrap_or("seq");
     runtime(sync, common)?;
-    if matches!(sync, "seq" | "timewarp" | "null-message") {
+    if matches!(sync, Sync::Seq | Sync::Timewarp | Sync::NullMessage) {
         let given = [
             ("--barrier", common.barrier.is_some()),
             ("--fan-in", common.fan_in.is_some()),
         ];
         if let Some((flag, _)) = given.iter().find(|(_, g)| *g) {
             // Null messages synchronize through channel clocks, never at a barrier.
-            let why = if sync == "null-message" {
+            let why = if sync == Sync::NullMessage {
                 " (null messages use no barrier)"
             } else {
                 ""
@@ -57,21 +69,23 @@ pub(crate) fn executor_with(
             )));
         }
     }
-    if sync != "null-message" && common.max_null_messages.is_some() {
+    if sync != Sync::NullMessage && common.max_null_messages.is_some() {
         return Err(Failure::bad_input(format!(
             "--max-null-messages applies to --sync null-message only; got --sync {sync}"
         )));
     }
-    if sync == "seq" && common.mapping.is_some() {
+    if sync == Sync::Seq && common.mapping.is_some() {
         return Err(Failure::bad_input(
             "--mapping applies to --sync window, null-message, lockstep or timewarp only; got --sync seq",
         ));
     }
-    if common.fan_in.is_some() && common.barrier.as_deref().is_some_and(|b| b != "tree") {
-        return Err(Failure::bad_input(format!(
-            "--fan-in applies to --barrier tree only; got --barrier {}",
-            common.barrier.as_deref().unwrap_or_default()
-        )));
+    if let (Some(_), Some(b)) = (common.fan_in, common.barrier) {
+        if b != Barrier::Tree {
+            return Err(Failure::bad_input(format!(
+                "--fan-in applies to --barrier tree only; got --barrier {}",
+                b.name()
+            )));
+        }
     }
     if common.shared_sets.is_some() && common.dedicated.is_none_or(|d| d >= 1.0) {
         return Err(Failure::bad_input(
@@ -79,7 +93,7 @@ pub(crate) fn executor_with(
         ));
     }
     match sync {
-        "seq" => {
+        Sync::Seq => {
             if threads != 1 {
                 return Err(Failure::bad_input(format!(
                     "--sync seq runs on exactly 1 thread; got --threads {threads} (for {threads} \
@@ -88,13 +102,10 @@ pub(crate) fn executor_with(
             }
             Ok(Executor::Sequential)
         }
-        "window" => Ok(Executor::Window(conservative(threads, common)?)),
-        "null-message" => Ok(Executor::NullMessage(conservative(threads, common)?)),
-        "lockstep" => Ok(Executor::Lockstep(conservative(threads, common)?)),
-        "timewarp" => Ok(Executor::TimeWarp { threads }),
-        other => Err(Failure::bad_input(format!(
-            "unknown --sync '{other}' (allowed: seq, window, null-message, lockstep, timewarp)"
-        ))),
+        Sync::Window => Ok(Executor::Window(conservative(threads, common)?)),
+        Sync::NullMessage => Ok(Executor::NullMessage(conservative(threads, common)?)),
+        Sync::Lockstep => Ok(Executor::Lockstep(conservative(threads, common)?)),
+        Sync::Timewarp => Ok(Executor::TimeWarp(TimeWarpConfig::new(threads))),
     }
 }
 
@@ -113,9 +124,6 @@ fn parse_bytes(s: &str) -> Result<u64, Failure> {
         ))
     })?;
     match n.checked_mul(mult) {
-        Some(0) => Err(Failure::bad_input(
-            "--max-memory is 0; it must be at least 1 byte",
-        )),
         Some(b) => Ok(b),
         None => Err(Failure::bad_input(format!(
             "--max-memory '{s}' is too large"
@@ -123,12 +131,12 @@ fn parse_bytes(s: &str) -> Result<u64, Failure> {
     }
 }
 
-/// The Time Warp settings from the common flags; an error when they are given to another
-/// executor or out of range.
+/// `executor` with the Time Warp settings from the common flags; an error when they are
+/// given to another executor or out of range.
 pub(super) fn time_warp_options(
     common: &CommonArgs,
-    executor: &Executor,
-) -> Result<TimeWarpOptions, Failure> {
+    executor: Executor,
+) -> Result<Executor, Failure> {
     let given = [
         ("--state-saving", common.state_saving.is_some()),
         ("--checkpoint", common.checkpoint.is_some()),
@@ -143,38 +151,19 @@ pub(super) fn time_warp_options(
         ("--tick-us", common.tick_us.is_some()),
         ("--alpha", common.alpha.is_some()),
     ];
-    if !matches!(executor, Executor::TimeWarp { .. }) {
+    let Executor::TimeWarp(tw) = executor else {
         if let Some((flag, _)) = given.iter().find(|(_, g)| *g) {
             return Err(Failure::bad_input(format!(
                 "{flag} applies to --sync timewarp only; got --sync {}",
                 executor.name()
             )));
         }
-    }
-    let state_saving: StateSaving = match common.state_saving.as_deref() {
-        None => StateSaving::Auto,
-        Some(s) => s
-            .parse()
-            .map_err(|e: String| Failure::bad_input(format!("--state-saving: {e}")))?,
+        return Ok(executor);
     };
-    if common.checkpoint == Some(0) {
-        return Err(Failure::bad_input(
-            "--checkpoint is 0; it must be at least 1 event",
-        ));
-    }
-    if common.gvt_every == Some(0) {
-        return Err(Failure::bad_input(
-            "--gvt-every is 0; it must be at least 1 event",
-        ));
-    }
+    let state_saving: StateSaving = common.state_saving.map_or(StateSaving::Auto, Into::into);
+    // Values out of range (a checkpoint interval of 0, a negative window, ...) are the
+    // library's to refuse (`TimeWarpConfig`); the CLI renders its typed error.
     let max_memory = common.max_memory.as_deref().map(parse_bytes).transpose()?;
-    if let Some(w) = common.window {
-        if w.is_nan() || w < 0.0 {
-            return Err(Failure::bad_input(format!(
-                "--window is {w}; it must be >= 0"
-            )));
-        }
-    }
     let preempt = common.preempt == Some(true);
     if !preempt {
         for (flag, g) in [
@@ -189,45 +178,28 @@ pub(super) fn time_warp_options(
             }
         }
     }
-    if let Some(t) = common.tick_us {
-        if !(t >= chronon::MIN_TICK_US && t.is_finite()) {
-            return Err(Failure::bad_input(format!(
-                "--tick-us is {t}; it must be at least {}",
-                chronon::MIN_TICK_US
-            )));
-        }
-    }
     let alpha = common.alpha.unwrap_or(0.5);
-    if !(alpha > -1.0 && alpha.is_finite()) {
-        return Err(Failure::bad_input(format!(
-            "--alpha is {alpha}; it must be finite and > -1"
-        )));
-    }
     if common.alpha.is_some() && common.tick_us.is_none() {
         return Err(Failure::bad_input("--alpha applies to --tick-us only"));
     }
-    Ok(TimeWarpOptions::new()
-        .preempt(preempt)
-        .safe_commit(common.safe_commit.unwrap_or(true))
-        .gvt_every(common.gvt_every.unwrap_or(TimeWarpOptions::new().gvt_every))
-        .max_suspended(common.max_suspended.unwrap_or(64))
-        .ticks(common.tick_us.map(|t| Ticks::new(t, alpha)))
-        .state_saving(state_saving)
-        .checkpoint(common.checkpoint)
-        .max_memory(max_memory)
-        .window(common.window)
-        .mapping(mapping(common)?))
+    let gvt_every = common.gvt_every.unwrap_or(tw.gvt_every);
+    Ok(Executor::TimeWarp(
+        tw.preempt(preempt)
+            .safe_commit(common.safe_commit.unwrap_or(true))
+            .gvt_every(gvt_every)
+            .max_suspended(common.max_suspended.unwrap_or(64))
+            .ticks(common.tick_us.map(|t| Ticks::new(t, alpha)))
+            .state_saving(state_saving)
+            .checkpoint(common.checkpoint)
+            .max_memory(max_memory)
+            .window(common.window)
+            .mapping(mapping(common)),
+    ))
 }
 
 /// The LP-to-worker mapping from `--mapping`.
-pub(super) fn mapping(common: &CommonArgs) -> Result<Mapping, Failure> {
-    match common.mapping.as_deref().unwrap_or("block") {
-        "block" => Ok(Mapping::Block),
-        "round-robin" => Ok(Mapping::RoundRobin),
-        other => Err(Failure::bad_input(format!(
-            "unknown --mapping '{other}' (allowed: block, round-robin)"
-        ))),
-    }
+pub(super) fn mapping(common: &CommonArgs) -> Mapping {
+    common.mapping.map_or(Mapping::Block, Into::into)
 }
 
 /// The conservative executors' settings from `--barrier`, `--fan-in` and `--mapping`.
@@ -236,9 +208,11 @@ pub(super) fn conservative(
     common: &CommonArgs,
 ) -> Result<ConservativeConfig, Failure> {
     let fan_in = common.fan_in.unwrap_or(4);
-    let barrier = BarrierKind::parse(common.barrier.as_deref().unwrap_or("tree"), fan_in)
-        .map_err(Failure::bad_input)?;
-    let mapping = mapping(common)?;
+    if fan_in == 0 {
+        return Err(Failure::bad_input("--fan-in is 0; it must be at least 1"));
+    }
+    let barrier = common.barrier.unwrap_or(Barrier::Tree).kind(fan_in);
+    let mapping = mapping(common);
     let dedicated = common.dedicated.unwrap_or(1.0);
     if !(0.0..=1.0).contains(&dedicated) {
         return Err(Failure::bad_input(format!(
@@ -260,7 +234,7 @@ pub(super) fn conservative(
         .mapping(mapping)
         .dedicated(dedicated)
         .shared_sets(shared_sets)
-        .runtime(runtime("lockstep", common)?);
+        .runtime(runtime(Sync::Lockstep, common)?);
     if let Some(cap) = common.max_null_messages {
         if !(cap >= 1.0) || cap > u64::MAX as f64 {
             return Err(Failure::bad_input(format!(
@@ -272,18 +246,13 @@ pub(super) fn conservative(
     Ok(cc)
 }
 
-/// `--payload`, `--heap-classes`, `--heap-segments`: sets this process's shared-heap classes;
-/// whether payloads are copied.
-pub(super) fn payload_options(common: &CommonArgs, procs: Option<usize>) -> Result<bool, Failure> {
-    let copy = match common.payload.as_deref() {
-        None | Some("zero-copy") => false,
-        Some("copy") => true,
-        Some(other) => {
-            return Err(Failure::bad_input(format!(
-                "unknown --payload '{other}' (allowed: zero-copy, copy)"
-            )))
-        }
-    };
+/// `--payload`, `--heap-classes`, `--heap-segments`: whether payloads are copied, and the
+/// shared heaps' configuration (`Simulation::heap`).
+pub(super) fn payload_options(
+    common: &CommonArgs,
+    procs: Option<usize>,
+) -> Result<(bool, chronon::shm::HeapConfig), Failure> {
+    let copy = common.payload == Some(Payload::Copy);
     if copy && procs.is_none() {
         return Err(Failure::bad_input(
             "--payload copy compares transports between processes: it needs --procs",
@@ -294,15 +263,10 @@ pub(super) fn payload_options(common: &CommonArgs, procs: Option<usize>) -> Resu
         Some(t) => chronon::shm::HeapConfig::parse(t).map_err(Failure::bad_input)?,
     };
     if let Some(n) = common.heap_segments {
-        if !(1..=16).contains(&n) {
-            return Err(Failure::bad_input(format!(
-                "--heap-segments is {n}; it must be 1..=16 (1: the heaps never grow)"
-            )));
-        }
+        // 1..=16: checked by the library (`Simulation::heap`).
         heap = heap.max_segments(n);
     }
-    chronon::shm::set_heap_config(heap);
-    Ok(copy)
+    Ok((copy, heap))
 }
 
 /// `--runtime bsp --threads N` runs N single-threaded worker processes (seed 002's BSP
@@ -328,16 +292,12 @@ pub(super) fn bsp_processes(
     }
 }
 
-/// `--procs`: at least 1, a conservative parallel executor, a model that can.
+/// `--procs`: a parallel executor (the count is the library's to check).
 pub(super) fn check_procs(procs: Option<usize>, executor: &Executor) -> Result<(), Failure> {
-    let Some(p) = procs else {
+    if procs.is_none() {
         return Ok(());
-    };
-    if p == 0 {
-        return Err(Failure::bad_input(
-            "--procs is 0; it must be at least 1 worker process",
-        ));
     }
+    // `--procs 0` is the library's to refuse (`Simulation::processes`).
     match executor.name() {
         "seq" => Err(Failure::bad_input(
             "--procs needs --sync window, lockstep, null-message or timewarp; got --sync seq",

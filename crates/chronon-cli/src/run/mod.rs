@@ -53,12 +53,9 @@ where
             "--end is {end}; it must be finite and > 0"
         )));
     }
-    let queue: QueueKind = match common.queue.as_deref() {
-        None => QueueKind::default(),
-        Some(q) => q.parse().map_err(Failure::bad_input)?,
-    };
-    let executor = executor_with(common.sync.as_deref(), common.threads, &common)?;
-    let tw = time_warp_options(&common, &executor)?;
+    let queue: QueueKind = common.queue.map_or_else(QueueKind::default, Into::into);
+    let executor = executor_with(common.sync, common.threads, &common)?;
+    let executor = time_warp_options(&common, executor)?;
     let check = match (common.check_reverse == Some(true), check_reverse) {
         (false, _) => None,
         (true, Some(f)) => Some(f),
@@ -69,15 +66,12 @@ where
         }
     };
     let seed = common.seed.unwrap_or(1);
-    let pin: chronon::placement::Pin = match common.pin.as_deref() {
-        None => Default::default(),
-        Some(p) => p.parse().map_err(Failure::bad_input)?,
-    };
+    let pin: chronon::placement::Pin = common.pin.map_or_else(Default::default, Into::into);
     // The report's config keeps what was asked for (`--runtime bsp --threads N` reruns it).
     let asked = executor.clone();
     let (executor, procs) = bsp_processes(executor, common.procs)?;
     check_procs(procs, &executor)?;
-    let copy = payload_options(&common, procs)?;
+    let (copy, heap) = payload_options(&common, procs)?;
     // Over MPI ranks: MPI for the run (finalized when this function returns).
     let mpi = crate::mpi::start(common.ranks, procs)?;
     let outputs = plan_outputs(&common, &executor)?;
@@ -106,7 +100,7 @@ where
         .queue(queue)
         .executor(executor.clone())
         .pin(pin)
-        .time_warp(tw)
+        .heap(heap)
         .progress(progress.clone());
     let sim = match check {
         Some(f) => f(sim),
@@ -188,7 +182,7 @@ fn plan_outputs(common: &CommonArgs, executor: &Executor) -> Result<Outputs, Fai
             wanted.push((PROGRESS_CSV, out.join("progress.csv")));
             wanted.push((PROGRESS_CSV, out.join("series.csv")));
         }
-        if dir && common.gvt_csv.is_none() && matches!(executor, Executor::TimeWarp { .. }) {
+        if dir && common.gvt_csv.is_none() && matches!(executor, Executor::TimeWarp(_)) {
             wanted.push(("--gvt-csv", out.join("gvt.csv")));
         }
     }

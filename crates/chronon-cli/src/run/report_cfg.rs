@@ -3,6 +3,7 @@
 use chronon::{Executor, QueueKind, Runtime};
 
 use crate::args::CommonArgs;
+use crate::choices;
 
 /// The report's `config`: every option that shaped the run, under the keys `--config` takes,
 /// so that the report's config, written as TOML, reruns the same simulation. Executor options
@@ -25,16 +26,19 @@ pub(super) fn report_config(
     if let Some(p) = common.procs {
         c.insert("procs".into(), json!(p));
     }
-    c.insert("pin".into(), json!(common.pin.as_deref().unwrap_or("auto")));
+    c.insert(
+        "pin".into(),
+        json!(common.pin.map_or("auto", choices::Pin::name)),
+    );
     let mut put = |k: &str, v: Value| {
         c.insert(k.into(), v);
     };
-    let mapping = common.mapping.as_deref().unwrap_or("block");
+    let mapping = common.mapping.map_or("block", choices::Mapping::name);
     match executor {
         Executor::Window(cc) | Executor::Lockstep(cc) | Executor::NullMessage(cc) => {
             put("mapping", json!(mapping));
             if !matches!(executor, Executor::NullMessage(_)) {
-                let barrier = common.barrier.as_deref().unwrap_or("tree");
+                let barrier = common.barrier.map_or("tree", choices::Barrier::name);
                 put("barrier", json!(barrier));
                 if barrier == "tree" {
                     put("fan-in", json!(common.fan_in.unwrap_or(4)));
@@ -58,11 +62,13 @@ pub(super) fn report_config(
                 }
             }
         }
-        Executor::TimeWarp { .. } => {
+        Executor::TimeWarp(_) => {
             put("mapping", json!(mapping));
             put(
                 "state-saving",
-                json!(common.state_saving.as_deref().unwrap_or("auto")),
+                json!(common
+                    .state_saving
+                    .map_or("auto", choices::StateSaving::name)),
             );
             if let Some(k) = common.checkpoint {
                 put("checkpoint", json!(k));

@@ -8,7 +8,7 @@ mod pcs;
 mod phold_phases;
 mod simplesim;
 
-use chronon::{Executor, Model, QueueKind, Report, Simulation, StateSaving, TimeWarpOptions};
+use chronon::{Executor, Model, QueueKind, Report, Simulation, StateSaving, TimeWarpConfig};
 
 /// Runs `model` sequentially with the given queue.
 pub(crate) fn run<M: Model>(model: M, lps: u32, end: f64, seed: u64, queue: QueueKind) -> Report {
@@ -42,9 +42,8 @@ pub(crate) fn check_fingerprints<M: Model>(make: impl Fn() -> M, lps: u32, end: 
         "heap and ladder commit the same history"
     );
     assert_eq!(a.model_stats, h.model_stats);
-    for (exec, opts) in parallel_executors()
+    for exec in parallel_executors()
         .into_iter()
-        .map(|e| (e, TimeWarpOptions::new()))
         .chain(preemptive_time_warp())
     {
         let p = Simulation::new(make())
@@ -52,10 +51,9 @@ pub(crate) fn check_fingerprints<M: Model>(make: impl Fn() -> M, lps: u32, end: 
             .end_time(end)
             .seed(11)
             .executor(exec.clone())
-            .time_warp(opts.clone())
             .run()
-            .unwrap_or_else(|e| panic!("{exec:?} {opts:?}: {e}"));
-        let exec = format!("{exec:?} {opts:?}");
+            .unwrap_or_else(|e| panic!("{exec:?}: {e}"));
+        let exec = format!("{exec:?}");
         assert_eq!(
             p.fingerprint, a.fingerprint,
             "{exec} commits the sequential history"
@@ -86,20 +84,21 @@ pub(crate) fn parallel_executors() -> Vec<Executor> {
             ));
         }
         v.push(Executor::NullMessage(c));
-        v.push(Executor::TimeWarp { threads: t });
+        v.push(Executor::TimeWarp(TimeWarpConfig::new(t)));
     }
     v
 }
 
 /// Preemptive Time Warp at 1 to 4 threads, with copy state saving and with the model's
 /// default (reverse computation where the model has it).
-pub(crate) fn preemptive_time_warp() -> Vec<(Executor, TimeWarpOptions)> {
+pub(crate) fn preemptive_time_warp() -> Vec<Executor> {
     let mut v = Vec::new();
     for threads in 1..=4 {
         for saving in [StateSaving::Copy, StateSaving::Auto] {
-            v.push((
-                Executor::TimeWarp { threads },
-                TimeWarpOptions::new().preempt(true).state_saving(saving),
+            v.push(Executor::TimeWarp(
+                TimeWarpConfig::new(threads)
+                    .preempt(true)
+                    .state_saving(saving),
             ));
         }
     }

@@ -126,7 +126,7 @@ fn fingerprints() {
 #[test]
 fn zero_transfer_fingerprints() {
     use chronon::partition::Mapping;
-    use chronon::{ConservativeConfig, Executor, Runtime, Simulation};
+    use chronon::{ConservativeConfig, Executor, Runtime, Simulation, TimeWarpConfig};
     let m = Manufacturing {
         transfer: 0.0,
         ..Manufacturing::default()
@@ -140,7 +140,7 @@ fn zero_transfer_fingerprints() {
             Executor::Lockstep(c.clone()),
             Executor::Lockstep(c.clone().mapping(Mapping::RoundRobin)),
             Executor::Lockstep(c.clone().runtime(Runtime::WorkStealing { threshold: 7 })),
-            Executor::TimeWarp { threads: t },
+            Executor::TimeWarp(TimeWarpConfig::new(t)),
         ] {
             let r = Simulation::new(m.clone())
                 .lps(m.lps())

@@ -10,7 +10,7 @@ use std::cmp::Reverse;
 use std::collections::BinaryHeap;
 use std::panic::{catch_unwind, AssertUnwindSafe};
 
-use crate::error::{guard, panic_message, ModelError, SimError};
+use crate::error::{guard, panic_message, ModelError, Setting, SimError};
 use crate::event::{EventKey, ENGINE_SENDER};
 use crate::model::{GlobalCtx, LpId, LpStates, Model, ModelStats, Time};
 
@@ -32,9 +32,12 @@ impl GlobalQueue {
         let mut q = GlobalQueue::default();
         for t in guard("Model::global_events", None, || model.global_events())? {
             if !(t >= 0.0 && t.is_finite()) {
-                return Err(SimError::Config(format!(
+                return Err(SimError::config(
+                    Setting::Model,
+                    format!(
                     "the model's global event time {t} is not allowed; it must be finite and >= 0"
-                )));
+                ),
+                ));
             }
             q.push(t + 0.0);
         }

@@ -2,7 +2,7 @@
 //! check that every send keeps to them, and the lookahead figures the conservative executors
 //! derive from them.
 
-use crate::error::{guard, ModelError, SimError};
+use crate::error::{guard, ModelError, Setting, SimError};
 use crate::event::Event;
 use crate::model::{LpId, Model, Time};
 
@@ -43,13 +43,13 @@ impl Links {
                     v.dedup_by_key(|x| x.0);
                     for &(d, la) in &v {
                         if d >= lps {
-                            return Err(SimError::Config(format!(
+                            return Err(SimError::config(Setting::Model, format!(
                                 "the model's topology links LP {lp} to LP {d}, but there are {lps} LPs (0..={})",
                                 lps - 1
                             )));
                         }
                         if !(la >= 0.0 && la.is_finite()) {
-                            return Err(SimError::Config(format!(
+                            return Err(SimError::config(Setting::Model, format!(
                                 "the model's topology gives link LP {lp} -> LP {d} lookahead {la}; it must be finite and >= 0"
                             )));
                         }

@@ -8,7 +8,7 @@ pub(crate) mod links;
 pub(crate) mod sequential;
 pub mod time_warp;
 
-pub use time_warp::{StateSaving, Ticks, TimeWarpOptions, MIN_TICK_US};
+pub use time_warp::{StateSaving, Ticks, TimeWarpConfig, MIN_TICK_US};
 
 pub use conservative::{ConservativeConfig, Runtime, DEFAULT_MAX_NULL_MESSAGES};
 
@@ -30,12 +30,8 @@ pub enum Executor {
     /// One thread, one pending-event set: the reference every other executor is tested against.
     #[default]
     Sequential,
-    /// Time Warp (optimistic) on `threads` workers; its settings are
-    /// [`TimeWarpOptions`], given with [`Simulation::time_warp`](crate::Simulation::time_warp).
-    TimeWarp {
-        /// Worker threads.
-        threads: usize,
-    },
+    /// Time Warp (optimistic): its worker threads and settings (seed 003).
+    TimeWarp(TimeWarpConfig),
     /// Conservative, barrier rounds with a global LBTS (seed 001 §2.2.2, YAWNS).
     Window(ConservativeConfig),
     /// Conservative, Chandy-Misra-Bryant null messages between workers (seed 001 §2.2.1).
@@ -49,7 +45,7 @@ impl Executor {
     pub fn name(&self) -> &'static str {
         match self {
             Executor::Sequential => "seq",
-            Executor::TimeWarp { .. } => "timewarp",
+            Executor::TimeWarp(_) => "timewarp",
             Executor::Window(_) => "window",
             Executor::NullMessage(_) => "null-message",
             Executor::Lockstep(_) => "lockstep",
@@ -60,7 +56,7 @@ impl Executor {
     pub fn threads(&self) -> usize {
         match self {
             Executor::Sequential => 1,
-            Executor::TimeWarp { threads } => *threads,
+            Executor::TimeWarp(c) => c.threads,
             Executor::Window(c) | Executor::NullMessage(c) | Executor::Lockstep(c) => c.threads,
         }
     }
@@ -76,6 +72,25 @@ pub(crate) struct RunConfig {
     pub progress: Arc<Progress>,
     /// Whether worker threads are pinned to cores.
     pub pin: crate::placement::Pin,
+    /// The size classes of the shared heaps the run's threads create (`None`: the default).
+    #[cfg(target_os = "linux")]
+    pub heap: Option<crate::shm::HeapConfig>,
+}
+
+impl RunConfig {
+    /// Prepares the calling thread to run this run's handlers: the shared heap it creates
+    /// gets the run's size classes. Every thread that runs handlers calls it first.
+    pub(crate) fn enter_thread(&self) {
+        #[cfg(target_os = "linux")]
+        crate::shm::set_thread_heap_config(self.heap.clone());
+    }
+
+    /// Undoes [`enter_thread`](Self::enter_thread) on a thread that outlives the run (the
+    /// caller's).
+    pub(crate) fn leave_thread() {
+        #[cfg(target_os = "linux")]
+        crate::shm::set_thread_heap_config(None);
+    }
 }
 
 /// One LP as executors keep it: the model's state, the engine's per-LP bookkeeping, and the

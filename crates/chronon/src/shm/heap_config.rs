@@ -42,6 +42,11 @@ impl HeapConfig {
         self
     }
 
+    /// The most segments a heap may have ([`max_segments`](Self::max_segments)).
+    pub fn segment_limit(&self) -> u32 {
+        self.max_segments
+    }
+
     /// The largest item data size.
     pub fn largest(&self) -> usize {
         self.classes.last().map_or(0, |c| c.0 as usize)

@@ -37,7 +37,6 @@ struct Pool {
     reuse: bool,
     /// Heaps of ended threads with items still referenced.
     retired: Vec<Heap>,
-    config: Option<HeapConfig>,
 }
 
 static POOL: Mutex<Pool> = Mutex::new(Pool {
@@ -45,7 +44,6 @@ static POOL: Mutex<Pool> = Mutex::new(Pool {
     range: None,
     reuse: true,
     retired: Vec::new(),
-    config: None,
 });
 
 fn pool() -> std::sync::MutexGuard<'static, Pool> {
@@ -91,15 +89,12 @@ impl Pool {
     }
 }
 
-/// Sets the size classes of the heaps created from now on in this process (the CLI's
-/// `--heap-classes`; default [`HeapConfig::default`]).
-pub fn set_heap_config(config: HeapConfig) {
-    pool().config = Some(config);
-}
-
-/// The size classes new thread heaps get.
-pub fn heap_config() -> HeapConfig {
-    pool().config.clone().unwrap_or_default()
+/// Sets the size classes of the heap this thread creates next (`None`: [`HeapConfig::default`]).
+/// A run sets it on every thread that runs its handlers, from
+/// [`Simulation::heap`](crate::Simulation::heap), so that runs side by side in one process
+/// keep their own configurations.
+pub(crate) fn set_thread_heap_config(config: Option<HeapConfig>) {
+    LOCAL.with(|l| l.borrow_mut().config = config);
 }
 
 /// Makes this process worker process `p` of `procs` of a multi-process run: its heaps take
@@ -118,6 +113,8 @@ pub(crate) fn set_worker_process(p: usize, procs: usize) {
 
 struct Local {
     heap: Option<Heap>,
+    /// The size classes of the heap this thread creates next (`None`: the default).
+    config: Option<HeapConfig>,
     /// `Some(gvt)`: reuse deferred past GVT (an optimistic executor reported `gvt`).
     deferred: Option<f64>,
 }
@@ -131,13 +128,18 @@ impl Drop for Local {
 }
 
 thread_local! {
-    static LOCAL: RefCell<Local> = const { RefCell::new(Local { heap: None, deferred: None }) };
+    static LOCAL: RefCell<Local> = const {
+        RefCell::new(Local {
+            heap: None,
+            config: None,
+            deferred: None,
+        })
+    };
 }
 
-fn new_heap(deferred: Option<f64>) -> Result<Heap, HeapError> {
+fn new_heap(deferred: Option<f64>, config: HeapConfig) -> Result<Heap, HeapError> {
     let mut pool = pool();
     pool.setup();
-    let config = pool.config.clone().unwrap_or_default();
     loop {
         if pool.free.is_empty() {
             pool.sweep();
@@ -167,7 +169,8 @@ pub fn with_thread_heap<R>(f: impl FnOnce(&mut Heap) -> R) -> Result<R, HeapErro
     LOCAL.with(|l| {
         let mut l = l.borrow_mut();
         if l.heap.is_none() {
-            l.heap = Some(new_heap(l.deferred)?);
+            let config = l.config.clone().unwrap_or_default();
+            l.heap = Some(new_heap(l.deferred, config)?);
         }
         Ok(f(l.heap.as_mut().expect("just created")))
     })

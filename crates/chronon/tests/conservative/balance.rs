@@ -100,7 +100,8 @@ fn load_balancing_settings_are_checked() {
     ];
     for (exec, needle) in cases {
         match run(&m, exec, 5.0) {
-            Err(SimError::Config(msg)) => {
+            Err(SimError::Config(e)) => {
+                let msg = e.to_string();
                 assert!(msg.contains(needle), "{msg}");
                 assert!(!msg.contains('\n'), "{msg}");
             }

@@ -1,7 +1,9 @@
 //! Errors, refusals and stops: broken declared links, zero threads, a stop request, and a run
 //! without an end time. A module of the `conservative` test binary.
 
-use chronon::{ConservativeConfig, Ctx, Executor, GlobalCtx, Model, SimError, Simulation};
+use chronon::{
+    ConservativeConfig, Ctx, Executor, GlobalCtx, Model, SimError, Simulation, TimeWarpConfig,
+};
 
 use super::random::{executors, run, tiny, Random};
 
@@ -22,7 +24,7 @@ fn breaking_the_declared_links_is_a_model_error_everywhere() {
                 .dedicated(0.0)
                 .shared_sets(2),
         ));
-        execs.push(Executor::TimeWarp { threads });
+        execs.push(Executor::TimeWarp(TimeWarpConfig::new(threads)));
         for exec in execs {
             let e = run(&m, exec, 20.0).unwrap_err();
             assert!(matches!(e, SimError::Model(_)), "{e}");

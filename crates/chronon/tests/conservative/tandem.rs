@@ -5,7 +5,9 @@
 //! the M/M/1 figure. A module of the `conservative` test binary.
 
 use chronon::measure::{Tally, TimeAverage};
-use chronon::{ConservativeConfig, Ctx, Executor, LpId, Model, ModelStats, Simulation};
+use chronon::{
+    ConservativeConfig, Ctx, Executor, LpId, Model, ModelStats, Simulation, TimeWarpConfig,
+};
 
 use super::random::executors;
 
@@ -117,7 +119,7 @@ fn a_tandem_queue_with_self_sends_runs_under_every_executor() {
     assert!((l - 1.0).abs() < 0.15, "L = {l}");
     assert!((w - 1.0).abs() < 0.15, "W = {w}");
     let mut all = executors(2);
-    all.push(Executor::TimeWarp { threads: 2 });
+    all.push(Executor::TimeWarp(TimeWarpConfig::new(2)));
     all.push(Executor::Window(ConservativeConfig::new(3)));
     for e in all {
         let what = format!("{e:?}");

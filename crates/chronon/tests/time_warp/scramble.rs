@@ -5,7 +5,7 @@
 
 use std::sync::Arc;
 
-use chronon::{CommitCtx, Ctx, LpId, Model, ModelStats, ReverseCtx};
+use chronon::{CommitCtx, Ctx, LpId, Model, ModelStats, ReverseCtx, ReverseFn};
 
 use crate::common::{Cell, Commits, Token};
 
@@ -110,16 +110,8 @@ impl Model for Scramble {
         }
     }
 
-    fn reverse(&self, cell: &mut Cell, tok: &Token, ctx: &ReverseCtx) {
-        cell.uncount();
-        if self.broken_reverse && cell.count % 5 == 3 {
-            return;
-        }
-        cell.unhash(tok, ctx);
-    }
-
-    fn has_reverse(&self) -> bool {
-        true
+    fn reverse_handler(&self) -> Option<ReverseFn<Self>> {
+        Some(Self::undo)
     }
 
     fn lookahead(&self) -> f64 {
@@ -138,5 +130,16 @@ impl Model for Scramble {
 
     fn finish(&self, lp: LpId, cell: &Cell, stats: &mut ModelStats) {
         cell.finish(lp, stats);
+    }
+}
+
+impl Scramble {
+    /// The reverse handler ([`Model::reverse_handler`]): undoes `on_event`.
+    fn undo(&self, cell: &mut Cell, tok: &Token, ctx: &ReverseCtx) {
+        cell.uncount();
+        if self.broken_reverse && cell.count % 5 == 3 {
+            return;
+        }
+        cell.unhash(tok, ctx);
     }
 }

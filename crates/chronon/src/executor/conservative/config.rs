@@ -1,7 +1,7 @@
 //! The conservative executors' settings ([`ConservativeConfig`]) and the protocol names.
 
 use crate::barrier::BarrierKind;
-use crate::error::SimError;
+use crate::error::{Setting, SimError};
 use crate::partition::Mapping;
 
 /// Settings shared by the conservative executors.
@@ -93,19 +93,26 @@ impl ConservativeConfig {
         match self.runtime {
             Runtime::Threads => Ok(()),
             Runtime::WorkStealing { .. } if protocol != Protocol::Lockstep => {
-                Err(SimError::Config(format!(
-                    "--runtime work-stealing applies to --sync lockstep only; got --sync {}",
-                    protocol.name()
-                )))
+                Err(SimError::config(
+                    Setting::Runtime,
+                    format!(
+                        "--runtime work-stealing applies to --sync lockstep only; got --sync {}",
+                        protocol.name()
+                    ),
+                ))
             }
-            Runtime::WorkStealing { threshold: 0 } => Err(SimError::Config(
-                "--threshold must be at least 1 LP per task; got 0".into(),
+            Runtime::WorkStealing { threshold: 0 } => Err(SimError::config(
+                Setting::Threshold,
+                "--threshold must be at least 1 LP per task; got 0",
             )),
             Runtime::WorkStealing { .. } => Ok(()),
-            Runtime::Bsp if protocol != Protocol::Lockstep => Err(SimError::Config(format!(
-                "--runtime bsp applies to --sync lockstep only; got --sync {}",
-                protocol.name()
-            ))),
+            Runtime::Bsp if protocol != Protocol::Lockstep => Err(SimError::config(
+                Setting::Runtime,
+                format!(
+                    "--runtime bsp applies to --sync lockstep only; got --sync {}",
+                    protocol.name()
+                ),
+            )),
             Runtime::Bsp => Ok(()),
         }
     }
@@ -133,20 +140,27 @@ impl ConservativeConfig {
         let d = self.dedicated;
         let given = d != 1.0 || self.shared_sets != 0;
         if given && protocol != Protocol::Window {
-            return Err(SimError::Config(format!(
-                "--dedicated and --shared-sets apply to --sync window only; got --sync {}",
-                protocol.name()
-            )));
+            return Err(SimError::config(
+                Setting::Dedicated,
+                format!(
+                    "--dedicated and --shared-sets apply to --sync window only; got --sync {}",
+                    protocol.name()
+                ),
+            ));
         }
         if !(0.0..=1.0).contains(&d) {
-            return Err(SimError::Config(format!(
-                "--dedicated is {d}; it must be in [0, 1]"
-            )));
+            return Err(SimError::config(
+                Setting::Dedicated,
+                format!("--dedicated is {d}; it must be in [0, 1]"),
+            ));
         }
         if d < 1.0 && self.shared_sets == 0 {
-            return Err(SimError::Config(format!(
+            return Err(SimError::config(
+                Setting::Dedicated,
+                format!(
                 "--dedicated {d} leaves LPs to share, so --shared-sets must be at least 1; got 0"
-            )));
+            ),
+            ));
         }
         Ok(())
     }

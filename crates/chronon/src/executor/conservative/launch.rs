@@ -9,7 +9,7 @@ use super::lookahead::{balance_lookaheads, crossing_lps, worker_lookaheads};
 use super::lp_table::LpTable;
 use super::{null_message, rounds, zero_links};
 use super::{ConservativeConfig, Protocol, Shared, Worker, WorkerStats};
-use crate::error::SimError;
+use crate::error::{ConfigError, Setting, SimError};
 use crate::event::{Event, EventKey, Keyed};
 use crate::executor::global::GlobalQueue;
 use crate::executor::links::Links;
@@ -43,10 +43,7 @@ fn run_with<M: Model, Q: PendingSet<Event<M::Event>>>(
 ) -> Result<Report, SimError> {
     let w = cc.threads;
     if w == 0 {
-        return Err(SimError::Config(format!(
-            "--sync {} needs at least 1 thread; got 0",
-            protocol.name()
-        )));
+        return Err(ConfigError::new(Setting::Threads, 0, "it must be at least 1").into());
     }
     cc.check_balance(protocol)?;
     cc.check_runtime(protocol)?;
@@ -55,13 +52,14 @@ fn run_with<M: Model, Q: PendingSet<Event<M::Event>>>(
             return super::work_stealing::run::<M, Q>(model, cfg, cc, threshold)
         }
         super::Runtime::Bsp => {
-            return Err(SimError::Config(
-                "--runtime bsp runs over worker processes, one per processor: use Simulation::processes(P) with 1 thread each (the CLI's --runtime bsp --threads N starts N processes)".into(),
-            ))
+            return Err(SimError::config(Setting::Runtime, "--runtime bsp runs over worker processes, one per processor: use Simulation::processes(P) with 1 thread each (the CLI's --runtime bsp --threads N starts N processes)"))
         }
         super::Runtime::Threads => {}
     }
-    let owner = cc.mapping.owners(cfg.lps, w).map_err(SimError::Config)?;
+    let owner = cc
+        .mapping
+        .owners(cfg.lps, w)
+        .map_err(|m| SimError::config(Setting::Mapping, m))?;
     let links = Links::new(model, cfg.lps)?;
     let (mut worker_la, link_la) = worker_lookaheads(&links, &owner, w);
     let balance = if cc.dedicated < 1.0 {
@@ -133,6 +131,7 @@ fn run_with<M: Model, Q: PendingSet<Event<M::Event>>>(
             .map(|(me, q)| {
                 let (shared, net, pinner) = (&shared, &net, &pinner);
                 s.spawn(move || {
+                    cfg.enter_thread();
                     pinner.pin(me);
                     let q = pinner.touch(q, touch_queue);
                     run_worker(&mut Worker::new(shared, q, net.endpoint(me)), protocol)

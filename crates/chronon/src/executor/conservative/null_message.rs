@@ -20,7 +20,7 @@ use std::sync::atomic::Ordering::SeqCst;
 use std::time::Instant;
 
 use super::{Outcome, Worker};
-use crate::error::SimError;
+use crate::error::{Setting, SimError};
 use crate::event::{Event, Keyed};
 use crate::gsu::{Published, Snapshot};
 use crate::model::{Model, Time};
@@ -50,7 +50,7 @@ pub(super) fn check_budget(
     let la = link_la[v * w + x];
     let needed = end / la;
     if needed > cap as f64 {
-        return Err(SimError::Config(format!(
+        return Err(SimError::config(Setting::Executor, format!(
             "--sync null-message with lookahead {la:e} (worker {v} -> {x}) would need about {needed:.3e} null messages per channel to reach end {end} (end / lookahead); the cap is {cap}: use --sync window, or a lookahead of at least {:e}, or raise the cap (--max-null-messages, ConservativeConfig::max_null_messages)",
             end / cap as f64
         )));

@@ -33,7 +33,7 @@ use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::time::Instant;
 
 use super::ConservativeConfig;
-use crate::error::{ModelError, SimError};
+use crate::error::{ConfigError, ModelError, Setting, SimError};
 use crate::event::{Event, EventKey, Keyed, ENGINE_SENDER};
 use crate::executor::global::GlobalQueue;
 use crate::executor::links::Links;
@@ -115,15 +115,22 @@ pub(super) fn run<M: Model, Q: PendingSet<Event<M::Event>> + Send>(
 ) -> Result<Report, SimError> {
     let threads = cc.threads;
     if threads == 0 {
-        return Err(SimError::Config(
-            "--sync lockstep needs at least 1 thread; got 0".into(),
-        ));
+        return Err(ConfigError::new(Setting::Threads, 0, "it must be at least 1").into());
     }
     let pool = rayon::ThreadPoolBuilder::new()
         .num_threads(threads)
         .thread_name(|i| format!("chronon-ws-{i}"))
+        .start_handler({
+            let cfg = cfg.clone();
+            move |_| cfg.enter_thread()
+        })
         .build()
-        .map_err(|e| SimError::Config(format!("cannot start the work-stealing pool: {e}")))?;
+        .map_err(|e| {
+            SimError::config(
+                Setting::Lps,
+                format!("cannot start the work-stealing pool: {e}"),
+            )
+        })?;
     let links = Links::new(model, cfg.lps)?;
     let la_out = out_lookaheads(&links, cfg.lps);
     let mut globals = GlobalQueue::new(model)?;

@@ -10,7 +10,7 @@
 
 use std::collections::VecDeque;
 
-use crate::error::SimError;
+use crate::error::{Setting, SimError};
 use crate::executor::links::Links;
 use crate::model::{LpId, Time};
 
@@ -39,7 +39,7 @@ pub(super) fn check_links(
     };
     if let Some(cycle) = lp_cycle(links, owner) {
         let hops: Vec<String> = cycle.windows(2).map(|p| hop(p[0], p[1])).collect();
-        return Err(SimError::Config(format!(
+        return Err(SimError::config(Setting::Executor, format!(
             "--sync null-message cannot run a cycle of zero-lookahead links: {}; give these links a positive lookahead, or use --sync window or lockstep",
             hops.join(", ")
         )));
@@ -52,7 +52,7 @@ pub(super) fn check_links(
                 hop(a, b)
             })
             .collect();
-        return Err(SimError::Config(format!(
+        return Err(SimError::config(Setting::Executor, format!(
             "--sync null-message cannot run workers joined in a cycle by zero-lookahead links: {} (each worker's clock waits for the next one's); give these links a positive lookahead, map their LPs to one worker, or use --sync window or lockstep",
             hops.join(", ")
         )));
@@ -62,7 +62,7 @@ pub(super) fn check_links(
         .find(|&(v, x)| zero(v, x))
         .expect("a zero link exists");
     let (a, b) = example(links, owner, v, x);
-    Err(SimError::Config(format!(
+    Err(SimError::config(Setting::Executor, format!(
         "--sync null-message needs a positive lookahead on links between workers; LP {a} -> LP {b} (worker {v} -> {x}) has lookahead 0 (use --sync window or lockstep, or map both LPs to one worker)"
     )))
 }

@@ -36,6 +36,6 @@ mod shm_wires;
 mod transport;
 mod worker;
 
-pub use options::{StateSaving, Ticks, TimeWarpOptions, MIN_TICK_US};
+pub use options::{StateSaving, Ticks, TimeWarpConfig, MIN_TICK_US};
 pub(crate) use setup::run;
 pub(crate) use shared::StateEq;

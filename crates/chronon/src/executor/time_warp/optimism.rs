@@ -17,7 +17,7 @@
 //! An event at time GVT always satisfies `t <= GVT + W`, so the window never stops the event
 //! that holds GVT back: with `W` at its floor a run degrades to about one GVT round per event
 //! per worker, never to a stall. A user's window (`--window T`) is where `W` starts and a cap
-//! it never exceeds; with `TimeWarpOptions::fixed_window` nothing is adjusted.
+//! it never exceeds; with `TimeWarpConfig::fixed_window` nothing is adjusted.
 //!
 //! The figures are statistics: every atomic here is read and written with `Relaxed` ordering,
 //! and a stale or late figure only shifts a decision by a round; no result depends on them.
@@ -58,7 +58,7 @@ pub(crate) struct Delta {
 /// The controller's figures for the run report.
 #[derive(Clone, Debug, Default)]
 pub(crate) struct Summary {
-    /// Whether the window was adaptive (not `TimeWarpOptions::fixed_window`).
+    /// Whether the window was adaptive (not `TimeWarpConfig::fixed_window`).
     pub adaptive: bool,
     /// The user's window (`--window`): where the window started and its cap (infinite: none).
     pub cap: Time,

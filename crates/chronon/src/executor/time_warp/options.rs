@@ -1,6 +1,6 @@
 //! The Time Warp executor's settings: state saving, memory bound, optimism window, mapping.
 
-use crate::error::SimError;
+use crate::error::{ConfigError, Setting, SimError};
 use crate::model::Time;
 use crate::partition::Mapping;
 
@@ -10,7 +10,8 @@ use crate::partition::Mapping;
 pub enum StateSaving {
     /// Save a copy of the state every k events and coast forward from it.
     Copy,
-    /// Undo events with the model's reverse handler ([`Model::reverse`](crate::Model::reverse)).
+    /// Undo events with the model's reverse handler
+    /// ([`Model::reverse_handler`](crate::Model::reverse_handler)).
     Reverse,
     /// Reverse computation when the model has a reverse handler, copies otherwise.
     #[default]
@@ -31,10 +32,20 @@ impl std::str::FromStr for StateSaving {
     }
 }
 
-/// Settings of the Time Warp executor (see docs/timewarp.md).
+/// The Time Warp executor's configuration ([`Executor::TimeWarp`](crate::Executor::TimeWarp)):
+/// its worker threads and every setting of the optimistic protocol (see docs/timewarp.md).
+///
+/// ```
+/// # use chronon::{Executor, StateSaving, TimeWarpConfig};
+/// let tw = TimeWarpConfig::new(4).state_saving(StateSaving::Copy).gvt_every(256);
+/// let executor = Executor::TimeWarp(tw);
+/// # assert_eq!(executor.threads(), 4);
+/// ```
 #[derive(Clone, Debug, PartialEq)]
 #[non_exhaustive]
-pub struct TimeWarpOptions {
+pub struct TimeWarpConfig {
+    /// Worker threads (at least 1).
+    pub threads: usize,
     /// How states are saved.
     pub state_saving: StateSaving,
     /// Copy state saving: save every `k` events (`None`: chosen from measured costs).
@@ -80,9 +91,11 @@ pub struct TimeWarpOptions {
     pub(crate) check_reverse: bool,
 }
 
-impl Default for TimeWarpOptions {
+impl Default for TimeWarpConfig {
+    /// One worker thread, the default settings.
     fn default() -> Self {
-        TimeWarpOptions {
+        TimeWarpConfig {
+            threads: 1,
             state_saving: StateSaving::Auto,
             checkpoint: None,
             max_memory: None,
@@ -100,10 +113,18 @@ impl Default for TimeWarpOptions {
     }
 }
 
-impl TimeWarpOptions {
-    /// The default settings.
-    pub fn new() -> Self {
-        Self::default()
+impl TimeWarpConfig {
+    /// Time Warp on `threads` worker threads, with the default settings.
+    pub fn new(threads: usize) -> Self {
+        TimeWarpConfig {
+            threads,
+            ..Self::default()
+        }
+    }
+    /// Sets [`threads`](Self::threads).
+    pub fn threads(mut self, threads: usize) -> Self {
+        self.threads = threads;
+        self
     }
     /// Sets [`state_saving`](Self::state_saving).
     pub fn state_saving(mut self, s: StateSaving) -> Self {
@@ -167,47 +188,41 @@ impl TimeWarpOptions {
     }
 
     pub(super) fn validate(&self) -> Result<(), SimError> {
+        let bad = |setting, value: &dyn std::fmt::Display, problem: &str| {
+            Err(ConfigError::new(setting, value, problem).into())
+        };
         if self.checkpoint == Some(0) {
-            return Err(SimError::Config(
-                "checkpoint interval is 0; it must be at least 1 event".into(),
-            ));
+            return bad(Setting::Checkpoint, &0, "it must be at least 1 event");
         }
         if self.max_memory == Some(0) {
-            return Err(SimError::Config(
-                "max memory is 0 bytes; it must be at least 1".into(),
-            ));
+            return bad(Setting::MaxMemory, &0, "it must be at least 1 byte");
         }
         if let Some(w) = self.window {
             if w.is_nan() || w < 0.0 {
-                return Err(SimError::Config(format!(
-                    "optimism window {w} is not allowed; it must be >= 0"
-                )));
+                return bad(Setting::Window, &w, "it must be >= 0");
             }
         }
         if self.gvt_every == 0 {
-            return Err(SimError::Config(
-                "GVT interval is 0 events; it must be at least 1".into(),
-            ));
+            return bad(Setting::GvtEvery, &0, "it must be at least 1 event");
         }
         if self.ticks.is_some() && !self.preempt {
-            return Err(SimError::Config(
-                "ticks need preemptive Time Warp (--preempt)".into(),
+            return Err(SimError::config(
+                Setting::Preempt,
+                "ticks need preemptive Time Warp (TimeWarpConfig::preempt)",
             ));
         }
         if let Some(t) = &self.ticks {
             if !(t.period_us >= MIN_TICK_US && t.period_us.is_finite()) {
-                return Err(SimError::Config(format!(
-                    "tick period {} µs is not allowed; it must be at least {MIN_TICK_US} µs",
-                    t.period_us
-                )));
+                return bad(
+                    Setting::TickPeriod,
+                    &t.period_us,
+                    &format!("it must be at least {MIN_TICK_US}"),
+                );
             }
             // 1 + alpha is the threshold on T / ΔET; the seed uses 0 (PHOLD) and -0.5 (its
             // data store: ticks on sooner), so negative values down to (not including) -1.
             if !(t.alpha > -1.0 && t.alpha.is_finite()) {
-                return Err(SimError::Config(format!(
-                    "alpha {} is not allowed; it must be finite and > -1",
-                    t.alpha
-                )));
+                return bad(Setting::Alpha, &t.alpha, "it must be finite and > -1");
             }
         }
         Ok(())

@@ -18,12 +18,12 @@ use std::time::Instant;
 
 use super::gvt::GvtRegisters;
 use super::lp::TwEvent;
-use super::options::{StateSaving, TimeWarpOptions};
+use super::options::{StateSaving, TimeWarpConfig};
 use super::report::{insert_preempt, pending_at_end, totals_from_workers, worker_figures};
 use super::setup::{build, spawn, Built};
 use super::shm_wires::ShmWires;
 use super::transport::Wires;
-use crate::error::{guard, SimError};
+use crate::error::{guard, ConfigError, Setting, SimError};
 use crate::executor::conservative::procs::{
     child_main, finish_ops, io_error, parent_run, peak_rss_bytes, ChildOut, ProcsOptions, ABORTED,
 };
@@ -37,7 +37,7 @@ use crate::stats::Report;
 /// A multi-process Time Warp run, as a function pointer (instantiated where `M::Event:
 /// ShmSafe` is known, called from `Simulation::run`, which does not know it).
 pub(crate) type TwProcsFn<M> =
-    fn(&M, &RunConfig, usize, &TimeWarpOptions, &ProcsOptions) -> Result<Report, SimError>;
+    fn(&M, &RunConfig, usize, &TimeWarpConfig, &ProcsOptions) -> Result<Report, SimError>;
 
 /// Runs `model` under Time Warp over `procs.procs` processes of `threads` threads (parent), or,
 /// in a worker process, does that worker's part and exits.
@@ -45,7 +45,7 @@ pub(crate) fn run<M: Model>(
     model: &M,
     cfg: &RunConfig,
     threads: usize,
-    opts: &TimeWarpOptions,
+    opts: &TimeWarpConfig,
     procs: &ProcsOptions,
 ) -> Result<Report, SimError>
 where
@@ -83,36 +83,35 @@ where
 fn check<M: Model>(
     model: &M,
     threads: usize,
-    opts: &TimeWarpOptions,
+    opts: &TimeWarpConfig,
     procs: usize,
 ) -> Result<(), SimError> {
     if procs == 0 {
-        return Err(SimError::Config(
-            "--procs is 0; it must be at least 1 worker process".into(),
-        ));
+        return Err(ConfigError::new(
+            Setting::Processes,
+            0,
+            "it must be at least 1 worker process",
+        )
+        .into());
     }
     if threads == 0 {
-        return Err(SimError::Config(
-            "Time Warp needs at least 1 thread; got 0".into(),
-        ));
+        return Err(ConfigError::new(Setting::Threads, 0, "it must be at least 1").into());
     }
     let n = procs.saturating_mul(threads);
     if n > MAX_WORKERS {
-        return Err(SimError::Config(format!(
+        return Err(SimError::config(Setting::Processes, format!(
             "--procs {procs} × --threads {threads} is {n} workers; a multi-process run holds at most {MAX_WORKERS}"
         )));
     }
     if opts.check_reverse {
-        return Err(SimError::Config(
-            "--check-reverse does not run across processes; leave out --procs or --check-reverse"
-                .into(),
+        return Err(SimError::config(
+            Setting::CheckReverse,
+            "--check-reverse does not run across processes; leave out --procs or --check-reverse",
         ));
     }
     let globals = guard("Model::global_events", None, || model.global_events())?;
     if !globals.is_empty() {
-        return Err(SimError::Config(
-            "this model has global events, which read every LP's state; no process holds every LP's state in a multi-process run, so it cannot run with --procs (run it with --threads)".into(),
-        ));
+        return Err(SimError::config(Setting::Processes, "this model has global events, which read every LP's state; no process holds every LP's state in a multi-process run, so it cannot run with --procs (run it with --threads)"));
     }
     Ok(())
 }
@@ -123,7 +122,7 @@ fn parent<M: Model>(
     model: &M,
     cfg: &RunConfig,
     threads: usize,
-    opts: &TimeWarpOptions,
+    opts: &TimeWarpConfig,
     popts: &ProcsOptions,
     sig: &str,
 ) -> Result<Report, SimError>
@@ -136,7 +135,10 @@ where
     let control = Control::create(n).map_err(io_error("cannot create the control segment"))?;
     let net =
         Arc::new(ShmWires::<M::Event>::create(n).map_err(io_error("cannot create the rings"))?);
-    let owner = opts.mapping.owners(cfg.lps, n).map_err(SimError::Config)?;
+    let owner = opts
+        .mapping
+        .owners(cfg.lps, n)
+        .map_err(|m| SimError::config(Setting::Mapping, m))?;
     let (outs, stats) = parent_run(model, cfg, popts, threads, &owner, sig, &control, &net)?;
     // Safety: `create` initialized the GVT registers at the start of the segment for `n`
     // workers; the Arc keeps it mapped; every child has exited.
@@ -156,7 +158,7 @@ pub(super) fn gather<M: Model>(
     model: &M,
     cfg: &RunConfig,
     threads: usize,
-    opts: &TimeWarpOptions,
+    opts: &TimeWarpConfig,
     outs: Vec<ChildOut>,
     stats: crate::model::ModelStats,
     gvt_rounds: u64,
@@ -200,7 +202,7 @@ pub(super) fn gather<M: Model>(
     let reverse = match opts.state_saving {
         StateSaving::Copy => false,
         StateSaving::Reverse => true,
-        StateSaving::Auto => model.has_reverse(),
+        StateSaving::Auto => model.reverse_handler().is_some(),
     };
     es.insert("reverse_computation".into(), f64::from(u8::from(reverse)));
     es.insert("workers_total".into(), n as f64);
@@ -222,7 +224,7 @@ fn child_run<M: Model, Q: PendingSet<TwEvent<M::Event>>>(
     model: &M,
     cfg: &RunConfig,
     threads: usize,
-    opts: &TimeWarpOptions,
+    opts: &TimeWarpConfig,
     w: &mut crate::shm::Worker,
     control: &Control,
     states: &mut Vec<Option<M::State>>,

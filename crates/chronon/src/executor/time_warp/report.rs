@@ -4,7 +4,7 @@ use std::sync::atomic::Ordering;
 
 use super::cancelled::Cancelled;
 use super::lp::{Msg, TwEvent};
-use super::options::TimeWarpOptions;
+use super::options::TimeWarpConfig;
 use super::setup::WorkerResult;
 use super::shared::{Saving, Shared};
 use super::transport::Wires;
@@ -58,7 +58,7 @@ pub(super) struct Stats {
 pub(super) fn finish<M: Model, Q: PendingSet<TwEvent<M::Event>>>(
     model: &M,
     cfg: &RunConfig,
-    opts: &TimeWarpOptions,
+    opts: &TimeWarpConfig,
     sh: Shared<'_, M>,
     results: Vec<WorkerResult<M, Q>>,
     mut counters: Vec<i64>,

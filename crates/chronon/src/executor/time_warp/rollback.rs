@@ -124,10 +124,10 @@ impl<M: Model, Q: PendingSet<TwEvent<M::Event>>> Worker<'_, '_, M, Q> {
                 }
                 self.stats.antis += 1;
             }
-            if sh.saving == Saving::Reverse {
+            if let Some(undo) = sh.undo {
                 self.current = (me, d.ev.time);
                 let rctx = ReverseCtx { me, now: d.ev.time };
-                sh.model.reverse(&mut lp.state, &d.ev.payload, &rctx);
+                undo(sh.model, &mut lp.state, &d.ev.payload, &rctx);
             }
             lp.meta = d.meta;
             // Also takes the LP's next number back by one (`TwLp::next`).

@@ -25,7 +25,7 @@
 
 use super::fossil::commit_event;
 use super::lp::TwEvent;
-use super::options::TimeWarpOptions;
+use super::options::TimeWarpConfig;
 use super::shared::Saving;
 use super::worker::Worker;
 use crate::model::{Model, Time};
@@ -45,7 +45,7 @@ pub(super) enum SafeRule {
 impl SafeRule {
     /// The rule for a run of `workers` workers in all, `net`: across processes or ranks.
     pub(super) fn choose(
-        opts: &TimeWarpOptions,
+        opts: &TimeWarpConfig,
         saving: Saving,
         workers: usize,
         net: bool,
@@ -138,7 +138,7 @@ mod tests {
 
     #[test]
     fn the_rule_needs_reverse_saving_and_threads() {
-        let on = TimeWarpOptions::new();
+        let on = TimeWarpConfig::default();
         let r = Saving::Reverse;
         assert_eq!(SafeRule::choose(&on, r, 1, false, 0.0), SafeRule::Always);
         assert_eq!(SafeRule::choose(&on, r, 1, true, 0.0), SafeRule::Always);
@@ -152,9 +152,9 @@ mod tests {
             SafeRule::choose(&on, Saving::Copy, 1, false, 0.5),
             SafeRule::Off
         );
-        let off = TimeWarpOptions::new().safe_commit(false);
+        let off = TimeWarpConfig::default().safe_commit(false);
         assert_eq!(SafeRule::choose(&off, r, 1, false, 0.5), SafeRule::Off);
-        let pre = TimeWarpOptions::new().preempt(true);
+        let pre = TimeWarpConfig::default().preempt(true);
         assert_eq!(SafeRule::choose(&pre, r, 2, false, 0.5), SafeRule::Off);
     }
 

@@ -13,12 +13,12 @@ use super::history::{Extra, Rec, NONE};
 use super::lp::{Checkpoint, TwCold, TwEvent, TwLp};
 use super::memory::{self, MemoryBound};
 use super::optimism::Optimism;
-use super::options::{StateSaving, TimeWarpOptions};
+use super::options::{StateSaving, TimeWarpConfig};
 use super::report::{finish, Stats};
 use super::shared::{Saving, Shared, StateEq};
 use super::transport::Wires;
 use super::worker::Worker;
-use crate::error::SimError;
+use crate::error::{ConfigError, Setting, SimError};
 use crate::executor::{init_lps_each, RunConfig};
 use crate::model::{LpId, Model};
 use crate::partition::Mapping;
@@ -42,7 +42,7 @@ pub(crate) fn run<M: Model>(
     model: &M,
     cfg: &RunConfig,
     threads: usize,
-    opts: &TimeWarpOptions,
+    opts: &TimeWarpConfig,
     check_eq: Option<StateEq<M::State>>,
 ) -> Result<Report, SimError> {
     match cfg.queue {
@@ -59,7 +59,7 @@ pub(super) fn run_with<M: Model, Q: PendingSet<TwEvent<M::Event>>>(
     model: &M,
     cfg: &RunConfig,
     threads: usize,
-    opts: &TimeWarpOptions,
+    opts: &TimeWarpConfig,
     check_eq: Option<StateEq<M::State>>,
 ) -> Result<Report, SimError> {
     let Built {
@@ -99,37 +99,35 @@ pub(super) fn build<'a, M: Model, Q: PendingSet<TwEvent<M::Event>>>(
     model: &'a M,
     cfg: &'a RunConfig,
     threads: usize,
-    opts: &TimeWarpOptions,
+    opts: &TimeWarpConfig,
     check_eq: Option<StateEq<M::State>>,
     mine: std::ops::Range<usize>,
     net: Option<(Wires<M::Event>, GvtRegisters)>,
 ) -> Result<Built<'a, M, Q>, SimError> {
     opts.validate()?;
     if threads == 0 {
-        return Err(SimError::Config(
-            "Time Warp needs at least 1 thread; got 0".into(),
-        ));
+        return Err(ConfigError::new(Setting::Threads, 0, "it must be at least 1").into());
     }
     let globals = crate::executor::global::GlobalQueue::new(model)?;
     let links = crate::executor::links::Links::new(model, cfg.lps)?;
     if threads >= 1 << 15 {
-        return Err(SimError::Config(format!(
-            "Time Warp runs at most 32767 threads; got {threads}"
-        )));
+        return Err(SimError::config(
+            Setting::Threads,
+            format!("Time Warp runs at most 32767 threads; got {threads}"),
+        ));
     }
+    let undo = crate::error::guard("Model::reverse_handler", None, || model.reverse_handler())?;
     let saving = match opts.state_saving {
         StateSaving::Copy => Saving::Copy,
-        StateSaving::Reverse if !model.has_reverse() => {
-            return Err(SimError::Config(
-                "reverse state saving needs a model with a reverse handler (has_reverse() is false); use copy or auto".into(),
-            ))
+        StateSaving::Reverse if undo.is_none() => {
+            return Err(SimError::config(Setting::StateSaving, "reverse state saving needs a model with a reverse handler (Model::reverse_handler returns None); use copy or auto"))
         }
         StateSaving::Reverse => Saving::Reverse,
-        StateSaving::Auto if model.has_reverse() => Saving::Reverse,
+        StateSaving::Auto if undo.is_some() => Saving::Reverse,
         StateSaving::Auto => Saving::Copy,
     };
     if saving == Saving::Reverse && opts.checkpoint.is_some() {
-        return Err(SimError::Config(format!(
+        return Err(SimError::config(Setting::StateSaving, format!(
             "a checkpoint interval applies to copy state saving only; this run uses reverse state saving ({}), which saves no states",
             if opts.state_saving == StateSaving::Reverse {
                 "asked for"
@@ -139,9 +137,7 @@ pub(super) fn build<'a, M: Model, Q: PendingSet<TwEvent<M::Event>>>(
         )));
     }
     if opts.check_reverse && (saving != Saving::Reverse || check_eq.is_none()) {
-        return Err(SimError::Config(
-            "checking reverse handlers needs reverse state saving (a model with has_reverse() true) and comparable states".into(),
-        ));
+        return Err(SimError::config(Setting::CheckReverse, "checking reverse handlers needs reverse state saving (a model with a reverse handler) and comparable states"));
     }
     // Block mapping is computed: LP i is worker floor(i * W / n)'s, whose first LP is
     // ceil(w * n / W) (no table of a million owners and indices, 8 MB, at the resident peak).
@@ -159,7 +155,7 @@ pub(super) fn build<'a, M: Model, Q: PendingSet<TwEvent<M::Event>>>(
     } else {
         opts.mapping
             .owners(cfg.lps, threads)
-            .map_err(SimError::Config)?
+            .map_err(|m| SimError::config(Setting::Mapping, m))?
     };
     let owner_of = |i: usize| -> u32 {
         if block {
@@ -188,11 +184,14 @@ pub(super) fn build<'a, M: Model, Q: PendingSet<TwEvent<M::Event>>>(
     let init_start = Instant::now();
     let mut counters = vec![0i64; model.counter_names().len()];
     if counters.len() > usize::from(u16::MAX) {
-        return Err(SimError::Config(format!(
-            "Time Warp supports at most {} model counters; the model declares {}",
-            u16::MAX,
-            counters.len()
-        )));
+        return Err(SimError::config(
+            Setting::Model,
+            format!(
+                "Time Warp supports at most {} model counters; the model declares {}",
+                u16::MAX,
+                counters.len()
+            ),
+        ));
     }
     // Copy state saving only keeps a cold record per LP (reverse state saving reads none).
     let copy = saving == Saving::Copy;
@@ -316,12 +315,18 @@ pub(super) fn build<'a, M: Model, Q: PendingSet<TwEvent<M::Event>>>(
     // The machine is read before the run's clock starts.
     let pinner = crate::placement::Pinner::new(cfg.pin, threads);
     let sh = Shared {
+        run: cfg.clone(),
         links,
         model,
         n: cfg.lps,
         end: cfg.end,
         lookahead: model.lookahead(),
         saving,
+        undo: if saving == Saving::Reverse {
+            undo
+        } else {
+            None
+        },
         safe,
         fixed_k: opts.checkpoint,
         optimism: Optimism::new(
@@ -394,6 +399,7 @@ pub(super) fn spawn<M: Model, Q: PendingSet<TwEvent<M::Event>>>(
             .map(|(k, (lps, cold, queue))| {
                 let w = base + k;
                 s.spawn(move || {
+                    sh.run.enter_thread();
                     // The worker's LP records, cold records and pending set move into memory
                     // its thread touches first (its history arena is its own from the start).
                     sh.pinner.pin(w);

@@ -12,7 +12,8 @@ use super::memory::{self, MemoryBound};
 use super::optimism::Optimism;
 use super::transport::Wires;
 use crate::error::SimError;
-use crate::model::{LpId, Model, Time};
+use crate::executor::RunConfig;
+use crate::model::{LpId, Model, ReverseFn, Time};
 
 /// Hashes event ids (unique `u64`s, no adversary) with one multiplication.
 #[derive(Debug, Default)]
@@ -50,11 +51,15 @@ pub(super) enum Saving {
 
 /// What every worker shares.
 pub(super) struct Shared<'a, M: Model> {
+    /// The run's settings (for [`RunConfig::enter_thread`] in every worker thread).
+    pub(super) run: RunConfig,
     pub(super) model: &'a M,
     pub(super) n: LpId,
     pub(super) end: Time,
     pub(super) lookahead: Time,
     pub(super) saving: Saving,
+    /// The model's reverse handler under reverse state saving; `None` under copy saving.
+    pub(super) undo: Option<ReverseFn<M>>,
     /// Which events commit as they run (safe.rs).
     pub(super) safe: super::safe::SafeRule,
     pub(super) fixed_k: Option<u32>,

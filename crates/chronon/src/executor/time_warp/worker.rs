@@ -445,7 +445,7 @@ impl<'s, 'a, M: Model, Q: PendingSet<TwEvent<M::Event>>> Worker<'s, 'a, M, Q> {
         before: &M::State,
     ) -> Result<(), SimError> {
         let sh = self.sh;
-        let Some(eq) = sh.check_eq else {
+        let (Some(eq), Some(undo)) = (sh.check_eq, sh.undo) else {
             return Ok(());
         };
         let mut undone = self.lps[li].state.clone();
@@ -453,7 +453,7 @@ impl<'s, 'a, M: Model, Q: PendingSet<TwEvent<M::Event>>> Worker<'s, 'a, M, Q> {
             me: ev.dst,
             now: ev.time,
         };
-        sh.model.reverse(&mut undone, &ev.payload, &rctx);
+        undo(sh.model, &mut undone, &ev.payload, &rctx);
         if eq(&undone, before) {
             return Ok(());
         }

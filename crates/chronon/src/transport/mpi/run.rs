@@ -16,7 +16,7 @@ use mpi::topology::SimpleCommunicator;
 use super::comm::RankComm;
 use super::net::MpiNet;
 use super::RankSafe;
-use crate::error::SimError;
+use crate::error::{Setting, SimError};
 use crate::event::Event;
 use crate::executor::conservative::procs::{
     self, coordinate, decode, encode, first_error, run_part, serve_finish, ChildOut, Parts,
@@ -45,8 +45,9 @@ where
             let ranks = comm.size();
             procs::check(model, protocol, cc, ranks)?;
             if protocol == Protocol::NullMessage && !cfg.end.is_finite() && ranks > 1 {
-                return Err(SimError::Config(
-                    "--sync null-message over several ranks needs a finite end time".into(),
+                return Err(SimError::config(
+                    Setting::Executor,
+                    "--sync null-message over several ranks needs a finite end time",
                 ));
             }
             Ok(procs::signature(cfg, protocol, cc, ranks))
@@ -72,10 +73,7 @@ pub(crate) fn on_world<T>(
     body: impl FnOnce(&RankComm) -> Result<T, SimError>,
 ) -> Result<T, SimError> {
     if !super::initialized() {
-        return Err(SimError::Config(
-            "Simulation::ranks needs MPI: call chronon::mpi::Mpi::init() first (and run under mpirun)"
-                .into(),
-        ));
+        return Err(SimError::config(Setting::Run, "Simulation::ranks needs MPI: call chronon::mpi::Mpi::init() first (and run under mpirun)"));
     }
     let comm = RankComm::new(&SimpleCommunicator::world());
     let sig = check(&comm)?;
@@ -97,7 +95,7 @@ fn same_run_everywhere(comm: &RankComm, sig: &str) -> Result<(), SimError> {
     let all = comm.all_gather_quiet(&[h.finish()]);
     match all.iter().position(|&x| x != all[0]) {
         None => Ok(()),
-        Some(r) => Err(SimError::Config(format!(
+        Some(r) => Err(SimError::config(Setting::Run, format!(
             "rank {r} reached a different run than rank 0 ({sig}): every rank must build the same simulation"
         ))),
     }
@@ -186,7 +184,7 @@ pub(crate) fn finish_rank_part<M: Model>(
     let ranks = comm.size();
     let owner = mapping
         .owners(cfg.lps, ranks * threads)
-        .map_err(SimError::Config)?;
+        .map_err(|m| SimError::config(Setting::Mapping, m))?;
     finish_on_ranks(
         model,
         cfg,

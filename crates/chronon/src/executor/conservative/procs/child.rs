@@ -10,7 +10,7 @@ use std::time::Instant;
 use super::parent::{read_msg, write_msg};
 use super::report::{encode, get_stats, put_stats, ChildOut, FinishOps};
 use super::{io_error, RUN_ENV};
-use crate::error::{guard, SimError};
+use crate::error::{guard, Setting, SimError};
 use crate::event::{Event, EventKey, Keyed};
 use crate::executor::conservative::launch::{run_worker, worker_figures, WorkerResult};
 use crate::executor::conservative::lookahead::{crossing_lps, worker_lookaheads};
@@ -86,7 +86,7 @@ pub(crate) fn child_main<M: Model>(
             }
             Err(e) => ChildOut::failed(SimError::Process(format!("control segment: {e}"))),
         },
-        other => ChildOut::failed(SimError::Config(format!(
+        other => ChildOut::failed(SimError::config(Setting::Run, format!(
             "a worker process reached a different multi-process run ({sig}) than its parent started ({}): every process must build the same simulation before calling run",
             other.unwrap_or_default()
         ))),
@@ -226,7 +226,10 @@ pub(crate) fn run_part<M: Model, Q: PendingSet<Event<M::Event>>, X: Endpoint<M::
 ) -> Result<ChildOut, SimError> {
     let (p, threads) = (part.0, cc.threads);
     let n = part.1 * threads;
-    let owner = cc.mapping.owners(cfg.lps, n).map_err(SimError::Config)?;
+    let owner = cc
+        .mapping
+        .owners(cfg.lps, n)
+        .map_err(|m| SimError::config(Setting::Mapping, m))?;
     let links = Links::new(model, cfg.lps)?;
     let (worker_la, link_la) = worker_lookaheads(&links, &owner, n);
     if protocol == Protocol::NullMessage {
@@ -285,6 +288,7 @@ pub(crate) fn run_part<M: Model, Q: PendingSet<Event<M::Event>>, X: Endpoint<M::
             .map(|(k, q)| {
                 let (shared, first, pinner) = (&shared, first[k], &pinner);
                 s.spawn(move || {
+                    cfg.enter_thread();
                     pinner.pin(base + k);
                     let q = pinner.touch(q, touch_queue);
                     let mut ep = endpoint(base + k);

@@ -41,7 +41,7 @@ pub(crate) use report::{decode, encode, ChildOut};
 use std::ffi::OsString;
 
 use super::{ConservativeConfig, Protocol, Runtime};
-use crate::error::{guard, SimError};
+use crate::error::{guard, ConfigError, Setting, SimError};
 use crate::executor::RunConfig;
 use crate::model::Model;
 use crate::shm::{ShmSafe, MAX_WORKERS, ROLE_ENV};
@@ -113,19 +113,19 @@ pub(crate) fn check<M: Model>(
     procs: usize,
 ) -> Result<(), SimError> {
     if procs == 0 {
-        return Err(SimError::Config(
-            "--procs is 0; it must be at least 1 worker process".into(),
-        ));
+        return Err(ConfigError::new(
+            Setting::Processes,
+            0,
+            "it must be at least 1 worker process",
+        )
+        .into());
     }
     if cc.threads == 0 {
-        return Err(SimError::Config(format!(
-            "--sync {} needs at least 1 thread; got 0",
-            protocol.name()
-        )));
+        return Err(ConfigError::new(Setting::Threads, 0, "it must be at least 1").into());
     }
     let n = procs.saturating_mul(cc.threads);
     if n > MAX_WORKERS {
-        return Err(SimError::Config(format!(
+        return Err(SimError::config(Setting::Processes, format!(
             "--procs {procs} × --threads {} is {n} workers; a multi-process run holds at most {MAX_WORKERS}",
             cc.threads
         )));
@@ -135,27 +135,23 @@ pub(crate) fn check<M: Model>(
         Runtime::Bsp => {
             cc.check_runtime(protocol)?;
             if cc.threads != 1 {
-                return Err(SimError::Config(format!(
+                return Err(SimError::config(Setting::Runtime, format!(
                     "--runtime bsp runs one single-threaded process per processor; got {} threads per process",
                     cc.threads
                 )));
             }
         }
-        _ => return Err(SimError::Config(
-            "--runtime work-stealing does not run across processes; leave out --procs or --runtime"
-                .into(),
+        _ => return Err(SimError::config(
+            Setting::Runtime,
+            "--runtime work-stealing does not run across processes; leave out --procs or --runtime",
         )),
     }
     if cc.dedicated != 1.0 || cc.shared_sets != 0 {
-        return Err(SimError::Config(
-            "load balancing (--dedicated, --shared-sets) does not run across processes yet (shared LPs would need their queues in shared memory); leave out --procs or those options".into(),
-        ));
+        return Err(SimError::config(Setting::Dedicated, "load balancing (--dedicated, --shared-sets) does not run across processes yet (shared LPs would need their queues in shared memory); leave out --procs or those options"));
     }
     let globals = guard("Model::global_events", None, || model.global_events())?;
     if !globals.is_empty() {
-        return Err(SimError::Config(
-            "this model has global events, which read every LP's state; no process holds every LP's state in a multi-process run, so it cannot run with --procs (run it with --threads)".into(),
-        ));
+        return Err(SimError::config(Setting::Processes, "this model has global events, which read every LP's state; no process holds every LP's state in a multi-process run, so it cannot run with --procs (run it with --threads)"));
     }
     Ok(())
 }

@@ -35,7 +35,10 @@ where
     let start = Instant::now();
     let control = Control::create(n).map_err(io_error("cannot create the control segment"))?;
     let net = ShmNet::create::<M::Event>(n).map_err(io_error("cannot create the rings"))?;
-    let owner = cc.mapping.owners(cfg.lps, n).map_err(SimError::Config)?;
+    let owner = cc
+        .mapping
+        .owners(cfg.lps, n)
+        .map_err(|m| SimError::config(crate::error::Setting::Mapping, m))?;
     let (outs, stats) = parent_run(model, cfg, opts, cc.threads, &owner, sig, &control, &net)?;
     gather(
         cfg,

@@ -2,7 +2,7 @@
 
 use std::collections::BTreeMap;
 
-use crate::error::{ModelError, SimError};
+use crate::error::{ConfigError, ModelError, Setting, SimError};
 use crate::model::{LpId, ModelStats, StatKind, StatOp};
 use crate::transport::wire::{Reader, Writer};
 
@@ -78,7 +78,13 @@ pub(crate) fn encode(o: &ChildOut) -> Vec<u8> {
         Ok(()) => w.u64(0),
         Err(e) => {
             let (kind, lp, time, msg) = match e {
-                SimError::Config(m) => (1, 0, 0.0, m.clone()),
+                // The setting travels in the LP slot, the value and problem in the message.
+                SimError::Config(c) => (
+                    1,
+                    c.setting.index(),
+                    0.0,
+                    format!("{}\u{1f}{}", c.value, c.problem),
+                ),
                 SimError::Model(m) => (2, m.lp, m.time, m.message.clone()),
                 SimError::Panic { lp, time, message } => (3, *lp, *time, message.clone()),
                 SimError::Process(m) => (4, 0, 0.0, m.clone()),
@@ -138,7 +144,14 @@ pub(crate) fn decode(b: &[u8]) -> Option<ChildOut> {
             let time = r.f64()?;
             let message = r.str()?;
             Err(match kind {
-                1 => SimError::Config(message),
+                1 => {
+                    let (value, problem) = message.split_once('\u{1f}')?;
+                    SimError::Config(ConfigError {
+                        setting: Setting::from_index(lp)?,
+                        value: value.into(),
+                        problem: problem.into(),
+                    })
+                }
                 2 => SimError::Model(ModelError { lp, time, message }),
                 3 => SimError::Panic { lp, time, message },
                 _ => SimError::Process(message),

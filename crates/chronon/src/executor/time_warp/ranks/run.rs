@@ -15,13 +15,13 @@ use std::time::Instant;
 
 use super::super::gvt::GvtRegisters;
 use super::super::lp::TwEvent;
-use super::super::options::TimeWarpOptions;
+use super::super::options::TimeWarpConfig;
 use super::super::procs::{gather, part_out};
 use super::super::setup::{build, spawn, Built};
 use super::super::transport::Wires;
 use super::driver::{drive, Driver, DriverOut};
 use super::{Pump, Pumped};
-use crate::error::{guard, SimError};
+use crate::error::{guard, ConfigError, Setting, SimError};
 use crate::executor::conservative::procs::{ChildOut, ABORTED};
 use crate::executor::RunConfig;
 use crate::model::Model;
@@ -34,7 +34,7 @@ use crate::transport::mpi::RankSafe;
 /// A Time Warp run over ranks, as a function pointer (instantiated where `M::Event: RankSafe`
 /// is known).
 pub(crate) type TwRanksFn<M> =
-    fn(&M, &RunConfig, usize, &TimeWarpOptions) -> Result<Report, SimError>;
+    fn(&M, &RunConfig, usize, &TimeWarpConfig) -> Result<Report, SimError>;
 
 /// Runs `model` under Time Warp over every rank of the MPI world, `threads` workers each.
 /// Every rank calls it with the same configuration; rank 0's result carries the report, the
@@ -43,7 +43,7 @@ pub(crate) fn run<M: Model>(
     model: &M,
     cfg: &RunConfig,
     threads: usize,
-    opts: &TimeWarpOptions,
+    opts: &TimeWarpConfig,
 ) -> Result<Report, SimError>
 where
     M::Event: RankSafe,
@@ -81,29 +81,22 @@ fn agree(comm: &RankComm, ok: bool) -> bool {
 
 /// What Time Warp over ranks cannot do, refused in one line before anything starts (the same
 /// on every rank).
-fn check<M: Model>(model: &M, threads: usize, opts: &TimeWarpOptions) -> Result<(), SimError> {
+fn check<M: Model>(model: &M, threads: usize, opts: &TimeWarpConfig) -> Result<(), SimError> {
     if threads == 0 {
-        return Err(SimError::Config(
-            "Time Warp needs at least 1 thread; got 0".into(),
-        ));
+        return Err(ConfigError::new(Setting::Threads, 0, "it must be at least 1").into());
     }
     if opts.preempt {
-        return Err(SimError::Config(
-            "--preempt does not run over MPI ranks; leave out --preempt (or run without mpirun)"
-                .into(),
+        return Err(SimError::config(
+            Setting::Preempt,
+            "--preempt does not run over MPI ranks; leave out --preempt (or run without mpirun)",
         ));
     }
     if opts.check_reverse {
-        return Err(SimError::Config(
-            "--check-reverse does not run over MPI ranks; leave out --check-reverse (or run without mpirun)"
-                .into(),
-        ));
+        return Err(SimError::config(Setting::CheckReverse, "--check-reverse does not run over MPI ranks; leave out --check-reverse (or run without mpirun)"));
     }
     let globals = guard("Model::global_events", None, || model.global_events())?;
     if !globals.is_empty() {
-        return Err(SimError::Config(
-            "this model has global events, which read every LP's state; no rank holds every LP's state, so it cannot run over MPI ranks (run it with --threads)".into(),
-        ));
+        return Err(SimError::config(Setting::Threads, "this model has global events, which read every LP's state; no rank holds every LP's state, so it cannot run over MPI ranks (run it with --threads)"));
     }
     Ok(())
 }
@@ -112,7 +105,7 @@ fn rank_run<M: Model, Q: PendingSet<TwEvent<M::Event>>>(
     model: &M,
     cfg: &RunConfig,
     threads: usize,
-    opts: &TimeWarpOptions,
+    opts: &TimeWarpConfig,
     comm: &RankComm,
 ) -> Result<Report, SimError>
 where
@@ -165,7 +158,7 @@ fn part<'a, M: Model, Q: PendingSet<TwEvent<M::Event>>>(
     model: &'a M,
     cfg: &'a RunConfig,
     threads: usize,
-    opts: &TimeWarpOptions,
+    opts: &TimeWarpConfig,
     comm: &'a RankComm,
     states: &mut Vec<Option<M::State>>,
 ) -> (Result<ChildOut, SimError>, Option<DriverOut>)

@@ -1,0 +1,193 @@
+//! The run options that choose among names (`--sync`, `--queue`, `--mapping`, `--state-saving`,
+//! `--barrier`, `--runtime`, `--payload`, `--pin`): one enum each, parsed by clap from the
+//! command line and by serde from a TOML file under the same kebab-case names, written back
+//! into the report's `config` with those names, and mapped onto the library's settings. The
+//! library does not depend on clap: these mirror its enums.
+
+use clap::ValueEnum;
+use serde::{Deserialize, Serialize};
+
+/// A choice enum: each value's one spelling (`Value = "value"`) is what `--help`, the parse
+/// error, the TOML file and the report's `config` all use.
+macro_rules! choice {
+    ($(#[$m:meta])* $name:ident { $($v:ident = $s:literal),* $(,)? }) => {
+        $(#[$m])*
+        #[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum, Deserialize, Serialize)]
+        pub(crate) enum $name {
+            $(
+                #[value(name = $s)]
+                #[serde(rename = $s)]
+                $v,
+            )*
+        }
+
+        impl $name {
+            /// The value's name on the command line and in config files.
+            #[allow(dead_code)] // not every choice is written back by name
+            pub(crate) fn name(self) -> &'static str {
+                match self {
+                    $($name::$v => $s,)*
+                }
+            }
+        }
+    };
+}
+
+choice!(
+    /// `--sync`: which executor.
+    Sync {
+        Seq = "seq",
+        Window = "window",
+        NullMessage = "null-message",
+        Lockstep = "lockstep",
+        Timewarp = "timewarp",
+    }
+);
+choice!(
+    /// `--queue`: the pending-event set.
+    Queue {
+        Heap = "heap",
+        Ladder = "ladder",
+    }
+);
+choice!(
+    /// `--mapping`: LPs to workers.
+    Mapping {
+        Block = "block",
+        RoundRobin = "round-robin",
+    }
+);
+choice!(
+    /// `--state-saving`: how Time Warp restores states.
+    StateSaving {
+        Copy = "copy",
+        Reverse = "reverse",
+        Auto = "auto",
+    }
+);
+choice!(
+    /// `--barrier`: the window and lock-step executors' barrier.
+    Barrier {
+        Std = "std",
+        Semaphore = "semaphore",
+        Spin = "spin",
+        Tree = "tree",
+    }
+);
+choice!(
+    /// `--runtime`: the lock-step runtime system (seed 002).
+    Runtime {
+        Threads = "threads",
+        WorkStealing = "work-stealing",
+        Bsp = "bsp",
+    }
+);
+choice!(
+    /// `--payload`: how `--procs` moves `BPtr` payloads.
+    Payload {
+        ZeroCopy = "zero-copy",
+        Copy = "copy",
+    }
+);
+choice!(
+    /// `--pin`: whether worker threads are pinned to cores.
+    Pin {
+        Auto = "auto",
+        On = "on",
+        Off = "off",
+    }
+);
+
+impl std::fmt::Display for Sync {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+impl From<Queue> for chronon::QueueKind {
+    fn from(q: Queue) -> Self {
+        match q {
+            Queue::Heap => chronon::QueueKind::Heap,
+            Queue::Ladder => chronon::QueueKind::Ladder,
+        }
+    }
+}
+
+impl From<Mapping> for chronon::partition::Mapping {
+    fn from(m: Mapping) -> Self {
+        match m {
+            Mapping::Block => chronon::partition::Mapping::Block,
+            Mapping::RoundRobin => chronon::partition::Mapping::RoundRobin,
+        }
+    }
+}
+
+impl From<StateSaving> for chronon::StateSaving {
+    fn from(s: StateSaving) -> Self {
+        match s {
+            StateSaving::Copy => chronon::StateSaving::Copy,
+            StateSaving::Reverse => chronon::StateSaving::Reverse,
+            StateSaving::Auto => chronon::StateSaving::Auto,
+        }
+    }
+}
+
+impl From<Pin> for chronon::placement::Pin {
+    fn from(p: Pin) -> Self {
+        match p {
+            Pin::Auto => chronon::placement::Pin::Auto,
+            Pin::On => chronon::placement::Pin::On,
+            Pin::Off => chronon::placement::Pin::Off,
+        }
+    }
+}
+
+impl Barrier {
+    /// The library's barrier, with `fan_in` for the tree.
+    pub(crate) fn kind(self, fan_in: usize) -> chronon::barrier::BarrierKind {
+        use chronon::barrier::BarrierKind;
+        match self {
+            Barrier::Std => BarrierKind::Std,
+            Barrier::Semaphore => BarrierKind::Semaphore,
+            Barrier::Spin => BarrierKind::Spin,
+            Barrier::Tree => BarrierKind::Tree { fan_in },
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// clap's, serde's and `name`'s spellings agree, for every value of every choice.
+    fn agree<T: ValueEnum + Serialize + Copy>(name: impl Fn(T) -> &'static str) {
+        for v in T::value_variants() {
+            let clap = v.to_possible_value().expect("no value is skipped");
+            assert_eq!(clap.get_name(), name(*v));
+            assert_eq!(
+                serde_json::to_value(v).expect("serializes"),
+                serde_json::Value::from(name(*v))
+            );
+        }
+    }
+
+    #[test]
+    fn every_spelling_agrees() {
+        agree(Sync::name);
+        agree(Queue::name);
+        agree(Mapping::name);
+        agree(StateSaving::name);
+        agree(Barrier::name);
+        agree(Runtime::name);
+        agree(Payload::name);
+        agree(Pin::name);
+        assert_eq!(
+            chronon::QueueKind::from(Queue::Heap).name(),
+            Queue::Heap.name()
+        );
+        assert_eq!(
+            chronon::placement::Pin::from(Pin::Off).name(),
+            Pin::Off.name()
+        );
+    }
+}
