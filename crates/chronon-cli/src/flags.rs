@@ -36,11 +36,14 @@ pub(crate) fn flag(setting: Setting) -> Option<&'static str> {
     })
 }
 
-/// A configuration error as the CLI says it: `FLAG is VALUE; PROBLEM`.
+/// A configuration error as the CLI says it: `FLAG is VALUE; PROBLEM`, every setting the
+/// problem mentions named by its flag.
 pub(crate) fn config(e: &ConfigError) -> String {
+    let problem = e.render(|s| flag(s).map_or_else(|| s.name().to_string(), str::to_string));
     match flag(e.setting) {
-        Some(f) if !e.value.is_empty() => format!("{f} is {}; {}", e.value, e.problem),
-        _ => e.to_string(),
+        Some(f) if !e.value.is_empty() => format!("{f} is {}; {problem}", e.value),
+        _ if !e.value.is_empty() => format!("{}({}): {problem}", e.setting.name(), e.value),
+        _ => problem,
     }
 }
 
@@ -73,5 +76,13 @@ mod tests {
         );
         let whole = SimError::Config(ConfigError::about(Setting::Model, "a whole sentence"));
         assert_eq!(render(&whole), "invalid configuration: a whole sentence");
+        let named = SimError::Config(ConfigError::about(
+            Setting::Processes,
+            "$runtime work-stealing does not run across processes; leave out $processes",
+        ));
+        assert_eq!(
+            render(&named),
+            "invalid configuration: --runtime work-stealing does not run across processes; leave out --procs"
+        );
     }
 }

@@ -123,6 +123,39 @@ impl Setting {
         Self::ALL.get(i as usize).copied()
     }
 
+    /// The word that stands for the setting in a [`ConfigError`]'s text (`$processes`), which
+    /// each program renders in its own words ([`ConfigError::render`]).
+    pub fn token(self) -> &'static str {
+        match self {
+            Setting::Lps => "lps",
+            Setting::EndTime => "end_time",
+            Setting::Executor => "executor",
+            Setting::Threads => "threads",
+            Setting::Processes => "processes",
+            Setting::Ranks => "ranks",
+            Setting::CheckReverse => "check_reverse",
+            Setting::HeapClasses => "heap_classes",
+            Setting::HeapSegments => "heap_segments",
+            Setting::StateSaving => "state_saving",
+            Setting::Checkpoint => "checkpoint",
+            Setting::MaxMemory => "max_memory",
+            Setting::Window => "window",
+            Setting::GvtEvery => "gvt_every",
+            Setting::Preempt => "preempt",
+            Setting::TickPeriod => "tick_period",
+            Setting::Alpha => "alpha",
+            Setting::Barrier => "barrier",
+            Setting::Dedicated => "dedicated",
+            Setting::SharedSets => "shared_sets",
+            Setting::MaxNullMessages => "max_null_messages",
+            Setting::Runtime => "runtime",
+            Setting::Threshold => "threshold",
+            Setting::Mapping => "mapping",
+            Setting::Model => "model",
+            Setting::Run => "run",
+        }
+    }
+
     /// The setting as the library names it: the builder method or field.
     pub fn name(self) -> &'static str {
         match self {
@@ -169,7 +202,9 @@ pub struct ConfigError {
     /// Its value as given, or empty when the problem is not one value (a setting missing,
     /// or two that do not go together): then [`problem`](Self::problem) is a whole sentence.
     pub value: String,
-    /// What is wrong and what is allowed.
+    /// What is wrong and what is allowed. A setting it mentions is written `$token`
+    /// ([`Setting::token`], e.g. `$processes`), so that each program names it its way:
+    /// [`render`](Self::render).
     pub problem: String,
 }
 
@@ -193,18 +228,39 @@ impl ConfigError {
     }
 }
 
+impl ConfigError {
+    /// [`problem`](Self::problem) with every `$token` replaced by `name(setting)`: the library
+    /// says [`Setting::name`]; a command line says its flag.
+    pub fn render(&self, name: impl Fn(Setting) -> String) -> String {
+        let mut out = String::with_capacity(self.problem.len());
+        let mut rest = self.problem.as_str();
+        while let Some(at) = rest.find('$') {
+            out.push_str(&rest[..at]);
+            let word_len = rest[at + 1..]
+                .find(|c: char| !(c.is_ascii_lowercase() || c == '_'))
+                .unwrap_or(rest.len() - at - 1);
+            let word = &rest[at + 1..at + 1 + word_len];
+            match Setting::ALL.iter().find(|s| s.token() == word) {
+                Some(s) if !word.is_empty() => out.push_str(&name(*s)),
+                _ => {
+                    out.push('$');
+                    out.push_str(word);
+                }
+            }
+            rest = &rest[at + 1 + word_len..];
+        }
+        out.push_str(rest);
+        out
+    }
+}
+
 impl fmt::Display for ConfigError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let problem = self.render(|s| s.name().to_string());
         if self.value.is_empty() {
-            f.write_str(&self.problem)
+            f.write_str(&problem)
         } else {
-            write!(
-                f,
-                "{}({}): {}",
-                self.setting.name(),
-                self.value,
-                self.problem
-            )
+            write!(f, "{}({}): {problem}", self.setting.name(), self.value)
         }
     }
 }
@@ -364,6 +420,28 @@ pub(crate) fn panic_message(payload: &(dyn std::any::Any + Send)) -> String {
         s.clone()
     } else {
         "a panic with a non-string payload".to_string()
+    }
+}
+
+#[cfg(test)]
+mod render_tests {
+    use super::*;
+
+    #[test]
+    fn settings_in_a_problem_are_named_by_whoever_renders_it() {
+        let e = ConfigError::about(
+            Setting::Runtime,
+            "$runtime work-stealing does not run across processes; leave out $processes or $runtime ($notasetting, $)",
+        );
+        assert_eq!(
+            e.to_string(),
+            "ConservativeConfig::runtime work-stealing does not run across processes; leave out processes or ConservativeConfig::runtime ($notasetting, $)"
+        );
+        let flags = e.render(|s| format!("--{}", s.token().replace('_', "-")));
+        assert_eq!(
+            flags,
+            "--runtime work-stealing does not run across processes; leave out --processes or --runtime ($notasetting, $)"
+        );
     }
 }
 

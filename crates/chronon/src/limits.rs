@@ -193,7 +193,7 @@ pub(crate) fn check_workers(s: &RunSize) -> Result<(), SimError> {
     let most = s.lps.max(IDLE_WORKERS_ALLOWED);
     if s.threads > most {
         return Err(SimError::config(Setting::Threads, format!(
-            "--threads is {} for {} LPs; workers beyond the LPs own nothing and only add synchronization: use at most {most} threads",
+            "$threads is {} for {} LPs; workers beyond the LPs own nothing and only add synchronization: use at most {most} threads",
             s.threads, s.lps
         )));
     }
@@ -201,14 +201,14 @@ pub(crate) fn check_workers(s: &RunSize) -> Result<(), SimError> {
         return Err(SimError::config(
             Setting::Threads,
             format!(
-                "--threads is {}; at most {MAX_THREADS} worker threads are allowed",
+                "$threads is {}; at most {MAX_THREADS} worker threads are allowed",
                 s.threads
             ),
         ));
     }
     if s.shared_sets > most {
         return Err(SimError::config(Setting::SharedSets, format!(
-            "--shared-sets is {} for {} LPs; a set beyond the LPs is always empty: use at most {most} (seed 001 suggests a third to a half of --threads)",
+            "$shared_sets is {} for {} LPs; a set beyond the LPs is always empty: use at most {most} (seed 001 suggests a third to a half of $threads)",
             s.shared_sets, s.lps
         )));
     }
@@ -385,6 +385,6 @@ mod tests {
         s.threads = 2;
         s.shared_sets = u64::MAX;
         let m = check_workers(&s).unwrap_err().to_string();
-        assert!(m.contains("--shared-sets"), "{m}");
+        assert!(m.contains("shared_sets"), "{m}");
     }
 }

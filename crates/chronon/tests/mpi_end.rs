@@ -78,7 +78,7 @@ fn on_a_rank() {
         // Every run needs an end time; an infinite one is refused here only.
         let want = match end {
             None => "no end time: call .end_time(T)",
-            Some(_) => "--sync null-message over several ranks needs a finite end time",
+            Some(_) => "executor null-message over several ranks needs a finite end time",
         };
         assert!(msg.contains(want), "{msg}");
         assert_eq!(msg.lines().count(), 1, "{msg}");

@@ -82,7 +82,7 @@ fn workers_are_bounded_by_the_lps() {
         ))
         .run()
         .unwrap_err();
-    assert!(e.to_string().contains("--shared-sets"), "{e}");
+    assert!(e.to_string().contains("shared_sets"), "{e}");
 }
 
 /// Every LP sends to the next one with a lookahead of `la`.

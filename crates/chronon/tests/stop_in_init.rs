@@ -69,9 +69,12 @@ fn the_bsp_runtime_outside_processes_is_a_clear_error() {
         (Executor::Lockstep(cc.clone()), "Simulation::processes"),
         (
             Executor::Window(cc.clone()),
-            "applies to --sync lockstep only",
+            "applies to executor lockstep only",
         ),
-        (Executor::NullMessage(cc), "applies to --sync lockstep only"),
+        (
+            Executor::NullMessage(cc),
+            "applies to executor lockstep only",
+        ),
     ] {
         match Simulation::new(Tick)
             .lps(4)

@@ -11,10 +11,7 @@ fn work_stealing_settings_are_checked() {
     let m = tiny();
     let ws = |threshold| ConservativeConfig::new(2).runtime(Runtime::WorkStealing { threshold });
     let e = run(&m, Executor::Lockstep(ws(0)), 5.0).unwrap_err();
-    assert!(
-        e.is_config() && e.to_string().contains("--threshold"),
-        "{e}"
-    );
+    assert!(e.is_config() && e.to_string().contains("threshold"), "{e}");
     for exec in [Executor::Window(ws(5)), Executor::NullMessage(ws(5))] {
         let e = run(&m, exec, 5.0).unwrap_err();
         assert!(
@@ -87,7 +84,7 @@ fn load_balancing_settings_are_checked() {
         ),
         (
             Executor::Window(ConservativeConfig::new(2).dedicated(0.5)),
-            "--shared-sets",
+            "shared_sets",
         ),
         (
             Executor::Lockstep(ConservativeConfig::new(2).dedicated(0.5).shared_sets(1)),

@@ -96,20 +96,20 @@ impl ConservativeConfig {
                 Err(SimError::config(
                     Setting::Runtime,
                     format!(
-                        "--runtime work-stealing applies to --sync lockstep only; got --sync {}",
+                        "$runtime work-stealing applies to $executor lockstep only; got $executor {}",
                         protocol.name()
                     ),
                 ))
             }
             Runtime::WorkStealing { threshold: 0 } => Err(SimError::config(
                 Setting::Threshold,
-                "--threshold must be at least 1 LP per task; got 0",
+                "$threshold must be at least 1 LP per task; got 0",
             )),
             Runtime::WorkStealing { .. } => Ok(()),
             Runtime::Bsp if protocol != Protocol::Lockstep => Err(SimError::config(
                 Setting::Runtime,
                 format!(
-                    "--runtime bsp applies to --sync lockstep only; got --sync {}",
+                    "$runtime bsp applies to $executor lockstep only; got $executor {}",
                     protocol.name()
                 ),
             )),
@@ -143,7 +143,7 @@ impl ConservativeConfig {
             return Err(SimError::config(
                 Setting::Dedicated,
                 format!(
-                    "--dedicated and --shared-sets apply to --sync window only; got --sync {}",
+                    "$dedicated and $shared_sets apply to $executor window only; got $executor {}",
                     protocol.name()
                 ),
             ));
@@ -151,15 +151,15 @@ impl ConservativeConfig {
         if !(0.0..=1.0).contains(&d) {
             return Err(SimError::config(
                 Setting::Dedicated,
-                format!("--dedicated is {d}; it must be in [0, 1]"),
+                format!("$dedicated is {d}; it must be in [0, 1]"),
             ));
         }
         if d < 1.0 && self.shared_sets == 0 {
             return Err(SimError::config(
                 Setting::Dedicated,
                 format!(
-                "--dedicated {d} leaves LPs to share, so --shared-sets must be at least 1; got 0"
-            ),
+                    "$dedicated {d} leaves LPs to share, so $shared_sets must be at least 1; got 0"
+                ),
             ));
         }
         Ok(())

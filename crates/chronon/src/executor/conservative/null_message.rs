@@ -51,7 +51,7 @@ pub(super) fn check_budget(
     let needed = end / la;
     if needed > cap as f64 {
         return Err(SimError::config(Setting::Executor, format!(
-            "--sync null-message with lookahead {la:e} (worker {v} -> {x}) would need about {needed:.3e} null messages per channel to reach end {end} (end / lookahead); the cap is {cap}: use --sync window, or a lookahead of at least {:e}, or raise the cap (--max-null-messages, ConservativeConfig::max_null_messages)",
+            "$executor null-message with lookahead {la:e} (worker {v} -> {x}) would need about {needed:.3e} null messages per channel to reach end {end} (end / lookahead); the cap is {cap}: use $executor window, or a lookahead of at least {:e}, or raise the cap ($max_null_messages)",
             end / cap as f64
         )));
     }

@@ -40,7 +40,7 @@ pub(super) fn check_links(
     if let Some(cycle) = lp_cycle(links, owner) {
         let hops: Vec<String> = cycle.windows(2).map(|p| hop(p[0], p[1])).collect();
         return Err(SimError::config(Setting::Executor, format!(
-            "--sync null-message cannot run a cycle of zero-lookahead links: {}; give these links a positive lookahead, or use --sync window or lockstep",
+            "$executor null-message cannot run a cycle of zero-lookahead links: {}; give these links a positive lookahead, or use $executor window or lockstep",
             hops.join(", ")
         )));
     }
@@ -53,7 +53,7 @@ pub(super) fn check_links(
             })
             .collect();
         return Err(SimError::config(Setting::Executor, format!(
-            "--sync null-message cannot run workers joined in a cycle by zero-lookahead links: {} (each worker's clock waits for the next one's); give these links a positive lookahead, map their LPs to one worker, or use --sync window or lockstep",
+            "$executor null-message cannot run workers joined in a cycle by zero-lookahead links: {} (each worker's clock waits for the next one's); give these links a positive lookahead, map their LPs to one worker, or use $executor window or lockstep",
             hops.join(", ")
         )));
     }
@@ -63,7 +63,7 @@ pub(super) fn check_links(
         .expect("a zero link exists");
     let (a, b) = example(links, owner, v, x);
     Err(SimError::config(Setting::Executor, format!(
-        "--sync null-message needs a positive lookahead on links between workers; LP {a} -> LP {b} (worker {v} -> {x}) has lookahead 0 (use --sync window or lockstep, or map both LPs to one worker)"
+        "$executor null-message needs a positive lookahead on links between workers; LP {a} -> LP {b} (worker {v} -> {x}) has lookahead 0 (use $executor window or lockstep, or map both LPs to one worker)"
     )))
 }
 

@@ -100,18 +100,18 @@ fn check<M: Model>(
     let n = procs.saturating_mul(threads);
     if n > MAX_WORKERS {
         return Err(SimError::config(Setting::Processes, format!(
-            "--procs {procs} × --threads {threads} is {n} workers; a multi-process run holds at most {MAX_WORKERS}"
+            "$processes {procs} × $threads {threads} is {n} workers; a multi-process run holds at most {MAX_WORKERS}"
         )));
     }
     if opts.check_reverse {
         return Err(SimError::config(
             Setting::CheckReverse,
-            "--check-reverse does not run across processes; leave out --procs or --check-reverse",
+            "$check_reverse does not run across processes; leave out $processes or $check_reverse",
         ));
     }
     let globals = guard("Model::global_events", None, || model.global_events())?;
     if !globals.is_empty() {
-        return Err(SimError::config(Setting::Processes, "this model has global events, which read every LP's state; no process holds every LP's state in a multi-process run, so it cannot run with --procs (run it with --threads)"));
+        return Err(SimError::config(Setting::Processes, "this model has global events, which read every LP's state; no process holds every LP's state in a multi-process run, so it cannot run with $processes (run it with $threads)"));
     }
     Ok(())
 }

@@ -47,7 +47,7 @@ where
             if protocol == Protocol::NullMessage && !cfg.end.is_finite() && ranks > 1 {
                 return Err(SimError::config(
                     Setting::Executor,
-                    "--sync null-message over several ranks needs a finite end time",
+                    "$executor null-message over several ranks needs a finite end time",
                 ));
             }
             Ok(procs::signature(cfg, protocol, cc, ranks))

@@ -126,7 +126,7 @@ pub(crate) fn check<M: Model>(
     let n = procs.saturating_mul(cc.threads);
     if n > MAX_WORKERS {
         return Err(SimError::config(Setting::Processes, format!(
-            "--procs {procs} × --threads {} is {n} workers; a multi-process run holds at most {MAX_WORKERS}",
+            "$processes {procs} × $threads {} is {n} workers; a multi-process run holds at most {MAX_WORKERS}",
             cc.threads
         )));
     }
@@ -136,22 +136,22 @@ pub(crate) fn check<M: Model>(
             cc.check_runtime(protocol)?;
             if cc.threads != 1 {
                 return Err(SimError::config(Setting::Runtime, format!(
-                    "--runtime bsp runs one single-threaded process per processor; got {} threads per process",
+                    "$runtime bsp runs one single-threaded process per processor; got {} threads per process",
                     cc.threads
                 )));
             }
         }
         _ => return Err(SimError::config(
             Setting::Runtime,
-            "--runtime work-stealing does not run across processes; leave out --procs or --runtime",
+            "$runtime work-stealing does not run across processes; leave out $processes or $runtime",
         )),
     }
     if cc.dedicated != 1.0 || cc.shared_sets != 0 {
-        return Err(SimError::config(Setting::Dedicated, "load balancing (--dedicated, --shared-sets) does not run across processes yet (shared LPs would need their queues in shared memory); leave out --procs or those options"));
+        return Err(SimError::config(Setting::Dedicated, "load balancing ($dedicated, $shared_sets) does not run across processes yet (shared LPs would need their queues in shared memory); leave out $processes or those options"));
     }
     let globals = guard("Model::global_events", None, || model.global_events())?;
     if !globals.is_empty() {
-        return Err(SimError::config(Setting::Processes, "this model has global events, which read every LP's state; no process holds every LP's state in a multi-process run, so it cannot run with --procs (run it with --threads)"));
+        return Err(SimError::config(Setting::Processes, "this model has global events, which read every LP's state; no process holds every LP's state in a multi-process run, so it cannot run with $processes (run it with $threads)"));
     }
     Ok(())
 }

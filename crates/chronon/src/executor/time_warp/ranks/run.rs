@@ -88,15 +88,15 @@ fn check<M: Model>(model: &M, threads: usize, opts: &TimeWarpConfig) -> Result<(
     if opts.preempt {
         return Err(SimError::config(
             Setting::Preempt,
-            "--preempt does not run over MPI ranks; leave out --preempt (or run without mpirun)",
+            "$preempt does not run over MPI ranks; leave out $preempt (or run without mpirun)",
         ));
     }
     if opts.check_reverse {
-        return Err(SimError::config(Setting::CheckReverse, "--check-reverse does not run over MPI ranks; leave out --check-reverse (or run without mpirun)"));
+        return Err(SimError::config(Setting::CheckReverse, "$check_reverse does not run over MPI ranks; leave out $check_reverse (or run without mpirun)"));
     }
     let globals = guard("Model::global_events", None, || model.global_events())?;
     if !globals.is_empty() {
-        return Err(SimError::config(Setting::Threads, "this model has global events, which read every LP's state; no rank holds every LP's state, so it cannot run over MPI ranks (run it with --threads)"));
+        return Err(SimError::config(Setting::Threads, "this model has global events, which read every LP's state; no rank holds every LP's state, so it cannot run over MPI ranks (run it with $threads)"));
     }
     Ok(())
 }
