@@ -420,7 +420,7 @@ impl<M: Model> Simulation<M> {
                     return run_tw(&self.model, &cfg, c.threads, c);
                 }
                 Executor::Sequential => {
-                    return Err(SimError::config(Setting::Executor, "a run over MPI ranks needs a parallel executor (window, lockstep, null-message or timewarp), not the sequential one"))
+                    return Err(SimError::config(Setting::Executor, "a run over MPI ranks needs a parallel $executor (window, lockstep, null-message or timewarp), not seq"))
                 }
             };
             return run(&self.model, &cfg, protocol, c);
@@ -435,7 +435,7 @@ impl<M: Model> Simulation<M> {
                     return run_tw(&self.model, &cfg, c.threads, c, opts);
                 }
                 Executor::Sequential => {
-                    return Err(SimError::config(Setting::Processes, "a multi-process run needs a parallel executor (window, lockstep, null-message or timewarp), not the sequential one"))
+                    return Err(SimError::config(Setting::Processes, "$processes needs a parallel $executor (window, lockstep, null-message or timewarp), not seq"))
                 }
             };
             return run(&self.model, &cfg, protocol, c, opts);

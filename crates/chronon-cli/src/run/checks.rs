@@ -291,17 +291,3 @@ pub(super) fn bsp_processes(
         other => Ok((other, procs)),
     }
 }
-
-/// `--procs`: a parallel executor (the count is the library's to check).
-pub(super) fn check_procs(procs: Option<usize>, executor: &Executor) -> Result<(), Failure> {
-    if procs.is_none() {
-        return Ok(());
-    }
-    // `--procs 0` is the library's to refuse (`Simulation::processes`).
-    match executor.name() {
-        "seq" => Err(Failure::bad_input(
-            "--procs needs --sync window, lockstep, null-message or timewarp; got --sync seq",
-        )),
-        _ => Ok(()),
-    }
-}

@@ -20,7 +20,7 @@ use crate::args::CommonArgs;
 use crate::output::{self, Outputs};
 use crate::{series, sys, Failure, EXIT_INTERRUPTED};
 pub(crate) use checks::executor;
-use checks::{bsp_processes, check_procs, executor_with, payload_options, time_warp_options};
+use checks::{bsp_processes, executor_with, payload_options, time_warp_options};
 use progress::{install_ctrlc, spawn_progress_bar};
 use report_cfg::report_config;
 use summary::print_summary;
@@ -70,7 +70,6 @@ where
     // The report's config keeps what was asked for (`--runtime bsp --threads N` reruns it).
     let asked = executor.clone();
     let (executor, procs) = bsp_processes(executor, common.procs)?;
-    check_procs(procs, &executor)?;
     let (copy, heap) = payload_options(&common, procs)?;
     // Over MPI ranks: MPI for the run (finalized when this function returns).
     let mpi = crate::mpi::start(common.ranks, procs)?;
