@@ -184,7 +184,7 @@ fn builder_rejects_bad_settings() {
     let p = small();
     let none = Phold { lps: 0, ..small() };
     let e = Simulation::new(none).end_time(1.0).run().unwrap_err();
-    assert!(e.is_config() && e.to_string().contains("LPs is 0"), "{e}");
+    assert!(e.is_config() && e.to_string().contains("lps(0): it must be at least 1"), "{e}");
     // PHOLD knows its LP count: another one is refused.
     let e = Simulation::new(p.clone())
         .lps(4)
@@ -194,6 +194,6 @@ fn builder_rejects_bad_settings() {
     assert!(e.is_config() && e.to_string().contains("has 64 LPs"), "{e}");
     for end in [0.0, -1.0, f64::NAN] {
         let e = Simulation::new(p.clone()).end_time(end).run().unwrap_err();
-        assert!(e.is_config() && e.to_string().contains("end time"), "{e}");
+        assert!(e.is_config() && e.to_string().contains("end_time("), "{e}");
     }
 }

@@ -66,7 +66,7 @@ fn the_bsp_runtime_outside_processes_is_a_clear_error() {
     use chronon::{Runtime, SimError};
     let cc = ConservativeConfig::new(2).runtime(Runtime::Bsp);
     for (exec, needle) in [
-        (Executor::Lockstep(cc.clone()), "Simulation::processes"),
+        (Executor::Lockstep(cc.clone()), "set processes to P"),
         (
             Executor::Window(cc.clone()),
             "applies to executor lockstep only",

@@ -315,7 +315,7 @@ fn what_cannot_run_across_processes_is_one_line_and_exit_2() {
         &with(&["--procs", "2", "--sync", "timewarp", "--check-reverse"]),
         "--check-reverse",
     );
-    bad(&with(&["--procs", "2"]), "got --sync seq");
+    bad(&with(&["--procs", "2"]), "--procs needs a parallel --sync");
     bad(
         &with(&[
             "--procs",

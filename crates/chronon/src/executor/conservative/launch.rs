@@ -52,7 +52,7 @@ fn run_with<M: Model, Q: PendingSet<Event<M::Event>>>(
             return super::work_stealing::run::<M, Q>(model, cfg, cc, threshold)
         }
         super::Runtime::Bsp => {
-            return Err(SimError::config(Setting::Runtime, "$runtime bsp runs over worker processes, one per processor: give $processes P with 1 thread each"))
+            return Err(SimError::config(Setting::Runtime, "$runtime bsp runs over worker processes, one per processor: set $processes to P, with 1 thread each"))
         }
         super::Runtime::Threads => {}
     }
