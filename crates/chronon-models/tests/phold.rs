@@ -184,7 +184,10 @@ fn builder_rejects_bad_settings() {
     let p = small();
     let none = Phold { lps: 0, ..small() };
     let e = Simulation::new(none).end_time(1.0).run().unwrap_err();
-    assert!(e.is_config() && e.to_string().contains("lps(0): it must be at least 1"), "{e}");
+    assert!(
+        e.is_config() && e.to_string().contains("lps(0): it must be at least 1"),
+        "{e}"
+    );
     // PHOLD knows its LP count: another one is refused.
     let e = Simulation::new(p.clone())
         .lps(4)
