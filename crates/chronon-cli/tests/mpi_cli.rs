@@ -161,7 +161,7 @@ fn campus_over_ranks() {
 #[test]
 fn bad_input_under_mpirun_is_one_line_from_rank_0() {
     let cases: &[(&[&str], &str)] = &[
-        (&["--sync", "seq"], "needs --sync window"),
+        (&["--sync", "seq"], "needs a parallel --sync"),
         (
             &["--sync", "window", "--ranks", "3"],
             "--ranks 3 but mpirun started 2",
