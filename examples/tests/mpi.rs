@@ -3,26 +3,12 @@
 //! conservative protocols and Time Warp, with nothing but the runner's code.
 #![cfg(feature = "mpi")]
 
-use std::path::{Path, PathBuf};
 use std::process::Command;
 
 use serde_json::Value;
 
-/// The example binary `name` (cargo builds the examples before it runs the tests).
-fn example(name: &str) -> PathBuf {
-    let exe = std::env::current_exe().expect("the test binary's path");
-    let dir = exe
-        .parent()
-        .and_then(Path::parent)
-        .expect("the target directory");
-    let path = dir.join("examples").join(name);
-    assert!(
-        path.exists(),
-        "{} was not built: cargo build --features mpi --example {name}",
-        path.display()
-    );
-    path
-}
+mod common;
+use common::example;
 
 /// The ring's report, over `ranks` MPI ranks when given.
 fn report(ranks: Option<usize>, args: &[&str], tag: &str) -> Value {

@@ -9,22 +9,8 @@ use std::process::{Command, Output};
 
 use serde_json::Value;
 
-/// The example binary `name` (cargo builds the examples before it runs the tests).
-fn example(name: &str) -> PathBuf {
-    let exe = std::env::current_exe().expect("the test binary's path");
-    // target/<profile>/deps/programs-<hash> -> target/<profile>/examples/<name>
-    let dir = exe
-        .parent()
-        .and_then(Path::parent)
-        .expect("the target directory");
-    let path = dir.join("examples").join(name);
-    assert!(
-        path.exists(),
-        "{} was not built (cargo test builds the examples)",
-        path.display()
-    );
-    path
-}
+mod common;
+use common::example;
 
 fn run(name: &str, args: &[&str]) -> Output {
     Command::new(example(name))

@@ -193,42 +193,13 @@ fn size<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Option<String>, D::Err
     }))
 }
 
-/// The TOML keys of [`CommonArgs`].
-pub(crate) const COMMON_KEYS: &[&str] = &[
-    "end",
-    "seed",
-    "queue",
-    "sync",
-    "threads",
-    "procs",
-    "ranks",
-    "payload",
-    "heap-classes",
-    "heap-segments",
-    "output",
-    "state-saving",
-    "checkpoint",
-    "max-memory",
-    "window",
-    "check-reverse",
-    "safe-commit",
-    "gvt-every",
-    "gvt-csv",
-    "preempt",
-    "max-suspended",
-    "tick-us",
-    "alpha",
-    "barrier",
-    "fan-in",
-    "mapping",
-    "pin",
-    "dedicated",
-    "shared-sets",
-    "max-null-messages",
-    "runtime",
-    "threshold",
-    "stall-secs",
-];
+/// The long names of [`CommonArgs`]' flags (every run takes them).
+pub(crate) fn common_flags() -> Vec<String> {
+    CommonArgs::augment_args(clap::Command::new("run"))
+        .get_arguments()
+        .filter_map(|a| a.get_long().map(str::to_string))
+        .collect()
+}
 
 impl CommonArgs {
     /// This flag set over `file`'s.
@@ -294,9 +265,16 @@ impl ConfigFile {
                 one_line(e.message())
             ))
         })?;
+        // The runner's flags are keys too, all but `--config` itself.
+        let common = common_flags();
+        let common: Vec<&str> = common
+            .iter()
+            .map(String::as_str)
+            .filter(|k| *k != "config")
+            .collect();
         for key in table.keys() {
-            if !COMMON_KEYS.contains(&key.as_str()) && !model_keys.contains(&key.as_str()) {
-                let mut allowed: Vec<&str> = COMMON_KEYS.to_vec();
+            if !common.contains(&key.as_str()) && !model_keys.contains(&key.as_str()) {
+                let mut allowed = common.clone();
                 allowed.extend_from_slice(model_keys);
                 return Err(Failure::bad_input(format!(
                     "unknown key '{key}' in {shown} (allowed: {})",

@@ -87,6 +87,13 @@ impl From<chronon::SimError> for Failure {
     }
 }
 
+/// A clap error as one line, without its "error: ".
+pub(crate) fn clap_line(e: &clap::Error) -> String {
+    let rendered = e.render().to_string();
+    let line = one_line(&rendered);
+    line.strip_prefix("error: ").unwrap_or(line).to_string()
+}
+
 /// The first line of a message, trimmed.
 pub(crate) fn one_line(s: &str) -> &str {
     s.lines()

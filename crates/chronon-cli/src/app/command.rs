@@ -8,15 +8,7 @@ use clap::{Args, Command};
 use super::entry::Entry;
 use super::App;
 use crate::args::CommonArgs;
-use crate::{one_line, EXIT_BAD_INPUT};
-
-/// The runner's own flags (every model takes them), by long name.
-pub(super) fn common_flags() -> Vec<String> {
-    CommonArgs::augment_args(Command::new("run"))
-        .get_arguments()
-        .filter_map(|a| a.get_long().map(str::to_string))
-        .collect()
-}
+use crate::EXIT_BAD_INPUT;
 
 impl App {
     /// The whole command line of this program.
@@ -46,8 +38,7 @@ impl App {
                     "The model under each executor, thread and process count, side by side, fingerprints compared",
                 ),
             );
-        }
-        if self.tools {
+        } else {
             root = root
                 .subcommand(
                     crate::bench::BenchCmd::augment_args(Command::new("bench"))
@@ -135,16 +126,14 @@ pub(super) fn clap_exit(e: clap::Error, app: &App) -> ExitCode {
             ExitCode::from(EXIT_BAD_INPUT)
         }
         kind => {
-            let rendered = e.render().to_string();
-            let line = one_line(&rendered);
-            let line = line.strip_prefix("error: ").unwrap_or(line);
+            let line = crate::clap_line(&e);
             let hint = match kind {
                 ErrorKind::InvalidSubcommand => format!(" (allowed: {})", subcommand_names(app)),
                 ErrorKind::UnknownArgument => " (see --help for the allowed flags)".to_string(),
                 _ => String::new(),
             };
             if !quiet {
-                eprintln!("error: {}{hint}", crate::short_numbers(line));
+                eprintln!("error: {}{hint}", crate::short_numbers(&line));
             }
             ExitCode::from(EXIT_BAD_INPUT)
         }

@@ -90,7 +90,5 @@ impl<S: ModelSpec> Entry for Registered<S> {
 
 /// A clap error as one bad-input line.
 pub(crate) fn clap_failure(e: &clap::Error) -> Failure {
-    let rendered = e.render().to_string();
-    let line = crate::one_line(&rendered);
-    Failure::bad_input(line.strip_prefix("error: ").unwrap_or(line))
+    Failure::bad_input(crate::clap_line(e))
 }

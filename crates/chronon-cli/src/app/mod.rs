@@ -155,7 +155,7 @@ impl App {
                 self.name
             ));
         }
-        let common = command::common_flags();
+        let common = crate::args::common_flags();
         for (i, e) in self.models.iter().enumerate() {
             if self.models[..i].iter().any(|o| o.name() == e.name()) {
                 return Err(format!("two models are registered as '{}'", e.name()));

@@ -136,6 +136,7 @@ pub(crate) fn run(cmd: CheckCmd, app: &App) -> Result<u8, Failure> {
         entry.draw(&mut draw, &mut flags);
         flags.set("seed", draw.int(0, u64::from(u32::MAX)));
         let flags = flags.0;
+        let reverse = entry.has_reverse();
         let Some(reference) = runner.reference(model, &flags, cmd.verbose) else {
             continue;
         };
@@ -143,7 +144,7 @@ pub(crate) fn run(cmd: CheckCmd, app: &App) -> Result<u8, Failure> {
             let sync = draw.pick(&syncs);
             let over =
                 (!ranks.is_empty()).then(|| ranks[draw.int(0, ranks.len() as u64 - 1) as usize]);
-            let exec = draw::executor_flags(entry.has_reverse(), sync, over.is_some(), &mut draw).0;
+            let exec = draw::executor_flags(reverse, sync, over.is_some(), &mut draw).0;
             runner.compare(model, &flags, &exec, over, &reference, cmd.verbose);
         }
     }

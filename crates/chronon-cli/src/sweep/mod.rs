@@ -93,7 +93,7 @@ fn pull_own(args: &[String], given: SweepOpts) -> Result<(SweepOpts, Vec<String>
         i += 1;
     }
     let pulled = Pulled::try_parse_from(&own)
-        .map_err(|e| Failure::bad_input(clap_line(&e)))?
+        .map_err(|e| Failure::bad_input(crate::clap_line(&e)))?
         .opts;
     let merged = SweepOpts {
         replications: once("replications", given.replications, pulled.replications)?,
@@ -116,13 +116,6 @@ fn once<T>(flag: &str, a: Option<T>, b: Option<T>) -> Result<Option<T>, Failure>
         (Some(_), Some(_)) => Err(Failure::bad_input(format!("--{flag} is given twice"))),
         (a, b) => Ok(a.or(b)),
     }
-}
-
-/// A clap error as one line without its "error: ".
-fn clap_line(e: &clap::Error) -> String {
-    let rendered = e.render().to_string();
-    let line = crate::one_line(&rendered);
-    line.strip_prefix("error: ").unwrap_or(line).to_string()
 }
 
 /// The model named first in `args` (none in a one-model program: its only model) and the
