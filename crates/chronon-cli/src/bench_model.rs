@@ -5,7 +5,7 @@
 //! too, so a benchmark never reports the speed of a wrong run.
 
 use std::path::Path;
-use std::process::{Command, Stdio};
+use std::process::Stdio;
 
 use clap::Args;
 
@@ -128,14 +128,14 @@ fn measure_all(
     reps: u32,
     dir: &Path,
 ) -> Result<Vec<Row>, Failure> {
-    let exe = std::env::current_exe()
-        .map_err(|e| Failure::runtime(format!("cannot find this program's binary: {e}")))?;
+    let exe = crate::sys::SelfCommand::this()?;
     let mut best: Vec<Option<Row>> = runners.iter().map(|_| None).collect();
     for _ in 0..reps {
         for (i, r) in runners.iter().enumerate() {
             let report = dir.join("report.json");
             let _ = std::fs::remove_file(&report);
-            let out = Command::new(&exe)
+            let out = exe
+                .command()
                 .args(base)
                 .args(&r.flags)
                 .args(["--pin", "off", "--output"])

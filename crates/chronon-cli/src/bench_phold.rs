@@ -136,9 +136,8 @@ fn measure(r: &Runner, c: &Config, out_dir: &std::path::Path) -> Result<Row, Fai
     let p = &c.phold;
     let report = out_dir.join("bench-report.json");
     let _ = std::fs::remove_file(&report);
-    let exe = std::env::current_exe()
-        .map_err(|e| Failure::runtime(format!("cannot find the chronon binary: {e}")))?;
-    let status = std::process::Command::new(exe)
+    let status = crate::sys::SelfCommand::this()?
+        .command()
         .args(&r.args)
         .args(["--lps", &p.lps.to_string()])
         .args(["--start-events", &p.start_events.to_string()])

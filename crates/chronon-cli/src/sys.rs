@@ -66,3 +66,47 @@ mod tests {
         assert!(super::cpu_seconds() > before, "{x}");
     }
 }
+
+/// A program that runs this program's command lines in child processes: this program itself
+/// ([`chronon::program`]: its binary, or what its host set), or another binary (`check
+/// --binary`).
+#[derive(Clone, Debug)]
+pub(crate) struct SelfCommand {
+    exe: std::path::PathBuf,
+    prefix: Vec<std::ffi::OsString>,
+}
+
+impl SelfCommand {
+    /// This program.
+    pub(crate) fn this() -> Result<SelfCommand, crate::Failure> {
+        let (exe, prefix) = chronon::program().map_err(|e| {
+            crate::Failure::runtime(format!("cannot find this program's binary: {e}"))
+        })?;
+        Ok(SelfCommand { exe, prefix })
+    }
+
+    /// Another binary.
+    pub(crate) fn binary(exe: std::path::PathBuf) -> SelfCommand {
+        SelfCommand {
+            exe,
+            prefix: Vec::new(),
+        }
+    }
+
+    /// A command that runs the program: add a command line.
+    pub(crate) fn command(&self) -> std::process::Command {
+        let mut c = std::process::Command::new(&self.exe);
+        c.args(&self.prefix);
+        c
+    }
+
+    /// The program's words on `mpirun`'s command line: the executable, then its prefix.
+    pub(crate) fn words(&self) -> impl Iterator<Item = &std::ffi::OsStr> {
+        std::iter::once(self.exe.as_os_str()).chain(self.prefix.iter().map(|p| p.as_os_str()))
+    }
+
+    /// The executable, for messages.
+    pub(crate) fn display(&self) -> std::path::Display<'_> {
+        self.exe.display()
+    }
+}

@@ -222,6 +222,8 @@ pub mod partition;
 pub mod placement;
 mod preempt;
 pub use preempt::{tick_overhead, TickOverhead};
+mod program;
+pub use program::{program, program_args, set_program, Program};
 mod progress;
 pub mod queue;
 pub mod refcount;

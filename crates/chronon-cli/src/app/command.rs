@@ -1,8 +1,6 @@
 //! The app's command line (clap, built from its registered models) and how a clap outcome is
 //! printed: help and version on stdout with exit 0, a usage error as one line with exit 2.
 
-use std::process::ExitCode;
-
 use clap::{Args, Command};
 
 use super::entry::Entry;
@@ -100,7 +98,7 @@ fn model_command(e: &dyn Entry, cmd: Command) -> Command {
 
 /// Prints a clap outcome: help and version go to stdout with exit 0; a usage error is one line
 /// on stderr with exit 2.
-pub(super) fn clap_exit(e: clap::Error, app: &App) -> ExitCode {
+pub(super) fn clap_exit(e: clap::Error, app: &App) -> u8 {
     use clap::error::ErrorKind;
     // Under mpirun every rank parsed the same command line: rank 0 prints (the error, the
     // help), every rank exits with the same code.
@@ -113,9 +111,9 @@ pub(super) fn clap_exit(e: clap::Error, app: &App) -> ExitCode {
                 let _ = e.print();
             }
             if e.kind() == ErrorKind::DisplayHelpOnMissingArgumentOrSubcommand {
-                ExitCode::from(EXIT_BAD_INPUT)
+                EXIT_BAD_INPUT
             } else {
-                ExitCode::SUCCESS
+                0
             }
         }
         ErrorKind::InvalidValue if invalid_choice(&e).is_some() => {
@@ -123,7 +121,7 @@ pub(super) fn clap_exit(e: clap::Error, app: &App) -> ExitCode {
                 let line = invalid_choice(&e).unwrap_or_default();
                 eprintln!("error: {}", crate::short_numbers(&line));
             }
-            ExitCode::from(EXIT_BAD_INPUT)
+            EXIT_BAD_INPUT
         }
         kind => {
             let line = crate::clap_line(&e);
@@ -135,7 +133,7 @@ pub(super) fn clap_exit(e: clap::Error, app: &App) -> ExitCode {
             if !quiet {
                 eprintln!("error: {}{hint}", crate::short_numbers(&line));
             }
-            ExitCode::from(EXIT_BAD_INPUT)
+            EXIT_BAD_INPUT
         }
     }
 }

@@ -109,6 +109,18 @@ impl App {
     /// stderr; the exit code is 0 on success, 2 for bad input, 130 for a run stopped by
     /// Ctrl-C, 1 for other failures.
     pub fn run(self) -> ExitCode {
+        ExitCode::from(self.run_from(std::env::args_os()))
+    }
+
+    /// [`run`](Self::run) with the command line `args` (the program's name first) instead of
+    /// this process's; returns the exit code. For a host that starts the app itself (the
+    /// Python package); a `--procs` run's workers re-run this command line
+    /// ([`chronon::program_args`]), so the host sets it with [`chronon::set_program`].
+    pub fn run_from<I, T>(self, args: I) -> u8
+    where
+        I: IntoIterator<Item = T>,
+        T: Into<std::ffi::OsString> + Clone,
+    {
         // Under mpirun each rank becomes a waiting parent and the child that runs (rank_fault/
         // README.md); first, while this process has one thread.
         #[cfg(all(feature = "mpi", target_os = "linux"))]
@@ -119,21 +131,21 @@ impl App {
         std::panic::set_hook(Box::new(|_| {}));
         if let Err(why) = self.problems() {
             eprintln!("error: {why}");
-            return ExitCode::from(EXIT_BAD_INPUT);
+            return EXIT_BAD_INPUT;
         }
-        let matches = match self.command().try_get_matches() {
+        let matches = match self.command().try_get_matches_from(args) {
             Ok(m) => m,
             Err(e) => return command::clap_exit(e, &self),
         };
         let outcome = catch_unwind(AssertUnwindSafe(|| self.dispatch(&matches)));
         match outcome {
-            Ok(Ok(code)) => ExitCode::from(code),
+            Ok(Ok(code)) => code,
             Ok(Err(f)) => {
                 // Under mpirun every rank has the same error; rank 0 says it.
                 if !mpi::quiet() {
                     eprintln!("error: {}", short_numbers(one_line(&f.message)));
                 }
-                ExitCode::from(f.code)
+                f.code
             }
             Err(payload) => {
                 let msg = payload
@@ -142,7 +154,7 @@ impl App {
                     .or_else(|| payload.downcast_ref::<String>().cloned())
                     .unwrap_or_else(|| "unknown panic".into());
                 eprintln!("error: internal error: {}", short_numbers(one_line(&msg)));
-                ExitCode::from(101)
+                101
             }
         }
     }

@@ -100,9 +100,8 @@ pub(crate) fn run(cmd: CheckCmd, app: &App) -> Result<u8, Failure> {
     });
     let ranks = check_ranks(&cmd.ranks, cmd.binary.is_some())?;
     let binary = match cmd.binary {
-        Some(b) => b,
-        None => std::env::current_exe()
-            .map_err(|e| Failure::runtime(format!("cannot find the chronon binary: {e}")))?,
+        Some(b) => crate::sys::SelfCommand::binary(b),
+        None => crate::sys::SelfCommand::this()?,
     };
     let mut runner = Runner::new(binary, app, cmd.slow_factor, cmd.slow_floor)?;
     eprintln!(

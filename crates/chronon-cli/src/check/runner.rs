@@ -61,7 +61,7 @@ pub(crate) struct Summary {
 }
 
 pub(crate) struct Runner {
-    binary: PathBuf,
+    binary: crate::sys::SelfCommand,
     /// The program's name, in the command lines shown.
     program: String,
     /// The models have no name on the command line (a one-model program).
@@ -75,7 +75,7 @@ pub(crate) struct Runner {
 
 impl Runner {
     pub(crate) fn new(
-        binary: PathBuf,
+        binary: crate::sys::SelfCommand,
         app: &crate::App,
         slow_factor: f64,
         slow_floor: f64,
@@ -249,10 +249,10 @@ impl Runner {
         let mut command = match ranks {
             Some(r) => {
                 let mut c = Command::new("mpirun");
-                c.args(["-n", &r.to_string()]).arg(&self.binary);
+                c.args(["-n", &r.to_string()]).args(self.binary.words());
                 c
             }
-            None => Command::new(&self.binary),
+            None => self.binary.command(),
         };
         command.arg("run");
         if !self.single {

@@ -246,8 +246,7 @@ pub(crate) fn sweep(
     runs: &Path,
     extract: fn(&Value) -> Metrics,
 ) -> Result<Results, Failure> {
-    let exe = std::env::current_exe()
-        .map_err(|e| Failure::runtime(format!("cannot find the chronon binary: {e}")))?;
+    let exe = crate::sys::SelfCommand::this()?;
     let mut samples: Vec<Vec<Metrics>> = vec![Vec::new(); points.len()];
     let total = points.len() * reps as usize;
     let mut done = 0;
@@ -288,16 +287,16 @@ pub(crate) fn fingerprint48(hex: &str) -> Option<f64> {
 
 /// One child process: `chronon ARGS --output REPORT` (under `mpirun -n R` for a point over
 /// ranks); its report, parsed.
-fn measure(exe: &Path, p: &Point, report: &Path) -> Result<Value, Failure> {
+fn measure(exe: &crate::sys::SelfCommand, p: &Point, report: &Path) -> Result<Value, Failure> {
     let args = &p.args;
     let _ = std::fs::remove_file(report);
     let mut cmd = match p.ranks {
         Some(r) => {
             let mut c = Command::new("mpirun");
-            c.arg("-n").arg(r.to_string()).arg(exe);
+            c.arg("-n").arg(r.to_string()).args(exe.words());
             c
         }
-        None => Command::new(exe),
+        None => exe.command(),
     };
     let out = cmd
         .args(args)

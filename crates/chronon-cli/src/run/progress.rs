@@ -10,6 +10,9 @@ use chronon::{Progress, StallDetector};
 
 use crate::EXIT_INTERRUPTED;
 
+/// Progress as lines on stderr instead of a drawn line (see [`spawn_progress_bar`]).
+pub const PROGRESS_LINES_ENV: &str = "CHRONON_PROGRESS_LINES";
+
 pub(super) fn install_ctrlc(progress: &Arc<Progress>) {
     let p = progress.clone();
     let pressed = AtomicBool::new(false);
@@ -26,7 +29,10 @@ pub(super) fn install_ctrlc(progress: &Arc<Progress>) {
 
 /// The progress thread: on a terminal it draws the progress line; everywhere it watches for a
 /// stall (no simulated progress for `stall_after` of wall time, `--stall-secs`, default 10 s,
-/// 0 = never) and then prints one warning naming the likely cause.
+/// 0 = never) and then prints one warning naming the likely cause. With the environment
+/// variable [`PROGRESS_LINES_ENV`] set it prints, instead of the line, one line
+/// `progress NOW END EVENTS` per interval on stderr, for a host that draws its own (the Python
+/// package).
 pub(super) fn spawn_progress_bar(
     progress: Arc<Progress>,
     done: Arc<AtomicBool>,
@@ -35,8 +41,9 @@ pub(super) fn spawn_progress_bar(
 ) -> std::thread::JoinHandle<()> {
     let mut stall = (!stall_after.is_zero()).then(|| StallDetector::new(stall_after, end));
     // A worker process of --procs draws nothing: its parent owns the terminal.
-    let terminal =
-        std::io::stderr().is_terminal() && !chronon::is_worker_process() && !crate::mpi::quiet();
+    let mine = !chronon::is_worker_process() && !crate::mpi::quiet();
+    let lines = mine && std::env::var_os(PROGRESS_LINES_ENV).is_some();
+    let terminal = mine && !lines && std::io::stderr().is_terminal();
     std::thread::spawn(move || {
         let bar = if terminal {
             indicatif::ProgressBar::new(1000)
@@ -67,6 +74,9 @@ pub(super) fn spawn_progress_bar(
             let rate = (events - last.1) as f64 / dt;
             let sim_rate = (now - last.2) / dt;
             last = (t, events, now);
+            if lines {
+                eprintln!("progress {now} {end} {events}");
+            }
             bar.set_position(((now / end) * 1000.0).clamp(0.0, 1000.0) as u64);
             bar.set_message(format!(
                 "t={now:.4} {sim_rate:.3e} sim-s/s {:.2} M ev/s",

@@ -307,8 +307,7 @@ fn study_main(plan: Plan, remote: Option<&mut dyn pool::Remote>) -> Result<u8, F
         check_plot(&plan.plot, first)?;
         plot_checked = true;
     }
-    let binary = std::env::current_exe()
-        .map_err(|e| Failure::runtime(format!("cannot find the chronon binary: {e}")))?;
+    let binary = crate::sys::SelfCommand::this()?;
     let study = Study::open(&plan.out, plan.def.clone())?;
     install_ctrlc();
     let todo: Vec<usize> = (0..all.len()).filter(|&i| !done_before[i]).collect();

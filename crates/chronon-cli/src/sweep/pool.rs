@@ -12,7 +12,7 @@ use std::collections::VecDeque;
 use std::fs::{self, File};
 use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
+use std::process::{Child, Stdio};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
@@ -45,7 +45,7 @@ pub(crate) enum Outcome {
 
 /// This process's children.
 pub(crate) struct Local {
-    binary: PathBuf,
+    binary: crate::sys::SelfCommand,
     scratch: PathBuf,
     slots: usize,
     running: Vec<Running>,
@@ -70,7 +70,7 @@ fn launcher_var(name: &str) -> bool {
 
 impl Local {
     /// Up to `slots` children of `binary`, writing their files in `scratch`.
-    pub(crate) fn new(binary: PathBuf, scratch: PathBuf, slots: usize) -> Local {
+    pub(crate) fn new(binary: crate::sys::SelfCommand, scratch: PathBuf, slots: usize) -> Local {
         Local {
             binary,
             scratch,
@@ -94,7 +94,7 @@ impl Local {
         let _ = fs::remove_file(&report);
         let err_file = File::create(&err)
             .map_err(|e| Failure::runtime(format!("cannot create {}: {e}", err.display())))?;
-        let mut cmd = Command::new(&self.binary);
+        let mut cmd = self.binary.command();
         cmd.args(&job.args)
             .arg("--output")
             .arg(&report)

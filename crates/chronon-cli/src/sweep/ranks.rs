@@ -142,8 +142,7 @@ fn work(mpi: &Mpi, slots: usize) -> Result<u8, Failure> {
 }
 
 fn work_in(mpi: &Mpi, slots: usize, scratch: PathBuf) -> Result<u8, Failure> {
-    let binary = std::env::current_exe()
-        .map_err(|e| Failure::runtime(format!("cannot find the chronon binary: {e}")))?;
+    let binary = crate::sys::SelfCommand::this()?;
     let mut local = Local::new(binary, scratch, slots);
     // Slots not yet told to stop; those without a run ask for one.
     let mut open = slots;

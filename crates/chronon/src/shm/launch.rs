@@ -1,6 +1,6 @@
 //! Starting worker processes and keeping them tidy.
 //!
-//! The parent re-executes its own binary ([`std::env::current_exe`]) P times — a bare `fork`
+//! The parent re-executes its own program ([`crate::program`]: by default its binary) P times — a bare `fork`
 //! after threads exist is not safe — with three environment variables: the worker's role
 //! (`index/procs`), the parent's pid, and the numbers of the segment descriptors it inherits
 //! (their `FD_CLOEXEC` is cleared in the child only, between fork and exec). Hygiene:
@@ -39,7 +39,7 @@ pub const PARENT_ENV: &str = "CHRONON_SHM_PARENT";
 /// parent passed them.
 pub const FDS_ENV: &str = "CHRONON_SHM_FDS";
 
-/// Starts P worker processes running this binary and waits for them (see module docs).
+/// Starts P worker processes running this program and waits for them (see module docs).
 #[derive(Debug)]
 pub struct Launcher<'a> {
     procs: usize,
@@ -146,7 +146,7 @@ impl<'a> Launcher<'a> {
 
     /// Starts the workers and waits until all exit. `Ok` iff every one exited with code 0.
     pub fn run(self) -> Result<(), LaunchError> {
-        let exe = std::env::current_exe().map_err(LaunchError::Spawn)?;
+        let (exe, prefix) = crate::program::program().map_err(LaunchError::Spawn)?;
         let raw: Vec<RawFd> = self.fds.iter().map(|f| f.as_raw_fd()).collect();
         let list = raw
             .iter()
@@ -156,7 +156,8 @@ impl<'a> Launcher<'a> {
         let mut children: Vec<Option<Child>> = Vec::with_capacity(self.procs);
         for index in 0..self.procs {
             let mut cmd = Command::new(&exe);
-            cmd.args(&self.args)
+            cmd.args(&prefix)
+                .args(&self.args)
                 .env(ROLE_ENV, format!("{index}/{}", self.procs))
                 .env(PARENT_ENV, std::process::id().to_string())
                 .env(FDS_ENV, &list)

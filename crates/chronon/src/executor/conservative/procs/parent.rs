@@ -85,7 +85,7 @@ pub(crate) fn parent_run<M: Model>(
     let args = opts
         .args
         .clone()
-        .unwrap_or_else(|| std::env::args_os().skip(1).collect());
+        .unwrap_or_else(crate::program::program_args);
     let (launched, gathered) = std::thread::scope(|s| {
         // The coordinator reads every child's report, then completes `model_stats` (asking
         // children to run `Model::finish` where it reads figures), then closes the request

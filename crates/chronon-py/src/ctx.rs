@@ -1,0 +1,342 @@
+//! What a Python handler is given: `ctx` (time, identity, sends, randomness, counters), the
+//! global-event context and the statistics of `finish`. Each wraps an engine object that lives
+//! only while the handler runs: the wrapper holds its address, cleared when the handler
+//! returns, so a `ctx` kept past its handler raises instead of reaching freed memory.
+
+use std::cell::Cell;
+
+use chronon::{Ctx, GlobalCtx, ModelStats};
+use pyo3::exceptions::{PyRuntimeError, PyValueError};
+use pyo3::prelude::*;
+
+use crate::model::PyModel;
+use crate::values::{codec, PyEvent};
+
+type EventCtx = Ctx<'static, PyModel>;
+type GlobalEventCtx = GlobalCtx<'static, PyModel>;
+
+fn gone() -> PyErr {
+    PyRuntimeError::new_err(
+        "this context belongs to a handler that has returned; use it only inside the handler",
+    )
+}
+
+/// The address of an engine object while one handler runs.
+struct Scoped<T>(Cell<*mut T>);
+
+impl<T> Scoped<T> {
+    fn new(p: *mut T) -> Self {
+        Scoped(Cell::new(p))
+    }
+
+    fn with<R>(&self, f: impl FnOnce(&mut T) -> R) -> PyResult<R> {
+        let p = self.0.get();
+        if p.is_null() {
+            return Err(gone());
+        }
+        // Safety: the pointer is set from a live `&mut T` (`PyModel`'s handlers) and cleared before
+        // that borrow ends; the object is `unsendable`, so only the handler's thread reaches
+        // it, and the handler does not run two of these calls at once (each returns before the
+        // next starts), so no two `&mut` overlap.
+        Ok(f(unsafe { &mut *p }))
+    }
+
+    fn clear(&self) {
+        self.0.set(std::ptr::null_mut());
+    }
+}
+
+/// `ctx` of `init`, `on_event`: the current time, this LP, sends, its random stream, counters.
+#[pyclass(unsendable, module = "chronon_pdes")]
+pub struct EventContext {
+    ctx: Scoped<EventCtx>,
+    pickled: bool,
+    counters: &'static [&'static str],
+}
+
+impl EventContext {
+    pub(crate) fn wrap<'a>(p: *mut Ctx<'a, PyModel>, pickled: bool) -> EventContext {
+        EventContext {
+            // The lifetime is erased; `Scoped` keeps the address only while the borrow lives.
+            ctx: Scoped::new(p.cast::<EventCtx>()),
+            pickled,
+            counters: ctx_counters(),
+        }
+    }
+
+    pub(crate) fn close(&self) {
+        self.ctx.clear();
+    }
+}
+
+fn ctx_counters() -> &'static [&'static str] {
+    crate::model::COUNTERS.get().copied().unwrap_or(&[])
+}
+
+#[pymethods]
+impl EventContext {
+    /// The current simulated time.
+    fn now(&self) -> PyResult<f64> {
+        self.ctx.with(|c| c.now())
+    }
+
+    /// This LP's number.
+    fn me(&self) -> PyResult<u32> {
+        self.ctx.with(|c| c.me())
+    }
+
+    /// The number of LPs.
+    fn lps(&self) -> PyResult<u32> {
+        self.ctx.with(|c| c.lps())
+    }
+
+    /// Sends `event` (any object; pickled between processes) to LP `dst`, to arrive at
+    /// `now() + delay`.
+    #[pyo3(signature = (dst, delay, event=None))]
+    fn send(
+        &self,
+        py: Python<'_>,
+        dst: u32,
+        delay: f64,
+        event: Option<Bound<'_, PyAny>>,
+    ) -> PyResult<()> {
+        let event = event.unwrap_or_else(|| py.None().into_bound(py));
+        if self.pickled {
+            let bytes = codec(py).pickle(&event).map_err(|e| {
+                let ty = event
+                    .get_type()
+                    .qualname()
+                    .map_or_else(|_| "?".to_string(), |n| n.to_string());
+                PyValueError::new_err(format!(
+                    "an event of type {ty} cannot be pickled, and events between processes travel pickled: {}",
+                    crate::error_line(py, &e)
+                ))
+            })?;
+            self.ctx.with(|c| {
+                let payload = PyEvent::pickled(c.alloc_slice(bytes.as_bytes()));
+                c.send(dst, delay, payload)
+            })
+        } else {
+            let payload = PyEvent::local(event.unbind());
+            self.ctx.with(|c| c.send(dst, delay, payload))
+        }
+    }
+
+    /// This LP's random stream: the only randomness a model may use (it is part of the LP's
+    /// state, so every executor draws the same numbers).
+    fn rng(slf: PyRef<'_, Self>) -> PyResult<Rng> {
+        slf.ctx.with(|_| ())?;
+        Ok(Rng { ctx: slf.into() })
+    }
+
+    /// Adds `delta` to the counter `name` (one of the model's `counters`).
+    #[pyo3(signature = (name, delta=1))]
+    fn count(&self, name: &str, delta: i64) -> PyResult<()> {
+        let Some(i) = self.counters.iter().position(|c| *c == name) else {
+            return Err(PyValueError::new_err(format!(
+                "no counter '{name}': the model's `counters` are {:?}",
+                self.counters
+            )));
+        };
+        self.ctx.with(|c| c.count(i, delta))
+    }
+}
+
+/// An LP's random stream (`ctx.rng()`), valid while its handler runs.
+#[pyclass(unsendable, module = "chronon_pdes")]
+pub struct Rng {
+    ctx: Py<EventContext>,
+}
+
+impl Rng {
+    fn with<R>(&self, py: Python<'_>, f: impl FnOnce(&mut chronon::LpRng) -> R) -> PyResult<R> {
+        self.ctx.borrow(py).ctx.with(|c| f(c.rng()))
+    }
+}
+
+#[pymethods]
+impl Rng {
+    /// A uniform number in [0, 1).
+    fn random(&self, py: Python<'_>) -> PyResult<f64> {
+        self.with(py, |r| r.uniform())
+    }
+
+    /// A uniform number in [a, b).
+    fn uniform(&self, py: Python<'_>, a: f64, b: f64) -> PyResult<f64> {
+        self.with(py, |r| r.uniform_range(a, b))
+    }
+
+    /// An exponential number of mean `mean`.
+    fn exponential(&self, py: Python<'_>, mean: f64) -> PyResult<f64> {
+        if !(mean > 0.0 && mean.is_finite()) {
+            return Err(PyValueError::new_err(format!(
+                "exponential(mean={mean}): the mean must be finite and > 0"
+            )));
+        }
+        self.with(py, |r| r.exponential_mean(mean))
+    }
+
+    /// An exponential number of rate `rate` (as `random.expovariate`).
+    fn expovariate(&self, py: Python<'_>, rate: f64) -> PyResult<f64> {
+        if !(rate > 0.0 && rate.is_finite()) {
+            return Err(PyValueError::new_err(format!(
+                "expovariate({rate}): the rate must be finite and > 0"
+            )));
+        }
+        self.with(py, |r| r.exponential_rate(rate))
+    }
+
+    /// A uniform integer in [0, n).
+    fn randrange(&self, py: Python<'_>, n: u64) -> PyResult<u64> {
+        if n == 0 {
+            return Err(PyValueError::new_err("randrange(0): the range is empty"));
+        }
+        self.with(py, |r| r.below(n))
+    }
+
+    /// A uniform integer in [a, b], both included.
+    fn randint(&self, py: Python<'_>, a: i64, b: i64) -> PyResult<i64> {
+        if b < a {
+            return Err(PyValueError::new_err(format!(
+                "randint({a}, {b}): the range is empty"
+            )));
+        }
+        let span = (b as i128 - a as i128 + 1) as u64;
+        self.with(py, |r| a.wrapping_add(r.below(span) as i64))
+    }
+
+    /// A uniformly chosen element of the sequence `seq`.
+    fn choice<'py>(&self, py: Python<'py>, seq: Bound<'py, PyAny>) -> PyResult<Bound<'py, PyAny>> {
+        let n = seq.len()?;
+        if n == 0 {
+            return Err(PyValueError::new_err("choice() of an empty sequence"));
+        }
+        let i = self.with(py, |r| r.below(n as u64))?;
+        seq.get_item(i as usize)
+    }
+
+    /// True with probability `p`.
+    fn bernoulli(&self, py: Python<'_>, p: f64) -> PyResult<bool> {
+        self.with(py, |r| r.bernoulli(p))
+    }
+}
+
+/// `ctx` of `on_global`: the time, every LP's state (read only), statistics, series and the
+/// next global event.
+#[pyclass(unsendable, module = "chronon_pdes")]
+pub struct GlobalContext {
+    ctx: Scoped<GlobalEventCtx>,
+}
+
+impl GlobalContext {
+    pub(crate) fn wrap<'a>(p: *mut GlobalCtx<'a, PyModel>) -> GlobalContext {
+        GlobalContext {
+            ctx: Scoped::new(p.cast::<GlobalEventCtx>()),
+        }
+    }
+
+    pub(crate) fn close(&self) {
+        self.ctx.clear();
+    }
+}
+
+#[pymethods]
+impl GlobalContext {
+    /// The time of this global event.
+    fn now(&self) -> PyResult<f64> {
+        self.ctx.with(|c| c.now())
+    }
+
+    /// The number of LPs.
+    fn lps(&self) -> PyResult<u32> {
+        self.ctx.with(|c| c.lps())
+    }
+
+    /// LP `lp`'s state (do not change it).
+    fn state(&self, py: Python<'_>, lp: u32) -> PyResult<Py<PyAny>> {
+        self.ctx.with(|c| {
+            if lp >= c.lps() {
+                return Err(PyValueError::new_err(format!(
+                    "state({lp}): there are {} LPs",
+                    c.lps()
+                )));
+            }
+            Ok(c.state(lp).0.clone_ref(py))
+        })?
+    }
+
+    /// Adds `value` to the statistic `name` of the report's `model_stats`.
+    fn add(&self, name: &str, value: f64) -> PyResult<()> {
+        self.ctx.with(|c| c.stats().add(name, value))?;
+        Ok(())
+    }
+
+    /// Sets the statistic `name` of the report's `model_stats`.
+    fn set(&self, name: &str, value: f64) -> PyResult<()> {
+        self.ctx.with(|c| c.stats().set(name, value))?;
+        Ok(())
+    }
+
+    /// Appends the point (now, `value`) to the series `name` of the report's `model_series`.
+    fn record(&self, name: &str, value: f64) -> PyResult<()> {
+        self.ctx.with(|c| c.record(name, value))?;
+        Ok(())
+    }
+
+    /// Schedules the next global event `delay` after this one.
+    fn schedule(&self, delay: f64) -> PyResult<()> {
+        if !(delay > 0.0 && delay.is_finite()) {
+            return Err(PyValueError::new_err(format!(
+                "schedule({delay}): the delay must be finite and > 0"
+            )));
+        }
+        self.ctx.with(|c| c.schedule(delay))?;
+        Ok(())
+    }
+}
+
+/// The statistics `finish` adds to (the report's `model_stats`): sums, values, minima, maxima
+/// over every LP, the same under every executor.
+#[pyclass(unsendable, module = "chronon_pdes")]
+pub struct Stats {
+    stats: Scoped<ModelStats>,
+}
+
+impl Stats {
+    pub(crate) fn wrap(p: *mut ModelStats) -> Stats {
+        Stats {
+            stats: Scoped::new(p),
+        }
+    }
+
+    pub(crate) fn close(&self) {
+        self.stats.clear();
+    }
+}
+
+#[pymethods]
+impl Stats {
+    /// Adds `value` to the statistic `name` (a sum over LPs).
+    fn add(&self, name: &str, value: f64) -> PyResult<()> {
+        self.stats.with(|c| c.add(name, value))?;
+        Ok(())
+    }
+
+    /// Sets the statistic `name`.
+    fn set(&self, name: &str, value: f64) -> PyResult<()> {
+        self.stats.with(|c| c.set(name, value))?;
+        Ok(())
+    }
+
+    /// Keeps the smallest value given for `name`.
+    fn min(&self, name: &str, value: f64) -> PyResult<()> {
+        self.stats.with(|c| c.min(name, value))?;
+        Ok(())
+    }
+
+    /// Keeps the largest value given for `name`.
+    fn max(&self, name: &str, value: f64) -> PyResult<()> {
+        self.stats.with(|c| c.max(name, value))?;
+        Ok(())
+    }
+}

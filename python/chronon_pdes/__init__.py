@@ -1,0 +1,242 @@
+"""chronon from Python: run, check and sweep chronon's models, or your own written in Python, under
+every executor (sequential, window, null-message, lock-step, Time Warp), on threads or worker
+processes, with the same committed history (its fingerprint) under each.
+
+>>> import chronon_pdes as chronon
+>>> r = chronon.run("phold", lps=64, end=10, sync="window", threads=2)
+>>> r.fingerprint == chronon.run("phold", lps=64, end=10).fingerprint
+True
+
+A model in Python is a class with ``lps``, ``init(ctx)`` and ``on_event(state, event, ctx)``
+(see :class:`Model` and docs/python.md).
+"""
+
+import csv
+import json
+import os
+import re
+import sys
+from typing import Any, Dict, Iterable, List, Optional, Union
+
+from . import _runner
+from .errors import CheckFailed, ChrononError, ConfigError, ModelError, StoppedError
+from .model import Model
+from .report import CheckResult, Report
+
+__all__ = [
+    "run",
+    "check",
+    "sweep",
+    "Model",
+    "Report",
+    "CheckResult",
+    "Study",
+    "ChrononError",
+    "ConfigError",
+    "ModelError",
+    "StoppedError",
+    "CheckFailed",
+]
+
+try:
+    from ._native import __version__
+except ImportError:  # pragma: no cover - the package without its native module
+    __version__ = "unknown"
+
+
+def _show_progress(progress: Optional[bool]) -> bool:
+    if progress is not None:
+        return progress
+    return "ipykernel" in sys.modules or sys.stderr.isatty()
+
+
+def _model_args(model: Any, params: Optional[Dict[str, Any]]):
+    """(name, Python model or None) and the model's flags."""
+    if isinstance(model, str):
+        if params:
+            raise ConfigError("params= is for models written in Python; give a built-in model's "
+                              "parameters as keywords (lps=64)")
+        return model, None, []
+    name = _runner.model_name(model)
+    extra = []
+    for k, v in (params or {}).items():
+        extra += ["--param", f"{k}={v!r}"]
+    return name, model, extra
+
+
+def _end_of(model: Any, end: Optional[float]) -> Optional[float]:
+    if end is not None or isinstance(model, str):
+        return end
+    e = getattr(model, "end", None)
+    return float(e) if e is not None else None
+
+
+def run(model: Any, end: Optional[float] = None, *, params: Optional[Dict[str, Any]] = None,
+        progress: Optional[bool] = None, output: Optional[str] = None, **options: Any) -> Report:
+    """Runs ``model`` once and returns its :class:`Report`.
+
+    ``model`` is a model's name (``"phold"``, ``"pcs"``...; its parameters as keywords:
+    ``lps=1024``) or a Python model object (its attributes changed for this run by ``params``).
+    ``end`` is the end time (a Python model's ``end`` attribute, a built-in model's default,
+    when left out). Every option of ``chronon run`` is a keyword: ``sync="timewarp"``,
+    ``threads=2``, ``procs=2``, ``seed=7``, ``queue="heap"``... (``--state-saving`` is
+    ``state_saving``). ``output`` keeps the report file (or, ending in ``/``, the directory of
+    report.json, progress.csv, series.csv) there too.
+
+    Ctrl-C (a notebook's stop button) stops the run and returns its incomplete report
+    (``complete`` is False). A refused option raises :class:`ConfigError`; a model that fails,
+    :class:`ModelError` (with ``lp``, ``time`` and the handler's own exception as its cause).
+    """
+    name, obj, extra = _model_args(model, params)
+    end = _end_of(model, end)
+    child = _runner.Child([], model=obj, end=end, progress=True)
+    try:
+        target = output if output is not None else child.path("out") + os.sep
+        args = ["run", name] + extra + _runner.flags(options)
+        if end is not None:
+            args += ["--end", repr(float(end))]
+        child.args += args + ["--output", target]
+        bar = _runner.Progress(_show_progress(progress))
+        try:
+            code, _ = child.run(on_line=bar)
+        finally:
+            bar.close()
+        report_path = os.path.join(target, "report.json") if target.endswith(os.sep) else target
+        if code in (0, _runner.EXIT_INTERRUPTED) and os.path.exists(report_path):
+            with open(report_path) as f:
+                report = Report(json.load(f))
+            if not report.get("complete", True):
+                import warnings
+
+                warnings.warn("the run was stopped: its report covers the events committed before the stop",
+                              stacklevel=2)
+            return report
+        raise child.fail(code)
+    finally:
+        child.close()
+
+
+_COUNTS = re.compile(r"check: (\d+) passed, (\d+) failed")
+_SEED = re.compile(r"check: seed (\d+)")
+
+
+def check(model: Any = None, *, seconds: Optional[float] = None, runs: Optional[int] = None,
+          seed: Optional[int] = None, sync: Optional[Union[str, Iterable[str]]] = None,
+          end: Optional[float] = None, params: Optional[Dict[str, Any]] = None,
+          raise_on_failure: bool = False, verbose: bool = False, **options: Any) -> CheckResult:
+    """chronon's differential check: random configurations (executor, threads, processes,
+    queue, seed...) of ``model`` run in parallel and compared with the sequential run; a run
+    whose committed history (fingerprint, committed count or model statistics) differs is a
+    failure, printed with the command line that reproduces it.
+
+    ``model``: a built-in model's name, a Python model object, or None (every built-in model).
+    ``seconds`` / ``runs`` bound the campaign (default 60 seconds); ``seed`` replays one.
+    Returns a :class:`CheckResult` (true when every run agreed); with ``raise_on_failure``,
+    raises :class:`CheckFailed` instead of returning a failed one.
+    """
+    obj = None
+    args = ["check"]
+    if model is not None:
+        name, obj, extra = _model_args(model, params)
+        if extra:
+            raise ConfigError("check() draws its configurations from the model's defaults: set "
+                              "the model's attributes instead of params=")
+        args += ["--models", name]
+    end = _end_of(model, end) if model is not None else end
+    if obj is not None and end is None:
+        raise ConfigError("check() of a Python model needs an end time: give end=, or an `end` "
+                          "attribute on the model")
+    if isinstance(sync, (list, tuple)):
+        sync = ",".join(sync)
+    args += _runner.flags({"seconds": seconds, "runs": runs, "seed": seed, "sync": sync, **options})
+    if verbose:
+        args.append("--verbose")
+    child = _runner.Child(args, model=obj, end=end)
+    try:
+        def echo(line: str) -> bool:
+            if verbose or "FAIL" in line:
+                print(line, file=sys.stderr)
+            return False
+
+        code, _ = child.run(on_line=echo)
+        lines = child.stderr
+        counts = [m for m in map(_COUNTS.search, lines) if m]
+        if code not in (0, 1) or not counts:
+            raise child.fail(code)
+        passed, failed = int(counts[-1].group(1)), int(counts[-1].group(2))
+        seeds = [m for m in map(_SEED.search, lines) if m]
+        result = CheckResult(passed, failed, int(seeds[0].group(1)) if seeds else None, lines)
+        if raise_on_failure and not result.ok:
+            raise CheckFailed(f"check: {failed} of {passed + failed} runs differ from the "
+                              f"sequential run (seed {result.seed})", result)
+        return result
+    finally:
+        child.close()
+
+
+def _read_csv(path: str):
+    try:
+        import pandas  # type: ignore
+
+        return pandas.read_csv(path)
+    except ImportError:
+        with open(path, newline="") as f:
+            return list(csv.DictReader(f))
+
+
+class Study:
+    """A sweep's results: ``runs`` (one row per run) and ``summary`` (per point: mean, sd and the
+    95 % interval of every statistic), as pandas DataFrames when pandas is installed, lists of
+    dicts otherwise; ``dir`` is the study's directory (plots in ``dir/plots``)."""
+
+    def __init__(self, directory: str):
+        self.dir = directory
+        self.runs = _read_csv(os.path.join(directory, "runs.csv"))
+        self.summary = _read_csv(os.path.join(directory, "summary.csv"))
+
+    def __repr__(self) -> str:
+        return f"Study({self.dir!r}, runs={len(self.runs)})"
+
+
+def sweep(model: Any, out: str, end: Optional[float] = None, *, replications: int = 1,
+          jobs: Optional[int] = None, plot: Optional[Iterable[str]] = None,
+          params: Optional[Dict[str, Any]] = None, progress: Optional[bool] = None,
+          **options: Any) -> Study:
+    """A study of ``model``: every option given a list (``threads=[1, 2]``) or a ``range`` is
+    swept, every point run ``replications`` times with independent seeds; the runs, the summary
+    (mean, standard deviation, 95 % confidence interval) and plots go to the directory ``out``
+    (a rerun with the same ``out`` skips finished runs). A Python model's ``params`` may be a
+    list of values for one attribute: ``params={"rate": [0.5, 0.7]}``."""
+    obj = None
+    if isinstance(model, str):
+        name, extra = model, []
+    else:
+        name, obj = _runner.model_name(model), model
+        extra = []
+        for k, v in (params or {}).items():
+            values = v if isinstance(v, (list, tuple, range)) else [v]
+            extra += ["--param", ",".join(f"{k}={x!r}" for x in values)]
+    end = _end_of(model, end)
+    args = ["sweep", "--out", out, "--replications", str(replications)]
+    if jobs is not None:
+        args += ["--jobs", str(jobs)]
+    if plot is not None:
+        args += ["--plot", ",".join(plot)]
+    args += [name] + extra + _runner.flags(options)
+    if end is not None:
+        args += ["--end", repr(float(end))]
+    child = _runner.Child(args, model=obj, end=end)
+    try:
+        show = _show_progress(progress)
+
+        def echo(line: str) -> bool:
+            if show:
+                print(line, file=sys.stderr)
+            return False
+
+        code, _ = child.run(on_line=echo)
+        if code != 0:
+            raise child.fail(code)
+        return Study(out)
+    finally:
+        child.close()

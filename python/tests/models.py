@@ -1,0 +1,134 @@
+"""Python models for the tests: an M/M/1 tandem, and models that break the rules."""
+
+import random
+
+
+class Tandem:
+    """Customers arrive at station 0 (Poisson, rate `rate`), are served at each of `stations`
+    M/M/1 stations in turn (exponential service of rate `service`) and move between stations in
+    `transit` time units (the lookahead)."""
+
+    counters = ["arrivals"]
+
+    def __init__(self, stations=3, rate=0.5, service=1.0, transit=0.5, end=200.0):
+        self.stations = stations
+        self.rate = rate
+        self.service = service
+        self.transit = transit
+        self.end = end
+
+    @property
+    def lps(self):
+        return self.stations
+
+    @property
+    def lookahead(self):
+        return self.transit
+
+    def init(self, ctx):
+        if ctx.me() == 0:
+            ctx.send(0, ctx.rng().expovariate(self.rate), ("gen",))
+        return {"queue": [], "busy": False, "served": 0, "sojourn": 0.0}
+
+    def arrive(self, st, ctx):
+        st["queue"].append(ctx.now())
+        ctx.count("arrivals")
+        if not st["busy"]:
+            st["busy"] = True
+            ctx.send(ctx.me(), ctx.rng().expovariate(self.service), ("done",))
+
+    def on_event(self, st, ev, ctx):
+        kind = ev[0]
+        if kind == "gen":
+            ctx.send(0, ctx.rng().expovariate(self.rate), ("gen",))
+            self.arrive(st, ctx)
+        elif kind == "arrive":
+            self.arrive(st, ctx)
+        else:
+            came = st["queue"].pop(0)
+            st["served"] += 1
+            st["sojourn"] += ctx.now() - came
+            if ctx.me() + 1 < self.stations:
+                ctx.send(ctx.me() + 1, self.transit, ("arrive",))
+            if st["queue"]:
+                ctx.send(ctx.me(), ctx.rng().expovariate(self.service), ("done",))
+            else:
+                st["busy"] = False
+
+    def finish(self, lp, st, stats):
+        stats.add("served", st["served"])
+        stats.add("sojourn", st["sojourn"])
+        stats.set(f"mean_sojourn_{lp}", st["sojourn"] / max(st["served"], 1))
+
+
+class Ring:
+    """A token ring with a reverse handler and global events (sampling every LP's count)."""
+
+    lps = 5
+    lookahead = 1.0
+    end = 40.0
+    global_events = [10.0]
+
+    def init(self, ctx):
+        if ctx.me() == 0:
+            ctx.send(1, 1.0 + ctx.rng().random(), ctx.me())
+        return 0
+
+    def on_event(self, hops, ev, ctx):
+        ctx.send((ctx.me() + 1) % self.lps, 1.0 + ctx.rng().random(), ev)
+        return hops + 1
+
+    def reverse(self, hops, ev, where):
+        return hops - 1
+
+    def on_global(self, ctx):
+        ctx.record("hops", sum(ctx.state(lp) for lp in range(ctx.lps())))
+        ctx.schedule(10.0)
+
+    def finish(self, lp, hops, stats):
+        stats.add("hops", hops)
+
+
+class PythonRandom(Tandem):
+    """Draws service times from Python's `random` module (not the LP's stream): its history
+    depends on the order the executor runs events in."""
+
+    def arrive(self, st, ctx):
+        st["queue"].append(ctx.now())
+        if not st["busy"]:
+            st["busy"] = True
+            ctx.send(ctx.me(), random.expovariate(self.service), ("done",))
+
+
+class Raises(Tandem):
+    """Raises in LP 1's first event at or after time 20."""
+
+    def on_event(self, st, ev, ctx):
+        if ctx.me() == 1 and ctx.now() >= 20.0:
+            raise ValueError(f"broken at {ctx.now()}")
+        super().on_event(st, ev, ctx)
+
+
+class Unpicklable(Tandem):
+    """Sends events that cannot be pickled (a lambda)."""
+
+    def on_event(self, st, ev, ctx):
+        if ev[0] == "done" and ctx.me() + 1 < self.stations:
+            ctx.send(ctx.me() + 1, self.transit, ("arrive", lambda: 1))
+        super().on_event(st, ev, ctx)
+
+
+class BelowLookahead(Tandem):
+    """Sends to the next station faster than the lookahead."""
+
+    def on_event(self, st, ev, ctx):
+        if ev[0] == "done" and ctx.me() + 1 < self.stations:
+            ctx.send(ctx.me() + 1, self.transit / 10, ("arrive",))
+        super().on_event(st, ev, ctx)
+
+
+class NoState(Tandem):
+    """Forgets to return the state from init."""
+
+    def init(self, ctx):
+        super().init(ctx)
