@@ -158,8 +158,8 @@ def check(model: Any = None, *, seconds: Optional[float] = None, runs: Optional[
                 print(line, file=sys.stderr)
             return False
 
-        code, _ = child.run(on_line=echo)
-        lines = child.stderr
+        code, out = child.run(on_line=echo, capture_stdout=True)
+        lines = child.stderr + out.splitlines()
         counts = [m for m in map(_COUNTS.search, lines) if m]
         if code not in (0, 1) or not counts:
             raise child.fail(code)

@@ -7,6 +7,7 @@ way on every platform.
 import json
 import os
 import pickle
+import re
 import signal
 import subprocess
 import sys
@@ -16,6 +17,9 @@ from typing import Any, Dict, List, Optional, Tuple
 
 from . import _child
 from .errors import ChrononError, ConfigError, ModelError, StoppedError
+
+# Where a model failed, in chronon's message.
+_WHERE = re.compile(r"LP (\d+) at time ([0-9.eE+-]+|inf)")
 
 # Exit codes of the command line.
 EXIT_BAD_INPUT = 2
@@ -163,10 +167,13 @@ class Child:
                 err = ModelError(line, lp=lp, time=now, handler=handler, exception=exc)
                 err.__cause__ = exc
                 return err
+        if line.startswith("model "):
+            where = _WHERE.search(line)
+            if where:
+                return ModelError(line, lp=int(where.group(1)), time=float(where.group(2)))
+            return ModelError(line)
         if code == EXIT_BAD_INPUT:
             return ConfigError(line)
-        if line.startswith("model "):
-            return ModelError(line)
         if code == EXIT_INTERRUPTED:
             return StoppedError(line)
         return ChrononError(line)
