@@ -1,4 +1,4 @@
-//! Shared memory between worker processes on one machine (issue 10; seed 000 §3.1–3.3):
+//! Shared memory between worker processes on one machine (seed 000 §3.1–3.3):
 //!
 //! - [`Segment`]: anonymous shared memory (memfd, mode 0600) passed by descriptor;
 //! - [`Heap`] and [`BPtr`]: per-process shared heaps in size classes, zero-copy pointers that
