@@ -273,8 +273,7 @@ fn bound_holds(bin: &str, lps: &str, end: &str) {
         "peak RSS {peak} above 1.1 x {bound}"
     );
     // The controller ran: it sampled VmRSS and kept its estimate within the bound. (Whether the
-    // cap bites depends on the 3 % headroom of the suggestion and the run's length; the release
-    // figures in docs/bench-timewarp.md show capped rounds at the minimum bound.)
+    // cap bites depends on the headroom of the suggestion and the run's length.)
     assert!(field("memory_rss_samples") > 0.0, "{report}");
     let estimate = field("memory_peak_estimate");
     assert!(estimate > 0.0 && estimate <= bound, "{report}");
