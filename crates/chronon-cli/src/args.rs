@@ -33,8 +33,9 @@ pub(crate) struct CommonArgs {
     /// Worker threads; more than 1 needs a parallel --sync [default: 1].
     #[arg(long, help_heading = EXEC)]
     pub threads: Option<usize>,
-    /// Worker processes on this machine, each with --threads threads (--sync window, lockstep
-    /// or null-message; models whose events may cross a process boundary) [default: none].
+    /// Worker processes on this machine, each with --threads threads (--sync window, lockstep,
+    /// null-message or timewarp; models whose events may cross a process boundary) [default:
+    /// none].
     #[arg(long, help_heading = EXEC)]
     pub procs: Option<usize>,
     /// MPI ranks: run under `mpirun -n R` (a build with the `mpi` feature); checked against
@@ -85,7 +86,8 @@ pub(crate) struct CommonArgs {
     #[arg(long, help_heading = CONSERVATIVE)]
     pub max_null_messages: Option<f64>,
     /// Lock-step runtime system (seed 002): threads (persistent workers), work-stealing (a
-    /// rayon task per group of --threshold LPs each lock-step) or bsp (waits for issue 10)
+    /// rayon task per group of --threshold LPs each lock-step) or bsp (--threads N
+    /// single-threaded worker processes that exchange events at the superstep barrier)
     /// [default: threads].
     #[arg(long, help_heading = CONSERVATIVE)]
     pub runtime: Option<crate::choices::Runtime>,

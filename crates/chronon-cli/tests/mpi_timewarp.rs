@@ -155,9 +155,8 @@ fn every_model_over_ranks_commits_the_sequential_history() {
 }
 
 /// Shared-heap (`BPtr`) payloads serialize what they point to across ranks (nested ones too:
-/// star-clique's packet bodies). Star-clique at 3 ranks × 2 threads too: it rolled back ~100
-/// times what it committed (93 s) while packet bodies were deserialized a byte at a time
-/// (docs/benchmarks.md); as one byte block it takes seconds.
+/// star-clique's packet bodies). Star-clique at 3 ranks × 2 threads too: with packet bodies
+/// deserialized as one byte block it takes seconds (a byte at a time it took 46–93 s).
 #[test]
 fn shared_heap_payload_models_over_ranks() {
     differential(

@@ -183,14 +183,14 @@ fn time_warp_prints_the_sequential_fingerprint_and_writes_gvt_csv() {
 /// at once with the bound that would do; at that bound the run completes, speculation is
 /// capped (the report shows it), the history is the sequential one, and the peak resident
 /// memory (VmHWM) stays within 1.1 x the bound. Scale: 100 000 LPs x 10 events and a short end
-/// (1 M LPs, the issue's case, is measured in release in docs/bench-timewarp.md; in a debug
-/// build it would take minutes).
+/// (1 M LPs is the next test, on a release binary; in a debug build it would take
+/// minutes).
 #[test]
 fn max_memory_bounds_the_process_or_names_the_bound_that_would_do() {
     bound_holds(env!("CARGO_BIN_EXE_chronon"), "100000", "0.3");
 }
 
-/// The same on 1 M LPs, the size issue 9 names (too slow for a debug binary): `.ci/run` runs
+/// The same on 1 M LPs (too slow for a debug binary): `.ci/run` runs
 /// it with `CHRONON_BIN` set to the release binary.
 #[test]
 #[ignore = "needs a release binary in CHRONON_BIN (.ci/run sets it)"]
@@ -273,8 +273,7 @@ fn bound_holds(bin: &str, lps: &str, end: &str) {
         "peak RSS {peak} above 1.1 x {bound}"
     );
     // The controller ran: it sampled VmRSS and kept its estimate within the bound. (Whether the
-    // cap bites depends on the 3 % headroom of the suggestion and the run's length; the release
-    // figures in docs/bench-timewarp.md show capped rounds at the minimum bound.)
+    // cap bites depends on the headroom of the suggestion and the run's length.)
     assert!(field("memory_rss_samples") > 0.0, "{report}");
     let estimate = field("memory_peak_estimate");
     assert!(estimate > 0.0 && estimate <= bound, "{report}");
@@ -376,7 +375,7 @@ fn calibrate_ticks_prints_overhead_per_period_and_refuses_bad_periods() {
     assert_eq!(err.trim_end().lines().count(), 1, "{err}");
 }
 
-/// Issue 12, item 6: the summary shows rollback length (events and wall time) with and without
+/// The summary shows rollback length (events and wall time) with and without
 /// `--preempt`, and the preemption and tick figures under it.
 #[test]
 fn the_summary_shows_rollback_lengths_and_preemption_figures() {

@@ -1,5 +1,5 @@
-//! Time Warp's adaptive optimism window on the configurations that used to thrash (issue 8):
-//! with more threads than cores the default run commits the sequential history, and the
+//! Time Warp's adaptive optimism window on configurations that thrash under unbounded
+//! optimism: with more threads than cores the default run commits the sequential history, and the
 //! controller bounds the window when rollbacks waste the work. No timings are asserted.
 
 use chronon::{Executor, Model, Report, Simulation, StateSaving, TimeWarpConfig};

@@ -1,10 +1,10 @@
 //! # chronon: parallel discrete event simulation with one committed history
 //!
 //! A chronon model is a set of *logical processes* (LPs) that exchange timestamped events. You
-//! describe one LP's behaviour by implementing [`Model`]; chronon runs it sequentially or (as
-//! the parallel executors land) on many threads, and every executor commits the same events in
-//! the same order. Each run prints a [`Fingerprint`] of its committed history so you can check
-//! that yourself.
+//! describe one LP's behaviour by implementing [`Model`]; chronon runs it sequentially or in
+//! parallel (conservative executors or Time Warp, on threads, on worker processes of one
+//! machine or on MPI ranks), and every executor commits the same events in the same order.
+//! Each run prints a [`Fingerprint`] of its committed history so you can check that yourself.
 //!
 //! ## A first model
 //!

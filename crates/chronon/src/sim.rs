@@ -75,8 +75,8 @@ where
     M::Event: crate::mpi::RankSafe,
 {
     /// Runs the simulation over every rank of the MPI world (this program started by
-    /// `mpirun -n R`), each with the executor's threads (window, lock-step or null messages;
-    /// the LP mapping is over all R × W workers, numbered `rank * W + thread`). Every rank
+    /// `mpirun -n R`), each with the executor's threads (window, lock-step, null messages or
+    /// Time Warp; the LP mapping is over all R × W workers, numbered `rank * W + thread`). Every rank
     /// builds the same simulation and calls `run`; rank 0's report is the run's (fingerprint,
     /// committed count and `model_stats` equal the sequential run's), the other ranks get an
     /// empty report with the same completeness, or the same error. Needs

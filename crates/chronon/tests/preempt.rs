@@ -248,7 +248,7 @@ fn preemptive_time_warp_commits_the_sequential_history() {
     );
 }
 
-/// The report's rollback lengths (issue 12, item 6), in total and per worker: present, and
+/// The report's rollback lengths, in total and per worker: present, and
 /// consistent with the counts (events undone = rollbacks × mean length, totals = sums).
 fn assert_rollback_figures(r: &Report, what: &str) {
     const KEYS: [&str; 6] = [

@@ -109,7 +109,7 @@ pub(crate) fn executor_flags(
             f.set("shared-sets", d.int(1, 3));
         }
     }
-    // Worker processes (issue 10) for the conservative protocols on persistent workers without
+    // Worker processes for the conservative protocols on persistent workers without
     // load balancing, on every model (every shipped model's events may cross a process
     // boundary); a drawn configuration with global events is refused in one line and counted
     // as refused.

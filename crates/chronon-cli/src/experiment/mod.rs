@@ -6,8 +6,8 @@
 //! * `NAME.svg`: the figure in the seed's layout;
 //! * `runs/`: every child's JSON report (`chronon report DIR/runs` plots them).
 //!
-//! The experiments are a registry ([`registry::EXPERIMENTS`]): a later issue adds one by adding
-//! an entry; an entry that waits for another issue says which, and refuses to run.
+//! The experiments are a registry ([`registry::EXPERIMENTS`]): a new experiment is a new
+//! entry; an entry that waits for a part not built yet says which, and refuses to run.
 
 pub(crate) mod gsu;
 mod msg_lbts;
@@ -133,8 +133,8 @@ pub(crate) struct Ready {
 #[derive(Clone, Copy)]
 pub(crate) enum Status {
     Ready(Ready),
-    /// Waits for this (an issue and what it brings). No entry waits today; the variant stays
-    /// for an experiment added before the issue it needs has landed.
+    /// Waits for this (the part not built yet). No entry waits today; the variant stays for an
+    /// experiment added before a part it needs is built.
     #[allow(dead_code)]
     Waits(&'static str),
 }
@@ -148,7 +148,7 @@ pub(crate) struct Experiment {
     pub what: &'static str,
     /// What it needs: threads, processes, MPI.
     pub needs: &'static str,
-    /// Parts of the seed's layout that wait for another issue (empty: none).
+    /// Parts of the seed's layout that wait for a part not built yet (empty: none).
     pub partial: &'static str,
     /// Repetitions at full size unless `--reps` says otherwise (1 where one repetition already
     /// takes minutes).

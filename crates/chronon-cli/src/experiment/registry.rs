@@ -1,6 +1,6 @@
 //! Every experiment `chronon experiment` knows. To add one: write its plan, extract and render
 //! functions (see `seed001.rs` for the shape) and add an entry here; an experiment whose parts
-//! have not landed is an entry with `Status::Waits` naming the issue.
+//! are not built yet is an entry with `Status::Waits` naming what it waits for.
 
 use super::{
     gsu, ours, refcount, run_metrics, scaling, seed000, seed001, seed002, seed003, store_alloc,

@@ -1,7 +1,7 @@
 //! Seed 003 (fine-grain time-sharing Time Warp): PHOLD in three phases (Fig. 6, Table I), the
 //! data store model (Fig. 7, Table II) and the personal communication system (Fig. 10, Table
-//! III): traditional (non-preemptive) Time Warp against time-sharing Time Warp (`--preempt`,
-//! issue 12) at every parallel thread count.
+//! III): traditional (non-preemptive) Time Warp against time-sharing Time Warp (`--preempt`)
+//! at every parallel thread count.
 
 use super::{md_table, num, Point, Rendered, Results, Settings};
 use crate::report::plot::{figure, Bars, Panel, Series};

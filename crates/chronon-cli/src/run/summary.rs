@@ -46,8 +46,8 @@ pub(super) fn print_summary(name: &str, r: &Report) {
     }
 }
 
-/// Time Warp's rollback and preemption lines of the summary (issue 12, item 6; the same
-/// figures, per worker too, are in the report's `executor_stats` and `workers`).
+/// Time Warp's rollback and preemption lines of the summary (the same figures, per worker
+/// too, are in the report's `executor_stats` and `workers`).
 fn time_warp_lines(r: &Report) -> Vec<String> {
     let es = &r.executor_stats;
     let get = |k: &str| es.get(k).copied().unwrap_or(0.0);

@@ -128,7 +128,7 @@ pub fn differential_tw(model: &[&str], seq: &serde_json::Value) {
     );
 }
 
-/// Preemptive Time Warp across processes (issue 12): 2 processes × 1–2 threads, `--preempt`,
+/// Preemptive Time Warp across processes: 2 processes × 1–2 threads, `--preempt`,
 /// commits the sequential history; the report's preemption and rollback figures are the sums
 /// of the workers' (every process's).
 pub fn differential_preempt(model: &[&str], seq: &serde_json::Value) {

@@ -21,8 +21,8 @@ pub(super) const PAGE: usize = 1024;
 /// The most segments one top is split into.
 pub(super) const SEGMENTS: usize = 8;
 /// Tops with at least this many events are split (2 MiB of 32-byte entries; measured on
-/// PHOLD with 16 384 LPs, whose tops reach 10^5 events: the smaller spreads were faster too,
-/// docs/benchmarks.md); unit tests split small tops so that the ladder's property tests cover
+/// PHOLD with 16 384 LPs, whose tops reach 10^5 events: the smaller spreads were faster too);
+/// unit tests split small tops so that the ladder's property tests cover
 /// both paths.
 #[cfg(not(test))]
 pub(super) const SPLIT_MIN: usize = 1 << 16;

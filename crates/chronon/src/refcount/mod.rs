@@ -17,7 +17,7 @@
 //! | [`BufferedDeferred`] | §3.3.4, dedicated thread | the same, applied by a dedicated thread |
 //!
 //! `chronon bench refcount` measures them in the layout of the seed's Tables 3–8 (see
-//! docs/benchmarks.md); the default, [`XAdd`], is the fastest there in a model run on this
+//! docs/experiments.md, 001-refcount); the default, [`XAdd`], is the fastest there in a model run on this
 //! machine. The protocols, their invariants and proof sketches are in this folder's README.
 //!
 //! ```

@@ -1,4 +1,4 @@
-//! Shared memory between worker processes on one machine (issue 10; seed 000 §3.1–3.3):
+//! Shared memory between worker processes on one machine (seed 000 §3.1–3.3):
 //!
 //! - [`Segment`]: anonymous shared memory (memfd, mode 0600) passed by descriptor;
 //! - [`Heap`] and [`BPtr`]: per-process shared heaps in size classes, zero-copy pointers that
@@ -8,7 +8,7 @@
 //!   and the seed's bounded wait;
 //! - [`Control`]: the GSU and GVT registers, an abort word and a barrier in a shared segment;
 //! - [`Launcher`]/[`Worker`]: worker processes started by re-executing this binary, with the
-//!   hygiene of item 7 (a dead worker stops all, children die with the parent).
+//!   their hygiene (a dead worker stops all, children die with the parent).
 //!
 //! Linux only. Protocols, invariants and proof sketches: `README.md` beside this file.
 

@@ -43,8 +43,8 @@ struct SliceItem<E> {
 }
 
 /// A slice's elements on the wire. Bytes (`E = u8`, e.g. packet bodies) go as one byte block:
-/// serde's `Vec<u8>` reads them one call per byte (in a debug build the receiving rank spent
-/// most of its time there, and its records piled up: docs/benchmarks.md, star-clique), a block
+/// serde's `Vec<u8>` reads them one call per byte (in a debug build a rank receiving
+/// star-clique's packets spent most of its time there, and its records piled up), a block
 /// is one copy. bincode writes a block and a `Vec<u8>` alike (length, then the bytes).
 struct Elems<E>(Vec<E>);
 

@@ -280,8 +280,8 @@ pub(crate) struct Checkpoint<S> {
 /// the index (`Shared::lp_id`).
 ///
 /// 64 bytes of bookkeeping, then the state, aligned so that with a 32-byte state (PHOLD's) a
-/// record is 96 bytes on two cache lines: a million LPs take 96 MB, not 128 (issue 14's
-/// 512 MB bound).
+/// record is 96 bytes on two cache lines: a million LPs take 96 MB, not 128 (which lets a
+/// million-LP PHOLD run within `--max-memory 512M`).
 #[derive(Debug)]
 #[repr(C, align(32))]
 pub(crate) struct TwLp<S> {

@@ -1,9 +1,11 @@
-//! Time Warp on threads (Jefferson 1985), organised as in seed 003 §2.1–2.2: each worker owns a
-//! set of LPs and dispatches the lowest-timestamp event among them (LTF); workers exchange
-//! events and anti-messages through per-worker mailboxes (the bottom-half queues, whose `min`
-//! register is BH_min); an LP that receives an event in its past, or an anti-message for an
-//! event it processed, rolls back (copy state saving with coasting forward, or reverse
-//! computation) and cancels what it sent with anti-messages (aggressive cancellation). An
+//! Time Warp (Jefferson 1985) on threads, worker processes (`procs.rs`) or MPI ranks
+//! (`ranks/`), organised as in seed 003 §2.1–2.2: each worker owns a set of LPs and dispatches
+//! the lowest-timestamp event among them (LTF); workers exchange events and anti-messages
+//! through per-worker mailboxes (the bottom-half queues, whose `min` register is BH_min; rings
+//! between processes, MPI records between ranks, behind the same seam: `transport.rs`); an LP
+//! that receives an event in its past, or an anti-message for an event it processed, rolls
+//! back (copy state saving with coasting forward, or reverse computation) and cancels what it
+//! sent with anti-messages (aggressive cancellation). An
 //! asynchronous GVT (`gvt.rs`) lets workers commit and free what is older than GVT, run the
 //! commit hooks, and update the fingerprint in commit order. Global events run at GVT
 //! (`global.rs`). Protocols and proofs: README.md.

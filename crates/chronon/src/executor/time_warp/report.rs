@@ -299,7 +299,7 @@ pub(super) fn worker_figures(s: &Stats, saving: Saving) -> std::collections::BTr
     m
 }
 
-/// Rollback length (issue 12, item 6): how many rollbacks, the events each undid (mean and
+/// Rollback length: how many rollbacks, the events each undid (mean and
 /// longest) and the wall time they took, in total and per rollback. A rollback is one primary
 /// (straggler) or secondary (anti-message) rollback of one LP; its wall time is what undoing
 /// its events took (anti-messages, reverse handlers or checkpoint restore and coasting), not

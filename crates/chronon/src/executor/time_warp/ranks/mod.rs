@@ -81,7 +81,7 @@ pub(super) const IDLE_YIELDS: u32 = 1024;
 /// the GVT reduction (about a microsecond with MPICH), and a worker looks every 16 events
 /// (~1 µs of PHOLD): stepping at every look would cost the worker about half its time, and each
 /// step that finds messages handed over sends a batch, so the gap is also the batching time.
-/// Measured on std and big PHOLD, 2 ranks (docs/benchmarks.md): 5 µs sent ~115 k batches per
+/// Measured on std and big PHOLD, 2 ranks (docs/bench-timewarp.md): 5 µs sent ~115 k batches per
 /// rank and was the slowest; 10–100 µs were within noise of each other on std; 30 µs sent a
 /// third of 10 µs's batches and was as fast on big.
 pub(super) const PUMP_GAP: Duration = Duration::from_micros(30);
