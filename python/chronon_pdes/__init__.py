@@ -50,6 +50,16 @@ def _show_progress(progress: Optional[bool]) -> bool:
     return "ipykernel" in sys.modules or sys.stderr.isatty()
 
 
+def _validate(model: Any) -> None:
+    """A Python model's required parts, checked before it is sent to the run's process."""
+    for required in ("init", "on_event"):
+        if not callable(getattr(model, required, None)):
+            raise ConfigError(f"the model has no method {required}(): a Python model needs "
+                              "init(ctx) and on_event(state, event, ctx)")
+    if getattr(model, "lps", None) is None:
+        raise ConfigError("the model has no `lps` (its number of LPs)")
+
+
 def _model_args(model: Any, params: Optional[Dict[str, Any]]):
     """(name, Python model or None) and the model's flags."""
     if isinstance(model, str):
@@ -57,6 +67,7 @@ def _model_args(model: Any, params: Optional[Dict[str, Any]]):
             raise ConfigError("params= is for models written in Python; give a built-in model's "
                               "parameters as keywords (lps=64)")
         return model, None, []
+    _validate(model)
     name = _runner.model_name(model)
     extra = []
     for k, v in (params or {}).items():
@@ -211,6 +222,7 @@ def sweep(model: Any, out: str, end: Optional[float] = None, *, replications: in
     if isinstance(model, str):
         name, extra = model, []
     else:
+        _validate(model)
         name, obj = _runner.model_name(model), model
         extra = []
         for k, v in (params or {}).items():
