@@ -132,3 +132,14 @@ class NoState(Tandem):
 
     def init(self, ctx):
         super().init(ctx)
+
+
+class KeepsCtx(Tandem):
+    """Keeps its handler's ctx and uses it after the handler returned (in finish)."""
+
+    def init(self, ctx):
+        self.kept = ctx
+        return super().init(ctx)
+
+    def finish(self, lp, st, stats):
+        stats.set("late", self.kept.now())

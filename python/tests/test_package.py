@@ -247,3 +247,33 @@ def test_the_chronon_command():
                          capture_output=True, text=True, timeout=120)
     assert bad.returncode == 2
     assert bad.stderr.strip().startswith("error:") and len(bad.stderr.strip().splitlines()) == 1
+
+
+def test_series_are_lists_without_pandas(monkeypatch):
+    from chronon_pdes import report
+
+    monkeypatch.setattr(report, "_pandas", lambda: None)
+    r = chronon.run(models.Ring())
+    assert r.model_series == {"hops": [[10.0, 6.0], [20.0, 13.0], [30.0, 20.0]]}
+    assert isinstance(r.progress_series, list) and len(r.progress_series[0]) >= 3
+
+
+def test_series_are_dataframes_with_pandas():
+    pd = pytest.importorskip("pandas", reason="CI installs pandas; this checks the DataFrame path")
+    r = chronon.run(models.Ring())
+    assert isinstance(r.progress_series, pd.DataFrame)
+    assert list(r.progress_series.columns[:3]) == ["wall_s", "sim_time", "events"]
+    assert r.model_series["hops"]["value"].tolist() == [6.0, 13.0, 20.0]
+
+
+def test_the_tandem_example_matches_theory():
+    example = os.path.join(HERE, "..", "..", "examples", "python", "tandem.py")
+    out = subprocess.run([sys.executable, example, "--quick"], capture_output=True, text=True,
+                         timeout=600)
+    assert out.returncode == 0, out.stdout + out.stderr
+    assert "M/M/1 theory" in out.stdout and "DIFFERENT" not in out.stdout
+
+
+def test_a_ctx_used_after_its_handler_raises():
+    with pytest.raises(chronon.ChrononError, match="handler that has returned"):
+        chronon.run(models.KeepsCtx(end=20.0))

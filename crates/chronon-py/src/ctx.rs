@@ -55,13 +55,33 @@ pub struct EventContext {
 }
 
 impl EventContext {
-    pub(crate) fn wrap<'a>(p: *mut Ctx<'a, PyModel>, pickled: bool) -> EventContext {
-        EventContext {
-            // The lifetime is erased; `Scoped` keeps the address only while the borrow lives.
-            ctx: Scoped::new(p.cast::<EventCtx>()),
-            pickled,
-            counters: ctx_counters(),
+    /// This thread's context object (one per thread, reused by every handler call: a handler
+    /// call allocates no context), closed.
+    pub(crate) fn for_thread(py: Python<'_>, pickled: bool) -> PyResult<Bound<'_, EventContext>> {
+        thread_local! {
+            static MINE: std::cell::RefCell<Option<Py<EventContext>>> = const { std::cell::RefCell::new(None) };
         }
+        MINE.with(|m| {
+            if let Some(c) = &*m.borrow() {
+                return Ok(c.bind(py).clone());
+            }
+            let c = Bound::new(
+                py,
+                EventContext {
+                    ctx: Scoped::new(std::ptr::null_mut()),
+                    pickled,
+                    counters: ctx_counters(),
+                },
+            )?;
+            *m.borrow_mut() = Some(c.clone().unbind());
+            Ok(c)
+        })
+    }
+
+    /// Points the context at `p` for one handler call.
+    pub(crate) fn open<'a>(&self, p: *mut Ctx<'a, PyModel>) {
+        // The lifetime is erased; `Scoped` keeps the address only while the borrow lives.
+        self.ctx.0.set(p.cast::<EventCtx>());
     }
 
     pub(crate) fn close(&self) {

@@ -4,6 +4,7 @@
 //! beside the shipped ones. The Python side is in `python/chronon_pdes/`.
 
 mod ctx;
+mod gil;
 mod model;
 mod spec;
 mod values;
@@ -74,6 +75,7 @@ fn main(
         app = app.model::<PySpec>(&name);
     }
     // The run's threads take the GIL for each Python call; this thread lets it go meanwhile.
+    gil::known_thread();
     Ok(py.detach(|| app.run_from(argv)))
 }
 

@@ -21,6 +21,9 @@ pub(crate) static COUNTERS: OnceLock<&'static [&'static str]> = OnceLock::new();
 /// What the Python object offers, read once when the model is built.
 pub struct PyModel {
     obj: Py<PyAny>,
+    /// `obj.init` and `obj.on_event`, looked up once.
+    init_fn: Py<PyAny>,
+    on_event_fn: Py<PyAny>,
     lps: LpId,
     lookahead: Time,
     /// Events travel pickled (a worker process of a multi-process run).
@@ -104,6 +107,8 @@ impl PyModel {
             has_finish: method(b, "finish").map_err(line)?,
             has_global: method(b, "on_global").map_err(line)?,
             counters,
+            init_fn: b.getattr("init").map_err(line)?.unbind(),
+            on_event_fn: b.getattr("on_event").map_err(line)?.unbind(),
             obj,
         })
     }
@@ -113,19 +118,20 @@ impl PyModel {
         &self.obj
     }
 
-    /// Calls `obj.name(*args)` with an event context over `ctx` (closed when it returns); a
-    /// Python exception ends the run as a handler failure naming it.
+    /// Calls `f(*args)` (`init` or `on_event`) with this thread's event context over `ctx`
+    /// (closed when it returns); a Python exception ends the run as a handler failure naming
+    /// it.
     fn call_with_ctx<'py>(
         &self,
         py: Python<'py>,
         ctx: &mut Ctx<'_, Self>,
-        name: &str,
+        (name, f): (&str, &Py<PyAny>),
         args: impl FnOnce(Bound<'py, EventContext>) -> PyResult<Bound<'py, PyTuple>>,
     ) -> Bound<'py, PyAny> {
         let (me, now) = (ctx.me(), ctx.now());
-        let wrapped = Bound::new(py, EventContext::wrap(ctx as *mut _, self.pickled));
-        let result = wrapped.and_then(|w| {
-            let r = args(w.clone()).and_then(|a| self.obj.bind(py).call_method1(name, a));
+        let result = EventContext::for_thread(py, self.pickled).and_then(|w| {
+            w.borrow().open(ctx as *mut _);
+            let r = args(w.clone()).and_then(|a| f.bind(py).call1(a));
             w.borrow().close();
             r
         });
@@ -134,7 +140,7 @@ impl PyModel {
 
     /// `reverse` for the engine: undoes one event.
     fn undo(&self, state: &mut PyState, event: &PyEvent, rctx: &ReverseCtx) {
-        Python::attach(|py| {
+        crate::gil::attach(|py| {
             let r = event.get(py).and_then(|ev| {
                 let ctx = (rctx.me, rctx.now);
                 self.obj
@@ -155,9 +161,10 @@ impl Model for PyModel {
     type Event = PyEvent;
 
     fn init(&self, ctx: &mut Ctx<'_, Self>) -> PyState {
-        Python::attach(|py| {
+        crate::gil::attach(|py| {
             let (me, now) = (ctx.me(), ctx.now());
-            let state = self.call_with_ctx(py, ctx, "init", |c| PyTuple::new(py, [c.into_any()]));
+            let init = ("init", &self.init_fn);
+            let state = self.call_with_ctx(py, ctx, init, |c| PyTuple::new(py, [c.into_any()]));
             if state.is_none() {
                 let e = pyo3::exceptions::PyTypeError::new_err(
                     "init() returned None: it must return the LP's state (any object but None)",
@@ -169,13 +176,13 @@ impl Model for PyModel {
     }
 
     fn on_event(&self, state: &mut PyState, event: &PyEvent, ctx: &mut Ctx<'_, Self>) {
-        Python::attach(|py| {
+        crate::gil::attach(|py| {
             let (me, now) = (ctx.me(), ctx.now());
             let ev = event
                 .get(py)
                 .unwrap_or_else(|e| crate::raise_in_handler(py, e, "on_event", me, now));
             let st = state.0.bind(py).clone();
-            let r = self.call_with_ctx(py, ctx, "on_event", |c| {
+            let r = self.call_with_ctx(py, ctx, ("on_event", &self.on_event_fn), |c| {
                 PyTuple::new(py, [st, ev, c.into_any()])
             });
             // A handler may return a new state (for states that are numbers or tuples).
@@ -205,7 +212,7 @@ impl Model for PyModel {
         if !self.has_finish {
             return;
         }
-        Python::attach(|py| {
+        crate::gil::attach(|py| {
             let r = Bound::new(py, Stats::wrap(stats as *mut _)).and_then(|s| {
                 let r = self
                     .obj
@@ -224,7 +231,7 @@ impl Model for PyModel {
         if !self.has_topology {
             return None;
         }
-        Python::attach(|py| {
+        crate::gil::attach(|py| {
             let r = self.obj.bind(py).call_method1("topology", (lp,));
             match r.and_then(|v| {
                 if v.is_none() {
@@ -246,7 +253,7 @@ impl Model for PyModel {
         if !self.has_global {
             return Vec::new();
         }
-        Python::attach(|py| {
+        crate::gil::attach(|py| {
             match value_of(self.obj.bind(py), "global_events")
                 .and_then(|v| v.map_or(Ok(Vec::new()), |v| v.extract::<Vec<Time>>()))
             {
@@ -260,7 +267,7 @@ impl Model for PyModel {
     }
 
     fn on_global(&self, ctx: &mut GlobalCtx<'_, Self>) {
-        Python::attach(|py| {
+        crate::gil::attach(|py| {
             let now = ctx.now();
             let r = Bound::new(py, GlobalContext::wrap(ctx as *mut _)).and_then(|g| {
                 let r = self.obj.bind(py).call_method1("on_global", (g.clone(),));

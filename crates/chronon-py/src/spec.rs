@@ -63,7 +63,7 @@ impl ModelSpec for PySpec {
     type Model = PyModel;
 
     fn build(&self) -> Result<PyModel, String> {
-        Python::attach(|py| {
+        crate::gil::attach(|py| {
             let obj = self.object(py)?;
             PyModel::new(py, obj)
         })

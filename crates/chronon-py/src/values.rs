@@ -72,7 +72,7 @@ pub struct PyState(pub(crate) Py<PyAny>);
 
 impl Clone for PyState {
     fn clone(&self) -> Self {
-        Python::attach(|py| {
+        crate::gil::attach(|py| {
             let copied = codec(py).copy(self.0.bind(py)).unwrap_or_else(|e| {
                 panic!("cannot copy an LP state: {}", crate::error_line(py, &e))
             });
@@ -83,13 +83,13 @@ impl Clone for PyState {
 
 impl PartialEq for PyState {
     fn eq(&self, other: &Self) -> bool {
-        Python::attach(|py| self.0.bind(py).eq(other.0.bind(py)).unwrap_or(false))
+        crate::gil::attach(|py| self.0.bind(py).eq(other.0.bind(py)).unwrap_or(false))
     }
 }
 
 impl std::fmt::Debug for PyState {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        Python::attach(|py| write!(f, "{}", self.0.bind(py)))
+        crate::gil::attach(|py| write!(f, "{}", self.0.bind(py)))
     }
 }
 

@@ -1,0 +1,10 @@
+#!/usr/bin/env bash
+# The Python benchmark: a fresh virtual environment with SimPy 4 and chronon-pdes built with
+# --release, then benches/python_tandem.py. Usage: benches/python.sh [VENV] [-- ARGS...]
+set -euo pipefail
+cd "$(dirname "$0")/.."
+venv="${1:-target/bench-venv}"
+python3 -m venv "$venv"
+"$venv/bin/pip" install -q maturin simpy
+(. "$venv/bin/activate" && maturin develop --release -q)
+"$venv/bin/python" benches/python_tandem.py "${@:2}"
