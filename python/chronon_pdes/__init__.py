@@ -101,6 +101,11 @@ def run(model: Any, end: Optional[float] = None, *, params: Optional[Dict[str, A
     name, obj, extra = _model_args(model, params)
     end = _end_of(model, end)
     child = _runner.Child([], model=obj, end=end, progress=True)
+    sequential = options.get("sync") in (None, "seq") and not any(
+        options.get(k) for k in ("procs", "ranks", "config", "threads"))
+    if obj is not None and sequential:
+        # Every handler runs on the child's main thread, which then keeps the GIL.
+        child.env["CHRONON_PY_SEQUENTIAL"] = "1"
     try:
         target = output if output is not None else child.path("out") + os.sep
         args = ["run", name] + extra + _runner.flags(options)

@@ -50,6 +50,8 @@ impl<T> Scoped<T> {
 #[pyclass(unsendable, module = "chronon_pdes")]
 pub struct EventContext {
     ctx: Scoped<EventCtx>,
+    /// The `Rng` object `rng()` returns (made once: it reads the stream through this context).
+    rng: std::cell::OnceCell<Py<Rng>>,
     pickled: bool,
     counters: &'static [&'static str],
 }
@@ -69,6 +71,7 @@ impl EventContext {
                 py,
                 EventContext {
                     ctx: Scoped::new(std::ptr::null_mut()),
+                    rng: std::cell::OnceCell::new(),
                     pickled,
                     counters: ctx_counters(),
                 },
@@ -144,9 +147,20 @@ impl EventContext {
 
     /// This LP's random stream: the only randomness a model may use (it is part of the LP's
     /// state, so every executor draws the same numbers).
-    fn rng(slf: PyRef<'_, Self>) -> PyResult<Rng> {
-        slf.ctx.with(|_| ())?;
-        Ok(Rng { ctx: slf.into() })
+    fn rng(slf: &Bound<'_, Self>) -> PyResult<Py<Rng>> {
+        let me = slf.borrow();
+        me.ctx.with(|_| ())?;
+        if let Some(r) = me.rng.get() {
+            return Ok(r.clone_ref(slf.py()));
+        }
+        let r = Py::new(
+            slf.py(),
+            Rng {
+                ctx: slf.clone().unbind(),
+            },
+        )?;
+        let _ = me.rng.set(r.clone_ref(slf.py()));
+        Ok(r)
     }
 
     /// Adds `delta` to the counter `name` (one of the model's `counters`).

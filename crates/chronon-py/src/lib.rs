@@ -16,6 +16,9 @@ use pyo3::prelude::*;
 pub use model::PyModel;
 pub use spec::PySpec;
 
+/// Set by the caller for a sequential run of a Python model (see `main`).
+const SEQUENTIAL_ENV: &str = "CHRONON_PY_SEQUENTIAL";
+
 /// A Python exception as one line: `TypeName: message`.
 pub(crate) fn error_line(py: Python<'_>, e: &PyErr) -> String {
     let ty = e
@@ -73,6 +76,15 @@ fn main(
         let name = name.unwrap_or_else(|| "python".to_string());
         let _ = spec::MODEL.set((obj, end));
         app = app.model::<PySpec>(&name);
+    }
+    // A sequential run of a Python model, as the caller knows (`run` with no executor, no
+    // processes, no config file): every handler runs on this thread, which keeps the GIL. The
+    // variable is for this process only, not for the processes it starts.
+    let sequential = std::env::var_os(SEQUENTIAL_ENV).is_some();
+    std::env::remove_var(SEQUENTIAL_ENV);
+    if sequential {
+        gil::hold();
+        return Ok(app.run_from(argv));
     }
     // The run's threads take the GIL for each Python call; this thread lets it go meanwhile.
     gil::known_thread();
