@@ -72,7 +72,13 @@ fn campus_across_processes_commits_the_sequential_history() {
 /// disabled, ends the run with one line naming the LP, the time and what to change.
 #[test]
 fn shared_heap_limits_are_one_line_errors() {
-    for extra in [&[][..], &["--sync", "window", "--procs", "2"][..]] {
+    // Under Time Warp across processes too: the failing process's error is the run's (its
+    // abandoned in-flight payloads are not reported as a leak).
+    for extra in [
+        &[][..],
+        &["--sync", "window", "--procs", "2"][..],
+        &["--sync", "timewarp", "--threads", "2", "--procs", "2"][..],
+    ] {
         let mut args = vec![
             "run",
             "simplesim",
@@ -107,4 +113,97 @@ fn shared_heap_limits_are_one_line_errors() {
     assert_ne!(code, 0);
     assert_eq!(stderr.trim_end().lines().count(), 1, "{stderr}");
     assert!(stderr.contains("full in all 1 segments"), "{stderr}");
+}
+
+/// A shared heap that the sequential run fills almost to the top: Time Warp keeps freed items
+/// until GVT passes them and speculates ahead, so it needs more items than the sequential run.
+/// A class near full holds its speculation back (only events at or before GVT, GVT rounds
+/// started) and it completes with the sequential history, on threads and across processes.
+#[test]
+fn time_warp_throttles_on_a_near_full_shared_heap() {
+    let model = [
+        "run",
+        "simplesim",
+        "--lps",
+        "8",
+        "--queue-bound",
+        "20",
+        "--lookahead",
+        "5.0",
+        "--delay-min",
+        "1.0",
+        "--delay-max",
+        "5.0",
+        "--payload-bytes",
+        "7000",
+        "--start-window",
+        "0.1",
+        "--warmup",
+        "0",
+        "--end",
+        "400",
+        "--seed",
+        "999431723",
+        "--heap-segments",
+        "4",
+    ];
+    let seq = history(&report(&model));
+    for exec in [
+        &["--sync", "timewarp", "--threads", "2"][..],
+        &["--sync", "timewarp", "--threads", "2", "--procs", "1"][..],
+        &["--sync", "timewarp", "--threads", "1", "--procs", "2"][..],
+    ] {
+        let mut args = model.to_vec();
+        args.extend(exec);
+        assert_eq!(history(&report(&args)), seq, "{args:?}");
+    }
+}
+
+/// Near the heap's limit across processes no payload leaks (every item comes back), zero copy
+/// and `--payload copy`.
+#[test]
+fn time_warp_near_a_full_heap_leaks_nothing_across_processes() {
+    let model = [
+        "run",
+        "simplesim",
+        "--lps",
+        "4",
+        "--queue-bound",
+        "2",
+        "--lookahead",
+        "0.0",
+        "--delay-min",
+        "0.5",
+        "--delay-max",
+        "0.5",
+        "--payload-bytes",
+        "7000",
+        "--start-window",
+        "1.0",
+        "--warmup",
+        "10",
+        "--end",
+        "100",
+        "--seed",
+        "774873080",
+        "--heap-segments",
+        "4",
+    ];
+    let seq = history(&report(&model));
+    for copy in ["zero-copy", "copy"] {
+        for _ in 0..3 {
+            let mut args = model.to_vec();
+            args.extend([
+                "--sync",
+                "timewarp",
+                "--threads",
+                "2",
+                "--procs",
+                "2",
+                "--payload",
+                copy,
+            ]);
+            assert_eq!(history(&report(&args)), seq, "{args:?}");
+        }
+    }
 }

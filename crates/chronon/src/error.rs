@@ -384,6 +384,10 @@ impl From<ModelError> for SimError {
 impl SimError {
     /// The error for a handler of LP `lp` that panicked at `time` with `payload`.
     pub(crate) fn from_panic(lp: LpId, time: Time, payload: &(dyn std::any::Any + Send)) -> Self {
+        if let Some(HeapFull(why)) = payload.downcast_ref::<HeapFull>() {
+            // A limit of the run's shared heap, not the model's fault.
+            return SimError::Resource(format!("LP {lp} at time {time}: {why}"));
+        }
         SimError::Panic {
             lp,
             time,
@@ -412,11 +416,17 @@ fn first_line(s: &str) -> &str {
     s.lines().next().unwrap_or("")
 }
 
+/// The panic payload of a shared-heap allocation that failed in a handler (`Ctx::alloc_*`):
+/// [`SimError::from_panic`] reports it as [`SimError::Resource`], not as a panic of the model.
+pub(crate) struct HeapFull(pub(crate) String);
+
 /// Turns a panic payload into its message.
 pub(crate) fn panic_message(payload: &(dyn std::any::Any + Send)) -> String {
     if let Some(s) = payload.downcast_ref::<&str>() {
         (*s).to_string()
     } else if let Some(s) = payload.downcast_ref::<String>() {
+        s.clone()
+    } else if let Some(HeapFull(s)) = payload.downcast_ref::<HeapFull>() {
         s.clone()
     } else {
         "a panic with a non-string payload".to_string()

@@ -135,6 +135,14 @@ pub trait Model: Send + Sync + 'static {
     }
 }
 
+/// A failed shared-heap allocation in a handler: a panic the engine reports as a resource
+/// limit ([`SimError::Resource`](crate::SimError::Resource)).
+#[cfg(target_os = "linux")]
+#[cold]
+fn heap_full(e: crate::shm::HeapError) -> ! {
+    std::panic::panic_any(crate::error::HeapFull(e.to_string()))
+}
+
 /// Read access to every LP's state, for global events.
 pub(crate) trait LpStates<S> {
     /// The state of LP `lp`.
@@ -392,13 +400,13 @@ impl<'a, M: Model + ?Sized> Ctx<'a, M> {
     /// Moves `value` into this worker thread's shared heap and returns the one reference to
     /// it: an 8-byte [`BPtr`](crate::shm::BPtr) that may travel in events to any worker, in
     /// this process or another (`--procs`), without copying `value`. In a single-process run
-    /// it is an ordinary shared pointer. Panics (reported as a handler panic, with the LP and
+    /// it is an ordinary shared pointer. Panics (reported as a resource limit, `SimError::Resource`, with the LP and
     /// time) if `value` fits no size class or the heap cannot grow: see
     /// [`try_alloc_shared`](Self::try_alloc_shared).
     #[cfg(target_os = "linux")]
     pub fn alloc_shared<T: crate::shm::ShmSafe>(&mut self, value: T) -> crate::shm::BPtr<T> {
         self.try_alloc_shared(value)
-            .unwrap_or_else(|e| panic!("{e}"))
+            .unwrap_or_else(|e| heap_full(e))
     }
 
     /// [`alloc_shared`](Self::alloc_shared), with the failure returned.
@@ -420,7 +428,7 @@ impl<'a, M: Model + ?Sized> Ctx<'a, M> {
     ) -> crate::shm::BPtr<crate::shm::Bytes> {
         crate::shm::with_thread_heap(|h| h.alloc_bytes_with(len, fill))
             .and_then(|r| r)
-            .unwrap_or_else(|e| panic!("{e}"))
+            .unwrap_or_else(|e| heap_full(e))
     }
 
     /// A shared-heap array of `len` bytes that are never written or read (the seed's
@@ -430,7 +438,7 @@ impl<'a, M: Model + ?Sized> Ctx<'a, M> {
     pub fn alloc_untouched(&mut self, len: usize) -> crate::shm::BPtr<crate::shm::Bytes> {
         crate::shm::with_thread_heap(|h| h.alloc_untouched::<u8>(len))
             .and_then(|r| r)
-            .unwrap_or_else(|e| panic!("{e}"))
+            .unwrap_or_else(|e| heap_full(e))
     }
 
     /// A shared-heap copy of `src` (see [`alloc_shared`](Self::alloc_shared)).
@@ -441,7 +449,7 @@ impl<'a, M: Model + ?Sized> Ctx<'a, M> {
     ) -> crate::shm::BPtr<crate::shm::Slice<T>> {
         crate::shm::with_thread_heap(|h| h.alloc_slice(src))
             .and_then(|r| r)
-            .unwrap_or_else(|e| panic!("{e}"))
+            .unwrap_or_else(|e| heap_full(e))
     }
 
     /// Adds `delta` to the model counter `index` (see [`Model::counter_names`]). Counters are

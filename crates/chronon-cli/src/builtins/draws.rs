@@ -66,20 +66,40 @@ pub(super) fn phold_phases(draw: &mut Draw, flags: &mut Flags) {
         .set("end", 3 * phase);
 }
 
-/// A random small configuration of `simplesim`.
+/// A random small configuration of `simplesim`. One in five has 7000-byte payloads in a
+/// shared heap a little larger than the sequential run needs (`--heap-segments`), where Time
+/// Warp, which keeps freed items until GVT passes them, must hold its speculation back.
 pub(super) fn simplesim(draw: &mut Draw, flags: &mut Flags) {
     let dmin = draw.grid(0.0, 1.0, 0.25);
+    let (lps, bound) = (draw.int(1, 12), draw.int(1, 40));
+    let big = draw.chance(0.2);
     flags
-        .set("lps", draw.int(1, 12))
-        .set("queue-bound", draw.int(1, 40))
+        .set("lps", lps)
+        .set("queue-bound", bound)
         .set("lookahead", draw.pick(&["0.5", "1", "2"]))
         .set("delay-min", dmin)
         .set("delay-max", dmin + draw.grid(0.0, 2.0, 0.5))
-        .set("payload-bytes", draw.pick(&["0", "8", "64", "300"]))
+        .set(
+            "payload-bytes",
+            if big {
+                "7000"
+            } else {
+                draw.pick(&["0", "8", "64", "300"])
+            },
+        )
         .set("start-window", draw.pick(&["0.5", "1", "5"]))
         .set("warmup", draw.pick(&["0", "5"]))
         .set("touch", draw.pick(&["none", "read", "write"]))
         .set("end", draw.int(10, 60));
+    if big {
+        // At most `bound` messages in flight per LP, each with an 8 KiB item (32 in a heap's
+        // first segment, twice as many in each next one): twice that, rounded up to segments.
+        let need = 2 * lps * (bound + 1);
+        let segments = (1..=16u64)
+            .find(|&k| 32 * ((1u64 << k) - 1) >= need)
+            .unwrap_or(16);
+        flags.set("heap-segments", segments);
+    }
 }
 
 /// A random small configuration of `manufacturing`.

@@ -109,12 +109,11 @@ pub(crate) fn executor_flags(
             f.set("shared-sets", d.int(1, 3));
         }
     }
-    // Worker processes for the conservative protocols on persistent workers without
-    // load balancing, on every model (every shipped model's events may cross a process
-    // boundary); a drawn configuration with global events is refused in one line and counted
-    // as refused.
+    // Worker processes for every protocol on persistent workers without load balancing, on
+    // every model (every shipped model's events may cross a process boundary); a drawn
+    // configuration with global events is refused in one line and counted as refused.
     let balanced = f.0.iter().any(|a| a == "--dedicated");
-    if matches!(sync, "window" | "lockstep" | "null-message")
+    if matches!(sync, "window" | "lockstep" | "null-message" | "timewarp")
         && !ws
         && !balanced
         && !over_ranks

@@ -133,6 +133,9 @@ pub struct Heap {
     dormant: BinaryHeap<Reverse<Dormant>>,
     gvt: f64,
     outstanding: usize,
+    /// Per class: items handed out and not back on the free list (live, returned but not
+    /// collected, or dormant): what [`tight`](Self::tight) weighs.
+    held: Vec<usize>,
 }
 
 impl Heap {
@@ -146,15 +149,17 @@ impl Heap {
         if owner >= registry::MAX_OWNERS {
             return Err(io::Error::other(format!("owner {owner} out of range")));
         }
+        let classes = config.classes.len();
         let mut heap = Heap {
             owner,
-            free: vec![Vec::new(); config.classes.len()],
+            free: vec![Vec::new(); classes],
             fresh: vec![Vec::new(); config.classes.len()],
             config,
             segs: Vec::new(),
             dormant: BinaryHeap::new(),
             gvt: f64::NEG_INFINITY,
             outstanding: 0,
+            held: vec![0; classes],
         };
         heap.grow(None)?;
         Ok(heap)
@@ -338,6 +343,7 @@ impl Heap {
             base.add(item.data as usize)
         };
         self.outstanding += 1;
+        self.held[c] += 1;
         Ok((self.heap_number(k as usize), off, data))
     }
 
@@ -412,6 +418,7 @@ impl Heap {
                 if self.gvt == f64::INFINITY {
                     // Every time-to-zero is passed: straight back to the free list.
                     self.free[item.class as usize].push((k as u32, off));
+                    self.held[item.class as usize] -= 1;
                 } else {
                     self.dormant.push(Reverse(Dormant {
                         // Ordering: Relaxed: made visible by the Acquire swap above.
@@ -439,7 +446,38 @@ impl Heap {
                 .class
             };
             self.free[class as usize].push((d.seg, d.off));
+            self.held[class as usize] -= 1;
         }
+    }
+
+    /// Whether some class is near full: more than half of what it could ever hold
+    /// (its items now, plus every item the segments the heap may still add could give it) is
+    /// handed out and not yet reusable. An optimistic executor then holds back speculation
+    /// until GVT frees items (Time Warp's worker loop), so that a run the sequential executor
+    /// completes with this heap also completes optimistically.
+    pub fn tight(&self) -> bool {
+        let spare_segments = self
+            .config
+            .max_segments
+            .saturating_sub(self.segs.len() as u32);
+        (0..self.held.len()).any(|c| {
+            let held = self.held[c];
+            if held == 0 {
+                return false;
+            }
+            let fresh: usize = self.fresh[c]
+                .iter()
+                .map(|r| ((r.2 - r.1) / HEADER) as usize)
+                .sum();
+            // Growth segment k holds 2^k times the first segment's items (`HeapConfig::scaled`).
+            let per_segment = self.config.classes[c].1 as usize;
+            let k0 = self.segs.len() as u32;
+            let growth: usize = (k0..k0 + spare_segments)
+                .map(|k| per_segment.saturating_mul(1usize << k.min(40)))
+                .fold(0usize, usize::saturating_add);
+            let available = self.free[c].len() + fresh + growth;
+            held > available
+        })
     }
 
     /// Tells the heap a new GVT (or LBTS): dormant items whose time-to-zero is strictly below

@@ -176,6 +176,11 @@ pub fn with_thread_heap<R>(f: impl FnOnce(&mut Heap) -> R) -> Result<R, HeapErro
     })
 }
 
+/// Whether this thread's heap has a class near full ([`Heap::tight`]); false without a heap.
+pub fn thread_heap_tight() -> bool {
+    LOCAL.with(|l| l.borrow().heap.as_ref().is_some_and(Heap::tight))
+}
+
 /// An optimistic executor's worker thread reports GVT `gvt`: from the first call on, this
 /// thread's heap reuses a freed item only once GVT has passed its time-to-zero (seed 000
 /// §3.3.3). Time Warp calls it after every GVT computation (and `+inf` at the end).

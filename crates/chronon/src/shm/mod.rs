@@ -32,7 +32,7 @@ pub use control::{BarrierError, Control, MAX_WORKERS};
 pub use heap::{set_time, time, Heap, HeapConfig, HeapError, HeapStats, ITEM_ALIGN};
 pub use launch::{LaunchError, Launcher, Worker, FDS_ENV, PARENT_ENV, ROLE_ENV};
 pub(crate) use local::set_thread_heap_config;
-pub use local::{release_thread_heap, set_thread_gvt, with_thread_heap};
+pub use local::{release_thread_heap, set_thread_gvt, thread_heap_tight, with_thread_heap};
 pub use ring::{init_ring, local_ring, ring_bytes, Consumer, Full, Producer, RingRegister};
 pub use safe::ShmSafe;
 pub use segment::{page_size, Segment};

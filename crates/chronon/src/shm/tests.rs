@@ -445,6 +445,29 @@ fn growth_doubles_segments_and_can_be_disabled() {
 }
 
 #[test]
+fn a_class_is_tight_past_half_of_what_it_can_hold_until_gvt_frees_items() {
+    // 2 + 4 + 8 = 14 items at most (three segments).
+    let mut heap = Heap::new(
+        fresh_owner(),
+        HeapConfig::empty().class(16, 2).max_segments(3),
+    )
+    .unwrap();
+    heap.defer_reuse(0.0);
+    let mut items: Vec<_> = (0..7).map(|i| heap.alloc(i as u64).unwrap()).collect();
+    assert!(!heap.tight(), "7 of 14 held: not past half");
+    items.push(heap.alloc(7u64).unwrap());
+    assert!(heap.tight(), "8 of 14 held");
+    // Freed at time 1 (the thread's time-to-zero): dormant, still held until GVT passes 1.
+    set_time(1.0);
+    drop(items);
+    heap.collect();
+    assert!(heap.tight(), "dormant items are not reusable yet");
+    heap.set_gvt(2.0);
+    assert!(!heap.tight(), "GVT passed them: free again");
+    set_time(f64::INFINITY);
+}
+
+#[test]
 fn thread_heaps_reuse_at_once_until_an_optimistic_executor_reports_gvt() {
     std::thread::spawn(|| {
         // Immediate reuse (conservative): a freed item is free again, not dormant.

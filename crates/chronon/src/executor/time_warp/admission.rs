@@ -1,6 +1,12 @@
 //! Which event a Time Warp worker runs next: the live head of its pending set (cancelled
 //! events dropped in front of it) and whether it is admitted now (end time, next global event,
-//! optimism window, uncommitted-event cap).
+//! optimism window, uncommitted-event cap, a near-full shared heap).
+//!
+//! A shared heap near full (a size class more than half handed out and not yet
+//! reusable, `Heap::tight`) is a bound like the memory cap: the worker runs only events at or
+//! before GVT and starts GVT rounds, so fossil collection and GVT make items reusable again
+//! instead of speculation filling the heap; a run the sequential executor completes with a
+//! heap then completes under Time Warp too.
 
 use crate::executor::prefetch;
 use crate::model::{Model, Time};
@@ -8,6 +14,39 @@ use crate::queue::PendingSet;
 
 use super::lp::TwEvent;
 use super::worker::Worker;
+
+/// Calls of [`heap_tight`] between two looks at the heap.
+const HEAP_LOOK_EVERY: u32 = 64;
+
+thread_local! {
+    /// This thread's last look at its heap and the calls left before the next one.
+    static HEAP_TIGHT: std::cell::Cell<(bool, u32)> = const { std::cell::Cell::new((false, 0)) };
+}
+
+/// Whether this worker thread's shared heap has a class near full, looked at afresh when
+/// `fresh` or every `HEAP_LOOK_EVERY` calls.
+#[inline]
+fn heap_tight(fresh: bool) -> bool {
+    #[cfg(all(target_os = "linux", not(chronon_loom)))]
+    {
+        HEAP_TIGHT.with(|h| {
+            let (tight, left) = h.get();
+            if fresh || left == 0 {
+                let tight = crate::shm::thread_heap_tight();
+                h.set((tight, HEAP_LOOK_EVERY));
+                tight
+            } else {
+                h.set((tight, left - 1));
+                tight
+            }
+        })
+    }
+    #[cfg(not(all(target_os = "linux", not(chronon_loom))))]
+    {
+        let _ = fresh;
+        false
+    }
+}
 
 impl<M: Model, Q: PendingSet<TwEvent<M::Event>>> Worker<'_, '_, M, Q> {
     /// The next event to run, if one may run now (before the end time, inside the optimism
@@ -44,11 +83,17 @@ impl<M: Model, Q: PendingSet<TwEvent<M::Event>>> Worker<'_, '_, M, Q> {
         if self.uncommitted().saturating_add(budget) > self.sh.mem.cap() {
             return Time::NEG_INFINITY;
         }
+        if heap_tight(true) {
+            // GVT rounds free what speculation holds; until then, only events at GVT run.
+            self.sh.gvt.try_start();
+            return Time::NEG_INFINITY;
+        }
         (self.gvt + self.sh.optimism.window()).min(self.global_next)
     }
 
     /// Whether an event at time `t` may run now (before the end time and the next global
-    /// event, inside the optimism window, under the uncommitted-event cap).
+    /// event, inside the optimism window, under the uncommitted-event cap; at or before GVT
+    /// while the shared heap is near full).
     #[inline]
     pub(super) fn admits(&mut self, t: Time) -> bool {
         if t >= self.sh.end || t > self.global_next {
@@ -56,7 +101,7 @@ impl<M: Model, Q: PendingSet<TwEvent<M::Event>>> Worker<'_, '_, M, Q> {
         }
         // `max_uncommitted` without a memory bound, at most that under one.
         let cap = self.sh.mem.cap();
-        let limit = if self.uncommitted() >= cap {
+        let limit = if self.uncommitted() >= cap || heap_tight(false) {
             self.gvt
         } else {
             let limit = self.gvt + self.sh.optimism.window();
