@@ -62,6 +62,8 @@ def _validate(model: Any) -> None:
 
 def _model_args(model: Any, params: Optional[Dict[str, Any]]):
     """(name, Python model or None) and the model's flags."""
+    if model is None:
+        return None, None, []
     if isinstance(model, str):
         if params:
             raise ConfigError("params= is for models written in Python; give a built-in model's "
@@ -83,7 +85,8 @@ def _end_of(model: Any, end: Optional[float]) -> Optional[float]:
 
 
 def run(model: Any, end: Optional[float] = None, *, params: Optional[Dict[str, Any]] = None,
-        progress: Optional[bool] = None, output: Optional[str] = None, **options: Any) -> Report:
+        progress: Optional[bool] = None, output: Optional[str] = None,
+        program: Optional[str] = None, **options: Any) -> Report:
     """Runs ``model`` once and returns its :class:`Report`.
 
     ``model`` is a model's name (``"phold"``, ``"pcs"``...; its parameters as keywords:
@@ -92,7 +95,9 @@ def run(model: Any, end: Optional[float] = None, *, params: Optional[Dict[str, A
     when left out). Every option of ``chronon run`` is a keyword: ``sync="timewarp"``,
     ``threads=2``, ``procs=2``, ``seed=7``, ``queue="heap"``... (``--state-saving`` is
     ``state_saving``). ``output`` keeps the report file (or, ending in ``/``, the directory of
-    report.json, progress.csv, series.csv) there too.
+    report.json, progress.csv, series.csv) there too. ``program`` runs the models of another
+    program made with chronon's runner (a Rust ``chronon_cli::App``, its path; ``model=None``
+    for a program of one model) instead of this package's.
 
     Ctrl-C (a notebook's stop button) stops the run and returns its incomplete report
     (``complete`` is False). A refused option raises :class:`ConfigError`; a model that fails,
@@ -100,7 +105,7 @@ def run(model: Any, end: Optional[float] = None, *, params: Optional[Dict[str, A
     """
     name, obj, extra = _model_args(model, params)
     end = _end_of(model, end)
-    child = _runner.Child([], model=obj, end=end, progress=True)
+    child = _runner.Child([], model=obj, end=end, progress=True, program=program)
     sequential = options.get("sync") in (None, "seq") and not any(
         options.get(k) for k in ("procs", "ranks", "config", "threads"))
     if obj is not None and sequential:
@@ -108,7 +113,7 @@ def run(model: Any, end: Optional[float] = None, *, params: Optional[Dict[str, A
         child.env["CHRONON_PY_SEQUENTIAL"] = "1"
     try:
         target = output if output is not None else child.path("out") + os.sep
-        args = ["run", name] + extra + _runner.flags(options)
+        args = ["run"] + ([name] if name is not None else []) + extra + _runner.flags(options)
         if end is not None:
             args += ["--end", repr(float(end))]
         child.args += args + ["--output", target]
@@ -139,7 +144,8 @@ _SEED = re.compile(r"check: seed (\d+)")
 def check(model: Any = None, *, seconds: Optional[float] = None, runs: Optional[int] = None,
           seed: Optional[int] = None, sync: Optional[Union[str, Iterable[str]]] = None,
           end: Optional[float] = None, params: Optional[Dict[str, Any]] = None,
-          raise_on_failure: bool = False, verbose: bool = False, **options: Any) -> CheckResult:
+          raise_on_failure: bool = False, verbose: bool = False, program: Optional[str] = None,
+          **options: Any) -> CheckResult:
     """chronon's differential check: random configurations (executor, threads, processes,
     queue, seed...) of ``model`` run in parallel and compared with the sequential run; a run
     whose committed history (fingerprint, committed count or model statistics) differs is a
@@ -148,7 +154,8 @@ def check(model: Any = None, *, seconds: Optional[float] = None, runs: Optional[
     ``model``: a built-in model's name, a Python model object, or None (every built-in model).
     ``seconds`` / ``runs`` bound the campaign (default 60 seconds); ``seed`` replays one.
     Returns a :class:`CheckResult` (true when every run agreed); with ``raise_on_failure``,
-    raises :class:`CheckFailed` instead of returning a failed one.
+    raises :class:`CheckFailed` instead of returning a failed one. ``program``: check the
+    models of another program made with chronon's runner (see :func:`run`).
     """
     obj = None
     args = ["check"]
@@ -167,7 +174,7 @@ def check(model: Any = None, *, seconds: Optional[float] = None, runs: Optional[
     args += _runner.flags({"seconds": seconds, "runs": runs, "seed": seed, "sync": sync, **options})
     if verbose:
         args.append("--verbose")
-    child = _runner.Child(args, model=obj, end=end)
+    child = _runner.Child(args, model=obj, end=end, program=program)
     try:
         def echo(line: str) -> bool:
             if verbose or "FAIL" in line:
@@ -217,14 +224,15 @@ class Study:
 def sweep(model: Any, out: str, end: Optional[float] = None, *, replications: int = 1,
           jobs: Optional[int] = None, plot: Optional[Iterable[str]] = None,
           params: Optional[Dict[str, Any]] = None, progress: Optional[bool] = None,
-          **options: Any) -> Study:
+          program: Optional[str] = None, **options: Any) -> Study:
     """A study of ``model``: every option given a list (``threads=[1, 2]``) or a ``range`` is
     swept, every point run ``replications`` times with independent seeds; the runs, the summary
     (mean, standard deviation, 95 % confidence interval) and plots go to the directory ``out``
     (a rerun with the same ``out`` skips finished runs). A Python model's ``params`` may be a
-    list of values for one attribute: ``params={"rate": [0.5, 0.7]}``."""
+    list of values for one attribute: ``params={"rate": [0.5, 0.7]}``. ``program``: another
+    program made with chronon's runner (see :func:`run`)."""
     obj = None
-    if isinstance(model, str):
+    if model is None or isinstance(model, str):
         name, extra = model, []
     else:
         _validate(model)
@@ -239,10 +247,10 @@ def sweep(model: Any, out: str, end: Optional[float] = None, *, replications: in
         args += ["--jobs", str(jobs)]
     if plot is not None:
         args += ["--plot", ",".join(plot)]
-    args += [name] + extra + _runner.flags(options)
+    args += ([name] if name is not None else []) + extra + _runner.flags(options)
     if end is not None:
         args += ["--end", repr(float(end))]
-    child = _runner.Child(args, model=obj, end=end)
+    child = _runner.Child(args, model=obj, end=end, program=program)
     try:
         show = _show_progress(progress)
 

@@ -84,7 +84,13 @@ class Child:
     """One child run of the command line, with its scratch directory."""
 
     def __init__(self, args: List[str], model: Any = None, end: Optional[float] = None,
-                 progress: bool = False):
+                 progress: bool = False, program: Optional[str] = None):
+        if program is not None:
+            if model is not None:
+                raise ConfigError("a model written in Python runs in this package's own program, "
+                                  "not in program=")
+            if not (os.path.isfile(program) and os.access(program, os.X_OK)):
+                raise ConfigError(f"program={program!r} is not an executable file")
         self.dir = tempfile.TemporaryDirectory(prefix="chronon-")
         env = dict(os.environ)
         env[_child.PARENT_ENV] = str(os.getpid())
@@ -101,7 +107,10 @@ class Child:
             env[_child.MODEL_ENV] = path
             if main_file:
                 env[_child.MAIN_ENV] = os.path.abspath(main_file)
-        self.args = [sys.executable, "-m", "chronon_pdes"] + args
+        if program is not None:
+            self.args = [os.path.abspath(program)] + args
+        else:
+            self.args = [sys.executable, "-m", "chronon_pdes"] + args
         self.env = env
         self.stderr: List[str] = []
 

@@ -143,3 +143,31 @@ class KeepsCtx(Tandem):
 
     def finish(self, lp, st, stats):
         stats.set("late", self.kept.now())
+
+
+class Links:
+    """A ring that declares its links (each LP sends only to the next, with lookahead 2) and
+    checks them: a send to any other LP would be refused."""
+
+    lps = 6
+    lookahead = 0.5
+    end = 60.0
+
+    def topology(self, lp):
+        return [((lp + 1) % self.lps, 2.0)]
+
+    def init(self, ctx):
+        ctx.send((ctx.me() + 1) % self.lps, 2.0 + ctx.rng().random(), 1)
+        return 0
+
+    def on_event(self, n, hops, ctx):
+        ctx.send((ctx.me() + 1) % self.lps, 2.0 + ctx.rng().exponential(1.0), hops + 1)
+        return n + 1
+
+
+class BadLink(Links):
+    """Sends to an LP it did not declare a link to."""
+
+    def on_event(self, n, hops, ctx):
+        ctx.send((ctx.me() + 2) % self.lps, 2.0, hops)
+        return n + 1

@@ -277,3 +277,37 @@ def test_the_tandem_example_matches_theory():
 def test_a_ctx_used_after_its_handler_raises():
     with pytest.raises(chronon.ChrononError, match="handler that has returned"):
         chronon.run(models.KeepsCtx(end=20.0))
+
+
+def test_declared_topology_under_null_messages():
+    seq = chronon.run(models.Links())
+    for opts in [dict(sync="null-message", threads=2), dict(sync="null-message", threads=1, procs=2)]:
+        assert chronon.run(models.Links(), **opts).fingerprint == seq.fingerprint, opts
+    with pytest.raises(chronon.ModelError, match="LP"):
+        chronon.run(models.BadLink())
+
+
+REPO = os.path.abspath(os.path.join(HERE, "..", ".."))
+TARGET = os.environ.get("CARGO_TARGET_DIR", os.path.join(REPO, "target"))
+
+
+def built(path):
+    """A program `cargo test --workspace` builds (run it first)."""
+    full = os.path.join(TARGET, "debug", path)
+    assert os.path.exists(full), f"{full} is missing: run cargo test --workspace first"
+    return full
+
+
+def test_another_program_made_with_the_runner():
+    # The chronon binary itself, and the one-model ring example (no model name).
+    r = chronon.run("phold", lps=16, end=5, program=built("chronon"))
+    assert r.fingerprint == chronon.run("phold", lps=16, end=5).fingerprint
+    ring = built(os.path.join("examples", "ring"))
+    a = chronon.run(None, program=ring, end=50)
+    b = chronon.run(None, program=ring, end=50, sync="window", threads=2)
+    assert a.fingerprint == b.fingerprint and a.committed > 0
+    assert chronon.check(None, program=ring, runs=1, seed=3).ok
+    with pytest.raises(chronon.ConfigError, match="not an executable"):
+        chronon.run(None, program=os.path.join(REPO, "README.md"))
+    with pytest.raises(chronon.ConfigError, match="own program"):
+        chronon.run(models.Tandem(end=5.0), program=ring)
