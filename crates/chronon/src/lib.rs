@@ -221,6 +221,7 @@ mod model_stats;
 pub mod partition;
 pub mod placement;
 mod preempt;
+mod prefetch;
 pub use preempt::{tick_overhead, TickOverhead};
 mod program;
 pub use program::{program, program_args, set_program, Program};

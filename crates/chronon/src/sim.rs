@@ -83,7 +83,7 @@ where
     /// [`Mpi::init`](crate::mpi::Mpi::init) first. Events cross ranks through serde (bincode).
     pub fn ranks(mut self) -> Self {
         self.ranks = Some((
-            crate::transport::mpi::run::run::<M>,
+            crate::executor::conservative::ranks::run::<M>,
             executor::time_warp::ranks::run::run::<M>,
         ));
         self

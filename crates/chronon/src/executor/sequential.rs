@@ -6,10 +6,11 @@ use std::time::Instant;
 
 use super::global::GlobalQueue;
 use super::links::Links;
-use super::{finish_report, init_lps_with, prefetch, RunConfig};
+use super::{finish_report, init_lps_with, RunConfig};
 use crate::error::{ModelError, SimError};
 use crate::event::{Event, Keyed};
 use crate::model::{CommitCtx, Ctx, Model};
+use crate::prefetch::prefetch;
 use crate::queue::{HeapQueue, LadderQueue, PendingSet, QueueKind};
 use crate::stats::Report;
 

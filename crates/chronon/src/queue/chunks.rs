@@ -137,7 +137,7 @@ impl<T> Chunks<T> {
             }
             let base = self.data[c as usize * CHUNK..].as_ptr();
             for line in (0..CHUNK * std::mem::size_of::<T>()).step_by(128) {
-                crate::executor::prefetch_raw(base.cast::<[u8; 128]>().wrapping_byte_add(line));
+                crate::prefetch::prefetch_raw(base.cast::<[u8; 128]>().wrapping_byte_add(line));
             }
             c = self.next[c as usize];
         }

@@ -51,7 +51,7 @@ impl<S> LpTable<S> {
     #[inline(always)]
     pub(crate) fn prefetch(&self, lp: LpId) {
         if let Some(cell) = self.slots.get(lp as usize) {
-            crate::executor::prefetch_raw(cell.get().cast_const());
+            crate::prefetch::prefetch_raw(cell.get().cast_const());
         }
     }
 

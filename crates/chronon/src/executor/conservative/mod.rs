@@ -32,6 +32,8 @@ mod lp_table;
 mod null_message;
 #[cfg(all(target_os = "linux", not(chronon_loom)))]
 pub(crate) mod procs;
+#[cfg(feature = "mpi")]
+pub(crate) mod ranks;
 mod rounds;
 mod shared;
 mod window;

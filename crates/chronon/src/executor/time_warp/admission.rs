@@ -8,8 +8,8 @@
 //! instead of speculation filling the heap; a run the sequential executor completes with a
 //! heap then completes under Time Warp too.
 
-use crate::executor::prefetch;
 use crate::model::{Model, Time};
+use crate::prefetch::prefetch;
 use crate::queue::PendingSet;
 
 use super::lp::TwEvent;

@@ -3,7 +3,7 @@
 //! initial event ids agree), keeps its workers' LPs and events, runs its workers and its driver
 //! (`driver.rs`), and reports a `ChildOut` (the record of a worker process, `procs.rs`); rank 0
 //! gathers them, computes `model_stats` in LP order and makes the one report
-//! (`transport::mpi::run::finish_rank_part`, shared with the conservative runs over ranks). Each
+//! (`executor::conservative::ranks::finish_rank_part`, shared with the conservative runs over ranks). Each
 //! LP commits in its owner rank only, so commit hooks run once; `init`'s counters are counted by
 //! rank 0 only.
 //!
@@ -23,12 +23,12 @@ use super::driver::{drive, Driver, DriverOut};
 use super::{Pump, Pumped};
 use crate::error::{guard, ConfigError, Setting, SimError};
 use crate::executor::conservative::procs::{ChildOut, ABORTED};
+use crate::executor::conservative::ranks::{finish_rank_part, on_rank, on_world, RankPart};
 use crate::executor::RunConfig;
 use crate::model::Model;
 use crate::queue::{HeapQueue, LadderQueue, PendingSet, QueueKind};
 use crate::stats::Report;
 use crate::transport::mpi::comm::RankComm;
-use crate::transport::mpi::run::{finish_rank_part, on_rank, on_world, RankPart};
 use crate::transport::mpi::RankSafe;
 
 /// A Time Warp run over ranks, as a function pointer (instantiated where `M::Event: RankSafe`

@@ -13,20 +13,20 @@ use std::time::Instant;
 
 use mpi::topology::SimpleCommunicator;
 
-use super::comm::RankComm;
-use super::net::MpiNet;
-use super::RankSafe;
-use crate::error::{Setting, SimError};
-use crate::event::Event;
-use crate::executor::conservative::procs::{
+use super::procs::{
     self, coordinate, decode, encode, first_error, run_part, serve_finish, ChildOut, Parts,
 };
-use crate::executor::conservative::{ConservativeConfig, Protocol};
+use super::{ConservativeConfig, Protocol};
+use crate::error::{Setting, SimError};
+use crate::event::Event;
 use crate::executor::RunConfig;
 use crate::model::{Model, ModelStats};
 use crate::partition::Mapping;
 use crate::queue::{HeapQueue, LadderQueue, PendingSet, QueueKind};
 use crate::stats::Report;
+use crate::transport::mpi::comm::RankComm;
+use crate::transport::mpi::net::MpiNet;
+use crate::transport::mpi::RankSafe;
 
 /// Runs `model` with `protocol` over every rank of the MPI world, `cc.threads` workers each.
 /// Every rank calls it with the same configuration; rank 0's result carries the report, the
@@ -72,7 +72,7 @@ pub(crate) fn on_world<T>(
     check: impl FnOnce(&RankComm) -> Result<String, SimError>,
     body: impl FnOnce(&RankComm) -> Result<T, SimError>,
 ) -> Result<T, SimError> {
-    if !super::initialized() {
+    if !crate::transport::mpi::initialized() {
         return Err(SimError::config(Setting::Run, "Simulation::ranks needs MPI: call chronon::mpi::Mpi::init() first (and run under mpirun)"));
     }
     let comm = RankComm::new(&SimpleCommunicator::world());
