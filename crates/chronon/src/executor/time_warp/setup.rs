@@ -20,7 +20,7 @@ use super::transport::Wires;
 use super::worker::Worker;
 use crate::error::{ConfigError, Setting, SimError};
 use crate::executor::{init_lps_each, RunConfig};
-use crate::model::{LpId, Model};
+use crate::model::{LpId, Model, ReverseFn};
 use crate::partition::Mapping;
 use crate::placement::{touch_queue, touch_vec};
 use crate::queue::{HeapQueue, LadderQueue, PendingSet, QueueKind};
@@ -91,10 +91,249 @@ pub(super) struct Built<'a, M: Model, Q> {
     pub(super) saving: Saving,
 }
 
+/// The state saving a run uses and the reverse handler it keeps, checked against the options.
+fn state_saving<M: Model>(
+    model: &M,
+    opts: &TimeWarpConfig,
+    comparable: bool,
+) -> Result<(Saving, Option<ReverseFn<M>>), SimError> {
+    let undo = crate::error::guard("Model::reverse_handler", None, || model.reverse_handler())?;
+    let saving = match opts.state_saving {
+        StateSaving::Copy => Saving::Copy,
+        StateSaving::Reverse if undo.is_none() => {
+            return Err(SimError::config(Setting::StateSaving, "reverse state saving needs a model with a reverse handler (Model::reverse_handler returns None); use copy or auto"))
+        }
+        StateSaving::Reverse => Saving::Reverse,
+        StateSaving::Auto if undo.is_some() => Saving::Reverse,
+        StateSaving::Auto => Saving::Copy,
+    };
+    if saving == Saving::Reverse && opts.checkpoint.is_some() {
+        return Err(SimError::config(Setting::StateSaving, format!(
+            "a checkpoint interval applies to copy state saving only; this run uses reverse state saving ({}), which saves no states",
+            if opts.state_saving == StateSaving::Reverse {
+                "asked for"
+            } else {
+                "chosen automatically because the model has a reverse handler; ask for copy to use checkpoints"
+            }
+        )));
+    }
+    if opts.check_reverse && (saving != Saving::Reverse || !comparable) {
+        return Err(SimError::config(Setting::CheckReverse, "checking reverse handlers needs reverse state saving (a model with a reverse handler) and comparable states"));
+    }
+    Ok((
+        saving,
+        if saving == Saving::Reverse {
+            undo
+        } else {
+            None
+        },
+    ))
+}
+
+/// Where each LP runs: its worker and its index among the worker's LPs.
+///
+/// Block mapping is computed: LP i is worker floor(i * W / n)'s, whose first LP is
+/// ceil(w * n / W) (no table of a million owners and indices, 8 MB, at the resident peak).
+/// Other mappings keep the tables LP -> (worker, index) and index -> LP.
+struct Placement {
+    /// Block mapping: worker w's first LP, for w in 0..=W (empty otherwise).
+    block_first: Vec<u64>,
+    /// Other mappings: LP -> worker, LP -> index at its worker, worker -> its LPs.
+    owner: Vec<u32>,
+    local: Vec<u32>,
+    ids: Vec<Vec<LpId>>,
+    /// LPs per worker.
+    sizes: Vec<u32>,
+    lps: u32,
+    threads: usize,
+}
+
+impl Placement {
+    fn new(mapping: &Mapping, lps: u32, threads: usize) -> Result<Placement, SimError> {
+        if *mapping == Mapping::Block {
+            let block_first: Vec<u64> = (0..=threads)
+                .map(|w| (w as u64 * u64::from(lps)).div_ceil(threads as u64))
+                .collect();
+            let sizes = block_first
+                .windows(2)
+                .map(|f| (f[1] - f[0]) as u32)
+                .collect();
+            return Ok(Placement {
+                block_first,
+                owner: Vec::new(),
+                local: Vec::new(),
+                ids: Vec::new(),
+                sizes,
+                lps,
+                threads,
+            });
+        }
+        let owner = mapping
+            .owners(lps, threads)
+            .map_err(|m| SimError::config(Setting::Mapping, m))?;
+        let mut local = vec![0u32; owner.len()];
+        let mut ids: Vec<Vec<LpId>> = vec![Vec::new(); threads];
+        for (i, &o) in owner.iter().enumerate() {
+            local[i] = ids[o as usize].len() as u32;
+            ids[o as usize].push(i as LpId);
+        }
+        let sizes = ids.iter().map(|v| v.len() as u32).collect();
+        Ok(Placement {
+            block_first: Vec::new(),
+            owner,
+            local,
+            ids,
+            sizes,
+            lps,
+            threads,
+        })
+    }
+
+    /// LP `i`'s worker.
+    fn owner_of(&self, i: usize) -> u32 {
+        if self.owner.is_empty() {
+            crate::partition::block_owner(i, self.lps as usize, self.threads)
+        } else {
+            self.owner[i]
+        }
+    }
+}
+
+/// This process's workers after `init`: their LPs, cold records (copy state saving) and
+/// pending sets, and the initial events counted.
+struct Initialized<M: Model, Q> {
+    lps: Vec<Vec<TwLp<M::State>>>,
+    cold: Vec<Vec<TwCold<M::State, M::Event>>>,
+    queues: Vec<Q>,
+    /// Initial events of the whole run, and of this process's workers.
+    initial: u64,
+    mine_initial: u64,
+    /// LPs of this process's workers.
+    mine_lps: u64,
+}
+
+/// Runs `init` for every LP (every process initializes every LP the same way, so initial
+/// event ids agree) and keeps what belongs to the workers in `mine`: each LP goes into its
+/// worker's records as its `init` returns (no table of every LP's slot beside them), its
+/// initial events straight into the owner's pending set (no second copy of them).
+fn init_workers<M: Model, Q: PendingSet<TwEvent<M::Event>>>(
+    model: &M,
+    cfg: &RunConfig,
+    counters: &mut [i64],
+    place: &Placement,
+    mine: std::ops::Range<usize>,
+    copy: bool,
+) -> Result<Initialized<M, Q>, SimError> {
+    let (base, here) = (mine.start, mine.len());
+    let is_mine = |o: u32| mine.contains(&(o as usize));
+    let mut queues: Vec<Q> = (0..here).map(|_| Q::new()).collect();
+    // Initial events get ids from an id space no worker uses (worker number `threads`).
+    let init_ids = (place.threads as u64) << 48;
+    let (mut initial, mut mine_initial, mut mine_lps) = (0u64, 0u64, 0u64);
+    let sizes = &place.sizes[mine.clone()];
+    let mut lps: Vec<Vec<TwLp<M::State>>> = sizes
+        .iter()
+        .map(|&s| Vec::with_capacity(s as usize))
+        .collect();
+    let mut cold: Vec<Vec<TwCold<M::State, M::Event>>> = sizes
+        .iter()
+        .map(|&s| Vec::with_capacity(if copy { s as usize } else { 0 }))
+        .collect();
+    init_lps_each(
+        model,
+        cfg,
+        counters,
+        |ev| {
+            let o = place.owner_of(ev.dst as usize);
+            if is_mine(o) {
+                queues[o as usize - base].push(TwEvent::plain(ev, init_ids + initial));
+                mine_initial += 1;
+            }
+            initial += 1;
+        },
+        |i, slot| {
+            let o = place.owner_of(i as usize);
+            if !is_mine(o) {
+                return;
+            }
+            mine_lps += 1;
+            let o = o as usize - base;
+            if copy {
+                cold[o].push(TwCold {
+                    committed: 0,
+                    checkpoints: VecDeque::from([Checkpoint {
+                        at: 0,
+                        state: slot.state.clone(),
+                        meta: slot.meta,
+                    }]),
+                    coast: VecDeque::new(),
+                    coast_base: 0,
+                    arena_base: 0,
+                });
+            }
+            lps[o].push(TwLp::new(slot.state, slot.meta, slot.digest, NONE));
+        },
+    )?;
+    Ok(Initialized {
+        lps,
+        cold,
+        queues,
+        initial,
+        mine_initial,
+        mine_lps,
+    })
+}
+
+/// The memory bound of this process (memory.rs), calibrated after `init`: what the process
+/// holds now, less the dynamic bytes the workers will count (initial events, initial
+/// checkpoints), is the fixed footprint. A bound below what the run needs to start is refused
+/// with the bound that would do.
+fn memory_bound<M: Model, Q: PendingSet<TwEvent<M::Event>>>(
+    opts: &TimeWarpConfig,
+    lps: u32,
+    init: &Initialized<M, Q>,
+    copy: bool,
+    lp_bytes: f64,
+    record_size: u64,
+) -> Result<MemoryBound, SimError> {
+    let ev_size = std::mem::size_of::<TwEvent<M::Event>>() as u64;
+    let cp_size = std::mem::size_of::<Checkpoint<M::State>>() as u64;
+    let dynamic0 = init.mine_initial * ev_size + if copy { init.mine_lps * cp_size } else { 0 };
+    let fixed = match memory::resident_bytes() {
+        Some(rss) => rss.saturating_sub(dynamic0),
+        // Without /proc: the LP records and a few MiB for the program itself.
+        None => lp_bytes as u64 + (8 << 20),
+    };
+    let default_cap = opts
+        .max_uncommitted
+        .unwrap_or(4 * u64::from(opts.gvt_every))
+        .max(1);
+    // The bound covers this process and its workers.
+    let mem = MemoryBound::new(opts.max_memory, init.queues.len(), default_cap, fixed);
+    if let Some(bound) = opts.max_memory {
+        // Once the run starts a pending set counts at what the bound charges for it (its
+        // initial events are in `dynamic0` at their bytes).
+        let charged: f64 = init.queues.iter().map(memory::pending_bytes).sum();
+        let projected = (fixed + dynamic0 - init.mine_initial * ev_size) as f64 + charged;
+        let least = mem
+            .minimum_for(projected, 2.0 * record_size as f64)
+            .max(memory::peak_resident_bytes().unwrap_or(0) as f64);
+        if least > bound as f64 {
+            return Err(SimError::Resource(format!(
+                "Time Warp needs at least {} bytes ({} resident after init: {lps} LPs, {} initial events) to run, above --max-memory {bound}; try --max-memory {} or more",
+                least as u64,
+                fixed + dynamic0,
+                init.initial,
+                memory::mib(least)
+            )));
+        }
+    }
+    Ok(mem)
+}
+
 /// Checks a run of `threads` workers and sets up the workers in `mine` (all of them with
 /// threads; a process's own with `--procs`, where `net` brings the transport between
-/// processes and the shared GVT registers). Every process initializes every LP the same way
-/// (deterministic), so initial event ids agree across processes; it keeps its own.
+/// processes and the shared GVT registers).
 pub(super) fn build<'a, M: Model, Q: PendingSet<TwEvent<M::Event>>>(
     model: &'a M,
     cfg: &'a RunConfig,
@@ -116,70 +355,9 @@ pub(super) fn build<'a, M: Model, Q: PendingSet<TwEvent<M::Event>>>(
             format!("Time Warp runs at most 32767 threads; got {threads}"),
         ));
     }
-    let undo = crate::error::guard("Model::reverse_handler", None, || model.reverse_handler())?;
-    let saving = match opts.state_saving {
-        StateSaving::Copy => Saving::Copy,
-        StateSaving::Reverse if undo.is_none() => {
-            return Err(SimError::config(Setting::StateSaving, "reverse state saving needs a model with a reverse handler (Model::reverse_handler returns None); use copy or auto"))
-        }
-        StateSaving::Reverse => Saving::Reverse,
-        StateSaving::Auto if undo.is_some() => Saving::Reverse,
-        StateSaving::Auto => Saving::Copy,
-    };
-    if saving == Saving::Reverse && opts.checkpoint.is_some() {
-        return Err(SimError::config(Setting::StateSaving, format!(
-            "a checkpoint interval applies to copy state saving only; this run uses reverse state saving ({}), which saves no states",
-            if opts.state_saving == StateSaving::Reverse {
-                "asked for"
-            } else {
-                "chosen automatically because the model has a reverse handler; ask for copy to use checkpoints"
-            }
-        )));
-    }
-    if opts.check_reverse && (saving != Saving::Reverse || check_eq.is_none()) {
-        return Err(SimError::config(Setting::CheckReverse, "checking reverse handlers needs reverse state saving (a model with a reverse handler) and comparable states"));
-    }
-    // Block mapping is computed: LP i is worker floor(i * W / n)'s, whose first LP is
-    // ceil(w * n / W) (no table of a million owners and indices, 8 MB, at the resident peak).
-    // Other mappings keep the tables LP -> (worker, index) and index -> LP.
-    let block = opts.mapping == Mapping::Block;
-    let block_first: Vec<u64> = if block {
-        (0..=threads)
-            .map(|w| (w as u64 * u64::from(cfg.lps)).div_ceil(threads as u64))
-            .collect()
-    } else {
-        Vec::new()
-    };
-    let owner = if block {
-        Vec::new()
-    } else {
-        opts.mapping
-            .owners(cfg.lps, threads)
-            .map_err(|m| SimError::config(Setting::Mapping, m))?
-    };
-    let owner_of = |i: usize| -> u32 {
-        if block {
-            crate::partition::block_owner(i, cfg.lps as usize, threads)
-        } else {
-            owner[i]
-        }
-    };
-    let (local, ids, sizes) = if block {
-        let sizes = block_first.windows(2).map(|f| (f[1] - f[0]) as u32);
-        (Vec::new(), Vec::new(), sizes.collect::<Vec<u32>>())
-    } else {
-        let mut local = vec![0u32; owner.len()];
-        let mut ids: Vec<Vec<LpId>> = vec![Vec::new(); threads];
-        for (i, &o) in owner.iter().enumerate() {
-            local[i] = ids[o as usize].len() as u32;
-            ids[o as usize].push(i as LpId);
-        }
-        let sizes = ids.iter().map(|v| v.len() as u32).collect();
-        (local, ids, sizes)
-    };
-    let base = mine.start;
+    let (saving, undo) = state_saving(model, opts, check_eq.is_some())?;
+    let place = Placement::new(&opts.mapping, cfg.lps, threads)?;
     let here = mine.len();
-    let is_mine = |o: u32| mine.contains(&(o as usize));
 
     let init_start = Instant::now();
     let mut counters = vec![0i64; model.counter_names().len()];
@@ -214,95 +392,11 @@ pub(super) fn build<'a, M: Model, Q: PendingSet<TwEvent<M::Event>>>(
             )));
         }
     }
-    // Initial events go straight into the owners' pending sets (no second copy of them).
-    let mut queues: Vec<Q> = (0..here).map(|_| Q::new()).collect();
-    // Initial events get ids from an id space no worker uses (worker number `threads`).
-    let init_ids = (threads as u64) << 48;
-    let mut initial = 0u64;
-    let mut mine_initial = 0u64;
-    let mut per_worker: Vec<Vec<TwLp<M::State>>> = sizes[mine.clone()]
-        .iter()
-        .map(|&s| Vec::with_capacity(s as usize))
-        .collect();
-    let mut per_worker_cold: Vec<Vec<TwCold<M::State, M::Event>>> = sizes[mine.clone()]
-        .iter()
-        .map(|&s| Vec::with_capacity(if copy { s as usize } else { 0 }))
-        .collect();
-    let mut mine_lps = 0u64;
-    // Each LP goes into its worker's records as its `init` returns (no table of every LP's
-    // slot beside them), its initial events straight into the owner's pending set.
-    init_lps_each(
-        model,
-        cfg,
-        &mut counters,
-        |ev| {
-            let o = owner_of(ev.dst as usize);
-            if is_mine(o) {
-                queues[o as usize - base].push(TwEvent::plain(ev, init_ids + initial));
-                mine_initial += 1;
-            }
-            initial += 1;
-        },
-        |i, slot| {
-            let o = owner_of(i as usize);
-            if !is_mine(o) {
-                return;
-            }
-            mine_lps += 1;
-            let o = o as usize - base;
-            if copy {
-                per_worker_cold[o].push(TwCold {
-                    committed: 0,
-                    checkpoints: VecDeque::from([Checkpoint {
-                        at: 0,
-                        state: slot.state.clone(),
-                        meta: slot.meta,
-                    }]),
-                    coast: VecDeque::new(),
-                    coast_base: 0,
-                    arena_base: 0,
-                });
-            }
-            per_worker[o].push(TwLp::new(slot.state, slot.meta, slot.digest, NONE));
-        },
-    )?;
-    // Calibration: what the process holds now, less the dynamic bytes the workers will count
-    // (initial events, initial checkpoints), is the fixed footprint (memory.rs).
-    let ev_size = std::mem::size_of::<TwEvent<M::Event>>() as u64;
-    let cp_size = std::mem::size_of::<Checkpoint<M::State>>() as u64;
+    let init = init_workers::<M, Q>(model, cfg, &mut counters, &place, mine, copy)?;
     // A record in the arena and one send in the extras log.
     let record_size =
         (std::mem::size_of::<Option<Rec<M::Event>>>() + std::mem::size_of::<Extra>()) as u64;
-    let dynamic0 = mine_initial * ev_size + if copy { mine_lps * cp_size } else { 0 };
-    let fixed = match memory::resident_bytes() {
-        Some(rss) => rss.saturating_sub(dynamic0),
-        // Without /proc: the LP records and a few MiB for the program itself.
-        None => lp_bytes as u64 + (8 << 20),
-    };
-    let default_cap = opts
-        .max_uncommitted
-        .unwrap_or(4 * u64::from(opts.gvt_every))
-        .max(1);
-    // The bound covers this process and its workers.
-    let mem = MemoryBound::new(opts.max_memory, here, default_cap, fixed);
-    if let Some(bound) = opts.max_memory {
-        // Once the run starts a pending set counts at what the bound charges for it (its
-        // initial events are in `dynamic0` at their bytes).
-        let charged: f64 = queues.iter().map(memory::pending_bytes).sum();
-        let projected = (fixed + dynamic0 - mine_initial * ev_size) as f64 + charged;
-        let least = mem
-            .minimum_for(projected, 2.0 * record_size as f64)
-            .max(memory::peak_resident_bytes().unwrap_or(0) as f64);
-        if least > bound as f64 {
-            return Err(SimError::Resource(format!(
-                "Time Warp needs at least {} bytes ({} resident after init: {} LPs, {initial} initial events) to run, above --max-memory {bound}; try --max-memory {} or more",
-                least as u64,
-                fixed + dynamic0,
-                cfg.lps,
-                memory::mib(least)
-            )));
-        }
-    }
+    let mem = memory_bound(opts, cfg.lps, &init, copy, lp_bytes, record_size)?;
     let mut report = Report::new("timewarp", here, cfg.queue.name(), cfg.lps, cfg.end);
     report.init_s = init_start.elapsed().as_secs_f64();
     let safe =
@@ -322,11 +416,7 @@ pub(super) fn build<'a, M: Model, Q: PendingSet<TwEvent<M::Event>>>(
         end: cfg.end,
         lookahead: model.lookahead(),
         saving,
-        undo: if saving == Saving::Reverse {
-            undo
-        } else {
-            None
-        },
+        undo,
         safe,
         fixed_k: opts.checkpoint,
         optimism: Optimism::new(
@@ -340,10 +430,10 @@ pub(super) fn build<'a, M: Model, Q: PendingSet<TwEvent<M::Event>>>(
         record_size,
         gvt_every: u64::from(opts.gvt_every),
         check_eq: if opts.check_reverse { check_eq } else { None },
-        block_first,
-        owner,
-        local,
-        ids,
+        block_first: place.block_first,
+        owner: place.owner,
+        local: place.local,
+        ids: place.ids,
         workers: threads,
         wires,
         gvt,
@@ -368,10 +458,11 @@ pub(super) fn build<'a, M: Model, Q: PendingSet<TwEvent<M::Event>>>(
     };
     Ok(Built {
         sh,
-        parts: per_worker
+        parts: init
+            .lps
             .into_iter()
-            .zip(per_worker_cold)
-            .zip(queues)
+            .zip(init.cold)
+            .zip(init.queues)
             .map(|((l, c), q)| (l, c, q))
             .collect(),
         counters,
