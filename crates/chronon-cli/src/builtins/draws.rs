@@ -67,8 +67,8 @@ pub(super) fn phold_phases(draw: &mut Draw, flags: &mut Flags) {
 }
 
 /// A random small configuration of `simplesim`. One in five has 7000-byte payloads in a
-/// shared heap a little larger than the sequential run needs (`--heap-segments`), where Time
-/// Warp, which keeps freed items until GVT passes them, must hold its speculation back.
+/// shared heap not much larger than Time Warp needs (`--heap-segments`), where it must hold
+/// its speculation back (it keeps freed items until GVT passes them).
 pub(super) fn simplesim(draw: &mut Draw, flags: &mut Flags) {
     let dmin = draw.grid(0.0, 1.0, 0.25);
     let (lps, bound) = (draw.int(1, 12), draw.int(1, 40));
@@ -78,7 +78,12 @@ pub(super) fn simplesim(draw: &mut Draw, flags: &mut Flags) {
         .set("queue-bound", bound)
         .set("lookahead", draw.pick(&["0.5", "1", "2"]))
         .set("delay-min", dmin)
-        .set("delay-max", dmin + draw.grid(0.0, 2.0, 0.5))
+        // With a near-full heap, delays that vary: equal arrival times let an LP count a
+        // message as arrived before it is handled, and its queue bound then bounds nothing.
+        .set(
+            "delay-max",
+            dmin + draw.grid(if big { 0.5 } else { 0.0 }, 2.0, 0.5),
+        )
         .set(
             "payload-bytes",
             if big {
@@ -92,9 +97,12 @@ pub(super) fn simplesim(draw: &mut Draw, flags: &mut Flags) {
         .set("touch", draw.pick(&["none", "read", "write"]))
         .set("end", draw.int(10, 60));
     if big {
-        // At most `bound` messages in flight per LP, each with an 8 KiB item (32 in a heap's
-        // first segment, twice as many in each next one): twice that, rounded up to segments.
-        let need = 2 * lps * (bound + 1);
+        // Four 8 KiB items per message an LP may have in flight (32 in a heap's first
+        // segment, twice as many in each next one), rounded up to segments: the sequential
+        // run needs about one per message, and Time Warp up to twice that (a freed item
+        // waits for GVT), which is past half the heap, where it throttles; with less it ends
+        // with a one-line resource limit.
+        let need = 4 * lps * (bound + 1);
         let segments = (1..=16u64)
             .find(|&k| 32 * ((1u64 << k) - 1) >= need)
             .unwrap_or(16);
