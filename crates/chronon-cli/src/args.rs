@@ -65,8 +65,8 @@ pub(crate) struct CommonArgs {
     /// what was done [default: auto].
     #[arg(long, help_heading = EXEC)]
     pub pin: Option<crate::choices::Pin>,
-    /// Barrier of the window and lock-step executors: std, semaphore, spin or tree
-    /// [default: tree].
+    /// Barrier of the window and lock-step executors' threads in one process: std, semaphore,
+    /// spin or tree [default: tree] (not with --procs or MPI ranks: they meet at their own).
     #[arg(long, help_heading = CONSERVATIVE)]
     pub barrier: Option<crate::choices::Barrier>,
     /// Fan-in of the tree barrier [default: 4].

@@ -8,9 +8,10 @@ use clap::ValueEnum;
 use serde::{Deserialize, Serialize};
 
 /// A choice enum: each value's one spelling (`Value = "value"`) is what `--help`, the parse
-/// error, the TOML file and the report's `config` all use.
+/// error, the TOML file and the report's `config` all use. `unnamed`: no `name()` (the report
+/// writes the library's name for it).
 macro_rules! choice {
-    ($(#[$m:meta])* $name:ident { $($v:ident = $s:literal),* $(,)? }) => {
+    (unnamed $(#[$m:meta])* $name:ident { $($v:ident = $s:literal),* $(,)? }) => {
         $(#[$m])*
         #[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum, Deserialize, Serialize)]
         pub(crate) enum $name {
@@ -20,10 +21,12 @@ macro_rules! choice {
                 $v,
             )*
         }
+    };
+    ($(#[$m:meta])* $name:ident { $($v:ident = $s:literal),* $(,)? }) => {
+        choice!(unnamed $(#[$m])* $name { $($v = $s),* });
 
         impl $name {
             /// The value's name on the command line and in config files.
-            #[allow(dead_code)] // not every choice is written back by name
             pub(crate) fn name(self) -> &'static str {
                 match self {
                     $($name::$v => $s,)*
@@ -44,6 +47,7 @@ choice!(
     }
 );
 choice!(
+    unnamed
     /// `--queue`: the pending-event set.
     Queue {
         Heap = "heap",
@@ -174,17 +178,14 @@ mod tests {
     #[test]
     fn every_spelling_agrees() {
         agree(Sync::name);
-        agree(Queue::name);
+        // The report writes the library's name for the queue.
+        agree(|q: Queue| chronon::QueueKind::from(q).name());
         agree(Mapping::name);
         agree(StateSaving::name);
         agree(Barrier::name);
         agree(Runtime::name);
         agree(Payload::name);
         agree(Pin::name);
-        assert_eq!(
-            chronon::QueueKind::from(Queue::Heap).name(),
-            Queue::Heap.name()
-        );
         assert_eq!(
             chronon::placement::Pin::from(Pin::Off).name(),
             Pin::Off.name()

@@ -15,7 +15,9 @@ pub(crate) fn runtime(sync: Sync, common: &CommonArgs) -> Result<Runtime, Failur
         choices::Runtime::WorkStealing => Runtime::WorkStealing {
             threshold: common.threshold.unwrap_or(50),
         },
-        choices::Runtime::Bsp => Runtime::Bsp,
+        // BSP is lock-step on threads, over single-threaded worker processes
+        // (`run::checks::bsp_processes`).
+        choices::Runtime::Bsp => Runtime::Threads,
     };
     if name != "threads" && sync != Sync::Lockstep {
         return Err(Failure::bad_input(format!(

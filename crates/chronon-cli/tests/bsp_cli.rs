@@ -47,6 +47,11 @@ fn same_as_sequential(model: &[&str], tag: &str) {
         assert_eq!(r["executor_stats"]["procs"].as_f64(), n.parse::<f64>().ok());
         assert_eq!(r["config"]["runtime"], "bsp");
         assert_eq!(r["config"]["threads"].as_u64(), n.parse::<u64>().ok());
+        // The processes meet at their own barrier: the config names none (a rerun from it
+        // would be refused), and says how payloads crossed them.
+        assert!(r["config"].get("barrier").is_none(), "{}", r["config"]);
+        assert!(r["config"].get("fan-in").is_none(), "{}", r["config"]);
+        assert_eq!(r["config"]["payload"], "zero-copy");
     }
 }
 
@@ -110,5 +115,19 @@ fn bad_bsp_combinations_are_one_line_and_exit_2() {
     bad(
         &with(&["--sync", "lockstep", "--runtime", "bsp", "--threshold", "5"]),
         "--threshold applies to --runtime work-stealing only",
+    );
+    // Refused before MPI is set up: the same line in a build with or without the feature.
+    bad(
+        &with(&[
+            "--sync",
+            "lockstep",
+            "--runtime",
+            "bsp",
+            "--threads",
+            "2",
+            "--ranks",
+            "2",
+        ]),
+        "--runtime bsp starts worker processes on this machine and does not run over MPI ranks",
     );
 }

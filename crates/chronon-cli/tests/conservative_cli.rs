@@ -417,3 +417,73 @@ fn bad_runtime_flags_are_one_line_errors() {
         bad(&refs, "applies to --sync lockstep only");
     }
 }
+
+/// Worker processes and MPI ranks meet at their transport's own barrier: `--barrier` and
+/// `--fan-in` with them are one line and exit 2, before any process starts or MPI is set up
+/// (so in a build without the `mpi` feature too), and from a config file as from the flags.
+#[test]
+fn barrier_flags_across_processes_or_ranks_exit_2_with_one_line() {
+    let procs = "worker processes (--procs) meet at their own shared-memory barrier";
+    let ranks = "MPI ranks meet at their own barrier";
+    let bsp = "the worker processes of --runtime bsp meet at their own shared-memory barrier";
+    let cases: &[(&[&str], &str)] = &[
+        (
+            &["--sync", "window", "--procs", "2", "--barrier", "spin"],
+            "--barrier applies to the threads of one process; ",
+        ),
+        (
+            &["--sync", "lockstep", "--procs", "2", "--barrier", "tree"],
+            procs,
+        ),
+        (
+            &["--sync", "window", "--procs", "2", "--fan-in", "2"],
+            procs,
+        ),
+        (
+            &["--sync", "window", "--ranks", "2", "--barrier", "std"],
+            ranks,
+        ),
+        (
+            &["--sync", "lockstep", "--ranks", "2", "--fan-in", "2"],
+            ranks,
+        ),
+        (
+            &[
+                "--sync",
+                "lockstep",
+                "--runtime",
+                "bsp",
+                "--threads",
+                "2",
+                "--barrier",
+                "spin",
+            ],
+            bsp,
+        ),
+    ];
+    for (extra, needle) in cases {
+        let mut args = vec!["run", "phold", "--lps", "8", "--end", "5"];
+        args.extend_from_slice(extra);
+        bad(&args, needle);
+    }
+    let dir = std::env::temp_dir().join(format!("chronon-barrier-procs-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let cfg = dir.join("procs.toml");
+    std::fs::write(
+        &cfg,
+        "sync = \"window\"\nprocs = 2\nbarrier = \"semaphore\"\n",
+    )
+    .unwrap();
+    bad(
+        &[
+            "run",
+            "phold",
+            "--end",
+            "5",
+            "--config",
+            cfg.to_str().unwrap(),
+        ],
+        "--barrier applies to the threads of one process; worker processes (--procs)",
+    );
+    let _ = std::fs::remove_dir_all(&dir);
+}

@@ -25,16 +25,13 @@ fn every_payload_is_freed_once_and_every_heap_released() {
         Executor::NullMessage(ConservativeConfig::new(2)),
         Executor::TimeWarp(TimeWarpConfig::new(2)),
     ] {
-        let r = Simulation::new(Courier {
-            lps: 9,
-            leak_at: None,
-        })
-        .lps(9)
-        .end_time(60.0)
-        .seed(3)
-        .executor(ex.clone())
-        .run()
-        .unwrap();
+        let r = Simulation::new(Courier { leak_at: None })
+            .lps(9)
+            .end_time(60.0)
+            .seed(3)
+            .executor(ex.clone())
+            .run()
+            .unwrap();
         assert!(r.committed > 200);
         assert_eq!(r.model_stats.get("bad_payloads"), Some(0.0), "{ex:?}");
         fingerprints.push((r.fingerprint, r.model_stats.get("payload_sum")));

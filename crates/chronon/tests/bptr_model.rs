@@ -6,9 +6,6 @@ use chronon::{Ctx, LpId, Model, ModelStats};
 
 /// Parcels travel between LPs; each carries a body of bytes and a header with a nested body.
 pub struct Courier {
-    /// Its LP count (the simulation's `lps` must match).
-    #[allow(dead_code)]
-    pub lps: LpId,
     /// An LP that leaks one payload (`mem::forget`) at its first event, for the leak check.
     pub leak_at: Option<LpId>,
 }

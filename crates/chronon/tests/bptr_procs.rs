@@ -12,7 +12,7 @@ use bptr_model::Courier;
 use chronon::{ConservativeConfig, Executor, Simulation, TimeWarpConfig};
 
 fn sim(leak_at: Option<u32>, executor: Executor) -> Simulation<Courier> {
-    Simulation::new(Courier { lps: 9, leak_at })
+    Simulation::new(Courier { leak_at })
         .lps(9)
         .end_time(60.0)
         .seed(3)

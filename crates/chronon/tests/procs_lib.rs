@@ -161,6 +161,30 @@ fn a_worker_process_that_reaches_another_run_is_refused() {
     assert!(e.to_string().contains("different multi-process run"), "{e}");
 }
 
+/// The worker processes meet at their own shared-memory barrier: a barrier other than the
+/// default is refused before any process starts, not ignored.
+#[test]
+fn a_barrier_other_than_the_default_is_refused_across_processes() {
+    use chronon::barrier::BarrierKind;
+    for ex in [
+        Executor::Window(ConservativeConfig::new(1).barrier(BarrierKind::Spin)),
+        Executor::Lockstep(ConservativeConfig::new(2).barrier(BarrierKind::Tree { fan_in: 2 })),
+    ] {
+        match sim(ex.clone()).processes(2).run() {
+            Err(chronon::SimError::Config(e)) => {
+                assert_eq!(e.setting, chronon::Setting::Barrier, "{ex:?}: {e}");
+                assert!(
+                    e.to_string().contains(
+                        "worker processes (processes) meet at their own shared-memory barrier"
+                    ),
+                    "{ex:?}: {e}"
+                );
+            }
+            other => panic!("{ex:?}: expected a configuration error, got {other:?}"),
+        }
+    }
+}
+
 #[test]
 fn time_warp_3_processes_2_threads() {
     check(

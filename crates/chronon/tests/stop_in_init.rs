@@ -58,32 +58,3 @@ fn a_stop_during_initialization_gives_an_empty_incomplete_report() {
         assert_eq!(r.committed, 20_000, "{exec:?}");
     }
 }
-
-/// The BSP runtime runs only across processes: in one process it is a configuration error that
-/// says how to run it, for every protocol it does not apply to as well.
-#[test]
-fn the_bsp_runtime_outside_processes_is_a_clear_error() {
-    use chronon::{Runtime, SimError};
-    let cc = ConservativeConfig::new(2).runtime(Runtime::Bsp);
-    for (exec, needle) in [
-        (Executor::Lockstep(cc.clone()), "set processes to P"),
-        (
-            Executor::Window(cc.clone()),
-            "applies to executor lockstep only",
-        ),
-        (
-            Executor::NullMessage(cc),
-            "applies to executor lockstep only",
-        ),
-    ] {
-        match Simulation::new(Tick)
-            .lps(4)
-            .end_time(3.0)
-            .executor(exec)
-            .run()
-        {
-            Err(SimError::Config(e)) => assert!(e.to_string().contains(needle), "{e}"),
-            other => panic!("expected a configuration error, got {other:?}"),
-        }
-    }
-}

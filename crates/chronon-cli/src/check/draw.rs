@@ -56,8 +56,8 @@ impl Flags {
 }
 
 /// Random executor flags for `sync`: threads, queue and the options that executor takes;
-/// `over_ranks`: only what runs over MPI ranks (no worker processes, work-stealing runtime or
-/// load balancing), 1–2 threads per rank (the ranks share this machine's cores).
+/// `over_ranks`: only what runs over MPI ranks (no worker processes, work-stealing runtime,
+/// barrier choice or load balancing), 1–2 threads per rank (the ranks share this machine's cores).
 pub(crate) fn executor_flags(
     has_reverse: bool,
     sync: &str,
@@ -96,9 +96,9 @@ pub(crate) fn executor_flags(
             f.set("window", d.pick(&["0.5", "2", "10"]));
         }
     } else if sync != "null-message" && !ws {
-        // Null messages use no barrier.
+        // Null messages use no barrier; MPI ranks meet at their own.
         let barrier = d.pick(&["tree", "std", "semaphore", "spin"]);
-        if d.chance(0.5) {
+        if !over_ranks && d.chance(0.5) {
             f.set("barrier", barrier);
             if barrier == "tree" && d.chance(0.5) {
                 f.set("fan-in", d.int(2, 4));
@@ -109,13 +109,16 @@ pub(crate) fn executor_flags(
             f.set("shared-sets", d.int(1, 3));
         }
     }
-    // Worker processes for every protocol on persistent workers without load balancing, on
-    // every model (every shipped model's events may cross a process boundary); a drawn
-    // configuration with global events is refused in one line and counted as refused.
+    // Worker processes for every protocol on persistent workers without load balancing or a
+    // chosen barrier (the processes meet at their own), on every model (every shipped model's
+    // events may cross a process boundary); a drawn configuration with global events is
+    // refused in one line and counted as refused.
     let balanced = f.0.iter().any(|a| a == "--dedicated");
+    let barrier = f.0.iter().any(|a| a == "--barrier");
     if matches!(sync, "window" | "lockstep" | "null-message" | "timewarp")
         && !ws
         && !balanced
+        && !barrier
         && !over_ranks
         && d.chance(0.3)
     {

@@ -8,8 +8,8 @@
 //!
 //! `--ranks 2,3` (a build with the `mpi` feature, MPICH's `mpirun` on the PATH) adds the ranks
 //! dimension: every parallel run is `mpirun -n R chronon run ... --ranks R` with R drawn from the
-//! list, and only options that run over ranks are drawn (no `--procs`, work-stealing runtime or
-//! load balancing); the sequential reference still runs in one process.
+//! list, and only options that run over ranks are drawn (no `--procs`, work-stealing runtime,
+//! `--barrier` or load balancing); the sequential reference still runs in one process.
 
 pub(crate) mod draw;
 mod runner;

@@ -7,7 +7,7 @@
 //! * `runs/`: every child's JSON report (`chronon report DIR/runs` plots them).
 //!
 //! The experiments are a registry ([`registry::EXPERIMENTS`]): a new experiment is a new
-//! entry; an entry that waits for a part not built yet says which, and refuses to run.
+//! entry.
 
 pub(crate) mod gsu;
 mod msg_lbts;
@@ -121,22 +121,12 @@ pub(crate) struct Rendered {
     pub figure: String,
 }
 
-/// A runnable experiment: its sweep, how to read a report, how to draw its tables and figure.
+/// How an experiment runs: its sweep, how to read a report, how to draw its tables and figure.
 #[derive(Clone, Copy)]
 pub(crate) struct Ready {
     pub plan: fn(&Settings) -> Result<Vec<Point>, Failure>,
     pub extract: fn(&serde_json::Value) -> Metrics,
     pub render: fn(&Settings, &Results) -> Result<Rendered, Failure>,
-}
-
-/// Whether an experiment runs today.
-#[derive(Clone, Copy)]
-pub(crate) enum Status {
-    Ready(Ready),
-    /// Waits for this (the part not built yet). No entry waits today; the variant stays for an
-    /// experiment added before a part it needs is built.
-    #[allow(dead_code)]
-    Waits(&'static str),
 }
 
 /// One entry of the registry.
@@ -153,7 +143,7 @@ pub(crate) struct Experiment {
     /// Repetitions at full size unless `--reps` says otherwise (1 where one repetition already
     /// takes minutes).
     pub reps: u32,
-    pub status: Status,
+    pub ready: Ready,
 }
 
 impl std::fmt::Debug for Experiment {
@@ -200,10 +190,10 @@ fn list() -> u8 {
         "experiment", "seed", "table / figure", "needs"
     );
     for e in registry::EXPERIMENTS {
-        let mut status = match e.status {
-            Status::Ready(_) if e.partial.is_empty() => "available".to_string(),
-            Status::Ready(_) => format!("available; {}", e.partial),
-            Status::Waits(w) => format!("waits for {w}"),
+        let mut status = if e.partial.is_empty() {
+            "available".to_string()
+        } else {
+            format!("available; {}", e.partial)
         };
         // The MPI part of an experiment, where this binary cannot launch ranks.
         if let (true, Some(why)) = (e.needs.contains("MPI:"), mpi_missing()) {
@@ -229,14 +219,7 @@ pub(crate) fn run(cmd: ExperimentCmd) -> Result<u8, Failure> {
             names.join(", ")
         )));
     };
-    let ready = match e.status {
-        Status::Ready(r) => r,
-        Status::Waits(w) => {
-            return Err(Failure::bad_input(format!(
-                "experiment '{name}' is not available yet: it waits for {w}"
-            )))
-        }
-    };
+    let ready = e.ready;
     if cmd.reps == Some(0) {
         return Err(Failure::bad_input("--reps is 0; it must be at least 1"));
     }

@@ -1,21 +1,20 @@
 //! Every experiment `chronon experiment` knows. To add one: write its plan, extract and render
-//! functions (see `seed001.rs` for the shape) and add an entry here; an experiment whose parts
-//! are not built yet is an entry with `Status::Waits` naming what it waits for.
+//! functions (see `seed001.rs` for the shape) and add an entry here.
 
 use super::{
     gsu, ours, refcount, run_metrics, scaling, seed000, seed001, seed002, seed003, store_alloc,
-    ticks, Experiment, Ready, Status,
+    ticks, Experiment, Ready,
 };
 
 const fn ready(
     plan: fn(&super::Settings) -> Result<Vec<super::Point>, crate::Failure>,
     render: fn(&super::Settings, &super::Results) -> Result<super::Rendered, crate::Failure>,
-) -> Status {
-    Status::Ready(Ready {
+) -> Ready {
+    Ready {
         plan,
         extract: run_metrics,
         render,
-    })
+    }
 }
 
 pub(crate) const EXPERIMENTS: &[Experiment] = &[
@@ -26,11 +25,11 @@ pub(crate) const EXPERIMENTS: &[Experiment] = &[
         needs: "threads; MPI: feature mpi",
         partial: "",
         reps: 3,
-        status: Status::Ready(Ready {
+        ready: Ready {
             plan: gsu::plan,
             extract: gsu::extract,
             render: gsu::render,
-        }),
+        },
     },
     Experiment {
         name: "000-fig7",
@@ -39,11 +38,11 @@ pub(crate) const EXPERIMENTS: &[Experiment] = &[
         needs: "processes; MPI: feature mpi",
         partial: "Boost version",
         reps: 3,
-        status: Status::Ready(Ready {
+        ready: Ready {
             plan: seed000::fig7_plan,
             extract: seed000::extract,
             render: seed000::fig7_render,
-        }),
+        },
     },
     Experiment {
         name: "000-fig8",
@@ -52,11 +51,11 @@ pub(crate) const EXPERIMENTS: &[Experiment] = &[
         needs: "2-8 processes; MPI: feature mpi",
         partial: "Boost version",
         reps: 3,
-        status: Status::Ready(Ready {
+        ready: Ready {
             plan: seed000::fig8_plan,
             extract: seed000::extract,
             render: seed000::fig8_render,
-        }),
+        },
     },
     Experiment {
         name: "000-fig9",
@@ -65,11 +64,11 @@ pub(crate) const EXPERIMENTS: &[Experiment] = &[
         needs: "2-8 processes; MPI: feature mpi",
         partial: "Boost version",
         reps: 3,
-        status: Status::Ready(Ready {
+        ready: Ready {
             plan: seed000::fig9_plan,
             extract: seed000::extract,
             render: seed000::fig9_render,
-        }),
+        },
     },
     Experiment {
         name: "001-barriers",
@@ -78,11 +77,11 @@ pub(crate) const EXPERIMENTS: &[Experiment] = &[
         needs: "threads",
         partial: "",
         reps: 3,
-        status: Status::Ready(Ready {
+        ready: Ready {
             plan: seed001::barriers_plan,
             extract: seed001::barriers_extract,
             render: seed001::barriers_render,
-        }),
+        },
     },
     Experiment {
         name: "001-refcount",
@@ -91,11 +90,11 @@ pub(crate) const EXPERIMENTS: &[Experiment] = &[
         needs: "threads",
         partial: "",
         reps: 3,
-        status: Status::Ready(Ready {
+        ready: Ready {
             plan: refcount::plan,
             extract: refcount::extract,
             render: refcount::render,
-        }),
+        },
     },
     Experiment {
         name: "001-balance",
@@ -104,7 +103,7 @@ pub(crate) const EXPERIMENTS: &[Experiment] = &[
         needs: "threads",
         partial: "",
         reps: 3,
-        status: ready(seed001::balance_plan, seed001::balance_render),
+        ready: ready(seed001::balance_plan, seed001::balance_render),
     },
     Experiment {
         name: "001-campus",
@@ -113,7 +112,7 @@ pub(crate) const EXPERIMENTS: &[Experiment] = &[
         needs: "threads",
         partial: "",
         reps: 3,
-        status: ready(seed001::campus_plan, seed001::campus_render),
+        ready: ready(seed001::campus_plan, seed001::campus_render),
     },
     Experiment {
         name: "002-graph1",
@@ -122,7 +121,7 @@ pub(crate) const EXPERIMENTS: &[Experiment] = &[
         needs: "threads",
         partial: "",
         reps: 3,
-        status: ready(seed002::graph1_plan, seed002::graph1_render),
+        ready: ready(seed002::graph1_plan, seed002::graph1_render),
     },
     Experiment {
         name: "002-graph2",
@@ -131,7 +130,7 @@ pub(crate) const EXPERIMENTS: &[Experiment] = &[
         needs: "threads",
         partial: "work-stealing runtime (measured in 002-graph1)",
         reps: 3,
-        status: ready(seed002::graph2_plan, seed002::graph2_render),
+        ready: ready(seed002::graph2_plan, seed002::graph2_render),
     },
     Experiment {
         name: "003-fig5",
@@ -140,11 +139,11 @@ pub(crate) const EXPERIMENTS: &[Experiment] = &[
         needs: "threads",
         partial: "",
         reps: 3,
-        status: Status::Ready(Ready {
+        ready: Ready {
             plan: ticks::plan,
             extract: ticks::extract,
             render: ticks::render,
-        }),
+        },
     },
     Experiment {
         name: "003-phold-phases",
@@ -153,7 +152,7 @@ pub(crate) const EXPERIMENTS: &[Experiment] = &[
         needs: "threads",
         partial: "",
         reps: 3,
-        status: ready(seed003::phases_plan, seed003::phases_render),
+        ready: ready(seed003::phases_plan, seed003::phases_render),
     },
     Experiment {
         name: "003-datastore",
@@ -162,11 +161,11 @@ pub(crate) const EXPERIMENTS: &[Experiment] = &[
         needs: "threads",
         partial: "",
         reps: 3,
-        status: Status::Ready(Ready {
+        ready: Ready {
             plan: seed003::datastore_plan,
             extract: store_alloc::extract,
             render: seed003::datastore_render,
-        }),
+        },
     },
     Experiment {
         name: "003-pcs",
@@ -175,7 +174,7 @@ pub(crate) const EXPERIMENTS: &[Experiment] = &[
         needs: "threads",
         partial: "",
         reps: 3,
-        status: ready(seed003::pcs_plan, seed003::pcs_render),
+        ready: ready(seed003::pcs_plan, seed003::pcs_render),
     },
     Experiment {
         name: "ours-phold",
@@ -184,7 +183,7 @@ pub(crate) const EXPERIMENTS: &[Experiment] = &[
         needs: "threads",
         partial: "",
         reps: 1,
-        status: ready(ours::executors_plan, ours::executors_render),
+        ready: ready(ours::executors_plan, ours::executors_render),
     },
     Experiment {
         name: "ours-scaling",
@@ -193,11 +192,11 @@ pub(crate) const EXPERIMENTS: &[Experiment] = &[
         needs: "threads; processes (--splits)",
         partial: "",
         reps: 3,
-        status: Status::Ready(Ready {
+        ready: Ready {
             plan: scaling::plan,
             extract: scaling::extract,
             render: scaling::render,
-        }),
+        },
     },
 ];
 
@@ -221,10 +220,8 @@ mod tests {
                 "{} twice",
                 e.name
             );
-            if let Status::Ready(r) = e.status {
-                let points = (r.plan)(&s).unwrap();
-                assert!(!points.is_empty(), "{}", e.name);
-            }
+            let points = (e.ready.plan)(&s).unwrap();
+            assert!(!points.is_empty(), "{}", e.name);
         }
     }
 }

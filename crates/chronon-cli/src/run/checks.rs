@@ -1,12 +1,13 @@
 //! The run options' checks: `--sync`/`--threads` and the executors' flags mapped onto an
 //! executor, and every flag combination refused in one line before anything starts (Time Warp
-//! settings, mapping, conservative settings, payloads and heaps, `--runtime bsp`, `--procs`).
+//! settings, mapping, conservative settings, payloads and heaps, `--runtime bsp`, `--procs`,
+//! `--barrier`/`--fan-in` across processes or ranks).
 
 use chronon::partition::Mapping;
-use chronon::{ConservativeConfig, Executor, Runtime, StateSaving, Ticks, TimeWarpConfig};
+use chronon::{ConservativeConfig, Executor, StateSaving, Ticks, TimeWarpConfig};
 
 use crate::args::CommonArgs;
-use crate::choices::{Barrier, Payload, Sync};
+use crate::choices::{self, Barrier, Payload, Sync};
 use crate::lockstep_runtime::runtime;
 use crate::Failure;
 
@@ -269,25 +270,61 @@ pub(super) fn payload_options(
     Ok((copy, heap))
 }
 
+/// Whether the run goes over MPI ranks: `--ranks`, or started by `mpirun` with several.
+pub(super) fn over_ranks(common: &CommonArgs) -> bool {
+    common.ranks.is_some() || chronon::mpi::launched().is_some()
+}
+
 /// `--runtime bsp --threads N` runs N single-threaded worker processes (seed 002's BSP
 /// version: one process per processor): the executor gets 1 thread and the run N processes.
+/// The library has no BSP runtime of its own: it is lock-step on threads across processes.
 pub(super) fn bsp_processes(
     executor: Executor,
-    procs: Option<usize>,
+    common: &CommonArgs,
 ) -> Result<(Executor, Option<usize>), Failure> {
     match executor {
-        Executor::Lockstep(cc) if cc.runtime == Runtime::Bsp => {
-            if let Some(p) = procs {
+        Executor::Lockstep(cc) if common.runtime == Some(choices::Runtime::Bsp) => {
+            if let Some(p) = common.procs {
                 return Err(Failure::bad_input(format!(
                     "--runtime bsp starts one single-threaded process per --threads ({}); leave out --procs {p}",
                     cc.threads
                 )));
+            }
+            if over_ranks(common) {
+                return Err(Failure::bad_input(
+                    "--runtime bsp starts worker processes on this machine and does not run over MPI ranks; leave out --runtime bsp (lock-step over ranks: --sync lockstep --threads T per rank)",
+                ));
             }
             let n = cc.threads;
             let mut one = cc;
             one.threads = 1;
             Ok((Executor::Lockstep(one), Some(n)))
         }
-        other => Ok((other, procs)),
+        other => Ok((other, common.procs)),
     }
+}
+
+/// `--barrier` and `--fan-in` choose the barrier of the threads of one process: worker
+/// processes (`--procs`, `--runtime bsp`) and MPI ranks meet at their transport's own, so the
+/// flags are refused there rather than ignored.
+pub(super) fn barrier_across(common: &CommonArgs) -> Result<(), Failure> {
+    let given = [
+        ("--barrier", common.barrier.is_some()),
+        ("--fan-in", common.fan_in.is_some()),
+    ];
+    let Some((flag, _)) = given.iter().find(|(_, g)| *g) else {
+        return Ok(());
+    };
+    let who = if over_ranks(common) {
+        "MPI ranks meet at their own barrier"
+    } else if common.runtime == Some(choices::Runtime::Bsp) {
+        "the worker processes of --runtime bsp meet at their own shared-memory barrier"
+    } else if common.procs.is_some() {
+        "worker processes (--procs) meet at their own shared-memory barrier"
+    } else {
+        return Ok(());
+    };
+    Err(Failure::bad_input(format!(
+        "{flag} applies to the threads of one process; {who}"
+    )))
 }

@@ -20,7 +20,7 @@ use crate::args::CommonArgs;
 use crate::output::{self, Outputs};
 use crate::{series, sys, Failure, EXIT_INTERRUPTED};
 pub(crate) use checks::executor;
-use checks::{bsp_processes, executor_with, payload_options, time_warp_options};
+use checks::{barrier_across, bsp_processes, executor_with, payload_options, time_warp_options};
 use progress::{install_ctrlc, spawn_progress_bar};
 use report_cfg::report_config;
 use summary::print_summary;
@@ -69,7 +69,8 @@ where
     let pin: chronon::placement::Pin = common.pin.map_or_else(Default::default, Into::into);
     // The report's config keeps what was asked for (`--runtime bsp --threads N` reruns it).
     let asked = executor.clone();
-    let (executor, procs) = bsp_processes(executor, common.procs)?;
+    let (executor, procs) = bsp_processes(executor, &common)?;
+    barrier_across(&common)?;
     let (copy, heap) = payload_options(&common, procs)?;
     // Over MPI ranks: MPI for the run (finalized when this function returns).
     let mpi = crate::mpi::start(common.ranks, procs)?;
@@ -128,7 +129,7 @@ where
     }
     let rb = series::rollbacks_known(&samples, report.rolled_back);
 
-    let config = report_config(&common, &asked, end, seed, queue, model_config);
+    let config = report_config(&common, &asked, procs, end, seed, queue, model_config);
     print_summary(name, &report);
     // Both files are attempted even when the first fails; the first failure is returned.
     let written = [

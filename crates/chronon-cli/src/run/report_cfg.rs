@@ -7,10 +7,12 @@ use crate::choices;
 
 /// The report's `config`: every option that shaped the run, under the keys `--config` takes,
 /// so that the report's config, written as TOML, reruns the same simulation. Executor options
-/// are the ones in force (defaults included) where the executor takes them.
+/// are the ones in force (defaults included) where the run uses them. `procs`: the run's worker
+/// processes (`--procs`, or `--runtime bsp`'s).
 pub(super) fn report_config(
     common: &CommonArgs,
     executor: &Executor,
+    procs: Option<usize>,
     end: f64,
     seed: u64,
     queue: QueueKind,
@@ -37,20 +39,21 @@ pub(super) fn report_config(
     match executor {
         Executor::Window(cc) | Executor::Lockstep(cc) | Executor::NullMessage(cc) => {
             put("mapping", json!(mapping));
-            if !matches!(executor, Executor::NullMessage(_)) {
+            // Worker processes and MPI ranks meet at their transport's own barrier.
+            let across = procs.is_some() || super::checks::over_ranks(common);
+            if !matches!(executor, Executor::NullMessage(_)) && !across {
                 let barrier = common.barrier.map_or("tree", choices::Barrier::name);
                 put("barrier", json!(barrier));
                 if barrier == "tree" {
                     put("fan-in", json!(common.fan_in.unwrap_or(4)));
                 }
             }
-            match cc.runtime {
-                Runtime::WorkStealing { threshold } => {
-                    put("runtime", json!(cc.runtime.name()));
-                    put("threshold", json!(threshold));
-                }
-                Runtime::Bsp => put("runtime", json!(cc.runtime.name())),
-                _ => {}
+            if let Runtime::WorkStealing { threshold } = cc.runtime {
+                put("runtime", json!(cc.runtime.name()));
+                put("threshold", json!(threshold));
+            }
+            if common.runtime == Some(choices::Runtime::Bsp) {
+                put("runtime", json!(choices::Runtime::Bsp.name()));
             }
             if matches!(executor, Executor::NullMessage(_)) {
                 put("max-null-messages", json!(cc.max_null_messages as f64));
@@ -107,6 +110,17 @@ pub(super) fn report_config(
         }
         // Sequential: nothing more.
         _ => {}
+    }
+    // How payloads crossed the worker processes, and the shared heaps' settings where given.
+    if procs.is_some() {
+        let payload = common.payload.map_or("zero-copy", choices::Payload::name);
+        c.insert("payload".into(), json!(payload));
+    }
+    if let Some(t) = &common.heap_classes {
+        c.insert("heap-classes".into(), json!(t));
+    }
+    if let Some(n) = common.heap_segments {
+        c.insert("heap-segments".into(), json!(n));
     }
     if let Value::Object(m) = model_config {
         for (k, v) in m {

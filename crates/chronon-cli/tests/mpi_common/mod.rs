@@ -1,6 +1,7 @@
 //! Helpers of the MPI tests (mpi_cli.rs, mpi_timewarp.rs, mpi_check.rs; `--features mpi`,
 //! MPICH's `mpirun` on the PATH): the launcher under a time limit, reports of runs in one
 //! process and over ranks, per-worker sums and the ranks' pids.
+// Each test binary uses a subset of these helpers.
 #![allow(dead_code)]
 
 use std::process::Command;

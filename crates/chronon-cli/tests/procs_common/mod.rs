@@ -1,5 +1,6 @@
 //! Helpers of the `--procs` tests (procs_cli.rs, procs_payload_cli.rs): reports, histories and
 //! the differential against the sequential run (conservative, then Time Warp).
+// Each test binary uses a subset of these helpers.
 #![allow(dead_code)]
 
 use super::common::chronon;

@@ -156,18 +156,18 @@ macro_rules! impl_shm_safe {
     (enum $name:ident {
         $( $variant:ident $( ( $($tf:ident),* $(,)? ) )? $( { $($sf:ident),* $(,)? } )? ),* $(,)?
     }) => {
-        const _: () = {
-            #[allow(dead_code, unused_variables)]
-            fn __chronon_every_field_is_shm_safe(v: &$name) {
-                fn is_shm_safe<T: $crate::shm::ShmSafe>(_: &T) {}
-                match v {
-                    $(
-                        $name::$variant $( ( $($tf),* ) )? $( { $($sf),* } )? => {
-                            $( $( is_shm_safe($tf); )* )?
-                            $( $( is_shm_safe($sf); )* )?
-                        }
-                    )*
-                }
+        // A check made by the compiler, never called: every field of every variant is
+        // `ShmSafe`.
+        #[allow(unused_variables)]
+        const _: fn(&$name) = |v: &$name| {
+            fn is_shm_safe<T: $crate::shm::ShmSafe>(_: &T) {}
+            match v {
+                $(
+                    $name::$variant $( ( $($tf),* ) )? $( { $($sf),* } )? => {
+                        $( $( is_shm_safe($tf); )* )?
+                        $( $( is_shm_safe($sf); )* )?
+                    }
+                )*
             }
         };
         // Safety: every field of every variant was just checked to be `ShmSafe` (the match
@@ -189,13 +189,11 @@ macro_rules! impl_shm_safe {
         }
     };
     ($name:ident { $($field:ident),* $(,)? }) => {
-        const _: () = {
-            #[allow(dead_code)]
-            fn __chronon_every_field_is_shm_safe(v: &$name) {
-                fn is_shm_safe<T: $crate::shm::ShmSafe>(_: &T) {}
-                let $name { $($field),* } = v;
-                $( is_shm_safe($field); )*
-            }
+        // A check made by the compiler, never called: every field is `ShmSafe`.
+        const _: fn(&$name) = |v: &$name| {
+            fn is_shm_safe<T: $crate::shm::ShmSafe>(_: &T) {}
+            let $name { $($field),* } = v;
+            $( is_shm_safe($field); )*
         };
         // Safety: every field was just checked to be `ShmSafe`, and the pattern above is
         // exhaustive, so no field was left out.

@@ -33,6 +33,44 @@ fn breaking_the_declared_links_is_a_model_error_everywhere() {
     }
 }
 
+/// A barrier or mapping the run would not use is refused rather than ignored: null messages
+/// meet at no barrier, and the work-stealing runtime has neither a barrier nor LP owners.
+#[test]
+fn a_barrier_or_mapping_the_run_would_not_use_is_refused() {
+    use chronon::barrier::BarrierKind;
+    use chronon::partition::Mapping;
+    use chronon::{Runtime, Setting};
+    let m = tiny();
+    let ws = ConservativeConfig::new(2).runtime(Runtime::WorkStealing { threshold: 2 });
+    for (exec, setting, needle) in [
+        (
+            Executor::NullMessage(ConservativeConfig::new(2).barrier(BarrierKind::Spin)),
+            Setting::Barrier,
+            "(null messages use no barrier); got ConservativeConfig::barrier spin",
+        ),
+        (
+            Executor::Lockstep(ws.clone().barrier(BarrierKind::Tree { fan_in: 2 })),
+            Setting::Barrier,
+            "(the work-stealing runtime has no barrier); got ConservativeConfig::barrier tree with fan-in 2",
+        ),
+        (
+            Executor::Lockstep(ws.mapping(Mapping::RoundRobin)),
+            Setting::Mapping,
+            "the work-stealing runtime has no LP owners",
+        ),
+    ] {
+        match run(&m, exec.clone(), 5.0) {
+            Err(SimError::Config(e)) => {
+                assert_eq!(e.setting, setting, "{exec:?}: {e}");
+                assert!(e.to_string().contains(needle), "{exec:?}: {e}");
+            }
+            other => panic!("{exec:?}: expected a configuration error, got {other:?}"),
+        }
+    }
+    // The default barrier is the one they are built with: accepted.
+    run(&m, Executor::NullMessage(ConservativeConfig::new(2)), 5.0).unwrap();
+}
+
 #[test]
 fn zero_threads_is_a_config_error() {
     let m = tiny();

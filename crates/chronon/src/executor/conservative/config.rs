@@ -12,7 +12,9 @@ pub struct ConservativeConfig {
     pub threads: usize,
     /// How LPs are assigned to workers.
     pub mapping: Mapping,
-    /// The barrier used between rounds (and for global events under null messages).
+    /// The barrier between the rounds of window and lock-step (threads in one process). Worker
+    /// processes and MPI ranks meet at their transport's own barrier, so a run across them
+    /// refuses any other than the default.
     pub barrier: BarrierKind,
     /// Load balancing (window only): the fraction of each worker's LPs dedicated to it, in
     /// [0, 1]; the rest go to the shared sets (seed 001 §3.4). 1.0: no balancing.
@@ -35,7 +37,10 @@ pub struct ConservativeConfig {
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
 #[non_exhaustive]
 pub enum Runtime {
-    /// Persistent worker threads, each owning a block of LPs (the default).
+    /// Persistent worker threads, each owning a block of LPs (the default). Over worker
+    /// processes of one thread each ([`Simulation::processes`](crate::Simulation::processes))
+    /// this is the seed's BSP version: each process owns its LPs in its own address space, and
+    /// events to another process are handed over only at the superstep (lock-step) barrier.
     #[default]
     Threads,
     /// A rayon work-stealing pool of `threads` threads: each lock-step spawns one task per group
@@ -44,12 +49,6 @@ pub enum Runtime {
         /// LPs per task (at least 1).
         threshold: usize,
     },
-    /// BSP supersteps over worker processes (the seed's Oxford BSP version): one single-threaded
-    /// process per processor, each owning its LPs in its own address space, events to another
-    /// process buffered during the lock-step and exchanged only at the superstep barrier, and
-    /// GST computed there. Runs only across processes
-    /// ([`Simulation::processes`](crate::Simulation::processes) with one thread per process).
-    Bsp,
 }
 
 impl Runtime {
@@ -58,7 +57,6 @@ impl Runtime {
         match self {
             Runtime::Threads => "threads",
             Runtime::WorkStealing { .. } => "work-stealing",
-            Runtime::Bsp => "bsp",
         }
     }
 }
@@ -105,16 +103,51 @@ impl ConservativeConfig {
                 Setting::Threshold,
                 "$threshold must be at least 1 LP per task; got 0",
             )),
+            Runtime::WorkStealing { .. } if self.mapping != Mapping::Block => {
+                Err(SimError::config(
+                    Setting::Mapping,
+                    "$mapping applies to $runtime threads only (the work-stealing runtime has no LP owners)",
+                ))
+            }
             Runtime::WorkStealing { .. } => Ok(()),
-            Runtime::Bsp if protocol != Protocol::Lockstep => Err(SimError::config(
-                Setting::Runtime,
-                format!(
-                    "$runtime bsp applies to $executor lockstep only; got $executor {}",
-                    protocol.name()
-                ),
-            )),
-            Runtime::Bsp => Ok(()),
         }
+    }
+
+    /// Checks the barrier against where it would run: only the worker threads of one process
+    /// meet at it, under window and lock-step on the threads runtime. `across`: the run's
+    /// [`Setting::Processes`] or [`Setting::Ranks`] when it runs across them. Any other than
+    /// the default is refused where it would not be used.
+    pub(crate) fn check_barrier(
+        &self,
+        protocol: Protocol,
+        across: Option<Setting>,
+    ) -> Result<(), SimError> {
+        if self.barrier == BarrierKind::default() {
+            return Ok(());
+        }
+        let why = match (protocol, self.runtime, across) {
+            (Protocol::NullMessage, _, _) => {
+                "applies to $executor window or lockstep only (null messages use no barrier)"
+            }
+            (_, Runtime::WorkStealing { .. }, _) => {
+                "applies to $runtime threads only (the work-stealing runtime has no barrier)"
+            }
+            (_, _, Some(Setting::Ranks)) => {
+                "applies to the threads of one process; MPI ranks ($ranks) meet at their own barrier"
+            }
+            (_, _, Some(_)) => {
+                "applies to the threads of one process; worker processes ($processes) meet at their own shared-memory barrier"
+            }
+            (_, _, None) => return Ok(()),
+        };
+        let got = match self.barrier {
+            BarrierKind::Tree { fan_in } => format!("tree with fan-in {fan_in}"),
+            b => b.name().to_string(),
+        };
+        Err(SimError::config(
+            Setting::Barrier,
+            format!("$barrier {why}; got $barrier {got}"),
+        ))
     }
 
     /// Sets the null-message cap per channel (see [`ConservativeConfig::max_null_messages`]).

@@ -47,12 +47,10 @@ fn run_with<M: Model, Q: PendingSet<Event<M::Event>>>(
     }
     cc.check_balance(protocol)?;
     cc.check_runtime(protocol)?;
+    cc.check_barrier(protocol, None)?;
     match cc.runtime {
         super::Runtime::WorkStealing { threshold } => {
             return super::work_stealing::run::<M, Q>(model, cfg, cc, threshold)
-        }
-        super::Runtime::Bsp => {
-            return Err(SimError::config(Setting::Runtime, "$runtime bsp runs over worker processes, one per processor: set $processes to P, with 1 thread each"))
         }
         super::Runtime::Threads => {}
     }
@@ -182,7 +180,10 @@ fn run_with<M: Model, Q: PendingSet<Event<M::Event>>>(
     report
         .executor_stats
         .insert("in_transit_at_end".into(), in_transit as f64);
-    if let crate::barrier::BarrierKind::Tree { fan_in } = cc.barrier {
+    // Null messages meet at no barrier.
+    if let (crate::barrier::BarrierKind::Tree { fan_in }, false) =
+        (cc.barrier, protocol == Protocol::NullMessage)
+    {
         report
             .executor_stats
             .insert("tree_fan_in".into(), fan_in as f64);

@@ -1,7 +1,8 @@
 //! Conservative parallel executors: W worker threads own disjoint sets of LPs and never execute
 //! an event that an event still to come could precede.
 //!
-//! - [`window`]: the barrier (YAWNS) algorithm of seed 001 §2.2.2 — one global LBTS per round.
+//! - window: the barrier (YAWNS) algorithm of seed 001 §2.2.2 — one global LBTS per round
+//!   (`rounds.rs`).
 //! - [`lockstep`]: seed 002 Fig. 1 — per-worker SafeTime = max(InClock, GST) per lock-step.
 //!   On the work-stealing runtime (`work_stealing.rs`) the same rule at LP granularity runs
 //!   each lock-step's LPs as rayon tasks of `threshold` LPs.
@@ -9,7 +10,7 @@
 //!   messages between workers.
 //!
 //! What the protocols decide (when an event is safe, when to stop) lives in their files:
-//! `rounds.rs` (the round driver of window and lock-step), `window.rs`, `lockstep.rs`,
+//! `rounds.rs` (the round driver of window and lock-step, and the window's LBTS), `lockstep.rs`,
 //! `null_message.rs`, `zero_links.rs` (null messages' start-up check) and `lookahead.rs` (the
 //! lookaheads and crossing LPs they derive from the declared links). How events move lives
 //! apart: `worker.rs` executes below a bound it is given and batches events per destination
@@ -36,7 +37,6 @@ pub(crate) mod procs;
 pub(crate) mod ranks;
 mod rounds;
 mod shared;
-mod window;
 mod work_stealing;
 mod worker;
 mod zero_links;

@@ -43,7 +43,7 @@ where
     on_world(
         |comm| {
             let ranks = comm.size();
-            procs::check(model, protocol, cc, ranks)?;
+            procs::check(model, protocol, cc, Setting::Ranks, ranks)?;
             if protocol == Protocol::NullMessage && !cfg.end.is_finite() && ranks > 1 {
                 return Err(SimError::config(
                     Setting::Executor,

@@ -21,7 +21,7 @@ use std::sync::atomic::Ordering;
 use std::time::Instant;
 
 use super::lockstep::{self, Closure};
-use super::{window, Outcome, Protocol, Worker};
+use super::{Outcome, Protocol, Worker};
 use crate::event::Event;
 use crate::gsu::{Published, Snapshot};
 use crate::model::Model;
@@ -122,7 +122,12 @@ pub(crate) fn run<M: Model, Q: PendingSet<Event<M::Event>>, X: Endpoint<M::Event
             break;
         }
         let below = match protocol {
-            Protocol::Window => window::lbts(&snap, &sh.worker_la),
+            // The window's LBTS (seed 001 §2.2.2, after YAWNS): min over workers of (earliest
+            // event time + the worker's smallest outgoing lookahead), messages in transit
+            // included (MOM + lookahead); no event sent below it can land below it. With zero
+            // lookahead it is the global minimum time, and the globally smallest event still
+            // runs (nothing can precede it), so every round makes progress.
+            Protocol::Window => snap.min_bound(&sh.worker_la),
             _ => closure.in_clock(&snap, &sh.link_la, me),
         };
         bound_sum += (below.min(end) - t_min).max(0.0);

@@ -92,6 +92,7 @@ impl GvtRegisters {
         }
     }
 
+    // Only Time Warp over MPI ranks calls it (`ranks/`, feature `mpi`).
     #[cfg_attr(not(feature = "mpi"), allow(dead_code))]
     /// Registers for one MPI rank: `workers` report slots (workers are numbered over every
     /// rank), of which the `local` ones (this rank's) report in each round; rounds are local
@@ -195,6 +196,7 @@ impl GvtRegisters {
         self.start_round()
     }
 
+    // Only Time Warp over MPI ranks calls it (`ranks/`, feature `mpi`).
     #[cfg_attr(not(feature = "mpi"), allow(dead_code))]
     /// Over MPI ranks, the rank's driver: whether a worker asked for GVT since the last call.
     pub(crate) fn take_wanted(&self) -> bool {
@@ -204,6 +206,7 @@ impl GvtRegisters {
         })
     }
 
+    // Only Time Warp over MPI ranks calls it (`ranks/`, feature `mpi`).
     #[cfg_attr(not(feature = "mpi"), allow(dead_code))]
     /// Over MPI ranks, the rank's driver starts a local round (none is in progress); returns
     /// its number.
@@ -212,6 +215,7 @@ impl GvtRegisters {
             .then(|| self.word(STATE).load(SeqCst) >> 32)
     }
 
+    // Only Time Warp over MPI ranks calls it (`ranks/`, feature `mpi`).
     #[cfg_attr(not(feature = "mpi"), allow(dead_code))]
     /// Over MPI ranks: local round `round`'s minimum, once every worker of the rank reported.
     pub(crate) fn local_result(&self, round: u64) -> Option<f64> {
@@ -219,6 +223,7 @@ impl GvtRegisters {
         (self.word(PUBLISHED).load(SeqCst) >= round).then(|| f64::from_bits(r.local.load(SeqCst)))
     }
 
+    // Only Time Warp over MPI ranks calls it (`ranks/`, feature `mpi`).
     #[cfg_attr(not(feature = "mpi"), allow(dead_code))]
     /// Over MPI ranks, the driver publishes GVT `g` (every rank publishes the same; never
     /// lowers it).

@@ -13,7 +13,8 @@
 mod admission;
 mod cancelled;
 mod fossil;
-// Used by the MPI transport (feature `mpi`); built and tested without it.
+// Used by the MPI transport only (feature `mpi`); built and unit-tested without it, where
+// nothing outside its tests calls it.
 #[cfg_attr(not(feature = "mpi"), allow(dead_code))]
 mod dgvt;
 mod global;

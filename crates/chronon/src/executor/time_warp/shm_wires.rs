@@ -162,7 +162,6 @@ impl<P: Send + 'static> Ends<P> {
 
 /// What the workers of one process share of the multi-process transport.
 pub(super) struct ShmWires<P> {
-    seg: Arc<Segment>,
     control: Control,
     layout: Layout,
     /// This process's number and its first worker.
@@ -242,8 +241,8 @@ impl<P: Send + 'static> ShmWires<P> {
                 let out = (0..workers)
                     .map(|r| {
                         (r != me).then(|| {
-                            // Safety: ring (me, r) was initialized by `create`, `seg` keeps it
-                            // mapped, and worker `me` (one per process and number) is its only
+                            // Safety: ring (me, r) was initialized by `create`, the handle's
+                            // `keep()` keeps it mapped, and worker `me` (one per process and number) is its only
                             // producer.
                             unsafe { Producer::attach(layout.ring(&seg, me, r), keep()) }
                         })
@@ -267,7 +266,6 @@ impl<P: Send + 'static> ShmWires<P> {
             .collect();
         Ok((
             ShmWires {
-                seg,
                 control,
                 layout,
                 proc_index,
@@ -416,12 +414,6 @@ impl<P: Send + 'static> ShmWires<P> {
         self.control
             .barrier_with(parties, BARRIER_TIMEOUT, || self.ends(w).absorb())
             .is_ok()
-    }
-
-    /// The segment (kept alive by every handle).
-    #[allow(dead_code)]
-    pub(super) fn segment(&self) -> &Segment {
-        &self.seg
     }
 }
 

@@ -12,10 +12,9 @@
 //!   receive of a batch of any size; each batch goes to the caller's handler in the order the
 //!   source sent them (MPI's non-overtaking rule for one source, tag and communicator). The
 //!   handler runs under the lock, so two threads never deliver batches out of order.
-//! - **Non-blocking collectives with progress** ([`RankComm::all_gather`],
-//!   [`RankComm::barrier`]): `MPI_Iallgather`/`MPI_Ibarrier`, tested in a loop that also
-//!   delivers incoming batches and completes sends; it backs off (spin, yield, then sleeps
-//!   up to 100 µs).
+//! - **Non-blocking collectives with progress** ([`RankComm::all_gather`]): `MPI_Iallgather`,
+//!   tested in a loop that also delivers incoming batches and completes sends; it backs off
+//!   (spin, yield, then sleeps up to 100 µs).
 //! - **Abort** ([`RankComm::abort`]): a small message to every other rank; a rank that sees it
 //!   (in any progress or collective wait) stops waiting, and its collectives return `None`.
 //! - **Rank-0 gather** ([`RankComm::send_to_root`], [`RankComm::recv_from_root`], [`RankComm::broadcast`]):
@@ -102,7 +101,7 @@ pub(crate) struct CommStats {
     pub bytes_received: AtomicU64,
     /// Records (events or null messages) posted to other ranks.
     pub records_posted: AtomicU64,
-    /// Collectives (gathers, barriers) and the nanoseconds spent waiting in them.
+    /// Collectives (gathers) and the nanoseconds spent waiting in them.
     pub collectives: AtomicU64,
     pub collective_ns: AtomicU64,
 }
@@ -200,7 +199,6 @@ impl RankComm {
 
     /// Sends every non-empty outbox to its rank as one message (non-blocking), and completes
     /// the sends that are done.
-    #[allow(dead_code)] // for Time Warp over MPI (its own flush points)
     pub(crate) fn flush(&self) {
         let mut m = lock(&self.mpi);
         self.flush_locked(&mut m);
@@ -403,14 +401,6 @@ impl RankComm {
                 None => backoff.snooze(),
             }
         }
-    }
-
-    /// A barrier over every rank (non-blocking, with progress: see
-    /// [`all_gather`](RankComm::all_gather), which also says why it is never abandoned).
-    #[allow(dead_code)]
-    pub(crate) fn barrier(&self, on_batch: &mut dyn FnMut(usize, &[u8])) {
-        let req = lock(&self.mpi).comm.immediate_barrier();
-        self.wait(req, on_batch);
     }
 
     /// Tests `req` until it completes, taking the MPI lock per test and releasing it between

@@ -88,7 +88,7 @@ pub(crate) fn run<M: Model>(
 where
     M::Event: ShmSafe,
 {
-    check(model, protocol, cc, opts.procs)?;
+    check(model, protocol, cc, Setting::Processes, opts.procs)?;
     let sig = format!(
         "{} payload={}",
         signature(cfg, protocol, cc, opts.procs),
@@ -105,11 +105,13 @@ where
     }
 }
 
-/// What a multi-process run cannot do (yet), before anything starts.
+/// What a run across `procs` worker processes (`across`: [`Setting::Processes`]) or MPI ranks
+/// ([`Setting::Ranks`]) cannot do (yet), before anything starts.
 pub(crate) fn check<M: Model>(
     model: &M,
     protocol: Protocol,
     cc: &ConservativeConfig,
+    across: Setting,
     procs: usize,
 ) -> Result<(), SimError> {
     if procs == 0 {
@@ -130,28 +132,25 @@ pub(crate) fn check<M: Model>(
             cc.threads
         )));
     }
-    match cc.runtime {
-        Runtime::Threads => {}
-        Runtime::Bsp => {
-            cc.check_runtime(protocol)?;
-            if cc.threads != 1 {
-                return Err(SimError::config(Setting::Runtime, format!(
-                    "$runtime bsp runs one single-threaded process per processor; got {} threads per process",
-                    cc.threads
-                )));
-            }
-        }
-        _ => return Err(SimError::config(
+    let (count, what) = match across {
+        Setting::Ranks => ("$ranks", "MPI ranks"),
+        _ => ("$processes", "processes"),
+    };
+    if cc.runtime != Runtime::Threads {
+        return Err(SimError::config(
             Setting::Runtime,
-            "$runtime work-stealing does not run across processes; leave out $processes or $runtime",
-        )),
+            format!(
+                "$runtime work-stealing does not run across {what}; leave out {count} or $runtime"
+            ),
+        ));
     }
+    cc.check_barrier(protocol, Some(across))?;
     if cc.dedicated != 1.0 || cc.shared_sets != 0 {
-        return Err(SimError::config(Setting::Dedicated, "load balancing ($dedicated, $shared_sets) does not run across processes yet (shared LPs would need their queues in shared memory); leave out $processes or those options"));
+        return Err(SimError::config(Setting::Dedicated, format!("load balancing ($dedicated, $shared_sets) does not run across {what} yet (shared LPs would need their queues in shared memory); leave out {count} or those options")));
     }
     let globals = guard("Model::global_events", None, || model.global_events())?;
     if !globals.is_empty() {
-        return Err(SimError::config(Setting::Processes, "this model has global events, which read every LP's state; no process holds every LP's state in a multi-process run, so it cannot run with $processes (run it with $threads)"));
+        return Err(SimError::config(across, format!("this model has global events, which read every LP's state; no process holds every LP's state in a run across {what}, so it cannot run with {count} (run it with $threads)")));
     }
     Ok(())
 }
