@@ -97,12 +97,13 @@ pub(super) fn simplesim(draw: &mut Draw, flags: &mut Flags) {
         .set("touch", draw.pick(&["none", "read", "write"]))
         .set("end", draw.int(10, 60));
     if big {
-        // Four 8 KiB items per message an LP may have in flight (32 in a heap's first
-        // segment, twice as many in each next one), rounded up to segments: the sequential
-        // run needs about one per message, and Time Warp up to twice that (a freed item
-        // waits for GVT), which is past half the heap, where it throttles; with less it ends
-        // with a one-line resource limit.
-        let need = 4 * lps * (bound + 1);
+        // Eight 8 KiB items per message an LP may have in flight (32 in a heap's first
+        // segment, twice as many in each next one), rounded up to segments. The sequential
+        // run needs about one per message; Time Warp needs several times that (a freed item
+        // waits until GVT passes the time it was freed at, a speculative time included), and
+        // it throttles past half the heap. With four per message, a 300-second campaign found
+        // Time Warp runs that still ran out (a one-line resource limit).
+        let need = 8 * lps * (bound + 1);
         let segments = (1..=16u64)
             .find(|&k| 32 * ((1u64 << k) - 1) >= need)
             .unwrap_or(16);
