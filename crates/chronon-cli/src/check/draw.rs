@@ -57,11 +57,14 @@ impl Flags {
 
 /// Random executor flags for `sync`: threads, queue and the options that executor takes;
 /// `over_ranks`: only what runs over MPI ranks (no worker processes, work-stealing runtime,
-/// barrier choice or load balancing), 1–2 threads per rank (the ranks share this machine's cores).
+/// barrier choice or load balancing), 1–2 threads per rank (the ranks share this machine's cores);
+/// `big_heap`: the model's configuration has a large shared heap, so no `--max-memory` (a
+/// drawn bound would be below what the heap takes, and Time Warp would rightly refuse it).
 pub(crate) fn executor_flags(
     has_reverse: bool,
     sync: &str,
     over_ranks: bool,
+    big_heap: bool,
     d: &mut Draw,
 ) -> Flags {
     let mut f = Flags::default();
@@ -89,7 +92,7 @@ pub(crate) fn executor_flags(
         if copies && d.chance(0.5) {
             f.set("checkpoint", d.int(1, 8));
         }
-        if d.chance(0.25) {
+        if !big_heap && d.chance(0.25) {
             f.set("max-memory", d.pick(&["64M", "256M", "1G"]));
         }
         if d.chance(0.25) {

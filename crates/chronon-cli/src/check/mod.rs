@@ -136,6 +136,9 @@ pub(crate) fn run(cmd: CheckCmd, app: &App) -> Result<u8, Failure> {
         flags.set("seed", draw.int(0, u64::from(u32::MAX)));
         let flags = flags.0;
         let reverse = entry.has_reverse();
+        // A model configuration with a large shared heap: a memory bound drawn for Time Warp
+        // would be below what the heap itself takes.
+        let big_heap = flags.iter().any(|f| f == "--heap-segments");
         let Some(reference) = runner.reference(model, &flags, cmd.verbose) else {
             continue;
         };
@@ -143,7 +146,7 @@ pub(crate) fn run(cmd: CheckCmd, app: &App) -> Result<u8, Failure> {
             let sync = draw.pick(&syncs);
             let over =
                 (!ranks.is_empty()).then(|| ranks[draw.int(0, ranks.len() as u64 - 1) as usize]);
-            let exec = draw::executor_flags(reverse, sync, over.is_some(), &mut draw).0;
+            let exec = draw::executor_flags(reverse, sync, over.is_some(), big_heap, &mut draw).0;
             runner.compare(model, &flags, &exec, over, &reference, cmd.verbose);
         }
     }
