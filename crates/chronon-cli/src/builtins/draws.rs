@@ -67,8 +67,8 @@ pub(super) fn phold_phases(draw: &mut Draw, flags: &mut Flags) {
 }
 
 /// A random small configuration of `simplesim`. One in five has 7000-byte payloads in a
-/// shared heap not much larger than Time Warp needs (`--heap-segments`), where it must hold
-/// its speculation back (it keeps freed items until GVT passes them).
+/// shared heap of a drawn size (`--heap-segments`) a few times what Time Warp needs (it keeps
+/// freed items until GVT passes them, and holds its speculation back past half a class).
 pub(super) fn simplesim(draw: &mut Draw, flags: &mut Flags) {
     let dmin = draw.grid(0.0, 1.0, 0.25);
     let (lps, bound) = (draw.int(1, 12), draw.int(1, 40));
@@ -98,13 +98,15 @@ pub(super) fn simplesim(draw: &mut Draw, flags: &mut Flags) {
         .set("end", draw.int(10, 60));
     if big {
         // Eight 8 KiB items per message an LP may have in flight (32 in a heap's first
-        // segment, twice as many in each next one), rounded up to segments. The sequential
-        // run needs about one per message; Time Warp needs several times that (a freed item
-        // waits until GVT passes the time it was freed at, a speculative time included), and
-        // it throttles past half the heap. With four per message, a 300-second campaign found
-        // Time Warp runs that still ran out (a one-line resource limit).
+        // segment, twice as many in each next one), rounded up to segments, and at least 5
+        // segments (992 items). The sequential run needs about one per message; Time Warp
+        // several times that (a freed item waits until GVT passes the time it was freed at,
+        // a speculative one included, and receivers in other processes hold a sender's items
+        // until they commit). Smaller heaps, drawn in campaigns, left Time Warp runs that
+        // still ran out (a one-line resource limit), across processes even at 3 segments for
+        // 2 LPs.
         let need = 8 * lps * (bound + 1);
-        let segments = (1..=16u64)
+        let segments = (5..=16u64)
             .find(|&k| 32 * ((1u64 << k) - 1) >= need)
             .unwrap_or(16);
         flags.set("heap-segments", segments);
