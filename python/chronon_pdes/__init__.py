@@ -16,7 +16,7 @@ import json
 import os
 import re
 import sys
-from typing import Any, Dict, Iterable, List, Optional, Union
+from typing import Any, Dict, Iterable, Optional, Union
 
 from . import _runner
 from .errors import CheckFailed, ChrononError, ConfigError, ModelError, StoppedError

@@ -59,7 +59,11 @@ pub struct EventContext {
 impl EventContext {
     /// This thread's context object (one per thread, reused by every handler call: a handler
     /// call allocates no context), closed.
-    pub(crate) fn for_thread(py: Python<'_>, pickled: bool) -> PyResult<Bound<'_, EventContext>> {
+    pub(crate) fn for_thread<'py>(
+        py: Python<'py>,
+        pickled: bool,
+        counters: &'static [&'static str],
+    ) -> PyResult<Bound<'py, EventContext>> {
         thread_local! {
             static MINE: std::cell::RefCell<Option<Py<EventContext>>> = const { std::cell::RefCell::new(None) };
         }
@@ -73,7 +77,7 @@ impl EventContext {
                     ctx: Scoped::new(std::ptr::null_mut()),
                     rng: std::cell::OnceCell::new(),
                     pickled,
-                    counters: ctx_counters(),
+                    counters,
                 },
             )?;
             *m.borrow_mut() = Some(c.clone().unbind());
@@ -90,10 +94,6 @@ impl EventContext {
     pub(crate) fn close(&self) {
         self.ctx.clear();
     }
-}
-
-fn ctx_counters() -> &'static [&'static str] {
-    crate::model::COUNTERS.get().copied().unwrap_or(&[])
 }
 
 #[pymethods]

@@ -16,7 +16,7 @@ use crate::ctx::{EventContext, GlobalContext, Stats};
 use crate::values::{codec, PyEvent, PyState};
 
 /// The model's counter names, once per process (the engine asks for `&'static` names).
-pub(crate) static COUNTERS: OnceLock<&'static [&'static str]> = OnceLock::new();
+static COUNTERS: OnceLock<&'static [&'static str]> = OnceLock::new();
 
 /// What the Python object offers, read once when the model is built.
 pub struct PyModel {
@@ -129,7 +129,7 @@ impl PyModel {
         args: impl FnOnce(Bound<'py, EventContext>) -> PyResult<Bound<'py, PyTuple>>,
     ) -> Bound<'py, PyAny> {
         let (me, now) = (ctx.me(), ctx.now());
-        let result = EventContext::for_thread(py, self.pickled).and_then(|w| {
+        let result = EventContext::for_thread(py, self.pickled, self.counters).and_then(|w| {
             w.borrow().open(ctx as *mut _);
             let r = args(w.clone()).and_then(|a| f.bind(py).call1(a));
             w.borrow().close();
