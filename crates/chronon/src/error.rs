@@ -81,10 +81,20 @@ pub enum Setting {
     Model,
     /// Anything else about the run as a whole (its processes or ranks agreeing, MPI set up).
     Run,
+    /// [`Simulation::checkpoint_every`](crate::Simulation::checkpoint_every): the period.
+    CheckpointEvery,
+    /// [`Simulation::checkpoint_at`](crate::Simulation::checkpoint_at): the cut.
+    CheckpointAt,
+    /// The directory checkpoints are saved in.
+    CheckpointDir,
+    /// [`Simulation::restore`](crate::Simulation::restore): the checkpoint a run continues from.
+    Restore,
+    /// [`Simulation::reseed`](crate::Simulation::reseed).
+    Reseed,
 }
 
 impl Setting {
-    const ALL: [Setting; 26] = [
+    const ALL: [Setting; 31] = [
         Setting::Mapping,
         Setting::Lps,
         Setting::EndTime,
@@ -111,6 +121,11 @@ impl Setting {
         Setting::Threshold,
         Setting::Model,
         Setting::Run,
+        Setting::CheckpointEvery,
+        Setting::CheckpointAt,
+        Setting::CheckpointDir,
+        Setting::Restore,
+        Setting::Reseed,
     ];
 
     /// Its number, for a worker process's report to its parent.
@@ -153,6 +168,11 @@ impl Setting {
             Setting::Mapping => "mapping",
             Setting::Model => "model",
             Setting::Run => "run",
+            Setting::CheckpointEvery => "checkpoint_every",
+            Setting::CheckpointAt => "checkpoint_at",
+            Setting::CheckpointDir => "checkpoint_dir",
+            Setting::Restore => "restore",
+            Setting::Reseed => "reseed",
         }
     }
 
@@ -185,6 +205,11 @@ impl Setting {
             Setting::Mapping => "mapping",
             Setting::Model => "model",
             Setting::Run => "run",
+            Setting::CheckpointEvery => "checkpoint_every",
+            Setting::CheckpointAt => "checkpoint_at",
+            Setting::CheckpointDir => "checkpoint_dir",
+            Setting::Restore => "restore",
+            Setting::Reseed => "reseed",
         }
     }
 }

@@ -60,6 +60,16 @@ impl LpDigest {
     pub fn count(&self) -> u64 {
         self.count
     }
+
+    /// The running hash and the count (saved in checkpoints).
+    pub(crate) fn raw(&self) -> (u64, u64) {
+        (self.hash, self.count)
+    }
+
+    /// The digest of [`raw`](Self::raw) `(hash, count)`.
+    pub(crate) fn from_raw(hash: u64, count: u64) -> Self {
+        LpDigest { hash, count }
+    }
 }
 
 /// The run's digest: see the module documentation.

@@ -206,6 +206,16 @@
 #![deny(unreachable_pub, missing_debug_implementations)]
 
 pub mod barrier;
+/// Checkpoint and restart: save a run at simulated time T
+/// ([`Simulation::checkpoint_every`], [`Simulation::checkpoint_at`]) and continue it later
+/// under any executor, thread, process or rank count ([`Simulation::restore`]) with the same
+/// committed history.
+pub mod checkpoint {
+    pub use crate::executor::checkpoint::{
+        checkpoint_path, read_manifest, CheckpointPlan, Manifest, PartEntry, RestoredFrom, Saved,
+        FORMAT,
+    };
+}
 pub mod comm;
 mod cpu;
 mod error;

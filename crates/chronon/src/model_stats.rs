@@ -223,6 +223,16 @@ impl ModelStats {
         }
     }
 
+    /// The figures by name (saved in checkpoints).
+    pub(crate) fn values(&self) -> &BTreeMap<String, f64> {
+        &self.values
+    }
+
+    /// Statistics holding `values` (see [`values`](Self::values)).
+    pub(crate) fn from_values(values: BTreeMap<String, f64>) -> Self {
+        ModelStats { values, log: None }
+    }
+
     /// Applies recorded operations in order.
     #[cfg_attr(any(chronon_loom, not(target_os = "linux")), allow(dead_code))]
     pub(crate) fn replay(&mut self, ops: &[StatOp]) {

@@ -29,6 +29,16 @@ impl LpRng {
         }
     }
 
+    /// The stream's whole state (saved in checkpoints).
+    pub(crate) fn raw(&self) -> u64 {
+        self.state
+    }
+
+    /// The stream whose state is `raw` (see [`raw`](Self::raw)).
+    pub(crate) fn from_raw(raw: u64) -> Self {
+        LpRng { state: raw }
+    }
+
     /// The `k`-th seed derived from `seed` (the SplitMix64 output of `seed + k * gamma`):
     /// distinct for distinct `k`, since the output function is a bijection on 64-bit words. For
     /// tools that run many simulations from one seed, such as the replications of a study.

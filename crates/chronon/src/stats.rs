@@ -61,6 +61,17 @@ pub struct Report {
     /// value); the same under every executor.
     #[serde(skip_serializing_if = "std::collections::BTreeMap::is_empty")]
     pub model_series: crate::model::ModelSeries,
+    /// The checkpoints this run saved.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub checkpoints: Vec<Saved>,
+    /// The checkpoint this run continued from: its history before the cut is in `committed`
+    /// and the fingerprint; `processed`, `wall_s` and `events_per_s` count this run only.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub restored: Option<RestoredFrom>,
+    /// A checkpoint that could not be written: the run stopped at its cut (`complete` is
+    /// false; the figures cover the events before it).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub checkpoint_error: Option<String>,
 }
 
 impl Report {
@@ -89,6 +100,9 @@ impl Report {
             gvt_series: Vec::new(),
             window_series: Vec::new(),
             model_series: Default::default(),
+            checkpoints: Vec::new(),
+            restored: None,
+            checkpoint_error: None,
         }
     }
 
@@ -101,4 +115,35 @@ impl Report {
             0.0
         };
     }
+}
+
+/// A checkpoint saved during a run, as the report lists it.
+#[derive(Clone, Debug, PartialEq, serde::Serialize)]
+pub struct Saved {
+    /// Its cut.
+    pub cut: Time,
+    /// Its directory.
+    pub path: String,
+    /// Bytes written.
+    pub bytes: u64,
+    /// Wall seconds from the end of the run to the cut until the checkpoint was in place.
+    pub seconds: f64,
+}
+
+/// Where a restored run started, as the report says it.
+#[derive(Clone, Debug, PartialEq, serde::Serialize)]
+pub struct RestoredFrom {
+    /// The checkpoint's directory.
+    pub path: String,
+    /// Its cut.
+    pub cut: Time,
+    /// The executor that saved it.
+    pub saved_by: String,
+    /// The seed of the run that saved it.
+    pub seed: u64,
+    /// Events committed before the cut (included in the report's `committed`).
+    pub committed: u64,
+    /// The seed every LP's random stream was derived from anew at the cut, if any.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub reseed: Option<u64>,
 }

@@ -26,9 +26,53 @@ pub(crate) struct GlobalQueue {
     pub ran: u64,
 }
 
+/// A [`GlobalQueue`] as a checkpoint keeps it.
+#[derive(Clone, Debug, Default, serde::Serialize, serde::Deserialize)]
+pub(crate) struct SavedGlobals {
+    pending: Vec<(u64, u64)>,
+    seq: u64,
+    stats: std::collections::BTreeMap<String, f64>,
+    series: crate::model::ModelSeries,
+    ran: u64,
+}
+
 impl GlobalQueue {
+    /// The global events of the run `cfg`: the model's first ones, or those of the checkpoint
+    /// it starts from.
+    pub(crate) fn for_run<M: Model>(model: &M, cfg: &super::RunConfig) -> Result<Self, SimError> {
+        match cfg.restoring() {
+            None => Self::new(model),
+            Some(from) => Ok(from
+                .globals
+                .clone()
+                .map(Self::from_saved)
+                .unwrap_or_default()),
+        }
+    }
+
+    /// What a checkpoint keeps of this queue.
+    pub(crate) fn saved(&self) -> SavedGlobals {
+        SavedGlobals {
+            pending: self.heap.iter().map(|Reverse(k)| *k).collect(),
+            seq: self.seq,
+            stats: self.stats.values().clone(),
+            series: self.series.clone(),
+            ran: self.ran,
+        }
+    }
+
+    fn from_saved(s: SavedGlobals) -> Self {
+        GlobalQueue {
+            heap: s.pending.into_iter().map(Reverse).collect(),
+            seq: s.seq,
+            stats: ModelStats::from_values(s.stats),
+            series: s.series,
+            ran: s.ran,
+        }
+    }
+
     /// The model's first global events; an invalid time is a configuration error.
-    pub(crate) fn new<M: Model>(model: &M) -> Result<Self, SimError> {
+    fn new<M: Model>(model: &M) -> Result<Self, SimError> {
         let mut q = GlobalQueue::default();
         for t in guard("Model::global_events", None, || model.global_events())? {
             if !(t >= 0.0 && t.is_finite()) {

@@ -2,6 +2,7 @@
 //! LP bookkeeping, initialization and report assembly here, and all of them commit the same
 //! history as the sequential executor (`sequential.rs`).
 
+pub(crate) mod checkpoint;
 pub(crate) mod conservative;
 pub(crate) mod global;
 pub(crate) mod links;
@@ -75,6 +76,9 @@ pub(crate) struct RunConfig {
     /// The size classes of the shared heaps the run's threads create (`None`: the default).
     #[cfg(target_os = "linux")]
     pub heap: Option<crate::shm::HeapConfig>,
+    /// Checkpoints: where this run starts from and where it saves its parts (one run of a
+    /// chain, `checkpoint/chain.rs`); `None`: a run from `Model::init` that saves nothing.
+    pub ckpt: Option<Arc<checkpoint::CkptRun>>,
 }
 
 impl RunConfig {
@@ -83,6 +87,41 @@ impl RunConfig {
     pub(crate) fn enter_thread(&self) {
         #[cfg(target_os = "linux")]
         crate::shm::set_thread_heap_config(self.heap.clone());
+    }
+
+    /// The checkpoint this run starts from, if any.
+    pub(crate) fn restoring(&self) -> Option<&checkpoint::Loaded> {
+        self.ckpt.as_ref().and_then(|c| c.start.as_ref())
+    }
+
+    /// Whether this run ends at a checkpoint's cut (each part then writes what it owns with
+    /// [`part_writer`](Self::part_writer)).
+    pub(crate) fn saving(&self) -> bool {
+        self.ckpt.as_ref().is_some_and(|c| c.save.is_some())
+    }
+
+    /// A writer for part `k` of the checkpoint this run ends at (`None`: it saves none), with
+    /// the counter sums the part adds. Hand its `finish()` to [`part_done`](Self::part_done).
+    pub(crate) fn part_writer<M: Model>(
+        &self,
+        k: usize,
+        counters: &[i64],
+    ) -> Option<checkpoint::PartWriter<'_, M>> {
+        let ck = self.ckpt.as_ref()?;
+        let dir = ck.save.as_ref()?;
+        ck.first_part
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .get_or_insert_with(std::time::Instant::now);
+        let codec = checkpoint::Codec::<M>::of(&*ck.codec);
+        Some(checkpoint::PartWriter::create(codec, dir, k, counters))
+    }
+
+    /// Notes how writing a part ended.
+    pub(crate) fn part_done(&self, result: Result<(), String>) {
+        if let Some(ck) = &self.ckpt {
+            ck.part_done(result);
+        }
     }
 
     /// Undoes [`enter_thread`](Self::enter_thread) on a thread that outlives the run (the
@@ -140,6 +179,10 @@ pub(crate) fn init_lps_each<M: Model>(
     mut emit: impl FnMut(Event<M::Event>),
     mut keep: impl FnMut(LpId, LpSlot<M::State>),
 ) -> Result<(), SimError> {
+    if let (Some(from), Some(ck)) = (cfg.restoring(), &cfg.ckpt) {
+        let codec = checkpoint::Codec::<M>::of(&*ck.codec);
+        return checkpoint::restore_lps(codec, from, counters, emit, keep);
+    }
     let mut events = Vec::new();
     let mut error: Option<ModelError> = None;
     let mut current = 0;

@@ -9,7 +9,7 @@ use super::links::Links;
 use super::{finish_report, init_lps_with, RunConfig};
 use crate::error::{ModelError, SimError};
 use crate::event::{Event, Keyed};
-use crate::model::{CommitCtx, Ctx, Model};
+use crate::model::{CommitCtx, Ctx, LpId, Model};
 use crate::prefetch::prefetch;
 use crate::queue::{HeapQueue, LadderQueue, PendingSet, QueueKind};
 use crate::stats::Report;
@@ -33,7 +33,7 @@ fn run_with<M: Model, Q: PendingSet<Event<M::Event>>>(
     let mut queue = Q::new();
     let mut lps = init_lps_with(model, cfg, &mut counters, |ev| queue.push(ev))?;
     let links = Links::new(model, cfg.lps)?;
-    let mut globals = GlobalQueue::new(model)?;
+    let mut globals = GlobalQueue::for_run(model, cfg)?;
     let mut report = Report::new("seq", 1, cfg.queue.name(), cfg.lps, cfg.end);
     report.init_s = init_start.elapsed().as_secs_f64();
     report.placement = crate::placement::Placement::none(
@@ -126,5 +126,15 @@ fn run_with<M: Model, Q: PendingSet<Event<M::Event>>>(
     globals.add_to(&mut report);
     report.set_wall(wall);
     report.pending_at_end = queue.len() as u64;
+    if let Some(mut part) = cfg.part_writer::<M>(0, &counters).filter(|_| !stopped) {
+        part.globals(&globals.saved());
+        for (lp, slot) in lps.iter().enumerate() {
+            part.lp(lp as LpId, slot);
+        }
+        while let Some(ev) = queue.pop() {
+            part.event(&ev);
+        }
+        cfg.part_done(part.finish());
+    }
     Ok(report)
 }

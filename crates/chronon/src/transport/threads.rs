@@ -58,13 +58,16 @@ impl<E> ThreadNet<E> {
 
     /// After every worker stopped: the messages still in transit, by the GSU's TMC registers,
     /// checked against the mailboxes, which are then emptied.
-    pub(crate) fn drain_at_end(&self) -> i64 {
+    pub(crate) fn drain_at_end(&self, mut each: impl FnMut(Event<E>)) -> i64 {
         let mut snap = Snapshot::default();
         self.gsu.snapshot(|i| self.mail[i].min_time(), &mut snap);
         let in_transit = snap.in_transit();
         let mut drained = 0i64;
         for m in self.mail.iter() {
-            m.take(|_| drained += 1);
+            m.take(|e| {
+                drained += 1;
+                each(e)
+            });
         }
         assert_eq!(
             in_transit, drained,

@@ -107,6 +107,16 @@ impl<E: Send> Balance<E> {
         moe
     }
 
+    /// Hands every event still pending in shared LPs to `each`.
+    pub(crate) fn drain(&self, mut each: impl FnMut(Event<E>)) {
+        for i in 0..self.queues.len() as u32 {
+            let mut q = self.lock(i);
+            while let Some(e) = q.1.pop() {
+                each(e);
+            }
+        }
+    }
+
     /// Events still pending in shared LPs.
     pub(crate) fn pending(&self) -> usize {
         (0..self.queues.len() as u32)

@@ -15,7 +15,7 @@ use crate::executor::global::GlobalQueue;
 use crate::executor::links::Links;
 use crate::executor::{finish_report, init_lps, join_all, LpSlot, RunConfig};
 use crate::gsu::Published;
-use crate::model::{Model, Time};
+use crate::model::{LpId, Model, Time};
 use crate::placement::{touch_queue, Pinner};
 use crate::queue::{HeapQueue, LadderQueue, PendingSet, QueueKind};
 use crate::stats::Report;
@@ -81,7 +81,7 @@ fn run_with<M: Model, Q: PendingSet<Event<M::Event>>>(
     } else {
         Vec::new()
     };
-    let globals = GlobalQueue::new(model)?;
+    let globals = GlobalQueue::for_run(model, cfg)?;
     let first_global = globals.next_time(cfg.end);
 
     let init_start = Instant::now();
@@ -115,6 +115,7 @@ fn run_with<M: Model, Q: PendingSet<Event<M::Event>>>(
         error: Mutex::new(None),
         global_next: AtomicU64::new(first_global.to_bits()),
         balance,
+        leftover: Mutex::new(Vec::new()),
     };
     // The GSU is seeded with every queue's first event before any worker runs (G0 in
     // gsu/README.md): a worker that starts idle must not see the others as idle before they
@@ -174,8 +175,30 @@ fn run_with<M: Model, Q: PendingSet<Event<M::Event>>>(
     // is pending too (null messages leave without waiting for events at or after the end).
     // The GSU's TMC registers count it — the count a transport that cannot drain another
     // process's mailbox will rely on; here the drain checks it.
-    let in_transit = net.drain_at_end();
+    let mut left = shared
+        .leftover
+        .into_inner()
+        .unwrap_or_else(|p| p.into_inner());
+    let saving = cfg.saving() && report.complete;
+    let in_transit = net.drain_at_end(|e| {
+        if saving {
+            left.push(e)
+        }
+    });
     pending += in_transit as usize;
+    if let Some(mut part) = cfg.part_writer::<M>(0, &counters).filter(|_| saving) {
+        if let Some(b) = &balance {
+            b.drain(|e| left.push(e));
+        }
+        part.globals(&globals.saved());
+        for (lp, slot) in lps.iter().enumerate() {
+            part.lp(lp as LpId, slot);
+        }
+        for e in &left {
+            part.event(e);
+        }
+        cfg.part_done(part.finish());
+    }
     report.pending_at_end = pending as u64;
     report
         .executor_stats
@@ -258,10 +281,17 @@ pub(crate) fn run_worker<M: Model, Q: PendingSet<Event<M::Event>>, X: Endpoint<M
         Protocol::NullMessage => null_message::run(worker),
     };
     worker.report_progress();
+    let pending = worker.queue.len();
+    if worker.sh.cfg.saving() && !outcome.stopped {
+        let mut left = worker.sh.leftover.lock().unwrap_or_else(|p| p.into_inner());
+        while let Some(e) = worker.queue.pop() {
+            left.push(e);
+        }
+    }
     WorkerResult {
         stats: std::mem::take(&mut worker.stats),
         counters: std::mem::take(&mut worker.counters),
-        pending: worker.queue.len(),
+        pending,
         last_time: worker.last_time,
         stopped: outcome.stopped,
         extra: outcome.extra,

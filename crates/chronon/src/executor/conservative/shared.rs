@@ -53,6 +53,9 @@ pub(crate) struct Shared<'a, M: Model> {
     pub global_next: AtomicU64,
     /// Window load balancing: the shared LP sets (`None`: every LP is dedicated).
     pub balance: Option<Balance<M::Event>>,
+    /// A run that ends at a checkpoint's cut: the workers' pending events, handed over when
+    /// they stop.
+    pub leftover: Mutex<Vec<crate::event::Event<M::Event>>>,
 }
 
 impl<M: Model> std::fmt::Debug for Shared<'_, M> {

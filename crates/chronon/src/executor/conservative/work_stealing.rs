@@ -133,7 +133,7 @@ pub(super) fn run<M: Model, Q: PendingSet<Event<M::Event>> + Send>(
         })?;
     let links = Links::new(model, cfg.lps)?;
     let la_out = out_lookaheads(&links, cfg.lps);
-    let mut globals = GlobalQueue::new(model)?;
+    let mut globals = GlobalQueue::for_run(model, cfg)?;
     let mut g = globals.next_time(cfg.end);
     let end = cfg.end;
 
@@ -275,6 +275,16 @@ pub(super) fn run<M: Model, Q: PendingSet<Event<M::Event>> + Send>(
         return Err(e);
     }
     let pending: usize = units.iter().map(|u| u.queue.len()).sum();
+    if let Some(mut part) = cfg.part_writer::<M>(0, &counters).filter(|_| !stopped) {
+        part.globals(&globals.saved());
+        for (lp, u) in units.iter_mut().enumerate() {
+            part.lp(lp as LpId, &u.slot);
+            while let Some(e) = u.queue.pop() {
+                part.event(&e);
+            }
+        }
+        cfg.part_done(part.finish());
+    }
     let lps: Vec<LpSlot<M::State>> = units.into_iter().map(|u| u.slot).collect();
     report.processed = processed;
     report.complete = !stopped;

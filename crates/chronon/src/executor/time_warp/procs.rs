@@ -317,7 +317,7 @@ pub(super) fn part_out<M: Model, Q: PendingSet<TwEvent<M::Event>>>(
     for (k, (lps, cold, c, st, done, (queue, cancelled))) in results.into_iter().enumerate() {
         drop(cold);
         complete &= done;
-        pending += pending_at_end(queue, cancelled, &sh.wires, base + k);
+        pending += pending_at_end(queue, cancelled, &sh.wires, base + k, |_| {});
         for (a, b) in counters.iter_mut().zip(&c) {
             *a += b;
         }

@@ -74,13 +74,41 @@ pub(super) fn finish<M: Model, Q: PendingSet<TwEvent<M::Event>>>(
     let mut all: Vec<Option<LpSlot<M::State>>> = Vec::new();
     let mut stats = Vec::new();
     let mut pending = 0;
+    let to_part = cfg.saving() && results.iter().all(|r| r.4);
+    let init_counters = counters.clone();
     for (w, (lps, cold, c, st, done, (queue, cancelled))) in results.into_iter().enumerate() {
         complete &= done;
-        pending += pending_at_end(queue, cancelled, &sh.wires, w);
+        let mut left = Vec::new();
+        pending += pending_at_end(queue, cancelled, &sh.wires, w, |e| {
+            if to_part {
+                left.push(e)
+            }
+        });
         for (a, b) in counters.iter_mut().zip(&c) {
             *a += b;
         }
         drop(cold);
+        if to_part {
+            // Part `w`: this worker's LPs and events; part 0 also holds what `init` counted
+            // and the global events.
+            let mut part_counters = c.clone();
+            if w == 0 {
+                for (a, b) in part_counters.iter_mut().zip(&init_counters) {
+                    *a += b;
+                }
+            }
+            let globals = sh.globals.queue.lock().unwrap_or_else(|p| p.into_inner());
+            write_part::<M>(
+                cfg,
+                w,
+                &part_counters,
+                (w == 0).then_some(&*globals),
+                lps.iter()
+                    .enumerate()
+                    .map(|(li, lp)| (sh.lp_id(w, li), (&lp.state, lp.meta, lp.digest))),
+                &left,
+            );
+        }
         for (li, lp) in lps.into_iter().enumerate() {
             let id = sh.lp_id(w, li);
             let slot = LpSlot {
@@ -329,28 +357,68 @@ pub(super) fn insert_rollback_lengths(
 /// pending set and its mailbox, less the positives that an anti-message cancels. On a
 /// complete run none of them was processed (nothing at or after the end runs), so an
 /// anti-message can only cancel a positive here, never roll anything back.
+///
+/// `keep` gets each of them (a run that ends at a checkpoint's cut saves them).
 pub(super) fn pending_at_end<P: Send + 'static, Q: PendingSet<TwEvent<P>>>(
     mut queue: Q,
     mut cancelled: Cancelled,
     wires: &Wires<P>,
     w: usize,
+    mut keep: impl FnMut(TwEvent<P>),
 ) -> u64 {
     // The mailbox's events are kept until every anti-message in it is known; the pending set's
     // are counted as they are popped (a list of them cost 16 bytes an event at the run's end:
     // 160 MB at 1 M LPs, above the memory bound).
     let mut mail = Vec::new();
     wires.leftovers(w, |m| match m {
-        Msg::Event(e, _) => mail.push((e.id, e.time)),
+        Msg::Event(e, _) => mail.push(e),
         Msg::Anti(a) => cancelled.insert(a.id, a.key.time),
     });
-    let mut live = mail
-        .iter()
-        .filter(|&&(id, t)| !cancelled.remove(id, t))
-        .count() as u64;
+    let mut live = 0;
+    for e in mail {
+        if !cancelled.remove(e.id, e.time) {
+            live += 1;
+            keep(e);
+        }
+    }
     while let Some(e) = queue.pop() {
-        live += u64::from(!cancelled.remove(e.id, e.time));
+        if !cancelled.remove(e.id, e.time) {
+            live += 1;
+            keep(e);
+        }
     }
     live
+}
+
+/// An LP as a checkpoint part takes it: its state, bookkeeping and digest.
+pub(super) type PartLp<'a, S> = (&'a S, crate::model::LpMeta, crate::fingerprint::LpDigest);
+
+/// Writes part `k` of the checkpoint the run ends at: the LPs `lps` (with their ids) and the
+/// live pending events `events`, with the counter sums `counters`. Every event pending at a cut
+/// has the one-key order stack of an event sent with a positive delay (its sender ran before
+/// the cut, it runs at or after it), so its entry holds its own key.
+pub(super) fn write_part<'a, M: Model>(
+    cfg: &RunConfig,
+    k: usize,
+    counters: &[i64],
+    globals: Option<&crate::executor::global::GlobalQueue>,
+    lps: impl Iterator<Item = (crate::model::LpId, PartLp<'a, M::State>)>,
+    events: &[TwEvent<M::Event>],
+) {
+    let Some(mut part) = cfg.part_writer::<M>(k, counters) else {
+        return;
+    };
+    if let Some(g) = globals {
+        part.globals(&g.saved());
+    }
+    for (id, (state, meta, digest)) in lps {
+        part.lp_parts(id, state, &meta, &digest);
+    }
+    for e in events {
+        debug_assert!(!e.stacked(), "an event pending at a cut is not stacked");
+        part.event_parts(e.time, e.seq, e.src, e.dst, &e.payload);
+    }
+    cfg.part_done(part.finish());
 }
 
 /// The CPU figures of a worker (or of all of them): user and system seconds of its thread, and

@@ -259,16 +259,19 @@ fn init_workers<M: Model, Q: PendingSet<TwEvent<M::Event>>>(
             mine_lps += 1;
             let o = o as usize - base;
             if copy {
+                // Events are numbered from the LP's first: a run restored from a checkpoint
+                // starts after the events it committed before the cut.
+                let n = slot.digest.count();
                 cold[o].push(TwCold {
-                    committed: 0,
+                    committed: n,
                     checkpoints: VecDeque::from([Checkpoint {
-                        at: 0,
+                        at: n,
                         state: slot.state.clone(),
                         meta: slot.meta,
                     }]),
                     coast: VecDeque::new(),
-                    coast_base: 0,
-                    arena_base: 0,
+                    coast_base: n,
+                    arena_base: n,
                 });
             }
             lps[o].push(TwLp::new(slot.state, slot.meta, slot.digest, NONE));
@@ -347,7 +350,7 @@ pub(super) fn build<'a, M: Model, Q: PendingSet<TwEvent<M::Event>>>(
     if threads == 0 {
         return Err(ConfigError::new(Setting::Threads, 0, "it must be at least 1").into());
     }
-    let globals = crate::executor::global::GlobalQueue::new(model)?;
+    let globals = crate::executor::global::GlobalQueue::for_run(model, cfg)?;
     let links = crate::executor::links::Links::new(model, cfg.lps)?;
     if threads >= 1 << 15 {
         return Err(SimError::config(

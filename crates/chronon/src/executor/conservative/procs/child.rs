@@ -248,7 +248,7 @@ pub(crate) fn run_part<M: Model, Q: PendingSet<Event<M::Event>>, X: Endpoint<M::
     } else {
         Vec::new()
     };
-    let globals = GlobalQueue::new(model)?;
+    let globals = GlobalQueue::for_run(model, cfg)?;
     let init_start = Instant::now();
     // Every process initializes every LP (the same states, streams and initial events in
     // each) and keeps the initial events of its own workers; the counters `init` moved are
@@ -285,6 +285,7 @@ pub(crate) fn run_part<M: Model, Q: PendingSet<Event<M::Event>>, X: Endpoint<M::
         error: Mutex::new(None),
         global_next: AtomicU64::new(f64::INFINITY.to_bits()),
         balance: None,
+        leftover: Mutex::new(Vec::new()),
     };
     let pinner = Pinner::new(cfg.pin, n);
     let start = Instant::now();
@@ -325,7 +326,23 @@ pub(crate) fn run_part<M: Model, Q: PendingSet<Event<M::Event>>, X: Endpoint<M::
                     let (mut left, mut tmc) = (0, 0);
                     if started && worker.ep.barrier() {
                         // What is left for this worker, received without running it.
-                        left = worker.ep.receive(&mut (), |_, _| {}, |_| Published::IDLE);
+                        // A run that ends at a checkpoint's cut keeps them for its part.
+                        let mut kept = Vec::new();
+                        let keep = cfg.saving() && !r.stopped;
+                        left = worker.ep.receive(
+                            &mut kept,
+                            |kept, e| {
+                                if keep {
+                                    kept.push(e)
+                                }
+                            },
+                            |_| Published::IDLE,
+                        );
+                        shared
+                            .leftover
+                            .lock()
+                            .unwrap_or_else(|p| p.into_inner())
+                            .append(&mut kept);
                         if worker.ep.barrier() {
                             if base + k == 0 {
                                 let mut snap = Snapshot::default();
@@ -381,6 +398,21 @@ pub(crate) fn run_part<M: Model, Q: PendingSet<Event<M::Event>>, X: Endpoint<M::
             *c += x;
         }
     }
+    let stopped = results.iter().any(|r| r.0.stopped);
+    if let Some(mut part) = cfg.part_writer::<M>(p, &counters).filter(|_| !stopped) {
+        for (i, s) in all.iter().enumerate().filter(|(i, _)| mine(*i)) {
+            part.lp(i as LpId, s);
+        }
+        for e in shared
+            .leftover
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .iter()
+        {
+            part.event(e);
+        }
+        cfg.part_done(part.finish());
+    }
     *states = all
         .into_iter()
         .enumerate()
@@ -399,7 +431,7 @@ pub(crate) fn run_part<M: Model, Q: PendingSet<Event<M::Event>>, X: Endpoint<M::
         pending: results.iter().map(|r| r.0.pending as u64).sum(),
         in_transit: results.iter().map(|r| r.1 as u64).sum(),
         tmc_left: results.iter().map(|r| r.2).sum(),
-        stopped: results.iter().any(|r| r.0.stopped),
+        stopped,
         last_time: results.iter().map(|r| r.0.last_time).fold(0.0, f64::max),
         init_s,
         wall_s,

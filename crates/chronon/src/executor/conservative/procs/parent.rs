@@ -98,7 +98,17 @@ pub(crate) fn parent_run<M: Model>(
             };
             coordinate(model, cfg, owner, threads, &mut pipes)
         });
-        let launched = launch(procs, args, control, net, &dir, sig, results_w, requests_r);
+        let segment = cfg.ckpt.as_ref().map_or(0, |c| c.segment);
+        let launched = launch(
+            (procs, segment),
+            args,
+            control,
+            net,
+            &dir,
+            sig,
+            results_w,
+            requests_r,
+        );
         (launched, coordinator.join().unwrap_or(None))
     });
     if let Err(e) = launched {
@@ -172,7 +182,7 @@ impl Parts for Pipes {
 /// this process's copies of the children's pipe ends.
 #[allow(clippy::too_many_arguments)]
 fn launch(
-    procs: usize,
+    (procs, segment): (usize, usize),
     args: Vec<OsString>,
     control: &Control,
     net: &crate::shm::Segment,
@@ -186,6 +196,10 @@ fn launch(
         .segment(control.segment())
         .segment(net)
         .env(RUN_ENV, sig)
+        .env(
+            crate::executor::checkpoint::SEGMENT_ENV,
+            segment.to_string(),
+        )
         .quiet();
     for w in &results_w {
         launcher = launcher.fd(w.as_fd());

@@ -1,0 +1,253 @@
+//! A run with checkpoints: a chain of runs, each ending at a cut, saving, and the next one
+//! continuing from what was saved. A worker process of a multi-process run runs only the link
+//! of the chain its parent started it for (`SEGMENT_ENV`).
+
+use std::any::Any;
+use std::path::PathBuf;
+use std::sync::{Arc, Mutex};
+use std::time::Instant;
+
+use super::dir::{checkpoint_path, create_staging, finalize, staging_path};
+use super::{CheckpointPlan, Loaded, Manifest, RestoreFrom, RestoredFrom, Saved, SEGMENT_ENV};
+use crate::error::{Setting, SimError};
+use crate::executor::RunConfig;
+use crate::stats::Report;
+
+/// What a run of the builder asked for about checkpoints.
+pub(crate) struct ChainSetup {
+    /// The model's codec ([`Codec::erase`](super::Codec::erase)d).
+    pub codec: Arc<dyn Any + Send + Sync>,
+    pub plan: Option<CheckpointPlan>,
+    /// Whether the run's last link saves a checkpoint at the end time.
+    pub at_end: bool,
+    pub restore: Option<RestoreFrom>,
+    /// The model's name and configuration, for the manifest (and checked on restore).
+    pub model: String,
+    pub config: serde_json::Value,
+}
+
+/// What one run of a chain gets through its `RunConfig`.
+pub(crate) struct CkptRun {
+    pub codec: Arc<dyn Any + Send + Sync>,
+    /// The checkpoint it starts from.
+    pub start: Option<Loaded>,
+    /// The staging directory its parts go to, when it ends at a cut.
+    pub save: Option<PathBuf>,
+    /// Which run of the chain this is (worker processes are told it).
+    pub segment: usize,
+    /// Errors of parts written in this process.
+    pub errors: Mutex<Vec<String>>,
+    /// When the first part of this process started writing.
+    pub first_part: Mutex<Option<Instant>>,
+}
+
+impl std::fmt::Debug for CkptRun {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "CkptRun(segment {})", self.segment)
+    }
+}
+
+impl CkptRun {
+    /// Notes a part's result.
+    pub(crate) fn part_done(&self, result: Result<(), String>) {
+        if let Err(e) = result {
+            // A worker process's parts are checked by its parent, which cannot see this.
+            if crate::executor::conservative::procs::is_worker_process() {
+                eprintln!("chronon: a checkpoint part was not written: {e}");
+            }
+            self.errors
+                .lock()
+                .unwrap_or_else(|p| p.into_inner())
+                .push(e);
+        }
+    }
+}
+
+/// The process that coordinates the run: this one, or the parent of a worker process.
+fn owner() -> u32 {
+    std::env::var(crate::shm::PARENT_ENV)
+        .ok()
+        .filter(|_| crate::executor::conservative::procs::is_worker_process())
+        .and_then(|p| p.parse().ok())
+        .unwrap_or_else(std::process::id)
+}
+
+/// Runs `base` as a chain of runs (`run` runs one) that save the planned checkpoints and start
+/// from the restored one. `saved_by` names the executor for the manifests.
+pub(crate) fn run_chain(
+    base: &RunConfig,
+    setup: ChainSetup,
+    saved_by: &str,
+    mut run: impl FnMut(&RunConfig) -> Result<Report, SimError>,
+) -> Result<Report, SimError> {
+    let start = match &setup.restore {
+        Some(r) => Some(Loaded::read(r, &setup.model, base.lps)?),
+        None => None,
+    };
+    let start_cut = start.as_ref().map_or(0.0, Loaded::cut);
+    if start_cut >= base.end {
+        return Err(SimError::config(
+            Setting::EndTime,
+            format!(
+                "the end time {} is not after the checkpoint's cut {start_cut}",
+                base.end
+            ),
+        ));
+    }
+    let dir = setup.plan.as_ref().map(|p| p.dir.clone());
+    let cuts = setup
+        .plan
+        .as_ref()
+        .map_or_else(Vec::new, |p| p.cuts(start_cut, base.end));
+    let restored = start.as_ref().map(|l| RestoredFrom {
+        path: l.path.display().to_string(),
+        cut: l.cut(),
+        saved_by: l.manifest.saved_by.clone(),
+        seed: l.manifest.seed,
+        committed: l.manifest.committed,
+        reseed: l.reseed,
+    });
+    let origin = restored.as_ref().map(|r| match r.reseed {
+        Some(s) => format!("{}@{} reseeded {s}", r.path, r.cut),
+        None => format!("{}@{}", r.path, r.cut),
+    });
+    let base_committed = restored.as_ref().map_or(0, |r| r.committed);
+    let link = |k: usize, start: Option<Loaded>| {
+        let end = cuts.get(k).copied().unwrap_or(base.end);
+        let saves = k < cuts.len() || setup.at_end;
+        let save = dir
+            .as_ref()
+            .filter(|_| saves)
+            .map(|d| staging_path(d, end, owner()));
+        let ck = Arc::new(CkptRun {
+            codec: setup.codec.clone(),
+            start,
+            save,
+            segment: k,
+            errors: Mutex::new(Vec::new()),
+            first_part: Mutex::new(None),
+        });
+        let mut cfg = base.clone();
+        cfg.end = end;
+        cfg.ckpt = Some(ck.clone());
+        (cfg, ck)
+    };
+    let reread =
+        |path: PathBuf| Loaded::read(&RestoreFrom { path, reseed: None }, &setup.model, base.lps);
+
+    if crate::executor::conservative::procs::is_worker_process() {
+        let k: usize = std::env::var(SEGMENT_ENV)
+            .ok()
+            .and_then(|s| s.parse().ok())
+            .unwrap_or(0);
+        let from = match (k, &dir) {
+            (0, _) => start,
+            (k, Some(d)) if k <= cuts.len() => Some(reread(checkpoint_path(d, cuts[k - 1]))?),
+            _ => return Err(SimError::config(Setting::Run, "a worker process was started for a run of a checkpoint chain its simulation does not have")),
+        };
+        let (cfg, _) = link(k, from);
+        return run(&cfg);
+    }
+
+    let mut from = start;
+    let mut total: Option<Report> = None;
+    let mut saves = Vec::new();
+    let mut failed = None;
+    for k in 0..=cuts.len() {
+        let (cfg, ck) = link(k, from.take());
+        if let Some(s) = &ck.save {
+            create_staging(s).map_err(|e| SimError::config(Setting::CheckpointDir, e))?;
+        }
+        let result = run(&cfg);
+        let ended = Instant::now();
+        let r = match result {
+            Ok(r) => r,
+            Err(e) => {
+                if let Some(s) = &ck.save {
+                    let _ = std::fs::remove_dir_all(s);
+                }
+                return Err(e);
+            }
+        };
+        let complete = r.complete;
+        let committed = r.committed;
+        let seed = base.seed;
+        total = Some(merge(total, r));
+        let Some(staging) = ck.save.clone() else {
+            break;
+        };
+        if !complete {
+            let _ = std::fs::remove_dir_all(&staging);
+            break;
+        }
+        let cut = cfg.end;
+        let target = checkpoint_path(dir.as_deref().expect("a plan"), cut);
+        let errors = std::mem::take(&mut *ck.errors.lock().unwrap_or_else(|p| p.into_inner()));
+        let began = ck
+            .first_part
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .unwrap_or(ended);
+        let manifest = Manifest {
+            format: super::FORMAT,
+            chronon: env!("CARGO_PKG_VERSION").to_string(),
+            model: setup.model.clone(),
+            config: setup.config.clone(),
+            seed,
+            cut,
+            lps: base.lps,
+            saved_by: saved_by.to_string(),
+            committed,
+            origin: origin.clone(),
+            parts: Vec::new(),
+            checksum: 0,
+        };
+        let written = match errors.into_iter().next() {
+            Some(e) => {
+                let _ = std::fs::remove_dir_all(&staging);
+                Err(e)
+            }
+            None => finalize(&staging, &target, manifest),
+        };
+        match written {
+            Ok(bytes) => saves.push(Saved {
+                cut,
+                path: target.display().to_string(),
+                bytes,
+                seconds: began.elapsed().as_secs_f64(),
+            }),
+            Err(e) => {
+                failed = Some(format!("the checkpoint at {cut} was not saved: {e}"));
+                break;
+            }
+        }
+        if k < cuts.len() {
+            from = Some(reread(target)?);
+        }
+    }
+    let mut report = total.expect("a chain runs at least once");
+    report.end_time = base.end;
+    report.checkpoints = saves;
+    report.restored = restored;
+    if let Some(e) = failed {
+        report.complete = false;
+        report.checkpoint_error = Some(e);
+    }
+    let wall = report.wall_s;
+    report.set_wall(wall);
+    if wall > 0.0 {
+        report.events_per_s = (report.committed - base_committed) as f64 / wall;
+    }
+    Ok(report)
+}
+
+/// The report of a chain so far: the latest run's, with the counts and times of every run.
+fn merge(prev: Option<Report>, mut r: Report) -> Report {
+    if let Some(p) = prev {
+        r.processed += p.processed;
+        r.rolled_back += p.rolled_back;
+        r.init_s += p.init_s;
+        r.wall_s += p.wall_s;
+    }
+    r
+}

@@ -1,0 +1,148 @@
+//! A checkpoint's directory: built under a hidden name, checked, and renamed into place.
+
+use std::path::{Path, PathBuf};
+
+use super::part::{self, file_name};
+use super::{Manifest, PartEntry, FORMAT};
+use crate::error::{Setting, SimError};
+use crate::model::Time;
+
+const MANIFEST: &str = "manifest.json";
+
+/// The directory of the checkpoint at `cut` in `dir`: `dir/t<cut>`.
+pub fn checkpoint_path(dir: &Path, cut: Time) -> PathBuf {
+    dir.join(format!("t{cut}"))
+}
+
+/// Where the checkpoint at `cut` is built before it is renamed into place (`owner`: the
+/// process that coordinates the run, so that its worker processes find it too).
+pub(crate) fn staging_path(dir: &Path, cut: Time, owner: u32) -> PathBuf {
+    dir.join(format!(".t{cut}.partial-{owner}"))
+}
+
+/// Creates the staging directory (and `dir`), empty.
+pub(crate) fn create_staging(path: &Path) -> Result<(), String> {
+    let _ = std::fs::remove_dir_all(path);
+    std::fs::create_dir_all(path).map_err(|e| format!("{}: {e}", path.display()))
+}
+
+/// Checks every part in `staging`, writes the manifest (`base` with the parts and the
+/// checksum), syncs, and renames the directory to `target`. Returns the bytes written. On an
+/// error the staging directory is removed and nothing is left behind.
+pub(crate) fn finalize(staging: &Path, target: &Path, base: Manifest) -> Result<u64, String> {
+    let done = finalize_in(staging, target, base);
+    if done.is_err() {
+        let _ = std::fs::remove_dir_all(staging);
+    }
+    done
+}
+
+fn finalize_in(staging: &Path, target: &Path, mut m: Manifest) -> Result<u64, String> {
+    let mut k = 0;
+    let mut bytes = 0;
+    m.parts.clear();
+    loop {
+        let path = staging.join(file_name(k));
+        if !path.exists() {
+            break;
+        }
+        let p = part::read(&path)?;
+        let n = p.bytes.len();
+        bytes += n as u64;
+        m.parts.push(PartEntry {
+            file: file_name(k),
+            bytes: n as u64,
+            crc32: part::u32_at(&p.bytes, n - 4),
+            lps: p.lps.len() as u64,
+            events: p.events.len() as u64,
+        });
+        k += 1;
+    }
+    let held: u64 = m.parts.iter().map(|p| p.lps).sum();
+    if held != u64::from(m.lps) {
+        return Err(format!(
+            "its parts hold {held} of the run's {} LPs (a part was not written)",
+            m.lps
+        ));
+    }
+    let text = manifest_text(&mut m);
+    let path = staging.join(MANIFEST);
+    let io = |e: std::io::Error| format!("{}: {e}", path.display());
+    {
+        use std::io::Write;
+        let mut f = std::fs::File::create(&path).map_err(io)?;
+        f.write_all(text.as_bytes()).map_err(io)?;
+        f.sync_all().map_err(io)?;
+    }
+    bytes += text.len() as u64;
+    sync_dir(staging)?;
+    // A checkpoint already at `target` (a run saved at the same cut before) is replaced: moved
+    // aside, the new one renamed in, the old one removed.
+    let old = target.with_extension(format!("old-{}", std::process::id()));
+    let had_old = target.exists();
+    if had_old {
+        std::fs::rename(target, &old).map_err(|e| format!("{}: {e}", target.display()))?;
+    }
+    std::fs::rename(staging, target).map_err(|e| format!("{}: {e}", target.display()))?;
+    if had_old {
+        let _ = std::fs::remove_dir_all(&old);
+    }
+    if let Some(parent) = target.parent() {
+        sync_dir(parent)?;
+    }
+    Ok(bytes)
+}
+
+fn sync_dir(dir: &Path) -> Result<(), String> {
+    std::fs::File::open(dir)
+        .and_then(|d| d.sync_all())
+        .map_err(|e| format!("{}: {e}", dir.display()))
+}
+
+/// The manifest as JSON with its checksum filled in.
+fn manifest_text(m: &mut Manifest) -> String {
+    m.checksum = 0;
+    let unsummed = serde_json::to_string_pretty(m).expect("manifests serialize");
+    m.checksum = crc32fast::hash(unsummed.as_bytes());
+    serde_json::to_string_pretty(m).expect("manifests serialize") + "\n"
+}
+
+/// Reads and checks the manifest of the checkpoint at `path` (its checksum and format; the
+/// parts are checked when the checkpoint is restored).
+pub fn read_manifest(path: &Path) -> Result<Manifest, SimError> {
+    let bad = |problem: String| SimError::config(Setting::Restore, problem);
+    let file = path.join(MANIFEST);
+    let text = match std::fs::read_to_string(&file) {
+        Ok(t) => t,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound && path.is_dir() => {
+            return Err(bad(format!(
+                "{} is not a checkpoint: it has no {MANIFEST} (a checkpoint still being written has none)",
+                path.display()
+            )))
+        }
+        Err(e) => return Err(bad(format!("{}: {e}", file.display()))),
+    };
+    let mut m: Manifest = serde_json::from_str(&text).map_err(|e| {
+        bad(format!(
+            "{} is truncated or corrupted ({e})",
+            file.display()
+        ))
+    })?;
+    let stored = m.checksum;
+    let _ = manifest_text(&mut m);
+    if m.checksum != stored {
+        return Err(bad(format!(
+            "{} fails its checksum: it was changed or corrupted",
+            file.display()
+        )));
+    }
+    if m.format != FORMAT {
+        return Err(bad(format!(
+            "{} has checkpoint format {}; this chronon ({}) reads format {FORMAT}",
+            path.display(),
+            m.format,
+            env!("CARGO_PKG_VERSION")
+        )));
+    }
+    Ok(m)
+}
