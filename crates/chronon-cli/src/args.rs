@@ -107,7 +107,12 @@ pub(crate) struct CommonArgs {
     pub state_saving: Option<crate::choices::StateSaving>,
     /// Time Warp copy state saving: save the state every K events [default: automatic].
     #[arg(long, help_heading = TIME_WARP)]
-    pub checkpoint: Option<u32>,
+    pub save_every: Option<u32>,
+    /// Refused with a hint at --save-every (a config file's `checkpoint` key is refused by
+    /// [`ConfigFile::load`]); never holds a value.
+    #[arg(long, hide = true, num_args = 0..=1, default_missing_value = "", value_parser = Refused(RENAMED_CHECKPOINT))]
+    #[serde(skip)]
+    pub checkpoint: Option<String>,
     /// Time Warp memory bound in bytes, a plain number or with a suffix K, M, G (powers of
     /// 1024: 512M), for saved states and event records; speculation is throttled to stay
     /// under it [default: no bound].
@@ -158,6 +163,37 @@ pub(crate) struct CommonArgs {
     #[arg(long, help_heading = RUN)]
     #[serde(skip)]
     pub config: Option<PathBuf>,
+}
+
+/// What `--checkpoint` says: the flag is Time Warp's state-saving period's old name.
+const RENAMED_CHECKPOINT: &str = "--checkpoint is now --save-every (Time Warp's \
+     state-saving period, in events); --checkpoint-every T saves the whole run";
+
+/// The config-file keys of an old name, each with the line that refuses it.
+const RENAMED_KEYS: &[(&str, &str)] = &[(
+    "checkpoint",
+    "is now 'save-every' (Time Warp's state-saving period, in events); --checkpoint-every T \
+     saves the whole run",
+)];
+
+/// A flag's value parser that refuses every value with one line: a flag of an old name.
+#[derive(Clone)]
+struct Refused(&'static str);
+
+impl clap::builder::TypedValueParser for Refused {
+    type Value = String;
+
+    fn parse_ref(
+        &self,
+        _: &clap::Command,
+        _: Option<&clap::Arg>,
+        _: &std::ffi::OsStr,
+    ) -> Result<String, clap::Error> {
+        Err(clap::Error::raw(
+            clap::error::ErrorKind::ValueValidation,
+            self.0,
+        ))
+    }
 }
 
 /// A number in a config file: a TOML number, or a string such as `"inf"` (the report's
@@ -229,7 +265,8 @@ impl CommonArgs {
             stall_secs: self.stall_secs.or(file.stall_secs),
             output: self.output.or(file.output),
             state_saving: self.state_saving.or(file.state_saving),
-            checkpoint: self.checkpoint.or(file.checkpoint),
+            save_every: self.save_every.or(file.save_every),
+            checkpoint: self.checkpoint,
             max_memory: self.max_memory.or(file.max_memory),
             window: self.window.or(file.window),
             check_reverse: self.check_reverse.or(file.check_reverse),
@@ -272,9 +309,14 @@ impl ConfigFile {
         let common: Vec<&str> = common
             .iter()
             .map(String::as_str)
-            .filter(|k| *k != "config")
+            .filter(|k| *k != "config" && !RENAMED_KEYS.iter().any(|(old, _)| old == k))
             .collect();
         for key in table.keys() {
+            if let Some((_, why)) = RENAMED_KEYS.iter().find(|(old, _)| old == key) {
+                return Err(Failure::bad_input(format!(
+                    "config file {shown}: key '{key}' {why}"
+                )));
+            }
             if !common.contains(&key.as_str()) && !model_keys.contains(&key.as_str()) {
                 let mut allowed = common.clone();
                 allowed.extend_from_slice(model_keys);

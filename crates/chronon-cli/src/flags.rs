@@ -18,7 +18,7 @@ pub(crate) fn flag(setting: Setting) -> Option<&'static str> {
         Setting::HeapClasses => "--heap-classes",
         Setting::HeapSegments => "--heap-segments",
         Setting::StateSaving => "--state-saving",
-        Setting::Checkpoint => "--checkpoint",
+        Setting::SaveEvery => "--save-every",
         Setting::MaxMemory => "--max-memory",
         Setting::Window => "--window",
         Setting::GvtEvery => "--gvt-every",

@@ -257,7 +257,7 @@ fn a_reports_config_reruns_the_same_simulation() {
             "2",
             "--state-saving",
             "copy",
-            "--checkpoint",
+            "--save-every",
             "3",
             "--max-memory",
             "64M",

@@ -21,8 +21,8 @@ fn run(extra: &[&str]) -> (i32, String, String) {
 fn bad_time_warp_flags_exit_2_with_one_line() {
     for (extra, needle) in [
         (
-            &["--sync", "timewarp", "--checkpoint", "0"][..],
-            "--checkpoint",
+            &["--sync", "timewarp", "--save-every", "0"][..],
+            "--save-every",
         ),
         (
             &["--sync", "timewarp", "--max-memory", "0"][..],
@@ -38,7 +38,7 @@ fn bad_time_warp_flags_exit_2_with_one_line() {
             "unknown --state-saving 'magic' (allowed: copy, reverse, auto)",
         ),
         (&["--sync", "timewarp", "--threads", "0"][..], "--threads"),
-        (&["--sync", "seq", "--checkpoint", "4"][..], "timewarp"),
+        (&["--sync", "seq", "--save-every", "4"][..], "timewarp"),
         (&["--sync", "seq", "--check-reverse"][..], "timewarp"),
         // An option the chosen state saving would ignore is an error (PHOLD has a reverse
         // handler, so auto picks reverse).
@@ -48,13 +48,13 @@ fn bad_time_warp_flags_exit_2_with_one_line() {
                 "timewarp",
                 "--state-saving",
                 "reverse",
-                "--checkpoint",
+                "--save-every",
                 "4",
             ][..],
             "copy state saving only",
         ),
         (
-            &["--sync", "timewarp", "--checkpoint", "4"][..],
+            &["--sync", "timewarp", "--save-every", "4"][..],
             "ask for copy",
         ),
         (
@@ -106,6 +106,70 @@ fn bad_time_warp_flags_exit_2_with_one_line() {
     }
 }
 
+/// `--checkpoint` (and a config file's `checkpoint` key) is refused with one line that names
+/// `--save-every`, Time Warp's state-saving period; `--save-every` runs.
+#[test]
+fn checkpoint_is_refused_with_a_hint_at_save_every() {
+    for extra in [
+        &[
+            "--sync",
+            "timewarp",
+            "--state-saving",
+            "copy",
+            "--checkpoint",
+            "4",
+        ][..],
+        &["--sync", "timewarp", "--checkpoint=4"][..],
+        &["--sync", "seq", "--checkpoint", "4"][..],
+        &["--checkpoint"][..],
+    ] {
+        let (code, out, err) = run(extra);
+        assert_eq!(code, 2, "{extra:?}: {err}");
+        assert!(out.is_empty(), "{extra:?}: {out}");
+        assert_eq!(err.trim_end().lines().count(), 1, "{extra:?}: {err}");
+        assert_eq!(
+            err.trim_end(),
+            "error: --checkpoint is now --save-every (Time Warp's state-saving period, in \
+             events); --checkpoint-every T saves the whole run",
+            "{extra:?}"
+        );
+    }
+    let cfg = common::scratch("chronon-tw-cli", "checkpoint.toml");
+    std::fs::write(
+        &cfg,
+        "sync = \"timewarp\"\nstate-saving = \"copy\"\ncheckpoint = 4\n",
+    )
+    .unwrap();
+    let (code, out, err) = run(&["--config", cfg.to_str().unwrap()]);
+    assert_eq!(code, 2, "{err}");
+    assert!(out.is_empty(), "{out}");
+    assert_eq!(err.trim_end().lines().count(), 1, "{err}");
+    assert!(
+        err.contains("key 'checkpoint' is now 'save-every'"),
+        "{err}"
+    );
+    let (code, seq, err) = run(&[]);
+    assert_eq!(code, 0, "{err}");
+    let (code, tw, err) = run(&[
+        "--sync",
+        "timewarp",
+        "--state-saving",
+        "copy",
+        "--save-every",
+        "4",
+    ]);
+    assert_eq!(code, 0, "{err}");
+    assert_eq!(fingerprint(&tw), fingerprint(&seq));
+    std::fs::write(
+        &cfg,
+        "sync = \"timewarp\"\nstate-saving = \"copy\"\nsave-every = 4\n",
+    )
+    .unwrap();
+    let (code, tw, err) = run(&["--config", cfg.to_str().unwrap()]);
+    assert_eq!(code, 0, "{err}");
+    assert_eq!(fingerprint(&tw), fingerprint(&seq));
+}
+
 #[test]
 fn time_warp_prints_the_sequential_fingerprint_and_writes_gvt_csv() {
     let (code, seq, err) = run(&[]);
@@ -119,7 +183,7 @@ fn time_warp_prints_the_sequential_fingerprint_and_writes_gvt_csv() {
         "2",
         "--state-saving",
         "copy",
-        "--checkpoint",
+        "--save-every",
         "2",
         "--max-memory",
         "64M",
@@ -325,7 +389,7 @@ fn a_small_arena_does_not_make_the_memory_bound_give_up() {
         "4",
         "--queue",
         "heap",
-        "--checkpoint",
+        "--save-every",
         "6",
         "--max-memory",
         "256M",

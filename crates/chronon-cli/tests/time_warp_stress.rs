@@ -82,7 +82,7 @@ fn many_rollbacks_on_four_threads_commit_the_sequential_history() {
             saving,
         ];
         if i % 4 == 1 {
-            extra.extend(["--checkpoint", "3"]);
+            extra.extend(["--save-every", "3"]);
         }
         let (tw, rb) = phold(seed, &extra);
         assert_eq!(

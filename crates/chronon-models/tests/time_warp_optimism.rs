@@ -96,7 +96,7 @@ fn thrashing_configurations_commit_the_sequential_history_and_bound_the_window()
         for saving in [StateSaving::Copy, StateSaving::Auto] {
             let opts = TimeWarpConfig::default()
                 .state_saving(saving)
-                .checkpoint(Some(2));
+                .save_every(Some(2));
             let tw = run(
                 s.clone(),
                 s.lps,

@@ -48,8 +48,8 @@ pub enum Setting {
     HeapSegments,
     /// `TimeWarpConfig::state_saving`.
     StateSaving,
-    /// `TimeWarpConfig::checkpoint`.
-    Checkpoint,
+    /// `TimeWarpConfig::save_every`.
+    SaveEvery,
     /// `TimeWarpConfig::max_memory`.
     MaxMemory,
     /// `TimeWarpConfig::window`.
@@ -106,7 +106,7 @@ impl Setting {
         Setting::HeapClasses,
         Setting::HeapSegments,
         Setting::StateSaving,
-        Setting::Checkpoint,
+        Setting::SaveEvery,
         Setting::MaxMemory,
         Setting::Window,
         Setting::GvtEvery,
@@ -152,7 +152,7 @@ impl Setting {
             Setting::HeapClasses => "heap_classes",
             Setting::HeapSegments => "heap_segments",
             Setting::StateSaving => "state_saving",
-            Setting::Checkpoint => "checkpoint",
+            Setting::SaveEvery => "save_every",
             Setting::MaxMemory => "max_memory",
             Setting::Window => "window",
             Setting::GvtEvery => "gvt_every",
@@ -189,7 +189,7 @@ impl Setting {
             Setting::HeapClasses => "heap",
             Setting::HeapSegments => "HeapConfig::max_segments",
             Setting::StateSaving => "TimeWarpConfig::state_saving",
-            Setting::Checkpoint => "TimeWarpConfig::checkpoint",
+            Setting::SaveEvery => "TimeWarpConfig::save_every",
             Setting::MaxMemory => "TimeWarpConfig::max_memory",
             Setting::Window => "TimeWarpConfig::window",
             Setting::GvtEvery => "TimeWarpConfig::gvt_every",

@@ -185,7 +185,7 @@ fn preemptive_time_warp_commits_the_sequential_history() {
                         "copy k=3",
                         TimeWarpConfig::default()
                             .state_saving(StateSaving::Copy)
-                            .checkpoint(Some(3)),
+                            .save_every(Some(3)),
                     ),
                     (
                         "copy, 1 suspended at most",

@@ -91,13 +91,13 @@ fn random_model_matches_sequential_for_every_saving_and_thread_count() {
                     "copy k=1",
                     TimeWarpConfig::default()
                         .state_saving(StateSaving::Copy)
-                        .checkpoint(Some(1)),
+                        .save_every(Some(1)),
                 ),
                 (
                     "copy k=3",
                     TimeWarpConfig::default()
                         .state_saving(StateSaving::Copy)
-                        .checkpoint(Some(3)),
+                        .save_every(Some(3)),
                 ),
                 (
                     "copy auto",
@@ -417,7 +417,7 @@ fn a_bad_send_is_reported_as_the_sequential_executor_reports_it() {
 fn bad_settings_are_config_errors() {
     let m = Scramble::new();
     for opts in [
-        TimeWarpConfig::default().checkpoint(Some(0)),
+        TimeWarpConfig::default().save_every(Some(0)),
         TimeWarpConfig::default().max_memory(Some(0)),
         TimeWarpConfig::default().window(Some(-1.0)),
         TimeWarpConfig::default().gvt_every(0),

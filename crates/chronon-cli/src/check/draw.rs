@@ -87,10 +87,11 @@ pub(crate) fn executor_flags(
             d.pick(&["copy", "auto"])
         };
         f.set("state-saving", saving);
-        // Checkpoints apply to copy state saving only (auto picks reverse when it can).
+        // A state-saving period applies to copy state saving only (auto picks reverse when it
+        // can).
         let copies = saving == "copy" || (saving == "auto" && !has_reverse);
         if copies && d.chance(0.5) {
-            f.set("checkpoint", d.int(1, 8));
+            f.set("save-every", d.int(1, 8));
         }
         if !big_heap && d.chance(0.25) {
             f.set("max-memory", d.pick(&["64M", "256M", "1G"]));

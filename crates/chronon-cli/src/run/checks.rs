@@ -140,7 +140,7 @@ pub(super) fn time_warp_options(
 ) -> Result<Executor, Failure> {
     let given = [
         ("--state-saving", common.state_saving.is_some()),
-        ("--checkpoint", common.checkpoint.is_some()),
+        ("--save-every", common.save_every.is_some()),
         ("--max-memory", common.max_memory.is_some()),
         ("--window", common.window.is_some()),
         ("--check-reverse", common.check_reverse == Some(true)),
@@ -162,7 +162,7 @@ pub(super) fn time_warp_options(
         return Ok(executor);
     };
     let state_saving: StateSaving = common.state_saving.map_or(StateSaving::Auto, Into::into);
-    // Values out of range (a checkpoint interval of 0, a negative window, ...) are the
+    // Values out of range (a state-saving period of 0, a negative window, ...) are the
     // library's to refuse (`TimeWarpConfig`); the CLI renders its typed error.
     let max_memory = common.max_memory.as_deref().map(parse_bytes).transpose()?;
     let preempt = common.preempt == Some(true);
@@ -191,7 +191,7 @@ pub(super) fn time_warp_options(
             .max_suspended(common.max_suspended.unwrap_or(64))
             .ticks(common.tick_us.map(|t| Ticks::new(t, alpha)))
             .state_saving(state_saving)
-            .checkpoint(common.checkpoint)
+            .save_every(common.save_every)
             .max_memory(max_memory)
             .window(common.window)
             .mapping(mapping(common)),

@@ -73,8 +73,8 @@ pub(super) fn report_config(
                     .state_saving
                     .map_or("auto", choices::StateSaving::name)),
             );
-            if let Some(k) = common.checkpoint {
-                put("checkpoint", json!(k));
+            if let Some(k) = common.save_every {
+                put("save-every", json!(k));
             }
             if let Some(m) = &common.max_memory {
                 put("max-memory", json!(m));

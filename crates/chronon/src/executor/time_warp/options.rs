@@ -49,7 +49,7 @@ pub struct TimeWarpConfig {
     /// How states are saved.
     pub state_saving: StateSaving,
     /// Copy state saving: save every `k` events (`None`: chosen from measured costs).
-    pub checkpoint: Option<u32>,
+    pub save_every: Option<u32>,
     /// Bound on the resident memory of the whole process (docs/timewarp.md, "Memory bound"):
     /// speculation is capped to stay under it, and the run fails with [`SimError::Resource`]
     /// naming a bound that would do when it cannot.
@@ -97,7 +97,7 @@ impl Default for TimeWarpConfig {
         TimeWarpConfig {
             threads: 1,
             state_saving: StateSaving::Auto,
-            checkpoint: None,
+            save_every: None,
             max_memory: None,
             window: None,
             fixed_window: false,
@@ -131,9 +131,9 @@ impl TimeWarpConfig {
         self.state_saving = s;
         self
     }
-    /// Sets [`checkpoint`](Self::checkpoint).
-    pub fn checkpoint(mut self, k: Option<u32>) -> Self {
-        self.checkpoint = k;
+    /// Sets [`save_every`](Self::save_every).
+    pub fn save_every(mut self, k: Option<u32>) -> Self {
+        self.save_every = k;
         self
     }
     /// Sets [`max_memory`](Self::max_memory).
@@ -191,8 +191,8 @@ impl TimeWarpConfig {
         let bad = |setting, value: &dyn std::fmt::Display, problem: &str| {
             Err(ConfigError::new(setting, value, problem).into())
         };
-        if self.checkpoint == Some(0) {
-            return bad(Setting::Checkpoint, &0, "it must be at least 1 event");
+        if self.save_every == Some(0) {
+            return bad(Setting::SaveEvery, &0, "it must be at least 1 event");
         }
         if self.max_memory == Some(0) {
             return bad(Setting::MaxMemory, &0, "it must be at least 1 byte");

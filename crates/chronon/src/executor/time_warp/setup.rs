@@ -107,13 +107,13 @@ fn state_saving<M: Model>(
         StateSaving::Auto if undo.is_some() => Saving::Reverse,
         StateSaving::Auto => Saving::Copy,
     };
-    if saving == Saving::Reverse && opts.checkpoint.is_some() {
+    if saving == Saving::Reverse && opts.save_every.is_some() {
         return Err(SimError::config(Setting::StateSaving, format!(
-            "a checkpoint interval applies to copy state saving only; this run uses reverse state saving ({}), which saves no states",
+            "$save_every applies to copy state saving only; this run uses reverse state saving ({}), which saves no states",
             if opts.state_saving == StateSaving::Reverse {
                 "asked for"
             } else {
-                "chosen automatically because the model has a reverse handler; ask for copy to use checkpoints"
+                "chosen automatically because the model has a reverse handler; ask for copy to use $save_every"
             }
         )));
     }
@@ -421,7 +421,7 @@ pub(super) fn build<'a, M: Model, Q: PendingSet<TwEvent<M::Event>>>(
         saving,
         undo,
         safe,
-        fixed_k: opts.checkpoint,
+        fixed_k: opts.save_every,
         optimism: Optimism::new(
             opts.window,
             !opts.fixed_window,
