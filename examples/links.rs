@@ -37,7 +37,7 @@ struct Truck {
 }
 chronon::impl_shm_safe!(Truck { stops });
 
-#[derive(Clone, Debug, Default)]
+#[derive(Clone, Debug, Default, Serialize, Deserialize)]
 struct City {
     visits: u64,
 }

@@ -34,7 +34,7 @@ struct Potato {
 chronon::impl_shm_safe!(Potato { value });
 
 /// What an LP caught: `PartialEq`, so that `--check-reverse` can compare states.
-#[derive(Clone, Debug, Default, PartialEq)]
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 struct Catcher {
     caught: u64,
     total: u64,

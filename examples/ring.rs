@@ -33,7 +33,7 @@ struct Token {
 chronon::impl_shm_safe!(Token { hops });
 
 /// What an LP remembers.
-#[derive(Clone, Debug, Default)]
+#[derive(Clone, Debug, Default, Serialize, Deserialize)]
 struct Station {
     passed: u64,
     hops: u64,

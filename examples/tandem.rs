@@ -48,7 +48,7 @@ chronon::impl_shm_safe!(
     }
 );
 
-#[derive(Clone, Debug)]
+#[derive(Clone, Debug, Serialize, Deserialize)]
 struct Station {
     /// Arrival times of the customers here, the one in service first.
     waiting: VecDeque<f64>,

@@ -28,3 +28,13 @@ pub use phold::Phold;
 pub use phold_phases::PholdPhases;
 pub use random::Random;
 pub use simplesim::SimpleSim;
+
+/// For the models' tests: writes `v` as JSON, reads it back and checks that what it read
+/// writes the same JSON (states need not be `PartialEq`); returns what it read.
+#[cfg(test)]
+pub(crate) fn json_again<T: serde::Serialize + serde::de::DeserializeOwned>(v: &T) -> T {
+    let json = serde_json::to_string(v).expect("writes JSON");
+    let back: T = serde_json::from_str(&json).unwrap_or_else(|e| panic!("{e}: {json}"));
+    assert_eq!(serde_json::to_string(&back).expect("writes JSON"), json);
+    back
+}

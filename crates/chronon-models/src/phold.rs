@@ -183,7 +183,7 @@ impl Phold {
 const REMOTE_SENDS: usize = 0;
 
 /// One PHOLD LP's state.
-#[derive(Clone, Debug, Default, PartialEq, Eq)]
+#[derive(Clone, Debug, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct PholdLp {
     /// Events this LP executed.
     pub events: u64,

@@ -147,7 +147,7 @@ impl PholdPhases {
 }
 
 /// One mesh object.
-#[derive(Clone, Debug, Default, PartialEq, Eq)]
+#[derive(Clone, Debug, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct MeshObject {
     /// Events handled in each phase.
     pub events: [u64; 3],

@@ -159,7 +159,7 @@ impl Random {
 }
 
 /// One LP's state.
-#[derive(Clone, Debug)]
+#[derive(Clone, Debug, serde::Serialize, serde::Deserialize)]
 pub struct RandomLp {
     seen: u64,
     hash: u64,
@@ -318,6 +318,35 @@ mod tests {
             }
         }
         assert!(zeros > 10, "only {zeros} zero links");
+    }
+
+    #[test]
+    fn a_state_survives_a_json_round_trip() {
+        let m = Random::default();
+        // A fresh LP: its gap tally is empty (infinite min and max).
+        let mut st = RandomLp {
+            seen: 0,
+            hash: 5,
+            links: m.links(5),
+            gap: Tally::new(),
+            last: 0.0,
+            level: TimeAverage::new(0.0, 0.0),
+            phase: Histogram::new(0.0, 1.0, 4),
+        };
+        crate::json_again(&st);
+        for (now, x) in [(1.0, 0.3), (1.25, 0.7), (2.0 / 3.0 + 1.0, 0.05)] {
+            st.seen += 1;
+            st.gap.record(now - st.last);
+            st.last = now;
+            st.level.set(now, x * 5.0);
+            st.phase.record(x);
+        }
+        let back = crate::json_again(&st);
+        assert_eq!(back.links, st.links);
+        assert_eq!(
+            (back.gap, back.level, back.phase),
+            (st.gap, st.level, st.phase)
+        );
     }
 
     #[test]

@@ -175,7 +175,7 @@ pub struct Message {
 chronon::impl_shm_safe!(Message { id, data, checksum });
 
 /// One SimpleSim LP.
-#[derive(Clone, Debug, Default)]
+#[derive(Clone, Debug, Default, serde::Serialize, serde::Deserialize)]
 pub struct SimpleLp {
     /// Arrival times (as ordered bits) of messages sent and not yet arrived, at the last look.
     outstanding: BinaryHeap<Reverse<u64>>,
@@ -298,5 +298,32 @@ impl Model for SimpleSim {
         stats.add("bytes_carried", lp.bytes_carried as f64);
         stats.add("bad_payloads", lp.bad_payloads as f64);
         stats.add("queue_len_at_end", lp.outstanding.len() as f64);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_state_survives_a_json_round_trip() {
+        let mut lp = SimpleLp {
+            sent: 6,
+            received: 3,
+            steady_events: 4,
+            bytes_read: 7000,
+            bytes_carried: 21000,
+            bad_payloads: 0,
+            ..SimpleLp::default()
+        };
+        for t in [7.5, 6.25, 9.0, 6.25, 11.0 / 3.0] {
+            lp.outstanding.push(Reverse(f64::to_bits(t)));
+        }
+        let mut back = crate::json_again(&lp);
+        assert_eq!(back.queue_len(), 5);
+        while let Some(t) = lp.outstanding.pop() {
+            assert_eq!(back.outstanding.pop(), Some(t));
+        }
+        assert!(back.outstanding.is_empty());
     }
 }

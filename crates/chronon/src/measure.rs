@@ -14,6 +14,10 @@
 //! A reverse handler cannot undo a floating-point sum exactly: a model with
 //! a reverse handler ([`Model::reverse_handler`](crate::Model::reverse_handler)) keeps these in state only under copy state saving,
 //! or records its observations in integer units.
+//!
+//! All three serialize (a checkpoint saves them with the LP states that hold them). Their
+//! floats may be infinite (an empty tally's min and max) or NaN, which JSON has no numbers for:
+//! they go through [`serde_f64`], which writes those as strings in text formats.
 
 use serde::{Deserialize, Serialize};
 
@@ -23,9 +27,13 @@ use crate::model::Time;
 #[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
 pub struct Tally {
     n: u64,
+    #[serde(with = "serde_f64")]
     sum: f64,
+    #[serde(with = "serde_f64")]
     sum_sq: f64,
+    #[serde(with = "serde_f64")]
     min: f64,
+    #[serde(with = "serde_f64")]
     max: f64,
 }
 
@@ -112,9 +120,13 @@ pub(crate) fn sd(n: u64, sum: f64, sum_sq: f64) -> f64 {
 /// servers): its integral over simulated time, for the time-weighted mean.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Serialize, Deserialize)]
 pub struct TimeAverage {
+    #[serde(with = "serde_f64")]
     value: f64,
+    #[serde(with = "serde_f64")]
     since: Time,
+    #[serde(with = "serde_f64")]
     area: f64,
+    #[serde(with = "serde_f64")]
     time: Time,
 }
 
@@ -180,7 +192,9 @@ impl TimeAverage {
 /// Counts of observations in equal bins over `[lo, hi)`, with counts below and above.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct Histogram {
+    #[serde(with = "serde_f64")]
     lo: f64,
+    #[serde(with = "serde_f64")]
     width: f64,
     bins: Vec<u64>,
     under: u64,
@@ -233,6 +247,70 @@ impl Histogram {
     }
 }
 
+/// Serde for an `f64` that may be infinite or NaN, for `#[serde(with = "chronon::measure::serde_f64")]`
+/// on a field. Binary formats (bincode) write the float as it is. Text formats (JSON) write a
+/// finite float as a number and the others as the strings `"inf"`, `"-inf"` and `"NaN"`: JSON
+/// has no numbers for them (serde_json writes them as `null`, which it then cannot read back
+/// as a float). Reading accepts a number or one of those strings; a NaN comes back as the
+/// canonical NaN.
+pub mod serde_f64 {
+    use serde::de::{self, Visitor};
+    use serde::{Deserializer, Serializer};
+
+    /// Writes `x`.
+    pub fn serialize<S: Serializer>(x: &f64, s: S) -> Result<S::Ok, S::Error> {
+        if x.is_finite() || !s.is_human_readable() {
+            s.serialize_f64(*x)
+        } else if x.is_nan() {
+            s.serialize_str("NaN")
+        } else if *x > 0.0 {
+            s.serialize_str("inf")
+        } else {
+            s.serialize_str("-inf")
+        }
+    }
+
+    /// Reads what [`serialize`] wrote.
+    pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<f64, D::Error> {
+        if d.is_human_readable() {
+            d.deserialize_any(F64)
+        } else {
+            d.deserialize_f64(F64)
+        }
+    }
+
+    struct F64;
+
+    impl Visitor<'_> for F64 {
+        type Value = f64;
+
+        fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+            f.write_str("a number, \"inf\", \"-inf\" or \"NaN\"")
+        }
+
+        fn visit_f64<E: de::Error>(self, v: f64) -> Result<f64, E> {
+            Ok(v)
+        }
+
+        fn visit_i64<E: de::Error>(self, v: i64) -> Result<f64, E> {
+            Ok(v as f64)
+        }
+
+        fn visit_u64<E: de::Error>(self, v: u64) -> Result<f64, E> {
+            Ok(v as f64)
+        }
+
+        fn visit_str<E: de::Error>(self, v: &str) -> Result<f64, E> {
+            match v {
+                "inf" => Ok(f64::INFINITY),
+                "-inf" => Ok(f64::NEG_INFINITY),
+                "NaN" => Ok(f64::NAN),
+                _ => Err(E::invalid_value(de::Unexpected::Str(v), &self)),
+            }
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -270,6 +348,37 @@ mod tests {
         }
         assert_eq!(h.bins(), &[2, 1, 0, 1]);
         assert_eq!((h.under(), h.over()), (1, 2));
+    }
+
+    #[test]
+    fn statistics_survive_a_json_round_trip_infinite_and_nan_included() {
+        fn again<T: Serialize + serde::de::DeserializeOwned>(v: &T) -> (String, T) {
+            let json = serde_json::to_string(v).unwrap();
+            let back: T = serde_json::from_str(&json).unwrap();
+            assert_eq!(serde_json::to_string(&back).unwrap(), json);
+            (json, back)
+        }
+        // An empty tally's min and max are infinite.
+        let (json, back) = again(&Tally::new());
+        assert!(json.contains(r#""min":"inf""#) && json.contains(r#""max":"-inf""#));
+        assert_eq!(back, Tally::new());
+        let mut t = Tally::new();
+        // Dyadic values: without serde_json's `float_roundtrip` its parser may miss a float
+        // of 17 digits by one unit in the last place.
+        for x in [0.5, -0.0, 1024.0, f64::INFINITY] {
+            t.record(x);
+        }
+        t.record(f64::NEG_INFINITY);
+        let (_, back) = again(&t);
+        assert!(back.sum().is_nan() && back.min() == f64::NEG_INFINITY);
+        assert_eq!((back.n(), back.max()), (5, f64::INFINITY));
+        let mut q = TimeAverage::new(0.0, 0.0);
+        q.set(0.25, 3.0);
+        q.advance(2.5);
+        assert_eq!(again(&q).1, q);
+        let mut h = Histogram::new(-1.0, 1.0, 3);
+        [-2.0, 0.1, 0.9, 5.0].iter().for_each(|x| h.record(*x));
+        assert_eq!(again(&h).1, h);
     }
 }
 

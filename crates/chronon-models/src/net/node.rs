@@ -139,7 +139,7 @@ pub enum NetEvent {
 chronon::impl_shm_safe!(enum NetEvent { Tick { app }, Packet(p) });
 
 /// One interface's transmit queue.
-#[derive(Clone, Debug, Default)]
+#[derive(Clone, Debug, Default, serde::Serialize, serde::Deserialize)]
 pub(super) struct IfaceState {
     /// Transmission end times of the packets in the queue (the first is being transmitted).
     ends: VecDeque<f64>,
@@ -152,16 +152,18 @@ pub(super) struct IfaceState {
 }
 
 /// One source's generator state.
-#[derive(Clone, Copy, Debug, Default)]
+#[derive(Clone, Copy, Debug, Default, serde::Serialize, serde::Deserialize)]
 pub(super) struct AppState {
     next: f64,
+    /// The end of the current on period: infinite for a source that is always on.
+    #[serde(with = "chronon::measure::serde_f64")]
     on_end: f64,
     scheduled: u64,
     done: bool,
 }
 
 /// One node's state.
-#[derive(Clone, Debug, Default)]
+#[derive(Clone, Debug, Default, serde::Serialize, serde::Deserialize)]
 pub struct NodeState {
     ifaces: Vec<IfaceState>,
     apps: Vec<AppState>,
@@ -374,5 +376,50 @@ impl Model for NetModel {
                 stats.set("drop_rate", d);
             }
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_node_state_survives_a_json_round_trip() {
+        let st = NodeState {
+            ifaces: vec![
+                IfaceState {
+                    ends: VecDeque::from([0.5, 0.1 + 0.2 + 0.5]),
+                    busy_until: 0.8,
+                    sent: 4,
+                    arrived: 3,
+                    dropped: 1,
+                },
+                IfaceState::default(),
+            ],
+            apps: vec![
+                // Always on: the on period never ends.
+                AppState {
+                    next: 1.0 / 3.0,
+                    on_end: f64::INFINITY,
+                    scheduled: 5,
+                    done: false,
+                },
+                AppState {
+                    next: 2.5,
+                    on_end: 2.75,
+                    scheduled: 1,
+                    done: true,
+                },
+            ],
+            sent: 6,
+            received: 2,
+            bytes_received: 2000,
+            latency_sum: 0.036,
+            dropped: 1,
+            ..NodeState::default()
+        };
+        let back = crate::json_again(&st);
+        assert_eq!(back.apps[0].on_end, f64::INFINITY);
+        assert_eq!(back.ifaces[0].ends, st.ifaces[0].ends);
     }
 }
