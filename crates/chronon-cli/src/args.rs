@@ -13,6 +13,7 @@ const RUN: &str = "Run options";
 const EXEC: &str = "Executor options";
 const CONSERVATIVE: &str = "Conservative executor options (--sync window, null-message, lockstep)";
 const TIME_WARP: &str = "Time Warp options (--sync timewarp)";
+const CHECKPOINTS: &str = "Checkpoint and restart";
 
 /// Keys every model takes, as flags and as TOML keys.
 #[derive(Clone, Debug, Default, Args, Deserialize, serde::Serialize)]
@@ -102,6 +103,28 @@ pub(crate) struct CommonArgs {
     /// run starts [default: no report].
     #[arg(long, help_heading = RUN)]
     pub output: Option<PathBuf>,
+    /// Save the run at every multiple of T (simulated time) before the end, in
+    /// DIR/t<T> of --checkpoint-dir; the run goes on after each [default: none].
+    #[arg(long, value_name = "T", help_heading = CHECKPOINTS)]
+    #[serde(default, deserialize_with = "number")]
+    pub checkpoint_every: Option<f64>,
+    /// Save the run at simulated time T (at the end if T is the end time), in DIR/t<T> of
+    /// --checkpoint-dir [default: none].
+    #[arg(long, value_name = "T", help_heading = CHECKPOINTS)]
+    #[serde(default, deserialize_with = "number")]
+    pub checkpoint_at: Option<f64>,
+    /// The directory --checkpoint-every and --checkpoint-at save in (created if missing).
+    #[arg(long, value_name = "DIR", help_heading = CHECKPOINTS)]
+    pub checkpoint_dir: Option<PathBuf>,
+    /// Continue from the checkpoint in DIR (a DIR/t<T> that a run saved) instead of starting
+    /// the model anew, under any --sync, --threads, --procs or ranks: the same history as
+    /// the run that saved it [default: none].
+    #[arg(long, value_name = "DIR", help_heading = CHECKPOINTS)]
+    pub restore: Option<PathBuf>,
+    /// With --restore: derive every LP's random stream anew from seed S at the cut, to branch
+    /// many runs from one checkpoint [default: continue the saved streams].
+    #[arg(long, value_name = "S", help_heading = CHECKPOINTS)]
+    pub reseed: Option<u64>,
     /// Time Warp state saving: copy, reverse or auto [default: auto].
     #[arg(long, help_heading = TIME_WARP)]
     pub state_saving: Option<crate::choices::StateSaving>,
@@ -266,6 +289,11 @@ impl CommonArgs {
             output: self.output.or(file.output),
             state_saving: self.state_saving.or(file.state_saving),
             save_every: self.save_every.or(file.save_every),
+            checkpoint_every: self.checkpoint_every.or(file.checkpoint_every),
+            checkpoint_at: self.checkpoint_at.or(file.checkpoint_at),
+            checkpoint_dir: self.checkpoint_dir.or(file.checkpoint_dir),
+            restore: self.restore.or(file.restore),
+            reseed: self.reseed.or(file.reseed),
             checkpoint: self.checkpoint,
             max_memory: self.max_memory.or(file.max_memory),
             window: self.window.or(file.window),

@@ -32,6 +32,11 @@ pub(crate) fn flag(setting: Setting) -> Option<&'static str> {
         Setting::Runtime => "--runtime",
         Setting::Threshold => "--threshold",
         Setting::Mapping => "--mapping",
+        Setting::CheckpointEvery => "--checkpoint-every",
+        Setting::CheckpointAt => "--checkpoint-at",
+        Setting::CheckpointDir => "--checkpoint-dir",
+        Setting::Restore => "--restore",
+        Setting::Reseed => "--reseed",
         _ => return None,
     })
 }

@@ -44,7 +44,7 @@ mod series;
 mod sweep;
 mod sys;
 
-pub use app::{App, Draw, Flags, ModelSpec, RunnableEvent, SimHook};
+pub use app::{App, Draw, Flags, ModelSpec, RunnableEvent, RunnableState, SimHook};
 
 /// Exit code for bad input (flags, config, or a model breaking the engine's rules).
 pub(crate) const EXIT_BAD_INPUT: u8 = 2;

@@ -73,6 +73,7 @@ impl<S: ModelSpec> Entry for Registered<S> {
             spec.config(),
             S::default_end(),
             S::check_reverse(),
+            S::changeable(),
         )
     }
 

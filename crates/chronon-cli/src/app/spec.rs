@@ -7,22 +7,17 @@ use serde::Serialize;
 pub use crate::check::draw::{Draw, Flags};
 
 /// What an event type must be for the runner to run its model everywhere: across worker
-/// processes (`--procs`: [`chronon::shm::ShmSafe`], e.g. with [`chronon::impl_shm_safe!`]) and,
-/// in a build with the `mpi` feature, across MPI ranks (serde both ways). Implemented for every
-/// type that is both.
-#[cfg(not(feature = "mpi"))]
-pub trait RunnableEvent: chronon::shm::ShmSafe {}
-#[cfg(not(feature = "mpi"))]
-impl<T: chronon::shm::ShmSafe> RunnableEvent for T {}
+/// processes (`--procs`: [`chronon::shm::ShmSafe`], e.g. with [`chronon::impl_shm_safe!`]),
+/// across MPI ranks and into checkpoints (serde both ways: `#[derive(Serialize, Deserialize)]`).
+/// Implemented for every type that is both.
+pub trait RunnableEvent: chronon::shm::ShmSafe + Serialize + DeserializeOwned {}
+impl<T: chronon::shm::ShmSafe + Serialize + DeserializeOwned> RunnableEvent for T {}
 
-/// What an event type must be for the runner to run its model everywhere: across worker
-/// processes (`--procs`: [`chronon::shm::ShmSafe`], e.g. with [`chronon::impl_shm_safe!`]) and,
-/// in a build with the `mpi` feature, across MPI ranks (serde both ways). Implemented for every
-/// type that is both.
-#[cfg(feature = "mpi")]
-pub trait RunnableEvent: chronon::shm::ShmSafe + chronon::mpi::RankSafe {}
-#[cfg(feature = "mpi")]
-impl<T: chronon::shm::ShmSafe + chronon::mpi::RankSafe> RunnableEvent for T {}
+/// What an LP state type must be for the runner to save it in checkpoints (`--checkpoint-every`,
+/// `--restore`): serde both ways (`#[derive(Serialize, Deserialize)]`). Implemented for every
+/// such type.
+pub trait RunnableState: Serialize + DeserializeOwned {}
+impl<T: Serialize + DeserializeOwned> RunnableState for T {}
 
 /// A change to a simulation before it runs (see [`ModelSpec::check_reverse`]).
 pub type SimHook<M> = fn(Simulation<M>) -> Simulation<M>;
@@ -75,7 +70,7 @@ pub type SimHook<M> = fn(Simulation<M>) -> Simulation<M>;
 /// ```
 pub trait ModelSpec: clap::Args + Serialize + DeserializeOwned + Clone + Send + 'static {
     /// The model these parameters build.
-    type Model: Model<Event: RunnableEvent>;
+    type Model: Model<Event: RunnableEvent, State: RunnableState>;
 
     /// The model for these parameters, or a one-line reason why they are wrong (name the flag:
     /// "--lps must be at least 2").
@@ -103,6 +98,14 @@ pub trait ModelSpec: clap::Args + Serialize + DeserializeOwned + Clone + Send + 
     /// configuration is the default parameters with a random seed].
     fn draw(draw: &mut Draw, flags: &mut Flags) {
         let _ = (draw, flags);
+    }
+
+    /// The parameters (their flag names without `--`, as `remote`) that a run restored from a
+    /// checkpoint may change: those that only change what LPs do from then on, not what
+    /// their saved states mean (an offered load, say) [default: none; every other parameter
+    /// must be the checkpoint's].
+    fn changeable() -> &'static [&'static str] {
+        &[]
     }
 
     /// `--check-reverse` (Time Warp runs every event forward, then in reverse, and compares the

@@ -3,6 +3,7 @@
 //! the Ctrl-C handler and progress thread in `progress.rs`, the printed summary in
 //! `summary.rs`; this file runs the simulation and writes its outputs.
 
+mod checkpoint;
 mod checks;
 mod progress;
 mod report_cfg;
@@ -15,7 +16,7 @@ use std::time::Duration;
 
 use chronon::{Executor, Model, Progress, QueueKind, Report, Simulation, StallDetector};
 
-use crate::app::RunnableEvent;
+use crate::app::{RunnableEvent, RunnableState};
 use crate::args::CommonArgs;
 use crate::output::{self, Outputs};
 use crate::{series, sys, Failure, EXIT_INTERRUPTED};
@@ -36,9 +37,10 @@ pub(crate) fn run_simulation<M>(
     model_config: serde_json::Value,
     default_end: Option<f64>,
     check_reverse: Option<crate::SimHook<M>>,
+    changeable: &[&str],
 ) -> Result<u8, Failure>
 where
-    M: Model<Event: RunnableEvent>,
+    M: Model<Event: RunnableEvent, State: RunnableState>,
 {
     let end = match common.end.or(default_end) {
         Some(end) => end,
@@ -75,6 +77,7 @@ where
     // Over MPI ranks: MPI for the run (finalized when this function returns).
     let mpi = crate::mpi::start(common.ranks, procs)?;
     let outputs = plan_outputs(&common, &executor)?;
+    let checkpoints = checkpoint::Checkpoints::check(&common, name, &model_config, changeable)?;
 
     let progress = Arc::new(Progress::new());
     install_ctrlc(&progress);
@@ -106,6 +109,7 @@ where
         Some(f) => f(sim),
         None => sim,
     };
+    let sim = checkpoints.apply(sim, name, &model_config);
     let sim = match procs {
         None => sim,
         Some(p) => sim.processes(p).payload_copy(copy),
@@ -131,10 +135,11 @@ where
 
     let config = report_config(&common, &asked, procs, end, seed, queue, model_config);
     print_summary(name, &report);
+    let changed = &checkpoints.changed;
     // Both files are attempted even when the first fails; the first failure is returned.
     let written = [
         outputs.path("--output").map_or(Ok(()), |p| {
-            write_report(p, name, config, &report, &samples, rb)
+            write_report(p, name, config, &report, &samples, rb, changed)
         }),
         outputs.path("--gvt-csv").map_or(Ok(()), |p| {
             output::write_or_rescue("--gvt-csv", p, series::gvt_csv(&report).as_bytes())
@@ -149,6 +154,11 @@ where
     ];
     for w in written {
         w?;
+    }
+    if let Some(e) = &report.checkpoint_error {
+        return Err(Failure::runtime(format!(
+            "{e}; the run stopped at that cut (its report covers the events before it)"
+        )));
     }
     if report.complete {
         Ok(0)
@@ -205,9 +215,13 @@ fn write_report(
     report: &Report,
     samples: &[series::Sample],
     rollbacks: bool,
+    changed: &[String],
 ) -> Result<(), Failure> {
     let mut v = serde_json::to_value(report).expect("reports serialize");
     let obj = v.as_object_mut().expect("a report is an object");
+    if let Some(r) = obj.get_mut("restored").and_then(|r| r.as_object_mut()) {
+        r.insert("changed".into(), changed.into());
+    }
     obj.insert("progress_series".into(), series::json(samples, rollbacks));
     obj.insert("model".into(), name.into());
     obj.insert("config".into(), config);

@@ -41,6 +41,22 @@ pub(super) fn print_summary(name: &str, r: &Report) {
     println!("wall         {:.3} s", r.wall_s);
     println!("events/s     {:.0}", r.events_per_s);
     println!("fingerprint  {}", r.fingerprint);
+    if let Some(f) = &r.restored {
+        println!(
+            "restored     from {} (cut {}, saved by {}{})",
+            f.path,
+            f.cut,
+            f.saved_by,
+            f.reseed
+                .map_or(String::new(), |s| format!("; reseeded {s}"))
+        );
+    }
+    for c in &r.checkpoints {
+        println!(
+            "checkpoint   t = {}: {} ({} bytes, {:.3} s)",
+            c.cut, c.path, c.bytes, c.seconds
+        );
+    }
     if !r.complete {
         println!("INCOMPLETE   stopped at t = {}", r.last_time);
     }

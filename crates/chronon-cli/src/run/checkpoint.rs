@@ -1,0 +1,160 @@
+//! The checkpoint options of `run`: `--checkpoint-every`, `--checkpoint-at`,
+//! `--checkpoint-dir`, `--restore`, `--reseed`, checked before the run starts (a checkpoint
+//! of another model or configuration is refused here, naming the parameter that differs).
+
+use std::path::PathBuf;
+
+use chronon::{Model, Simulation};
+
+use crate::args::CommonArgs;
+use crate::Failure;
+
+/// The checkpoint options of a run, checked.
+#[derive(Debug, Default)]
+pub(super) struct Checkpoints {
+    every: Option<f64>,
+    at: Option<f64>,
+    dir: Option<PathBuf>,
+    restore: Option<PathBuf>,
+    reseed: Option<u64>,
+    /// The changeable parameters this run gives other values than the checkpoint's.
+    pub changed: Vec<String>,
+}
+
+impl Checkpoints {
+    /// Checks the options: a directory goes with a period or a time (it is created here, so
+    /// that one that cannot be is refused before the run), and a checkpoint to restore is of
+    /// model `name` with configuration `config`, up to the parameters in `changeable`.
+    pub(super) fn check(
+        common: &CommonArgs,
+        name: &str,
+        config: &serde_json::Value,
+        changeable: &[&str],
+    ) -> Result<Self, Failure> {
+        let c = Checkpoints {
+            every: common.checkpoint_every,
+            at: common.checkpoint_at,
+            dir: common.checkpoint_dir.clone(),
+            restore: common.restore.clone(),
+            reseed: common.reseed,
+            changed: Vec::new(),
+        };
+        let saves = c.every.is_some() || c.at.is_some();
+        match (&c.dir, saves) {
+            (None, true) => {
+                let flag = if c.every.is_some() {
+                    "--checkpoint-every"
+                } else {
+                    "--checkpoint-at"
+                };
+                return Err(Failure::bad_input(format!(
+                    "{flag} needs --checkpoint-dir DIR (where the checkpoints go)"
+                )));
+            }
+            (Some(_), false) => {
+                return Err(Failure::bad_input(
+                    "--checkpoint-dir needs --checkpoint-every T or --checkpoint-at T",
+                ))
+            }
+            (Some(d), true) => std::fs::create_dir_all(d).map_err(|e| {
+                Failure::bad_input(format!(
+                    "--checkpoint-dir {}: cannot create it: {e}",
+                    d.display()
+                ))
+            })?,
+            (None, false) => {}
+        }
+        if c.reseed.is_some() && c.restore.is_none() {
+            return Err(Failure::bad_input(
+                "--reseed needs --restore DIR (it derives the LPs' streams anew at a checkpoint's cut)",
+            ));
+        }
+        let Some(path) = &c.restore else {
+            return Ok(c);
+        };
+        let m = chronon::checkpoint::read_manifest(path)?;
+        if m.model != name {
+            return Err(Failure::bad_input(format!(
+                "--restore {}: a checkpoint of the model {}, not {name}",
+                path.display(),
+                m.model
+            )));
+        }
+        let changed = compare(&m.config, config, changeable).map_err(|(key, saved, now)| {
+            let may = if changeable.is_empty() {
+                "this model declares no parameter that may change after a restore".to_string()
+            } else {
+                format!("a restored run may change only --{}", changeable.join(", --"))
+            };
+            Failure::bad_input(format!(
+                "--restore {}: the checkpoint was saved with --{key} {saved}; this run has --{key} {now} ({may})",
+                path.display()
+            ))
+        })?;
+        Ok(Checkpoints { changed, ..c })
+    }
+
+    /// `sim` with these options.
+    pub(super) fn apply<M>(
+        &self,
+        sim: Simulation<M>,
+        name: &str,
+        config: &serde_json::Value,
+    ) -> Simulation<M>
+    where
+        M: Model<State: crate::app::RunnableState, Event: crate::RunnableEvent>,
+    {
+        let mut sim = sim.checkpoint_label(name, config.clone());
+        if let Some(dir) = &self.dir {
+            if let Some(t) = self.every {
+                sim = sim.checkpoint_every(t, dir);
+            }
+            if let Some(t) = self.at {
+                sim = sim.checkpoint_at(t, dir);
+            }
+        }
+        if let Some(p) = &self.restore {
+            sim = sim.restore(p);
+        }
+        if let Some(s) = self.reseed {
+            sim = sim.reseed(s);
+        }
+        sim
+    }
+}
+
+/// The changeable parameters whose values differ between `saved` and `now`; `Err((key, saved
+/// value, this value))` for the first other one that differs.
+fn compare(
+    saved: &serde_json::Value,
+    now: &serde_json::Value,
+    changeable: &[&str],
+) -> Result<Vec<String>, (String, String, String)> {
+    let empty = serde_json::Map::new();
+    let (a, b) = (
+        saved.as_object().unwrap_or(&empty),
+        now.as_object().unwrap_or(&empty),
+    );
+    if a.is_empty() && b.is_empty() && saved != now {
+        return Err(("config".into(), saved.to_string(), now.to_string()));
+    }
+    let mut changed = Vec::new();
+    let mut keys: Vec<&String> = a.keys().chain(b.keys()).collect();
+    keys.sort();
+    keys.dedup();
+    for k in keys {
+        let (x, y) = (a.get(k), b.get(k));
+        if x == y {
+            continue;
+        }
+        let flag = k.replace('_', "-");
+        if changeable.contains(&flag.as_str()) {
+            changed.push(flag);
+            continue;
+        }
+        let show =
+            |v: Option<&serde_json::Value>| v.map_or("(none)".to_string(), |v| v.to_string());
+        return Err((flag, show(x), show(y)));
+    }
+    Ok(changed)
+}
