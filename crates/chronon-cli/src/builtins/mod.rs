@@ -105,6 +105,11 @@ impl ModelSpec for PholdArgs {
         "PHOLD: the standard PDES benchmark (ROSS semantics)."
     }
 
+    fn changeable() -> &'static [&'static str] {
+        // What an LP does with its next events; an LP's state means the same under any.
+        &["remote", "mean", "work-us", "hot-work-us"]
+    }
+
     fn draw(draw: &mut Draw, flags: &mut Flags) {
         draws::phold(draw, flags)
     }

@@ -149,6 +149,9 @@ pub(crate) fn run_chain(
         return run(&cfg);
     }
 
+    if let Some(d) = &dir {
+        remove_stale(d);
+    }
     let mut from = start;
     let mut total: Option<Report> = None;
     let mut saves = Vec::new();
@@ -239,6 +242,29 @@ pub(crate) fn run_chain(
         report.events_per_s = (report.committed - base_committed) as f64 / wall;
     }
     Ok(report)
+}
+
+/// Removes what runs that were killed while saving left in `dir`: staging directories whose
+/// coordinating process is gone (a checkpoint still being written is never restored, but
+/// nothing half-written should stay behind either).
+fn remove_stale(dir: &std::path::Path) {
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return;
+    };
+    for e in entries.flatten() {
+        let name = e.file_name();
+        let Some(pid) = name
+            .to_str()
+            .filter(|n| n.starts_with(".t"))
+            .and_then(|n| n.rsplit_once(".partial-"))
+            .and_then(|(_, pid)| pid.parse::<u32>().ok())
+        else {
+            continue;
+        };
+        if !std::path::Path::new(&format!("/proc/{pid}")).exists() {
+            let _ = std::fs::remove_dir_all(e.path());
+        }
+    }
 }
 
 /// The report of a chain so far: the latest run's, with the counts and times of every run.
