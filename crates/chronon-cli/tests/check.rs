@@ -54,6 +54,54 @@ fn every_model_under_every_executor_matches_the_sequential_run() {
     }
 }
 
+/// A campaign draws checkpoint runs too: one that saves checkpoints on the way
+/// (`--checkpoint-every`) and a pair, a run that stops at a cut saving a checkpoint
+/// (`--checkpoint-at C --end C`) and one restored from it (`--restore DIR/tC`) to the end; both
+/// match the sequential run, and the checkpoints' directories are gone afterwards.
+#[test]
+fn a_campaign_saves_and_restores_checkpoints() {
+    let (code, out, err) = chronon(&[
+        "check",
+        "--runs",
+        "3",
+        "--seed",
+        "1",
+        "--models",
+        "phold",
+        "--verbose",
+    ]);
+    assert_eq!(code, 0, "{out}\n{err}");
+    assert!(out.contains(" 0 failed"), "{out}");
+    let runs: Vec<&str> = err
+        .lines()
+        .filter_map(|l| l.strip_prefix("check: chronon run phold "))
+        .collect();
+    let saving = runs
+        .iter()
+        .find(|l| l.contains("--checkpoint-every "))
+        .unwrap_or_else(|| panic!("no run saved checkpoints on the way\n{err}"));
+    assert!(saving.contains("--checkpoint-dir "), "{saving}");
+    let (i, restored) = runs
+        .iter()
+        .enumerate()
+        .find(|(_, l)| l.contains("--restore "))
+        .unwrap_or_else(|| panic!("no run was restored from a checkpoint\n{err}"));
+    // The run just before saved the checkpoint it restores, at the end it stopped at.
+    let dir = restored.split("--restore ").nth(1).unwrap();
+    let dir = dir.split_whitespace().next().unwrap();
+    let (parent, cut) = dir.rsplit_once("/t").unwrap();
+    let saver = runs[i - 1];
+    assert!(
+        saver.contains(&format!("--checkpoint-at {cut} --checkpoint-dir {parent}")),
+        "{saver}\n{restored}"
+    );
+    assert!(saver.contains(&format!("--end {cut} ")), "{saver}");
+    assert!(err.contains("checkpoints: "), "{err}");
+    for path in [parent, dir] {
+        assert!(!std::path::Path::new(path).exists(), "{path} was left");
+    }
+}
+
 /// A check that compares nothing does not pass: `--runs 0` is refused, and a campaign whose
 /// time runs out before its first comparison fails.
 #[test]

@@ -134,3 +134,30 @@ pub(crate) fn executor_flags(
     }
     f
 }
+
+/// A checkpoint time in `[lo, hi]` and strictly inside `(0, end)`, on a grid fitted to `end`:
+/// quarters when `end >= 2`, else the decimal step `10^-s` that has at least 8 steps below
+/// `end`. The value is the double nearest a short decimal, so its `{}` Display (which names a
+/// checkpoint's directory, `t<T>`) is that short decimal. `None` when the grid has no point
+/// there.
+pub(crate) fn checkpoint_time(d: &mut Draw, end: f64, lo: f64, hi: f64) -> Option<f64> {
+    if !(end > 0.0 && end.is_finite()) {
+        return None;
+    }
+    let digits = if end >= 2.0 {
+        None
+    } else {
+        Some((1..=6).find(|&s| end * 10f64.powi(s) >= 8.0)?)
+    };
+    let step = digits.map_or(0.25, |s| 10f64.powi(-s));
+    let at = |k: u64| match digits {
+        None => k as f64 * 0.25,
+        Some(s) => format!("{k}e-{s}").parse().expect("a number"),
+    };
+    let first = ((lo / step).ceil() as u64).max(1);
+    let mut last = (hi.min(end) / step).floor() as u64;
+    while last >= first && at(last) >= end {
+        last -= 1;
+    }
+    (first <= last).then(|| at(d.int(first, last)))
+}

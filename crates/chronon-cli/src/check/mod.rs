@@ -10,6 +10,13 @@
 //! dimension: every parallel run is `mpirun -n R chronon run ... --ranks R` with R drawn from the
 //! list, and only options that run over ranks are drawn (no `--procs`, work-stealing runtime,
 //! `--barrier` or load balancing); the sequential reference still runs in one process.
+//!
+//! Checkpoints are drawn like any other option (not over MPI ranks, which refuse them for
+//! now): a parallel run in three also saves checkpoints every T (`--checkpoint-every`, 1–4
+//! cuts) and must still match; one configuration in two has a pair in place of its last
+//! parallel run: run A stops at a random cut C saving a checkpoint (`--checkpoint-at C
+//! --end C`), run B under another random executor continues from it (`--restore DIR/tC`) to
+//! the end and must end as the sequential run that was never interrupted.
 
 pub(crate) mod draw;
 mod runner;
@@ -142,12 +149,66 @@ pub(crate) fn run(cmd: CheckCmd, app: &App) -> Result<u8, Failure> {
         let Some(reference) = runner.reference(model, &flags, cmd.verbose) else {
             continue;
         };
-        for _ in 0..cmd.per_config {
+        // Checkpoints (not over MPI ranks, which refuse them for now): one configuration in
+        // two has a pair (a run that saves a checkpoint at a cut, then a run restored from
+        // it) in place of its last parallel run, and one parallel run in three saves
+        // checkpoints on the way.
+        let end = reference.end().filter(|_| ranks.is_empty());
+        let pair = end.is_some() && draw.chance(0.5);
+        for i in 0..cmd.per_config {
             let sync = draw.pick(&syncs);
             let over =
                 (!ranks.is_empty()).then(|| ranks[draw.int(0, ranks.len() as u64 - 1) as usize]);
-            let exec = draw::executor_flags(reverse, sync, over.is_some(), big_heap, &mut draw).0;
-            runner.compare(model, &flags, &exec, over, &reference, cmd.verbose);
+            let mut exec =
+                draw::executor_flags(reverse, sync, over.is_some(), big_heap, &mut draw).0;
+            let Some(end) = end else {
+                runner.compare(model, &flags, &exec, over, &reference, cmd.verbose);
+                continue;
+            };
+            if pair && i + 1 == cmd.per_config {
+                // A: any executor that saves (Time Warp over worker processes does not); B:
+                // any. Either is now and then the sequential one.
+                if draw.chance(0.15) {
+                    exec = vec!["--sync".into(), "seq".into()];
+                } else if sync == "timewarp" {
+                    drop_flag(&mut exec, "--procs");
+                }
+                let sync_b = draw.pick(&syncs);
+                let exec_b = if draw.chance(0.15) {
+                    vec!["--sync".into(), "seq".into()]
+                } else {
+                    draw::executor_flags(reverse, sync_b, false, big_heap, &mut draw).0
+                };
+                match draw::checkpoint_time(&mut draw, end, 0.0, end) {
+                    Some(cut) => runner.compare_restored(
+                        model,
+                        &flags,
+                        &exec,
+                        &exec_b,
+                        cut,
+                        &reference,
+                        cmd.verbose,
+                    ),
+                    None => runner.compare(model, &flags, &exec, None, &reference, cmd.verbose),
+                }
+                continue;
+            }
+            let saves = !(sync == "timewarp" && exec.iter().any(|a| a == "--procs"));
+            let every = if saves && draw.chance(1.0 / 3.0) {
+                draw::checkpoint_time(&mut draw, end, end / 5.0, end / 1.5)
+            } else {
+                None
+            };
+            match every {
+                Some(every) => {
+                    // Now and then under the sequential executor.
+                    if draw.chance(0.15) {
+                        exec = vec!["--sync".into(), "seq".into()];
+                    }
+                    runner.compare_saving(model, &flags, &exec, every, &reference, cmd.verbose)
+                }
+                None => runner.compare(model, &flags, &exec, None, &reference, cmd.verbose),
+            }
         }
     }
     let s = runner.summary();
@@ -161,6 +222,20 @@ pub(crate) fn run(cmd: CheckCmd, app: &App) -> Result<u8, Failure> {
     );
     for ((model, sync), n) in &s.per_pair {
         eprintln!("check:   {model:<14} {sync:<13} {n} runs");
+    }
+    if s.saving + s.restored > 0 {
+        eprintln!(
+            "check:   checkpoints: {} runs saved them on the way, {} runs restored from one",
+            s.saving, s.restored
+        );
+    }
+    if s.last_time_differs > 0 {
+        eprintln!(
+            "check:   last_time differed (alone) in {} checkpoint runs: a run in checkpoint \
+             segments reports its last segment's, and a checkpoint does not record it (not \
+             counted as failures)",
+            s.last_time_differs
+        );
     }
     for (reason, n) in &s.refused {
         eprintln!("check:   refused {n}x: {reason}");
@@ -213,6 +288,13 @@ fn check_ranks(given: &[usize], other_binary: bool) -> Result<Vec<usize>, Failur
         ));
     }
     Ok(given.to_vec())
+}
+
+/// Removes `flag` and its value from `args`.
+fn drop_flag(args: &mut Vec<String>, flag: &str) {
+    if let Some(i) = args.iter().position(|a| a == flag) {
+        args.drain(i..(i + 2).min(args.len()));
+    }
 }
 
 /// The entries of `given` (all of `all` when empty), each checked against `all`.

@@ -37,6 +37,15 @@ pub(crate) struct Reference {
     last_time: Value,
     pending_at_end: Value,
     wall: Duration,
+    /// The run's end time (its report's `config.end`), for the checkpoint draws.
+    end: Option<f64>,
+}
+
+impl Reference {
+    /// The end time the sequential run ran to.
+    pub(crate) fn end(&self) -> Option<f64> {
+        self.end
+    }
 }
 
 /// What happened to one child.
@@ -58,6 +67,15 @@ pub(crate) struct Summary {
     pub failures: u64,
     pub refused: BTreeMap<String, u64>,
     pub per_pair: BTreeMap<(String, String), u64>,
+    /// Compared runs that saved checkpoints on the way (`--checkpoint-every`).
+    pub saving: u64,
+    /// Compared runs restored from a checkpoint that another run saved (`--restore`).
+    pub restored: u64,
+    /// Checkpoint runs (saving or restored) whose `last_time` alone differed from seq's: a run
+    /// in checkpoint segments reports its last segment's latest committed time (0 when that
+    /// segment commits nothing), and a checkpoint does not record it. Listed, not failed,
+    /// until the runs carry it.
+    pub last_time_differs: u64,
 }
 
 pub(crate) struct Runner {
@@ -70,6 +88,8 @@ pub(crate) struct Runner {
     slow_factor: f64,
     slow_floor: Duration,
     n: u64,
+    /// Checkpoint directories made so far (each gets a fresh name).
+    checkpoints: u64,
     summary: Summary,
 }
 
@@ -88,6 +108,7 @@ impl Runner {
             slow_factor,
             slow_floor: Duration::from_secs_f64(slow_floor.max(0.0)),
             n: 0,
+            checkpoints: 0,
             summary: Summary::default(),
         })
     }
@@ -117,10 +138,11 @@ impl Runner {
                 last_time: r["last_time"].clone(),
                 pending_at_end: r["pending_at_end"].clone(),
                 wall,
+                end: r["config"]["end"].as_f64(),
             }),
             other => {
                 self.fail(
-                    &cmd,
+                    &[cmd],
                     &format!("the sequential reference run {}", describe(&other)),
                 );
                 None
@@ -139,13 +161,156 @@ impl Runner {
         reference: &Reference,
         verbose: bool,
     ) {
+        self.compare_run(model, flags, exec, ranks, reference, verbose, false);
+    }
+
+    /// [`Runner::compare`]; `checkpointed`: the run saves checkpoints (its `last_time` is
+    /// listed apart, see [`Summary::last_time_differs`]).
+    #[allow(clippy::too_many_arguments)]
+    fn compare_run(
+        &mut self,
+        model: &str,
+        flags: &[String],
+        exec: &[String],
+        ranks: Option<usize>,
+        reference: &Reference,
+        verbose: bool,
+        checkpointed: bool,
+    ) {
         let cmd = self.command_line(model, flags, exec, ranks);
         if verbose {
             eprintln!("check: {cmd}");
         }
-        let limit = self
-            .slow_floor
-            .max(reference.wall.mul_f64(self.slow_factor));
+        let outcome = self.child(model, flags, exec, ranks, self.limit(reference));
+        self.judge(model, exec, ranks, outcome, reference, &[cmd], checkpointed);
+    }
+
+    /// Runs `model` under the executor flags `exec`, saving a checkpoint every `every` time
+    /// units on the way (in a fresh directory, removed after), and compares it with
+    /// `reference`: saving changes nothing.
+    pub(crate) fn compare_saving(
+        &mut self,
+        model: &str,
+        flags: &[String],
+        exec: &[String],
+        every: f64,
+        reference: &Reference,
+        verbose: bool,
+    ) {
+        let dir = self.checkpoint_dir();
+        let mut exec = exec.to_vec();
+        exec.extend([
+            "--checkpoint-every".to_string(),
+            every.to_string(),
+            "--checkpoint-dir".to_string(),
+            dir.display().to_string(),
+        ]);
+        let compared = self.summary.compared;
+        self.compare_run(model, flags, &exec, None, reference, verbose, true);
+        self.summary.saving += self.summary.compared - compared;
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+
+    /// A pair: run A (`exec_a`) to `cut` only, saving a checkpoint there, then run B
+    /// (`exec_b`) from that checkpoint to the reference's end; B must end as the sequential
+    /// run that was never interrupted. A failure shows both command lines, A's first. The
+    /// checkpoint's directory is removed after.
+    #[allow(clippy::too_many_arguments)]
+    pub(crate) fn compare_restored(
+        &mut self,
+        model: &str,
+        flags: &[String],
+        exec_a: &[String],
+        exec_b: &[String],
+        cut: f64,
+        reference: &Reference,
+        verbose: bool,
+    ) {
+        let Some(end) = reference.end else {
+            return;
+        };
+        let dir = self.checkpoint_dir();
+        let flags_a = with_end(flags, cut);
+        let mut a = exec_a.to_vec();
+        a.extend([
+            "--checkpoint-at".to_string(),
+            cut.to_string(),
+            "--checkpoint-dir".to_string(),
+            dir.display().to_string(),
+        ]);
+        let flags_b = with_end(flags, end);
+        let mut b = exec_b.to_vec();
+        b.extend([
+            "--restore".to_string(),
+            dir.join(format!("t{cut}")).display().to_string(),
+        ]);
+        let cmd_a = self.command_line(model, &flags_a, &a, None);
+        let cmd_b = self.command_line(model, &flags_b, &b, None);
+        if verbose {
+            eprintln!("check: {cmd_a}");
+        }
+        let limit = self.limit(reference);
+        match self.child(model, &flags_a, &a, None, limit) {
+            Ran::Report(r, _) if r["complete"] == Value::Bool(true) => {
+                if verbose {
+                    eprintln!("check: {cmd_b}");
+                }
+                let outcome = self.child(model, &flags_b, &b, None, limit);
+                let compared = self.summary.compared;
+                self.judge(model, &b, None, outcome, reference, &[cmd_a, cmd_b], true);
+                self.summary.restored += self.summary.compared - compared;
+            }
+            Ran::Exit(2, msg) if self.expected_refusal(&msg) => {}
+            other => {
+                self.summary.compared += 1;
+                self.fail(
+                    &[cmd_a],
+                    &format!("the run saving a checkpoint {}", describe(&other)),
+                );
+            }
+        }
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+
+    /// The time limit of a parallel run.
+    fn limit(&self, reference: &Reference) -> Duration {
+        self.slow_floor
+            .max(reference.wall.mul_f64(self.slow_factor))
+    }
+
+    /// A fresh checkpoint directory's path in the scratch directory (the run creates it).
+    fn checkpoint_dir(&mut self) -> PathBuf {
+        self.checkpoints += 1;
+        self.dir
+            .path
+            .join(format!("checkpoints-{}", self.checkpoints))
+    }
+
+    /// Counts an executor's refusal by contract (true), or says it is none (false).
+    fn expected_refusal(&mut self, msg: &str) -> bool {
+        match EXPECTED_REFUSALS.iter().find(|(m, _)| msg.contains(m)) {
+            Some((_, reason)) => {
+                *self.summary.refused.entry(reason.to_string()).or_default() += 1;
+                true
+            }
+            None => false,
+        }
+    }
+
+    /// Compares the outcome of a run under `exec` with `reference`; a failure shows `cmds`,
+    /// the command lines that reproduce it, in order. `checkpointed`: a run that saved or
+    /// restored checkpoints, whose `last_time` alone differing is counted apart.
+    #[allow(clippy::too_many_arguments)]
+    fn judge(
+        &mut self,
+        model: &str,
+        exec: &[String],
+        ranks: Option<usize>,
+        outcome: Ran,
+        reference: &Reference,
+        cmds: &[String],
+        checkpointed: bool,
+    ) {
         let sync = exec
             .iter()
             .position(|a| a == "--sync")
@@ -155,7 +320,6 @@ impl Runner {
             Some(r) => format!("{sync} ({r} rank{})", if r == 1 { "" } else { "s" }),
             None => sync,
         };
-        let outcome = self.child(model, flags, exec, ranks, limit);
         match outcome {
             Ran::Report(r, _) => {
                 self.summary.compared += 1;
@@ -180,25 +344,26 @@ impl Runner {
                         wrong.push(format!("{name} {} (sequential: {want})", r[name]));
                     }
                 }
+                if checkpointed && wrong.len() == 1 && wrong[0].starts_with("last_time ") {
+                    self.summary.last_time_differs += 1;
+                    wrong.clear();
+                }
                 if !wrong.is_empty() {
-                    self.fail(&cmd, &format!("differs from seq: {}", wrong.join("; ")));
+                    self.fail(cmds, &format!("differs from seq: {}", wrong.join("; ")));
                 }
             }
-            Ran::Exit(2, msg) => match EXPECTED_REFUSALS.iter().find(|(m, _)| msg.contains(m)) {
-                Some((_, reason)) => {
-                    *self.summary.refused.entry(reason.to_string()).or_default() += 1
-                }
-                None => {
+            Ran::Exit(2, msg) => {
+                if !self.expected_refusal(&msg) {
                     self.summary.compared += 1;
                     self.fail(
-                        &cmd,
+                        cmds,
                         &format!("refused a configuration that seq accepts: {msg}"),
                     );
                 }
-            },
+            }
             other => {
                 self.summary.compared += 1;
-                self.fail(&cmd, &describe(&other));
+                self.fail(cmds, &describe(&other));
             }
         }
     }
@@ -227,10 +392,15 @@ impl Runner {
         parts.join(" ")
     }
 
-    fn fail(&mut self, cmd: &str, what: &str) {
+    /// Reports a failure with the command lines that reproduce it, run in order (a restored
+    /// run's: the run that saved the checkpoint, then the restored one).
+    fn fail(&mut self, cmds: &[String], what: &str) {
         self.summary.failures += 1;
         eprintln!("check: FAILED: {what}");
-        eprintln!("check:   reproduce: {cmd}");
+        for (i, cmd) in cmds.iter().enumerate() {
+            let how = if i == 0 { "reproduce:" } else { "then:     " };
+            eprintln!("check:   {how} {cmd}");
+        }
     }
 
     /// Runs one child (`mpirun -n R chronon run ... --ranks R` when `ranks` is given) with a
@@ -345,6 +515,16 @@ fn wait_with_limit(
             }
         }
     }
+}
+
+/// `flags` with `--end` set to `end` (in place, or added when the flags have none).
+fn with_end(flags: &[String], end: f64) -> Vec<String> {
+    let mut f = flags.to_vec();
+    match f.iter().position(|a| a == "--end") {
+        Some(i) if i + 1 < f.len() => f[i + 1] = end.to_string(),
+        _ => f.extend(["--end".to_string(), end.to_string()]),
+    }
+    f
 }
 
 fn describe(c: &Ran) -> String {
