@@ -433,3 +433,66 @@ fn ctrl_c_to_mpirun_stops_every_rank_with_an_incomplete_summary() {
         );
     }
 }
+
+/// A run over ranks saves checkpoints (one part per rank, rank 0's manifest) and goes on with
+/// the sequential history; a checkpoint saved over 2 ranks continues over 3 ranks under Time
+/// Warp and in one process; one saved by threads continues over ranks. Time Warp over ranks
+/// refuses to save, in one line from rank 0.
+#[test]
+fn checkpoints_are_saved_and_restored_over_ranks() {
+    let dir = std::env::temp_dir().join(format!("chronon-mpi-ck-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    let d = dir.to_str().unwrap();
+    let model = ["run", "phold", "--lps", "64", "--end", "30", "--seed", "4"];
+    let seq = history(&report(None, &model));
+    let with = |more: &[&str]| -> Vec<String> {
+        model.iter().chain(more).map(|s| s.to_string()).collect()
+    };
+    let saved = with(&[
+        "--sync",
+        "window",
+        "--checkpoint-every",
+        "10",
+        "--checkpoint-dir",
+        d,
+    ]);
+    let saved: Vec<&str> = saved.iter().map(String::as_str).collect();
+    assert_eq!(history(&report(Some(2), &saved)), seq);
+    assert!(dir.join("t20/part-1.bin").exists());
+    let t10 = dir.join("t10");
+    let t10 = t10.to_str().unwrap();
+    for (ranks, more) in [
+        (Some(3), &["--sync", "timewarp", "--restore", t10][..]),
+        (
+            Some(1),
+            &["--sync", "null-message", "--threads", "2", "--restore", t10],
+        ),
+        (
+            None,
+            &["--sync", "lockstep", "--threads", "2", "--restore", t10],
+        ),
+    ] {
+        let args = with(more);
+        let args: Vec<&str> = args.iter().map(String::as_str).collect();
+        assert_eq!(history(&report(ranks, &args)), seq, "{ranks:?} {more:?}");
+    }
+    let (code, _, err) = mpirun(
+        2,
+        &with(&[
+            "--sync",
+            "timewarp",
+            "--checkpoint-at",
+            "10",
+            "--checkpoint-dir",
+            d,
+            "--ranks",
+            "2",
+        ])
+        .iter()
+        .map(String::as_str)
+        .collect::<Vec<_>>(),
+    );
+    assert_eq!(code, 2, "{err}");
+    assert!(err.contains("does not save checkpoints"), "{err}");
+    std::fs::remove_dir_all(&dir).unwrap();
+}

@@ -566,9 +566,15 @@ impl<M: Model> Simulation<M> {
             }
         }
         #[cfg(feature = "mpi")]
-        if self.ranks.is_some() {
-            return Err(SimError::config(Setting::Ranks, "checkpoints are not written or restored over MPI ranks yet (run with $threads or $processes)"));
-        }
+        let ranks: Option<Box<dyn checkpoint::ChainRanks>> = match self.ranks {
+            None => None,
+            Some(_) if self.checkpoints.is_some() && matches!(chosen, Executor::TimeWarp(_)) => {
+                return Err(SimError::config(Setting::CheckpointEvery, "Time Warp over MPI ranks does not save checkpoints yet (save with $threads, or with a conservative $executor over ranks; any run restores)"));
+            }
+            Some(_) => Some(Box::new(executor::conservative::ranks::WorldRanks::new()?)),
+        };
+        #[cfg(not(feature = "mpi"))]
+        let ranks: Option<Box<dyn checkpoint::ChainRanks>> = None;
         #[cfg(all(target_os = "linux", not(chronon_loom)))]
         if self.procs.is_some()
             && self.checkpoints.is_some()
@@ -593,8 +599,12 @@ impl<M: Model> Simulation<M> {
         if let Some((o, _, _)) = &self.procs {
             saved_by += &format!(" in each of {} processes", o.procs);
         }
+        if let Some(r) = &ranks {
+            saved_by += &format!(" on each of {} MPI ranks", r.size());
+        }
         Ok(Some((
             checkpoint::ChainSetup {
+                ranks,
                 codec,
                 plan,
                 at_end,

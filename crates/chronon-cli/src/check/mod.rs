@@ -229,14 +229,6 @@ pub(crate) fn run(cmd: CheckCmd, app: &App) -> Result<u8, Failure> {
             s.saving, s.restored
         );
     }
-    if s.last_time_differs > 0 {
-        eprintln!(
-            "check:   last_time differed (alone) in {} checkpoint runs: a run in checkpoint \
-             segments reports its last segment's, and a checkpoint does not record it (not \
-             counted as failures)",
-            s.last_time_differs
-        );
-    }
     for (reason, n) in &s.refused {
         eprintln!("check:   refused {n}x: {reason}");
     }

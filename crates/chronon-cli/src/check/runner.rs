@@ -71,11 +71,6 @@ pub(crate) struct Summary {
     pub saving: u64,
     /// Compared runs restored from a checkpoint that another run saved (`--restore`).
     pub restored: u64,
-    /// Checkpoint runs (saving or restored) whose `last_time` alone differed from seq's: a run
-    /// in checkpoint segments reports its last segment's latest committed time (0 when that
-    /// segment commits nothing), and a checkpoint does not record it. Listed, not failed,
-    /// until the runs carry it.
-    pub last_time_differs: u64,
 }
 
 pub(crate) struct Runner {
@@ -161,12 +156,10 @@ impl Runner {
         reference: &Reference,
         verbose: bool,
     ) {
-        self.compare_run(model, flags, exec, ranks, reference, verbose, false);
+        self.compare_run(model, flags, exec, ranks, reference, verbose);
     }
 
-    /// [`Runner::compare`]; `checkpointed`: the run saves checkpoints (its `last_time` is
-    /// listed apart, see [`Summary::last_time_differs`]).
-    #[allow(clippy::too_many_arguments)]
+    /// [`Runner::compare`].
     fn compare_run(
         &mut self,
         model: &str,
@@ -175,14 +168,13 @@ impl Runner {
         ranks: Option<usize>,
         reference: &Reference,
         verbose: bool,
-        checkpointed: bool,
     ) {
         let cmd = self.command_line(model, flags, exec, ranks);
         if verbose {
             eprintln!("check: {cmd}");
         }
         let outcome = self.child(model, flags, exec, ranks, self.limit(reference));
-        self.judge(model, exec, ranks, outcome, reference, &[cmd], checkpointed);
+        self.judge(model, exec, ranks, outcome, reference, &[cmd]);
     }
 
     /// Runs `model` under the executor flags `exec`, saving a checkpoint every `every` time
@@ -206,7 +198,7 @@ impl Runner {
             dir.display().to_string(),
         ]);
         let compared = self.summary.compared;
-        self.compare_run(model, flags, &exec, None, reference, verbose, true);
+        self.compare_run(model, flags, &exec, None, reference, verbose);
         self.summary.saving += self.summary.compared - compared;
         let _ = std::fs::remove_dir_all(&dir);
     }
@@ -257,7 +249,7 @@ impl Runner {
                 }
                 let outcome = self.child(model, &flags_b, &b, None, limit);
                 let compared = self.summary.compared;
-                self.judge(model, &b, None, outcome, reference, &[cmd_a, cmd_b], true);
+                self.judge(model, &b, None, outcome, reference, &[cmd_a, cmd_b]);
                 self.summary.restored += self.summary.compared - compared;
             }
             Ran::Exit(2, msg) if self.expected_refusal(&msg) => {}
@@ -298,8 +290,7 @@ impl Runner {
     }
 
     /// Compares the outcome of a run under `exec` with `reference`; a failure shows `cmds`,
-    /// the command lines that reproduce it, in order. `checkpointed`: a run that saved or
-    /// restored checkpoints, whose `last_time` alone differing is counted apart.
+    /// the command lines that reproduce it, in order.
     #[allow(clippy::too_many_arguments)]
     fn judge(
         &mut self,
@@ -309,7 +300,6 @@ impl Runner {
         outcome: Ran,
         reference: &Reference,
         cmds: &[String],
-        checkpointed: bool,
     ) {
         let sync = exec
             .iter()
@@ -343,10 +333,6 @@ impl Runner {
                     if &r[name] != want {
                         wrong.push(format!("{name} {} (sequential: {want})", r[name]));
                     }
-                }
-                if checkpointed && wrong.len() == 1 && wrong[0].starts_with("last_time ") {
-                    self.summary.last_time_differs += 1;
-                    wrong.clear();
                 }
                 if !wrong.is_empty() {
                     self.fail(cmds, &format!("differs from seq: {}", wrong.join("; ")));

@@ -122,6 +122,14 @@ pub(super) fn report_config(
     if let Some(n) = common.heap_segments {
         c.insert("heap-segments".into(), json!(n));
     }
+    // A restored run is rerun from the same checkpoint (the checkpoints a run saves are not
+    // asked for again: a rerun commits the same history without them).
+    if let Some(p) = &common.restore {
+        c.insert("restore".into(), json!(p.display().to_string()));
+    }
+    if let Some(s) = common.reseed {
+        c.insert("reseed".into(), json!(s));
+    }
     if let Value::Object(m) = model_config {
         for (k, v) in m {
             c.insert(k.replace('_', "-"), v);

@@ -13,8 +13,22 @@ use crate::error::{Setting, SimError};
 use crate::executor::RunConfig;
 use crate::stats::Report;
 
+/// The ranks of a run over MPI as a chain needs them: each rank runs the same chain, rank 0
+/// coordinates the files (every rank writes its part into a directory on a file system they
+/// share).
+pub(crate) trait ChainRanks {
+    /// This rank.
+    fn rank(&self) -> usize;
+    /// The number of ranks.
+    fn size(&self) -> usize;
+    /// Every rank hands in a word and gets every rank's, in rank order (a barrier).
+    fn gather(&self, word: u64) -> Vec<u64>;
+}
+
 /// What a run of the builder asked for about checkpoints.
 pub(crate) struct ChainSetup {
+    /// Over MPI ranks: the ranks (`None`: one process, with its worker processes if any).
+    pub ranks: Option<Box<dyn ChainRanks>>,
     /// The model's codec ([`Codec::erase`](super::Codec::erase)d).
     pub codec: Arc<dyn Any + Send + Sync>,
     pub plan: Option<CheckpointPlan>,
@@ -80,10 +94,13 @@ pub(crate) fn run_chain(
     saved_by: &str,
     mut run: impl FnMut(&RunConfig) -> Result<Report, SimError>,
 ) -> Result<Report, SimError> {
+    // Reading checkpoints counts as initialization (the report's `init_s`).
+    let reading = Instant::now();
     let start = match &setup.restore {
         Some(r) => Some(Loaded::read(r, &setup.model, base.lps)?),
         None => None,
     };
+    let mut read_s = reading.elapsed().as_secs_f64();
     let start_cut = start.as_ref().map_or(0.0, Loaded::cut);
     if start_cut >= base.end {
         return Err(SimError::config(
@@ -95,6 +112,18 @@ pub(crate) fn run_chain(
         ));
     }
     let dir = setup.plan.as_ref().map(|p| p.dir.clone());
+    // Over ranks: rank 0 coordinates, and every rank names the staging directory after it.
+    let ranks = setup.ranks.as_deref();
+    let root = ranks.is_none_or(|r| r.rank() == 0);
+    let owner = match ranks {
+        Some(r) => r.gather(u64::from(std::process::id()))[0] as u32,
+        None => owner(),
+    };
+    // Whether rank 0 (or this process) says yes; every rank learns it.
+    let agree = |ok: bool| match ranks {
+        Some(r) => r.gather(u64::from(ok))[0] == 1,
+        None => ok,
+    };
     let cuts = setup
         .plan
         .as_ref()
@@ -112,13 +141,15 @@ pub(crate) fn run_chain(
         None => format!("{}@{}", r.path, r.cut),
     });
     let base_committed = restored.as_ref().map_or(0, |r| r.committed);
+    // The latest commit before the chain's first link (a link that commits nothing reports 0).
+    let before = start.as_ref().map_or(0.0, |l| l.manifest.last_time);
     let link = |k: usize, start: Option<Loaded>| {
         let end = cuts.get(k).copied().unwrap_or(base.end);
         let saves = k < cuts.len() || setup.at_end;
         let save = dir
             .as_ref()
             .filter(|_| saves)
-            .map(|d| staging_path(d, end, owner()));
+            .map(|d| staging_path(d, end, owner));
         let ck = Arc::new(CkptRun {
             codec: setup.codec.clone(),
             start,
@@ -149,7 +180,7 @@ pub(crate) fn run_chain(
         return run(&cfg);
     }
 
-    if let Some(d) = &dir {
+    if let (Some(d), true) = (&dir, root) {
         remove_stale(d);
     }
     let mut from = start;
@@ -159,7 +190,13 @@ pub(crate) fn run_chain(
     for k in 0..=cuts.len() {
         let (cfg, ck) = link(k, from.take());
         if let Some(s) = &ck.save {
-            create_staging(s).map_err(|e| SimError::config(Setting::CheckpointDir, e))?;
+            let made = if root { create_staging(s) } else { Ok(()) };
+            if !agree(made.is_ok()) {
+                let e = made
+                    .err()
+                    .unwrap_or_else(|| "rank 0 could not create the checkpoint's directory".into());
+                return Err(SimError::config(Setting::CheckpointDir, e));
+            }
         }
         let result = run(&cfg);
         let ended = Instant::now();
@@ -175,7 +212,9 @@ pub(crate) fn run_chain(
         let complete = r.complete;
         let committed = r.committed;
         let seed = base.seed;
-        total = Some(merge(total, r));
+        let merged = merge(total, r);
+        let last_time = merged.last_time.max(before);
+        total = Some(merged);
         let Some(staging) = ck.save.clone() else {
             break;
         };
@@ -201,6 +240,7 @@ pub(crate) fn run_chain(
             lps: base.lps,
             saved_by: saved_by.to_string(),
             committed,
+            last_time,
             origin: origin.clone(),
             parts: Vec::new(),
             checksum: 0,
@@ -210,7 +250,13 @@ pub(crate) fn run_chain(
                 let _ = std::fs::remove_dir_all(&staging);
                 Err(e)
             }
-            None => finalize(&staging, &target, manifest),
+            None if root => finalize(&staging, &target, manifest),
+            None => Ok(0),
+        };
+        let written = match (agree(written.is_ok()), written) {
+            (true, w) => w,
+            (false, Err(e)) => Err(e),
+            (false, Ok(_)) => Err("rank 0 could not write it".into()),
         };
         match written {
             Ok(bytes) => saves.push(Saved {
@@ -225,11 +271,15 @@ pub(crate) fn run_chain(
             }
         }
         if k < cuts.len() {
+            let reading = Instant::now();
             from = Some(reread(target)?);
+            read_s += reading.elapsed().as_secs_f64();
         }
     }
     let mut report = total.expect("a chain runs at least once");
     report.end_time = base.end;
+    report.last_time = report.last_time.max(before);
+    report.init_s += read_s;
     report.checkpoints = saves;
     report.restored = restored;
     if let Some(e) = failed {
@@ -274,6 +324,7 @@ fn merge(prev: Option<Report>, mut r: Report) -> Report {
         r.rolled_back += p.rolled_back;
         r.init_s += p.init_s;
         r.wall_s += p.wall_s;
+        r.last_time = r.last_time.max(p.last_time);
     }
     r
 }

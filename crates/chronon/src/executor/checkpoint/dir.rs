@@ -99,12 +99,37 @@ fn sync_dir(dir: &Path) -> Result<(), String> {
         .map_err(|e| format!("{}: {e}", dir.display()))
 }
 
-/// The manifest as JSON with its checksum filled in.
+/// The manifest as JSON with its checksum filled in: the CRC-32 of the text written with
+/// `"checksum": 0`, so that a reader checks the very bytes it read.
 fn manifest_text(m: &mut Manifest) -> String {
     m.checksum = 0;
-    let unsummed = serde_json::to_string_pretty(m).expect("manifests serialize");
-    m.checksum = crc32fast::hash(unsummed.as_bytes());
-    serde_json::to_string_pretty(m).expect("manifests serialize") + "\n"
+    let unsummed = serde_json::to_string_pretty(m).expect("manifests serialize") + "\n";
+    let crc = crc32fast::hash(unsummed.as_bytes());
+    m.checksum = crc;
+    let at = unsummed.rfind(CHECKSUM_ZERO).expect("the checksum field");
+    format!(
+        "{}\"checksum\": {crc}{}",
+        &unsummed[..at],
+        &unsummed[at + CHECKSUM_ZERO.len()..]
+    )
+}
+
+const CHECKSUM_ZERO: &str = "\"checksum\": 0";
+
+/// Whether `text` holds the checksum `stored` of itself (see [`manifest_text`]).
+fn checksum_holds(text: &str, stored: u32) -> bool {
+    let field = format!("\"checksum\": {stored}");
+    match text.rfind(&field) {
+        Some(at) => {
+            let unsummed = format!(
+                "{}{CHECKSUM_ZERO}{}",
+                &text[..at],
+                &text[at + field.len()..]
+            );
+            crc32fast::hash(unsummed.as_bytes()) == stored
+        }
+        None => false,
+    }
 }
 
 /// Reads and checks the manifest of the checkpoint at `path` (its checksum and format; the
@@ -122,15 +147,13 @@ pub fn read_manifest(path: &Path) -> Result<Manifest, SimError> {
         }
         Err(e) => return Err(bad(format!("{}: {e}", file.display()))),
     };
-    let mut m: Manifest = serde_json::from_str(&text).map_err(|e| {
+    let m: Manifest = serde_json::from_str(&text).map_err(|e| {
         bad(format!(
             "{} is truncated or corrupted ({e})",
             file.display()
         ))
     })?;
-    let stored = m.checksum;
-    let _ = manifest_text(&mut m);
-    if m.checksum != stored {
+    if !checksum_holds(&text, m.checksum) {
         return Err(bad(format!(
             "{} fails its checksum: it was changed or corrupted",
             file.display()

@@ -25,7 +25,7 @@ mod dir;
 pub(crate) mod part;
 mod restore;
 
-pub(crate) use chain::{run_chain, ChainSetup, CkptRun};
+pub(crate) use chain::{run_chain, ChainRanks, ChainSetup, CkptRun};
 pub(crate) use codec::{AnyCodec, Codec};
 pub(crate) use part::PartWriter;
 pub(crate) use restore::{restore_lps, Loaded};
@@ -90,6 +90,8 @@ pub struct Manifest {
     pub saved_by: String,
     /// Events committed before the cut.
     pub committed: u64,
+    /// The time of the latest event committed before the cut (0 when none).
+    pub last_time: Time,
     /// The checkpoint the saving run was restored from, if any (`path@cut`, with a reseed).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub origin: Option<String>,

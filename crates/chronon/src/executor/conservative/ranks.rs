@@ -28,6 +28,31 @@ use crate::transport::mpi::comm::RankComm;
 use crate::transport::mpi::net::MpiNet;
 use crate::transport::mpi::RankSafe;
 
+/// The ranks of the MPI world as a chain of runs with checkpoints needs them (its own
+/// communicator, a duplicate of the world's).
+pub(crate) struct WorldRanks(RankComm);
+
+impl WorldRanks {
+    pub(crate) fn new() -> Result<Self, SimError> {
+        if !crate::transport::mpi::initialized() {
+            return Err(SimError::config(Setting::Run, "Simulation::ranks needs MPI: call chronon::mpi::Mpi::init() first (and run under mpirun)"));
+        }
+        Ok(WorldRanks(RankComm::new(&SimpleCommunicator::world())))
+    }
+}
+
+impl crate::executor::checkpoint::ChainRanks for WorldRanks {
+    fn rank(&self) -> usize {
+        self.0.rank()
+    }
+    fn size(&self) -> usize {
+        self.0.size()
+    }
+    fn gather(&self, word: u64) -> Vec<u64> {
+        self.0.all_gather_quiet(&[word])
+    }
+}
+
 /// Runs `model` with `protocol` over every rank of the MPI world, `cc.threads` workers each.
 /// Every rank calls it with the same configuration; rank 0's result carries the report, the
 /// others' an empty report with the same completeness (or the same error).
