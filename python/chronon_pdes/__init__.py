@@ -94,7 +94,9 @@ def run(model: Any, end: Optional[float] = None, *, params: Optional[Dict[str, A
     ``end`` is the end time (a Python model's ``end`` attribute, a built-in model's default,
     when left out). Every option of ``chronon run`` is a keyword: ``sync="timewarp"``,
     ``threads=2``, ``procs=2``, ``seed=7``, ``queue="heap"``... (``--state-saving`` is
-    ``state_saving``). ``output`` keeps the report file (or, ending in ``/``, the directory of
+    ``state_saving``; checkpoints: ``checkpoint_every=5, checkpoint_dir="ckpt"`` saves the run
+    at t = 5, 10, ... in ``ckpt/t5``..., ``restore="ckpt/t10"`` continues from one, ``reseed=3``
+    with it branches the random streams there). ``output`` keeps the report file (or, ending in ``/``, the directory of
     report.json, progress.csv, series.csv) there too. ``program`` runs the models of another
     program made with chronon's runner (a Rust ``chronon_cli::App``, its path; ``model=None``
     for a program of one model) instead of this package's.
@@ -126,7 +128,13 @@ def run(model: Any, end: Optional[float] = None, *, params: Optional[Dict[str, A
         if code in (0, _runner.EXIT_INTERRUPTED) and os.path.exists(report_path):
             with open(report_path) as f:
                 report = Report(json.load(f))
-            if not report.get("complete", True):
+            if report.get("checkpoint_error"):
+                import warnings
+
+                warnings.warn(f"a checkpoint could not be written: {report['checkpoint_error']}; the "
+                              "run stopped at its cut and its report covers the events before it",
+                              stacklevel=2)
+            elif not report.get("complete", True):
                 import warnings
 
                 warnings.warn("the run was stopped: its report covers the events committed before the stop",
