@@ -16,6 +16,7 @@ import json
 import os
 import re
 import sys
+import time
 from typing import Any, Dict, Iterable, Optional, Union
 
 from . import _runner
@@ -104,6 +105,9 @@ def run(model: Any, end: Optional[float] = None, *, params: Optional[Dict[str, A
     Ctrl-C (a notebook's stop button) stops the run and returns its incomplete report
     (``complete`` is False). A refused option raises :class:`ConfigError`; a model that fails,
     :class:`ModelError` (with ``lp``, ``time`` and the handler's own exception as its cause).
+    A checkpoint that cannot be written stops the run at its cut and raises
+    :class:`ChrononError`, whose ``report`` is the run's report up to the cut (its
+    ``checkpoint_error`` says why).
     """
     name, obj, extra = _model_args(model, params)
     end = _end_of(model, end)
@@ -120,6 +124,7 @@ def run(model: Any, end: Optional[float] = None, *, params: Optional[Dict[str, A
             args += ["--end", repr(float(end))]
         child.args += args + ["--output", target]
         bar = _runner.Progress(_show_progress(progress))
+        started = time.time() - 1.0  # file times may be coarser than time.time()
         try:
             code, _ = child.run(on_line=bar)
         finally:
@@ -128,21 +133,29 @@ def run(model: Any, end: Optional[float] = None, *, params: Optional[Dict[str, A
         if code in (0, _runner.EXIT_INTERRUPTED) and os.path.exists(report_path):
             with open(report_path) as f:
                 report = Report(json.load(f))
-            if report.get("checkpoint_error"):
-                import warnings
-
-                warnings.warn(f"a checkpoint could not be written: {report['checkpoint_error']}; the "
-                              "run stopped at its cut and its report covers the events before it",
-                              stacklevel=2)
-            elif not report.get("complete", True):
+            if not report.get("complete", True):
                 import warnings
 
                 warnings.warn("the run was stopped: its report covers the events committed before the stop",
                               stacklevel=2)
             return report
-        raise child.fail(code)
+        err = child.fail(code)
+        err.report = _failed_report(report_path, started)
+        raise err
     finally:
         child.close()
+
+
+def _failed_report(path: str, started: float) -> Optional[Report]:
+    """The report a failed run wrote (a checkpoint that could not be written: the run stopped at
+    its cut), None if it wrote none (an older file at ``path`` is not this run's)."""
+    try:
+        if os.path.getmtime(path) < started:
+            return None
+        with open(path) as f:
+            return Report(json.load(f))
+    except (OSError, ValueError):
+        return None
 
 
 _COUNTS = re.compile(r"check: (\d+) passed, (\d+) failed")

@@ -47,7 +47,7 @@ class Report(Fields):
     ``seconds``; empty when none), ``restored`` says where a restored run started (``path``,
     ``cut``, ``saved_by``, ``seed``, ``committed``, ``reseed`` when given; None when the run
     started anew) and ``checkpoint_error`` why a checkpoint could not be written (None when every
-    one was)."""
+    one was; such a run raises :class:`ChrononError`, whose ``report`` this is)."""
 
     def __getattr__(self, name: str) -> Any:
         if name == "checkpoints":
