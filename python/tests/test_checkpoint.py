@@ -4,7 +4,8 @@ run never interrupted."""
 
 import os
 import pathlib
-import warnings
+
+import pytest
 
 import chronon_pdes as chronon
 import models
@@ -70,32 +71,30 @@ def test_checkpoints_between_worker_processes(tmp_path):
     # restored into the heap of the process that owns their LP.
     whole = chronon.run(tandem(), end=END)
     saved = chronon.run(tandem(), end=END, checkpoint_every=5, checkpoint_dir=str(tmp_path),
-                        sync="timewarp", threads=1, procs=2)
+                        sync="window", threads=1, procs=2)
     same_history(saved, whole)
     assert [c.cut for c in saved.checkpoints] == [5.0, 10.0, 15.0]
-    # Saved by two processes; restored sequentially, and by two processes under another
-    # executor.
+    # Saved by two processes; restored sequentially, and by two processes under Time Warp.
     same_history(chronon.run(tandem(), end=END, restore=str(tmp_path / "t10")), whole)
     same_history(chronon.run(tandem(), end=END, restore=str(tmp_path / "t5"),
-                             sync="window", threads=1, procs=2), whole)
+                             sync="timewarp", threads=1, procs=2), whole)
+    # Saved sequentially, restored by two processes.
+    seq = tmp_path / "seq"
+    chronon.run(tandem(), end=END, checkpoint_at=10, checkpoint_dir=seq)
+    same_history(chronon.run(tandem(), end=END, restore=seq / "t10", sync="null-message",
+                             threads=2, procs=2), whole)
 
 
 def test_a_state_that_does_not_pickle_is_a_clear_error(tmp_path):
-    # The state holds a lambda: the checkpoint at t = 5 cannot be written. The run stops there
-    # with a report that says why (and a warning), or fails with chronon's message; either way
-    # the message names the pickling error, and no checkpoint is left behind.
-    with warnings.catch_warnings(record=True) as caught:
-        warnings.simplefilter("always")
-        try:
-            r = chronon.run(models.LambdaState(end=END), end=END, checkpoint_every=5,
-                            checkpoint_dir=str(tmp_path))
-        except chronon.ChrononError as e:
-            message = str(e)
-        else:
-            assert not r.complete
-            assert r.checkpoints == []
-            message = r.checkpoint_error or ""
-            assert any("checkpoint" in str(w.message) for w in caught)
-    assert "cannot be pickled" in message, message
-    assert "state" in message, message
+    # The state holds a lambda: the checkpoint at t = 5 cannot be written. The run stops at
+    # that cut and fails with a message naming the pickling error; the exception carries the
+    # report of the events before the cut, and no checkpoint is left behind.
+    with pytest.raises(chronon.ChrononError, match="cannot be pickled") as caught:
+        chronon.run(models.LambdaState(end=END), end=END, checkpoint_every=5,
+                    checkpoint_dir=str(tmp_path))
+    assert "state" in str(caught.value)
+    r = caught.value.report
+    assert r is not None and not r.complete
+    assert "cannot be pickled" in r.checkpoint_error
+    assert r.checkpoints == []
     assert not (tmp_path / "t5").exists()
