@@ -16,6 +16,7 @@ import json
 import os
 import re
 import sys
+import time
 from typing import Any, Dict, Iterable, Optional, Union
 
 from . import _runner
@@ -94,7 +95,9 @@ def run(model: Any, end: Optional[float] = None, *, params: Optional[Dict[str, A
     ``end`` is the end time (a Python model's ``end`` attribute, a built-in model's default,
     when left out). Every option of ``chronon run`` is a keyword: ``sync="timewarp"``,
     ``threads=2``, ``procs=2``, ``seed=7``, ``queue="heap"``... (``--state-saving`` is
-    ``state_saving``). ``output`` keeps the report file (or, ending in ``/``, the directory of
+    ``state_saving``; checkpoints: ``checkpoint_every=5, checkpoint_dir="ckpt"`` saves the run
+    at t = 5, 10, ... in ``ckpt/t5``..., ``restore="ckpt/t10"`` continues from one, ``reseed=3``
+    with it branches the random streams there). ``output`` keeps the report file (or, ending in ``/``, the directory of
     report.json, progress.csv, series.csv) there too. ``program`` runs the models of another
     program made with chronon's runner (a Rust ``chronon_cli::App``, its path; ``model=None``
     for a program of one model) instead of this package's.
@@ -102,6 +105,9 @@ def run(model: Any, end: Optional[float] = None, *, params: Optional[Dict[str, A
     Ctrl-C (a notebook's stop button) stops the run and returns its incomplete report
     (``complete`` is False). A refused option raises :class:`ConfigError`; a model that fails,
     :class:`ModelError` (with ``lp``, ``time`` and the handler's own exception as its cause).
+    A checkpoint that cannot be written stops the run at its cut and raises
+    :class:`ChrononError`, whose ``report`` is the run's report up to the cut (its
+    ``checkpoint_error`` says why).
     """
     name, obj, extra = _model_args(model, params)
     end = _end_of(model, end)
@@ -118,6 +124,7 @@ def run(model: Any, end: Optional[float] = None, *, params: Optional[Dict[str, A
             args += ["--end", repr(float(end))]
         child.args += args + ["--output", target]
         bar = _runner.Progress(_show_progress(progress))
+        started = time.time() - 1.0  # file times may be coarser than time.time()
         try:
             code, _ = child.run(on_line=bar)
         finally:
@@ -132,9 +139,23 @@ def run(model: Any, end: Optional[float] = None, *, params: Optional[Dict[str, A
                 warnings.warn("the run was stopped: its report covers the events committed before the stop",
                               stacklevel=2)
             return report
-        raise child.fail(code)
+        err = child.fail(code)
+        err.report = _failed_report(report_path, started)
+        raise err
     finally:
         child.close()
+
+
+def _failed_report(path: str, started: float) -> Optional[Report]:
+    """The report a failed run wrote (a checkpoint that could not be written: the run stopped at
+    its cut), None if it wrote none (an older file at ``path`` is not this run's)."""
+    try:
+        if os.path.getmtime(path) < started:
+            return None
+        with open(path) as f:
+            return Report(json.load(f))
+    except (OSError, ValueError):
+        return None
 
 
 _COUNTS = re.compile(r"check: (\d+) passed, (\d+) failed")

@@ -28,7 +28,8 @@ EXIT_INTERRUPTED = 130
 
 def flags(options: Dict[str, Any]) -> List[str]:
     """Keyword options as command-line flags: ``threads=2`` is ``--threads 2``, ``safe_commit=True``
-    is ``--safe-commit true``, a list is comma-separated (a sweep's values)."""
+    is ``--safe-commit true``, a list is comma-separated (a sweep's values), a path (``str`` or
+    ``pathlib.Path``: ``checkpoint_dir=``, ``restore=``) is the path's text."""
     out: List[str] = []
     for key, value in options.items():
         if value is None:
@@ -46,6 +47,8 @@ def flags(options: Dict[str, Any]) -> List[str]:
 def _word(v: Any) -> str:
     if isinstance(v, bool):
         return "true" if v else "false"
+    if isinstance(v, os.PathLike):
+        return os.fsdecode(os.fspath(v))
     return str(v)
 
 

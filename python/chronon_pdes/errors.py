@@ -4,7 +4,11 @@ from typing import Any, Optional
 
 
 class ChrononError(Exception):
-    """A run, check or sweep failed (the message is chronon's one line)."""
+    """A run, check or sweep failed (the message is chronon's one line). ``report`` is the
+    report a failed run still wrote (a run stopped at a checkpoint that could not be written:
+    the events before its cut, and ``checkpoint_error``), else None."""
+
+    report: Any = None
 
 
 class ConfigError(ChrononError, ValueError):

@@ -41,9 +41,19 @@ class Report(Fields):
     ``fingerprint``, ``committed``, ``events_per_s``, ``wall_s``, ``complete``, ``model_stats``,
     ``config``... ``progress_series`` is a pandas DataFrame (columns wall_s, sim_time, events and,
     under Time Warp, rolled_back) and ``model_series`` a dict of DataFrames (time, value) when
-    pandas is installed; plain lists otherwise."""
+    pandas is installed; plain lists otherwise.
+
+    Checkpoints: ``checkpoints`` lists those the run saved (each with ``cut``, ``path``, ``bytes``,
+    ``seconds``; empty when none), ``restored`` says where a restored run started (``path``,
+    ``cut``, ``saved_by``, ``seed``, ``committed``, ``reseed`` when given; None when the run
+    started anew) and ``checkpoint_error`` why a checkpoint could not be written (None when every
+    one was; such a run raises :class:`ChrononError`, whose ``report`` this is)."""
 
     def __getattr__(self, name: str) -> Any:
+        if name == "checkpoints":
+            return [_wrap(c) for c in self.get("checkpoints", [])]
+        if name in ("restored", "checkpoint_error"):
+            return _wrap(self.get(name))
         if name == "progress_series":
             rows = self.get("progress_series", [])
             pd = _pandas()

@@ -118,6 +118,16 @@ class Unpicklable(Tandem):
         super().on_event(st, ev, ctx)
 
 
+class LambdaState(Tandem):
+    """Keeps a lambda in its LP states: they copy (copy.deepcopy) but do not pickle, so they
+    cannot be saved in a checkpoint."""
+
+    def init(self, ctx):
+        st = super().init(ctx)
+        st["scale"] = lambda x: 2 * x
+        return st
+
+
 class BelowLookahead(Tandem):
     """Sends to the next station faster than the lookahead."""
 

@@ -6,6 +6,7 @@
 mod ctx;
 mod gil;
 mod model;
+mod serde_values;
 mod spec;
 mod values;
 

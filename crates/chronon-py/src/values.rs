@@ -129,6 +129,11 @@ impl PyEvent {
         }
     }
 
+    /// The pickled bytes of an event pickled into shared memory.
+    pub(crate) fn pickled_bytes(&self) -> Option<&[u8]> {
+        self.bytes.as_ref().map(|b| b.as_slice())
+    }
+
     /// The Python object.
     pub(crate) fn get<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
         match (&self.obj, &self.bytes) {
