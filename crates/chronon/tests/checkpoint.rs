@@ -274,3 +274,31 @@ fn an_unwritable_directory_stops_the_run_at_the_cut_with_its_report() {
     assert!(e.contains(&dir.display().to_string()), "{e}");
     std::fs::remove_file(&dir).unwrap();
 }
+
+#[test]
+fn a_large_run_is_saved_in_parts_written_side_by_side() {
+    let dir = tmp("parts");
+    let big = |ex: &Executor| {
+        Simulation::new(Hops { lps: 9000 })
+            .lps(9000)
+            .seed(2)
+            .executor(ex.clone())
+            .end_time(2.0)
+    };
+    let whole = big(&Executor::Sequential).run().unwrap();
+    let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
+    for (i, ex) in executors().iter().enumerate() {
+        let d = dir.join(format!("{i}"));
+        let saved = big(ex).checkpoint_every(1.0, &d).run().unwrap();
+        same(&saved, &whole);
+        let m = chronon::checkpoint::read_manifest(&checkpoint_path(&d, 1.0)).unwrap();
+        assert_eq!(m.parts.len(), cores.clamp(1, 3), "{}", ex.name());
+        assert_eq!(m.parts.iter().map(|p| p.lps).sum::<u64>(), 9000);
+        let rest = big(&Executor::TimeWarp(TimeWarpConfig::new(2)))
+            .restore(checkpoint_path(&d, 1.0))
+            .run()
+            .unwrap();
+        same(&rest, &whole);
+    }
+    std::fs::remove_dir_all(&dir).unwrap();
+}

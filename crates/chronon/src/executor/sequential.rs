@@ -126,15 +126,14 @@ fn run_with<M: Model, Q: PendingSet<Event<M::Event>>>(
     globals.add_to(&mut report);
     report.set_wall(wall);
     report.pending_at_end = queue.len() as u64;
-    if let Some(mut part) = cfg.part_writer::<M>(0, &counters).filter(|_| !stopped) {
-        part.globals(&globals.saved());
-        for (lp, slot) in lps.iter().enumerate() {
-            part.lp(lp as LpId, slot);
-        }
+    if cfg.saving() && !stopped {
+        let mut events = Vec::with_capacity(queue.len());
         while let Some(ev) = queue.pop() {
-            part.event(&ev);
+            events.push(ev);
         }
-        cfg.part_done(part.finish());
+        let lps = lps.into_iter().enumerate().map(|(i, s)| (i as LpId, s));
+        let lps = lps.collect();
+        super::checkpoint::write_split::<M>(cfg, 0, lps, events, &counters, Some(&globals));
     }
     Ok(report)
 }

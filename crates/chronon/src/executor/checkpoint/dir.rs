@@ -2,7 +2,7 @@
 
 use std::path::{Path, PathBuf};
 
-use super::part::{self, file_name};
+use super::part;
 use super::{Manifest, PartEntry, FORMAT};
 use crate::error::{Setting, SimError};
 use crate::model::Time;
@@ -38,25 +38,36 @@ pub(crate) fn finalize(staging: &Path, target: &Path, base: Manifest) -> Result<
 }
 
 fn finalize_in(staging: &Path, target: &Path, mut m: Manifest) -> Result<u64, String> {
-    let mut k = 0;
     let mut bytes = 0;
     m.parts.clear();
-    loop {
-        let path = staging.join(file_name(k));
-        if !path.exists() {
-            break;
-        }
-        let p = part::read(&path)?;
-        let n = p.bytes.len();
-        bytes += n as u64;
+    // Every part file, in the order of their numbers (a process may number its parts from
+    // where its range starts).
+    let mut numbered: Vec<(usize, String)> = std::fs::read_dir(staging)
+        .map_err(|e| format!("{}: {e}", staging.display()))?
+        .flatten()
+        .filter_map(|e| {
+            let name = e.file_name().into_string().ok()?;
+            let k = name
+                .strip_prefix("part-")?
+                .strip_suffix(".bin")?
+                .parse()
+                .ok()?;
+            Some((k, name))
+        })
+        .collect();
+    numbered.sort();
+    for (_, file) in numbered {
+        // The writer checked what it wrote and synced it; its trailer says what it holds
+        // (a restore reads every byte against the CRC).
+        let t = part::trailer(&staging.join(&file))?;
+        bytes += t.bytes;
         m.parts.push(PartEntry {
-            file: file_name(k),
-            bytes: n as u64,
-            crc32: part::u32_at(&p.bytes, n - 4),
-            lps: p.lps.len() as u64,
-            events: p.events.len() as u64,
+            file,
+            bytes: t.bytes,
+            crc32: t.crc32,
+            lps: t.lps,
+            events: t.events,
         });
-        k += 1;
     }
     let held: u64 = m.parts.iter().map(|p| p.lps).sum();
     if held != u64::from(m.lps) {

@@ -24,11 +24,13 @@ mod codec;
 mod dir;
 pub(crate) mod part;
 mod restore;
+mod split;
 
 pub(crate) use chain::{run_chain, ChainRanks, ChainSetup, CkptRun};
 pub(crate) use codec::{AnyCodec, Codec};
 pub(crate) use part::PartWriter;
 pub(crate) use restore::{restore_lps, Loaded};
+pub(crate) use split::write_split;
 
 pub use dir::{checkpoint_path, read_manifest};
 

@@ -194,6 +194,37 @@ impl<'a, M: Model> PartWriter<'a, M> {
     }
 }
 
+/// What a part file's end says: its size, CRC and counts.
+pub(crate) struct Trailer {
+    pub bytes: u64,
+    pub crc32: u32,
+    pub lps: u64,
+    pub events: u64,
+}
+
+/// Reads the trailer of part file `path` (its last 21 bytes: end tag, counts, CRC).
+pub(crate) fn trailer(path: &Path) -> Result<Trailer, String> {
+    use std::io::{Read, Seek, SeekFrom};
+    let err = |e: std::io::Error| format!("{}: {e}", path.display());
+    let mut f = File::open(path).map_err(err)?;
+    let bytes = f.metadata().map_err(err)?.len();
+    let mut t = [0u8; 21];
+    if bytes < 41 {
+        return Err(format!("{} is truncated", path.display()));
+    }
+    f.seek(SeekFrom::End(-21)).map_err(err)?;
+    f.read_exact(&mut t).map_err(err)?;
+    if t[0] != TAG_END {
+        return Err(format!("{} is malformed", path.display()));
+    }
+    Ok(Trailer {
+        bytes,
+        crc32: u32_at(&t, 17),
+        lps: u64_at(&t, 1),
+        events: u64_at(&t, 9),
+    })
+}
+
 /// What one part file holds, checked and indexed (the bytes are decoded when the LPs are
 /// built).
 pub(crate) struct ReadPart {

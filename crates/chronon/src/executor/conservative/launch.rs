@@ -186,18 +186,13 @@ fn run_with<M: Model, Q: PendingSet<Event<M::Event>>>(
         }
     });
     pending += in_transit as usize;
-    if let Some(mut part) = cfg.part_writer::<M>(0, &counters).filter(|_| saving) {
+    if saving {
         if let Some(b) = &balance {
             b.drain(|e| left.push(e));
         }
-        part.globals(&globals.saved());
-        for (lp, slot) in lps.iter().enumerate() {
-            part.lp(lp as LpId, slot);
-        }
-        for e in &left {
-            part.event(e);
-        }
-        cfg.part_done(part.finish());
+        let lps = lps.into_iter().enumerate().map(|(i, s)| (i as LpId, s));
+        let lps = lps.collect();
+        crate::executor::checkpoint::write_split::<M>(cfg, 0, lps, left, &counters, Some(&globals));
     }
     report.pending_at_end = pending as u64;
     report

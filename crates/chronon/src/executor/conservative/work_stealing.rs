@@ -275,17 +275,8 @@ pub(super) fn run<M: Model, Q: PendingSet<Event<M::Event>> + Send>(
         return Err(e);
     }
     let pending: usize = units.iter().map(|u| u.queue.len()).sum();
-    if let Some(mut part) = cfg.part_writer::<M>(0, &counters).filter(|_| !stopped) {
-        part.globals(&globals.saved());
-        for (lp, u) in units.iter_mut().enumerate() {
-            part.lp(lp as LpId, &u.slot);
-            while let Some(e) = u.queue.pop() {
-                part.event(&e);
-            }
-        }
-        cfg.part_done(part.finish());
-    }
-    let lps: Vec<LpSlot<M::State>> = units.into_iter().map(|u| u.slot).collect();
+    let (lps, mut queues): (Vec<LpSlot<M::State>>, Vec<Q>) =
+        units.into_iter().map(|u| (u.slot, u.queue)).unzip();
     report.processed = processed;
     report.complete = !stopped;
     report.last_time = last_time;
@@ -294,6 +285,24 @@ pub(super) fn run<M: Model, Q: PendingSet<Event<M::Event>> + Send>(
     globals.add_to(&mut report);
     report.set_wall(wall);
     report.pending_at_end = pending as u64;
+    if cfg.saving() && !stopped {
+        let mut events = Vec::with_capacity(pending);
+        for q in &mut queues {
+            while let Some(e) = q.pop() {
+                events.push(e);
+            }
+        }
+        let lps = lps.into_iter().enumerate().map(|(i, s)| (i as LpId, s));
+        let lps = lps.collect();
+        crate::executor::checkpoint::write_split::<M>(
+            cfg,
+            0,
+            lps,
+            events,
+            &counters,
+            Some(&globals),
+        );
+    }
     let st = &mut report.executor_stats;
     st.insert("runtime_work_stealing".into(), 1.0);
     st.insert("threshold".into(), threshold as f64);

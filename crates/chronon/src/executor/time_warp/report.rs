@@ -10,7 +10,7 @@ use super::shared::{Saving, Shared};
 use super::transport::Wires;
 use crate::error::SimError;
 use crate::executor::{finish_report, LpSlot, RunConfig};
-use crate::model::{Model, Time};
+use crate::model::{LpId, Model, Time};
 use crate::queue::PendingSet;
 use crate::stats::Report;
 
@@ -74,8 +74,11 @@ pub(super) fn finish<M: Model, Q: PendingSet<TwEvent<M::Event>>>(
     let mut all: Vec<Option<LpSlot<M::State>>> = Vec::new();
     let mut stats = Vec::new();
     let mut pending = 0;
+    // A run that ends at a checkpoint's cut: its pending events, every worker's. Every event
+    // pending at a cut has the one-key order stack of an event sent with a positive delay (its
+    // sender ran before the cut, it runs at or after it), so its entry holds its own key.
     let to_part = cfg.saving() && results.iter().all(|r| r.4);
-    let init_counters = counters.clone();
+    let mut saved = Vec::new();
     for (w, (lps, cold, c, st, done, (queue, cancelled))) in results.into_iter().enumerate() {
         complete &= done;
         let mut left = Vec::new();
@@ -88,26 +91,10 @@ pub(super) fn finish<M: Model, Q: PendingSet<TwEvent<M::Event>>>(
             *a += b;
         }
         drop(cold);
-        if to_part {
-            // Part `w`: this worker's LPs and events; part 0 also holds what `init` counted
-            // and the global events.
-            let mut part_counters = c.clone();
-            if w == 0 {
-                for (a, b) in part_counters.iter_mut().zip(&init_counters) {
-                    *a += b;
-                }
-            }
-            let globals = sh.globals.queue.lock().unwrap_or_else(|p| p.into_inner());
-            write_part::<M>(
-                cfg,
-                w,
-                &part_counters,
-                (w == 0).then_some(&*globals),
-                lps.iter()
-                    .enumerate()
-                    .map(|(li, lp)| (sh.lp_id(w, li), (&lp.state, lp.meta, lp.digest))),
-                &left,
-            );
+        for e in left {
+            debug_assert!(!e.stacked(), "an event pending at a cut is not stacked");
+            let key = e.head();
+            saved.push(crate::event::Event::new(key, e.dst, e.payload));
         }
         for (li, lp) in lps.into_iter().enumerate() {
             let id = sh.lp_id(w, li);
@@ -138,6 +125,19 @@ pub(super) fn finish<M: Model, Q: PendingSet<TwEvent<M::Event>>>(
             .collect()
     };
     finish_report(model, &lps, &counters, &mut report)?;
+    if to_part {
+        let globals = sh.globals.queue.lock().unwrap_or_else(|p| p.into_inner());
+        let lps = lps.into_iter().enumerate().map(|(i, s)| (i as LpId, s));
+        let lps = lps.collect();
+        crate::executor::checkpoint::write_split::<M>(
+            cfg,
+            0,
+            lps,
+            saved,
+            &counters,
+            Some(&globals),
+        );
+    }
     let sum = |f: fn(&Stats) -> u64| stats.iter().map(f).sum::<u64>();
     report.processed = sum(|s| s.processed);
     report.rolled_back = sum(|s| s.rolled_back);
@@ -388,37 +388,6 @@ pub(super) fn pending_at_end<P: Send + 'static, Q: PendingSet<TwEvent<P>>>(
         }
     }
     live
-}
-
-/// An LP as a checkpoint part takes it: its state, bookkeeping and digest.
-pub(super) type PartLp<'a, S> = (&'a S, crate::model::LpMeta, crate::fingerprint::LpDigest);
-
-/// Writes part `k` of the checkpoint the run ends at: the LPs `lps` (with their ids) and the
-/// live pending events `events`, with the counter sums `counters`. Every event pending at a cut
-/// has the one-key order stack of an event sent with a positive delay (its sender ran before
-/// the cut, it runs at or after it), so its entry holds its own key.
-pub(super) fn write_part<'a, M: Model>(
-    cfg: &RunConfig,
-    k: usize,
-    counters: &[i64],
-    globals: Option<&crate::executor::global::GlobalQueue>,
-    lps: impl Iterator<Item = (crate::model::LpId, PartLp<'a, M::State>)>,
-    events: &[TwEvent<M::Event>],
-) {
-    let Some(mut part) = cfg.part_writer::<M>(k, counters) else {
-        return;
-    };
-    if let Some(g) = globals {
-        part.globals(&g.saved());
-    }
-    for (id, (state, meta, digest)) in lps {
-        part.lp_parts(id, state, &meta, &digest);
-    }
-    for e in events {
-        debug_assert!(!e.stacked(), "an event pending at a cut is not stacked");
-        part.event_parts(e.time, e.seq, e.src, e.dst, &e.payload);
-    }
-    cfg.part_done(part.finish());
 }
 
 /// The CPU figures of a worker (or of all of them): user and system seconds of its thread, and

@@ -1,0 +1,77 @@
+//! Writing a run's LPs and pending events as several parts at once: the LPs in contiguous
+//! ranges, each range with the events addressed to it, one thread per part (encoding a
+//! million LPs and ten million events is CPU work that one thread does at a few hundred MB/s).
+
+use crate::event::Event;
+use crate::executor::global::GlobalQueue;
+use crate::executor::{LpSlot, RunConfig};
+use crate::model::{LpId, Model};
+
+/// Parts a process writes at most.
+const MAX_PARTS: usize = 8;
+
+/// Writes parts `first..` of the checkpoint `cfg` ends at (nothing if it saves none): `lps`
+/// (every LP this process holds, with its id, in id order) and `events` (theirs) split into as
+/// many parts as there are cores (at most 8, at least 1, no more than one per 4096 LPs); the
+/// first part also carries `counters` and the global events. Returns the number of parts.
+pub(crate) fn write_split<M: Model>(
+    cfg: &RunConfig,
+    first: usize,
+    lps: Vec<(LpId, LpSlot<M::State>)>,
+    events: Vec<Event<M::Event>>,
+    counters: &[i64],
+    globals: Option<&GlobalQueue>,
+) -> usize {
+    if !cfg.saving() {
+        return 0;
+    }
+    let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
+    let n = cores.min(MAX_PARTS).min(lps.len().div_ceil(4096)).max(1);
+    // Part k holds the LPs lps[bounds[k]..bounds[k+1]].
+    let per = lps.len().div_ceil(n).max(1);
+    let mut groups: Vec<(Vec<(LpId, LpSlot<M::State>)>, Vec<Event<M::Event>>)> = Vec::new();
+    let mut lps = lps.into_iter().peekable();
+    while lps.peek().is_some() {
+        groups.push((lps.by_ref().take(per).collect(), Vec::new()));
+    }
+    if groups.is_empty() {
+        groups.push((Vec::new(), Vec::new()));
+    }
+    let last_of: Vec<LpId> = groups
+        .iter()
+        .map(|g| g.0.last().map_or(LpId::MAX, |l| l.0))
+        .collect();
+    for e in events {
+        let k = last_of
+            .partition_point(|&last| last < e.dst)
+            .min(groups.len() - 1);
+        groups[k].1.push(e);
+    }
+    let saved = globals.map(GlobalQueue::saved);
+    let parts = groups.len();
+    std::thread::scope(|s| {
+        for (k, (lps, events)) in groups.into_iter().enumerate() {
+            let saved = &saved;
+            s.spawn(move || {
+                let zero = vec![0; counters.len()];
+                let c = if k == 0 { counters } else { &zero[..] };
+                let Some(mut part) = cfg.part_writer::<M>(first + k, c) else {
+                    return;
+                };
+                if let (0, Some(g)) = (k, saved) {
+                    part.globals(g);
+                }
+                for (id, slot) in &lps {
+                    part.lp(*id, slot);
+                }
+                for e in &events {
+                    part.event(e);
+                }
+                cfg.part_done(part.finish());
+                // What the part held goes with this thread (shared-heap payloads included).
+                drop((lps, events));
+            });
+        }
+    });
+    parts
+}
