@@ -7,6 +7,9 @@ use crate::executor::global::GlobalQueue;
 use crate::executor::{LpSlot, RunConfig};
 use crate::model::{LpId, Model};
 
+/// One part's LPs (with their ids) and events.
+type Group<S, E> = (Vec<(LpId, LpSlot<S>)>, Vec<Event<E>>);
+
 /// Parts a process writes at most.
 const MAX_PARTS: usize = 8;
 
@@ -29,7 +32,7 @@ pub(crate) fn write_split<M: Model>(
     let n = cores.min(MAX_PARTS).min(lps.len().div_ceil(4096)).max(1);
     // Part k holds the LPs lps[bounds[k]..bounds[k+1]].
     let per = lps.len().div_ceil(n).max(1);
-    let mut groups: Vec<(Vec<(LpId, LpSlot<M::State>)>, Vec<Event<M::Event>>)> = Vec::new();
+    let mut groups: Vec<Group<M::State, M::Event>> = Vec::new();
     let mut lps = lps.into_iter().peekable();
     while lps.peek().is_some() {
         groups.push((lps.by_ref().take(per).collect(), Vec::new()));
