@@ -302,3 +302,33 @@ fn a_large_run_is_saved_in_parts_written_side_by_side() {
     }
     std::fs::remove_dir_all(&dir).unwrap();
 }
+
+#[test]
+fn a_checkpoint_of_another_format_version_is_refused() {
+    let dir = tmp("format");
+    sim(&Executor::Sequential)
+        .end_time(4.0)
+        .checkpoint_at(4.0, &dir)
+        .run()
+        .unwrap();
+    let ck = checkpoint_path(&dir, 4.0);
+    let path = ck.join("manifest.json");
+    let text = std::fs::read_to_string(&path).unwrap();
+    let stored = chronon::checkpoint::read_manifest(&ck).unwrap().checksum;
+    // The same manifest as a later format would write it, with a valid checksum.
+    let unsummed = text
+        .replace(&format!("\"checksum\": {stored}"), "\"checksum\": 0")
+        .replace(
+            &format!("\"format\": {}", chronon::checkpoint::FORMAT),
+            "\"format\": 99",
+        );
+    let crc = crc32fast::hash(unsummed.as_bytes());
+    std::fs::write(
+        &path,
+        unsummed.replace("\"checksum\": 0", &format!("\"checksum\": {crc}")),
+    )
+    .unwrap();
+    let e = config_error(sim(&Executor::Sequential).end_time(8.0).restore(&ck).run());
+    assert!(e.contains("has checkpoint format 99; this chronon"), "{e}");
+    std::fs::remove_dir_all(&dir).unwrap();
+}

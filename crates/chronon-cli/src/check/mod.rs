@@ -11,8 +11,8 @@
 //! list, and only options that run over ranks are drawn (no `--procs`, work-stealing runtime,
 //! `--barrier` or load balancing); the sequential reference still runs in one process.
 //!
-//! Checkpoints are drawn like any other option (not over MPI ranks, which refuse them for
-//! now): a parallel run in three also saves checkpoints every T (`--checkpoint-every`, 1–4
+//! Checkpoints are drawn like any other option, over MPI ranks too (Time Warp across processes
+//! or ranks restores but saves none): a parallel run in three also saves checkpoints every T (`--checkpoint-every`, 1–4
 //! cuts) and must still match; one configuration in two has a pair in place of its last
 //! parallel run: run A stops at a random cut C saving a checkpoint (`--checkpoint-at C
 //! --end C`), run B under another random executor continues from it (`--restore DIR/tC`) to
@@ -149,11 +149,11 @@ pub(crate) fn run(cmd: CheckCmd, app: &App) -> Result<u8, Failure> {
         let Some(reference) = runner.reference(model, &flags, cmd.verbose) else {
             continue;
         };
-        // Checkpoints (not over MPI ranks, which refuse them for now): one configuration in
-        // two has a pair (a run that saves a checkpoint at a cut, then a run restored from
-        // it) in place of its last parallel run, and one parallel run in three saves
-        // checkpoints on the way.
-        let end = reference.end().filter(|_| ranks.is_empty());
+        // Checkpoints: one configuration in two has a pair (a run that saves a checkpoint at a
+        // cut, then a run restored from it) in place of its last parallel run, and one
+        // parallel run in three saves checkpoints on the way. Time Warp across worker
+        // processes or MPI ranks restores but does not save.
+        let end = reference.end();
         let pair = end.is_some() && draw.chance(0.5);
         for i in 0..cmd.per_config {
             let sync = draw.pick(&syncs);
@@ -165,49 +165,75 @@ pub(crate) fn run(cmd: CheckCmd, app: &App) -> Result<u8, Failure> {
                 runner.compare(model, &flags, &exec, over, &reference, cmd.verbose);
                 continue;
             };
+            let seq = || vec!["--sync".to_string(), "seq".to_string()];
+            // Whether a run of `sync` with `exec` over `over` saves checkpoints.
+            let saves = |sync: &str, exec: &[String], over: Option<usize>| {
+                sync != "timewarp" || (over.is_none() && !exec.iter().any(|a| a == "--procs"))
+            };
             if pair && i + 1 == cmd.per_config {
-                // A: any executor that saves (Time Warp over worker processes does not); B:
-                // any. Either is now and then the sequential one.
+                // A: any executor that saves; B: any. Either is now and then the sequential
+                // one (in one process).
+                let mut over_a = over;
                 if draw.chance(0.15) {
-                    exec = vec!["--sync".into(), "seq".into()];
-                } else if sync == "timewarp" {
-                    drop_flag(&mut exec, "--procs");
+                    (exec, over_a) = (seq(), None);
+                } else if !saves(sync, &exec, over) {
+                    if over.is_some() {
+                        (exec, over_a) = (seq(), None);
+                    } else {
+                        drop_flag(&mut exec, "--procs");
+                    }
                 }
                 let sync_b = draw.pick(&syncs);
-                let exec_b = if draw.chance(0.15) {
-                    vec!["--sync".into(), "seq".into()]
+                let over_b = (!ranks.is_empty())
+                    .then(|| ranks[draw.int(0, ranks.len() as u64 - 1) as usize]);
+                let (exec_b, over_b) = if draw.chance(0.15) {
+                    (seq(), None)
                 } else {
-                    draw::executor_flags(reverse, sync_b, false, big_heap, &mut draw).0
+                    let flags = draw::executor_flags(
+                        reverse,
+                        sync_b,
+                        over_b.is_some(),
+                        big_heap,
+                        &mut draw,
+                    );
+                    (flags.0, over_b)
                 };
                 match draw::checkpoint_time(&mut draw, end, 0.0, end) {
                     Some(cut) => runner.compare_restored(
                         model,
                         &flags,
-                        &exec,
-                        &exec_b,
+                        (&exec, &exec_b),
+                        (over_a, over_b),
                         cut,
                         &reference,
                         cmd.verbose,
                     ),
-                    None => runner.compare(model, &flags, &exec, None, &reference, cmd.verbose),
+                    None => runner.compare(model, &flags, &exec, over, &reference, cmd.verbose),
                 }
                 continue;
             }
-            let saves = !(sync == "timewarp" && exec.iter().any(|a| a == "--procs"));
-            let every = if saves && draw.chance(1.0 / 3.0) {
+            let every = if saves(sync, &exec, over) && draw.chance(1.0 / 3.0) {
                 draw::checkpoint_time(&mut draw, end, end / 5.0, end / 1.5)
             } else {
                 None
             };
             match every {
                 Some(every) => {
-                    // Now and then under the sequential executor.
+                    // Now and then under the sequential executor (in one process).
+                    let mut over = over;
                     if draw.chance(0.15) {
-                        exec = vec!["--sync".into(), "seq".into()];
+                        (exec, over) = (seq(), None);
                     }
-                    runner.compare_saving(model, &flags, &exec, every, &reference, cmd.verbose)
+                    runner.compare_saving(
+                        model,
+                        &flags,
+                        &exec,
+                        (every, over),
+                        &reference,
+                        cmd.verbose,
+                    )
                 }
-                None => runner.compare(model, &flags, &exec, None, &reference, cmd.verbose),
+                None => runner.compare(model, &flags, &exec, over, &reference, cmd.verbose),
             }
         }
     }

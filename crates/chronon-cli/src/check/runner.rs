@@ -185,7 +185,7 @@ impl Runner {
         model: &str,
         flags: &[String],
         exec: &[String],
-        every: f64,
+        (every, over): (f64, Option<usize>),
         reference: &Reference,
         verbose: bool,
     ) {
@@ -198,7 +198,7 @@ impl Runner {
             dir.display().to_string(),
         ]);
         let compared = self.summary.compared;
-        self.compare_run(model, flags, &exec, None, reference, verbose);
+        self.compare_run(model, flags, &exec, over, reference, verbose);
         self.summary.saving += self.summary.compared - compared;
         let _ = std::fs::remove_dir_all(&dir);
     }
@@ -206,14 +206,14 @@ impl Runner {
     /// A pair: run A (`exec_a`) to `cut` only, saving a checkpoint there, then run B
     /// (`exec_b`) from that checkpoint to the reference's end; B must end as the sequential
     /// run that was never interrupted. A failure shows both command lines, A's first. The
-    /// checkpoint's directory is removed after.
+    /// checkpoint's directory is removed after. `ranks`: the MPI ranks A and B run over.
     #[allow(clippy::too_many_arguments)]
     pub(crate) fn compare_restored(
         &mut self,
         model: &str,
         flags: &[String],
-        exec_a: &[String],
-        exec_b: &[String],
+        (exec_a, exec_b): (&[String], &[String]),
+        (ranks_a, ranks_b): (Option<usize>, Option<usize>),
         cut: f64,
         reference: &Reference,
         verbose: bool,
@@ -236,20 +236,20 @@ impl Runner {
             "--restore".to_string(),
             dir.join(format!("t{cut}")).display().to_string(),
         ]);
-        let cmd_a = self.command_line(model, &flags_a, &a, None);
-        let cmd_b = self.command_line(model, &flags_b, &b, None);
+        let cmd_a = self.command_line(model, &flags_a, &a, ranks_a);
+        let cmd_b = self.command_line(model, &flags_b, &b, ranks_b);
         if verbose {
             eprintln!("check: {cmd_a}");
         }
         let limit = self.limit(reference);
-        match self.child(model, &flags_a, &a, None, limit) {
+        match self.child(model, &flags_a, &a, ranks_a, limit) {
             Ran::Report(r, _) if r["complete"] == Value::Bool(true) => {
                 if verbose {
                     eprintln!("check: {cmd_b}");
                 }
-                let outcome = self.child(model, &flags_b, &b, None, limit);
+                let outcome = self.child(model, &flags_b, &b, ranks_b, limit);
                 let compared = self.summary.compared;
-                self.judge(model, &b, None, outcome, reference, &[cmd_a, cmd_b]);
+                self.judge(model, &b, ranks_b, outcome, reference, &[cmd_a, cmd_b]);
                 self.summary.restored += self.summary.compared - compared;
             }
             Ran::Exit(2, msg) if self.expected_refusal(&msg) => {}
