@@ -133,7 +133,7 @@ fn run_with<M: Model, Q: PendingSet<Event<M::Event>>>(
         }
         let lps = lps.into_iter().enumerate().map(|(i, s)| (i as LpId, s));
         let lps = lps.collect();
-        super::checkpoint::write_split::<M>(cfg, 0, lps, events, &counters, Some(&globals));
+        super::checkpoint::write_split::<M>(cfg, (0, 1), lps, events, &counters, Some(&globals));
     }
     Ok(report)
 }

@@ -15,11 +15,13 @@ const MAX_PARTS: usize = 8;
 
 /// Writes parts `first..` of the checkpoint `cfg` ends at (nothing if it saves none): `lps`
 /// (every LP this process holds, with its id, in id order) and `events` (theirs) split into as
-/// many parts as there are cores (at most 8, at least 1, no more than one per 4096 LPs); the
-/// first part also carries `counters` and the global events. Returns the number of parts.
+/// many parts as there are cores (at most 8 and `threads`, at least 1, no more than one per
+/// 4096 LPs); the first part also carries `counters` and the global events. With `threads` 1
+/// the one part is written on the calling thread (the sequential executor calls every model
+/// method, serialization included, on the thread that runs it). Returns the number of parts.
 pub(crate) fn write_split<M: Model>(
     cfg: &RunConfig,
-    first: usize,
+    (first, threads): (usize, usize),
     lps: Vec<(LpId, LpSlot<M::State>)>,
     events: Vec<Event<M::Event>>,
     counters: &[i64],
@@ -29,7 +31,11 @@ pub(crate) fn write_split<M: Model>(
         return 0;
     }
     let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
-    let n = cores.min(MAX_PARTS).min(lps.len().div_ceil(4096)).max(1);
+    let n = cores
+        .min(MAX_PARTS)
+        .min(threads)
+        .min(lps.len().div_ceil(4096))
+        .max(1);
     // Part k holds the LPs lps[bounds[k]..bounds[k+1]].
     let per = lps.len().div_ceil(n).max(1);
     let mut groups: Vec<Group<M::State, M::Event>> = Vec::new();
@@ -52,28 +58,42 @@ pub(crate) fn write_split<M: Model>(
     }
     let saved = globals.map(GlobalQueue::saved);
     let parts = groups.len();
+    let write_one = |k: usize, (lps, events): Group<M::State, M::Event>| {
+        let zero = vec![0; counters.len()];
+        let c = if k == 0 { counters } else { &zero[..] };
+        let Some(mut part) = cfg.part_writer::<M>(first + k, c) else {
+            return;
+        };
+        if let (0, Some(g)) = (k, &saved) {
+            part.globals(g);
+        }
+        for (id, slot) in &lps {
+            part.lp(*id, slot);
+        }
+        for e in &events {
+            part.event(e);
+        }
+        cfg.part_done(part.finish());
+        // What the part held goes with the thread that wrote it (shared-heap payloads too).
+        drop((lps, events));
+    };
+    let write = |k: usize, group: Group<M::State, M::Event>| {
+        // A model's serializer that panics fails the part, not the process.
+        let wrote = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| write_one(k, group)));
+        if let Err(p) = wrote {
+            let message = crate::error::panic_message(p.as_ref());
+            cfg.part_done(Err(format!("writing part {k} panicked: {message}")));
+        }
+    };
+    if parts == 1 {
+        let group = groups.pop().expect("one group");
+        write(0, group);
+        return 1;
+    }
     std::thread::scope(|s| {
-        for (k, (lps, events)) in groups.into_iter().enumerate() {
-            let saved = &saved;
-            s.spawn(move || {
-                let zero = vec![0; counters.len()];
-                let c = if k == 0 { counters } else { &zero[..] };
-                let Some(mut part) = cfg.part_writer::<M>(first + k, c) else {
-                    return;
-                };
-                if let (0, Some(g)) = (k, saved) {
-                    part.globals(g);
-                }
-                for (id, slot) in &lps {
-                    part.lp(*id, slot);
-                }
-                for e in &events {
-                    part.event(e);
-                }
-                cfg.part_done(part.finish());
-                // What the part held goes with this thread (shared-heap payloads included).
-                drop((lps, events));
-            });
+        for (k, group) in groups.into_iter().enumerate() {
+            let write = &write;
+            s.spawn(move || write(k, group));
         }
     });
     parts

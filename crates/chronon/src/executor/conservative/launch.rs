@@ -192,7 +192,14 @@ fn run_with<M: Model, Q: PendingSet<Event<M::Event>>>(
         }
         let lps = lps.into_iter().enumerate().map(|(i, s)| (i as LpId, s));
         let lps = lps.collect();
-        crate::executor::checkpoint::write_split::<M>(cfg, 0, lps, left, &counters, Some(&globals));
+        crate::executor::checkpoint::write_split::<M>(
+            cfg,
+            (0, usize::MAX),
+            lps,
+            left,
+            &counters,
+            Some(&globals),
+        );
     }
     report.pending_at_end = pending as u64;
     report

@@ -296,7 +296,7 @@ pub(super) fn run<M: Model, Q: PendingSet<Event<M::Event>> + Send>(
         let lps = lps.collect();
         crate::executor::checkpoint::write_split::<M>(
             cfg,
-            0,
+            (0, usize::MAX),
             lps,
             events,
             &counters,

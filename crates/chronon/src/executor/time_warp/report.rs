@@ -131,7 +131,7 @@ pub(super) fn finish<M: Model, Q: PendingSet<TwEvent<M::Event>>>(
         let lps = lps.collect();
         crate::executor::checkpoint::write_split::<M>(
             cfg,
-            0,
+            (0, usize::MAX),
             lps,
             saved,
             &counters,
