@@ -156,19 +156,6 @@ impl Runner {
         reference: &Reference,
         verbose: bool,
     ) {
-        self.compare_run(model, flags, exec, ranks, reference, verbose);
-    }
-
-    /// [`Runner::compare`].
-    fn compare_run(
-        &mut self,
-        model: &str,
-        flags: &[String],
-        exec: &[String],
-        ranks: Option<usize>,
-        reference: &Reference,
-        verbose: bool,
-    ) {
         let cmd = self.command_line(model, flags, exec, ranks);
         if verbose {
             eprintln!("check: {cmd}");
@@ -198,7 +185,7 @@ impl Runner {
             dir.display().to_string(),
         ]);
         let compared = self.summary.compared;
-        self.compare_run(model, flags, &exec, over, reference, verbose);
+        self.compare(model, flags, &exec, over, reference, verbose);
         self.summary.saving += self.summary.compared - compared;
         let _ = std::fs::remove_dir_all(&dir);
     }

@@ -9,7 +9,7 @@ use super::links::Links;
 use super::{finish_report, init_lps_with, RunConfig};
 use crate::error::{ModelError, SimError};
 use crate::event::{Event, Keyed};
-use crate::model::{CommitCtx, Ctx, LpId, Model};
+use crate::model::{CommitCtx, Ctx, Model};
 use crate::prefetch::prefetch;
 use crate::queue::{HeapQueue, LadderQueue, PendingSet, QueueKind};
 use crate::stats::Report;
@@ -131,8 +131,6 @@ fn run_with<M: Model, Q: PendingSet<Event<M::Event>>>(
         while let Some(ev) = queue.pop() {
             events.push(ev);
         }
-        let lps = lps.into_iter().enumerate().map(|(i, s)| (i as LpId, s));
-        let lps = lps.collect();
         super::checkpoint::write_split::<M>(cfg, (0, 1), lps, events, &counters, Some(&globals));
     }
     Ok(report)

@@ -14,7 +14,7 @@ type Group<S, E> = (Vec<(LpId, LpSlot<S>)>, Vec<Event<E>>);
 const MAX_PARTS: usize = 8;
 
 /// Writes parts `first..` of the checkpoint `cfg` ends at (nothing if it saves none): `lps`
-/// (every LP this process holds, with its id, in id order) and `events` (theirs) split into as
+/// (every LP of the run, in id order) and `events` (theirs) split into as
 /// many parts as there are cores (at most 8 and `threads`, at least 1, no more than one per
 /// 4096 LPs); the first part also carries `counters` and the global events. With `threads` 1
 /// the one part is written on the calling thread (the sequential executor calls every model
@@ -22,7 +22,7 @@ const MAX_PARTS: usize = 8;
 pub(crate) fn write_split<M: Model>(
     cfg: &RunConfig,
     (first, threads): (usize, usize),
-    lps: Vec<(LpId, LpSlot<M::State>)>,
+    lps: Vec<LpSlot<M::State>>,
     events: Vec<Event<M::Event>>,
     counters: &[i64],
     globals: Option<&GlobalQueue>,
@@ -39,7 +39,11 @@ pub(crate) fn write_split<M: Model>(
     // Part k holds the LPs lps[bounds[k]..bounds[k+1]].
     let per = lps.len().div_ceil(n).max(1);
     let mut groups: Vec<Group<M::State, M::Event>> = Vec::new();
-    let mut lps = lps.into_iter().peekable();
+    let mut lps = lps
+        .into_iter()
+        .enumerate()
+        .map(|(i, s)| (i as LpId, s))
+        .peekable();
     while lps.peek().is_some() {
         groups.push((lps.by_ref().take(per).collect(), Vec::new()));
     }

@@ -15,7 +15,7 @@ use crate::executor::global::GlobalQueue;
 use crate::executor::links::Links;
 use crate::executor::{finish_report, init_lps, join_all, LpSlot, RunConfig};
 use crate::gsu::Published;
-use crate::model::{LpId, Model, Time};
+use crate::model::{Model, Time};
 use crate::placement::{touch_queue, Pinner};
 use crate::queue::{HeapQueue, LadderQueue, PendingSet, QueueKind};
 use crate::stats::Report;
@@ -190,8 +190,6 @@ fn run_with<M: Model, Q: PendingSet<Event<M::Event>>>(
         if let Some(b) = &balance {
             b.drain(|e| left.push(e));
         }
-        let lps = lps.into_iter().enumerate().map(|(i, s)| (i as LpId, s));
-        let lps = lps.collect();
         crate::executor::checkpoint::write_split::<M>(
             cfg,
             (0, usize::MAX),

@@ -292,8 +292,6 @@ pub(super) fn run<M: Model, Q: PendingSet<Event<M::Event>> + Send>(
                 events.push(e);
             }
         }
-        let lps = lps.into_iter().enumerate().map(|(i, s)| (i as LpId, s));
-        let lps = lps.collect();
         crate::executor::checkpoint::write_split::<M>(
             cfg,
             (0, usize::MAX),

@@ -10,7 +10,7 @@ use super::shared::{Saving, Shared};
 use super::transport::Wires;
 use crate::error::SimError;
 use crate::executor::{finish_report, LpSlot, RunConfig};
-use crate::model::{LpId, Model, Time};
+use crate::model::{Model, Time};
 use crate::queue::PendingSet;
 use crate::stats::Report;
 
@@ -127,8 +127,6 @@ pub(super) fn finish<M: Model, Q: PendingSet<TwEvent<M::Event>>>(
     finish_report(model, &lps, &counters, &mut report)?;
     if to_part {
         let globals = sh.globals.queue.lock().unwrap_or_else(|p| p.into_inner());
-        let lps = lps.into_iter().enumerate().map(|(i, s)| (i as LpId, s));
-        let lps = lps.collect();
         crate::executor::checkpoint::write_split::<M>(
             cfg,
             (0, usize::MAX),
