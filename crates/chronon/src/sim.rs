@@ -569,19 +569,12 @@ impl<M: Model> Simulation<M> {
         let ranks: Option<Box<dyn checkpoint::ChainRanks>> = match self.ranks {
             None => None,
             Some(_) if self.checkpoints.is_some() && matches!(chosen, Executor::TimeWarp(_)) => {
-                return Err(SimError::config(Setting::CheckpointEvery, "Time Warp over MPI ranks does not save checkpoints yet (save with $threads, or with a conservative $executor over ranks; any run restores)"));
+                return Err(SimError::config(Setting::CheckpointEvery, "Time Warp over MPI ranks does not save checkpoints yet (save with $threads or $processes, or with a conservative $executor over ranks; any run restores)"));
             }
             Some(_) => Some(Box::new(executor::conservative::ranks::WorldRanks::new()?)),
         };
         #[cfg(not(feature = "mpi"))]
         let ranks: Option<Box<dyn checkpoint::ChainRanks>> = None;
-        #[cfg(all(target_os = "linux", not(chronon_loom)))]
-        if self.procs.is_some()
-            && self.checkpoints.is_some()
-            && matches!(chosen, Executor::TimeWarp(_))
-        {
-            return Err(SimError::config(Setting::CheckpointEvery, "Time Warp across worker processes does not save checkpoints yet (save with $threads, or with a conservative $executor across processes; any run restores)"));
-        }
         let mut plan = self.checkpoints.clone();
         // A checkpoint at the end time is saved by the run's last link.
         let at_end = plan.as_ref().is_some_and(|p| p.at.contains(&end));

@@ -126,7 +126,9 @@ pub struct Saved {
     pub path: String,
     /// Bytes written.
     pub bytes: u64,
-    /// Wall seconds from the end of the run to the cut until the checkpoint was in place.
+    /// Wall seconds from the first part this process started writing until the checkpoint was
+    /// in place (worker processes and MPI ranks write their parts before their run ends: for
+    /// them, from the end of the run).
     pub seconds: f64,
 }
 

@@ -66,7 +66,7 @@ impl CkptRun {
     pub(crate) fn part_done(&self, result: Result<(), String>) {
         if let Err(e) = result {
             // A worker process's parts are checked by its parent, which cannot see this.
-            if crate::executor::conservative::procs::is_worker_process() {
+            if in_worker_process() {
                 eprintln!("chronon: a checkpoint part was not written: {e}");
             }
             self.errors
@@ -77,11 +77,19 @@ impl CkptRun {
     }
 }
 
+/// Whether this process is a worker process of a multi-process run.
+fn in_worker_process() -> bool {
+    #[cfg(all(target_os = "linux", not(chronon_loom)))]
+    return crate::executor::conservative::procs::is_worker_process();
+    #[cfg(not(all(target_os = "linux", not(chronon_loom))))]
+    return false;
+}
+
 /// The process that coordinates the run: this one, or the parent of a worker process.
 fn owner() -> u32 {
     std::env::var(crate::shm::PARENT_ENV)
         .ok()
-        .filter(|_| crate::executor::conservative::procs::is_worker_process())
+        .filter(|_| in_worker_process())
         .and_then(|p| p.parse().ok())
         .unwrap_or_else(std::process::id)
 }
@@ -166,7 +174,7 @@ pub(crate) fn run_chain(
     let reread =
         |path: PathBuf| Loaded::read(&RestoreFrom { path, reseed: None }, &setup.model, base.lps);
 
-    if crate::executor::conservative::procs::is_worker_process() {
+    if in_worker_process() {
         let k: usize = std::env::var(SEGMENT_ENV)
             .ok()
             .and_then(|s| s.parse().ok())

@@ -238,9 +238,10 @@ where
     let seg = w
         .segment(1)
         .map_err(io_error("worker process: the rings segment"))?;
-    let (wires, gvt) =
+    let (mut wires, gvt) =
         ShmWires::<M::Event>::attach(seg, control.clone(), n, p as u32, base, threads, copy)
             .map_err(io_error("worker process: the rings segment"))?;
+    wires.keep_at_end = cfg.saving();
     let Built {
         sh,
         parts,
@@ -314,10 +315,20 @@ pub(super) fn part_out<M: Model, Q: PendingSet<TwEvent<M::Event>>>(
     let mut fingerprint = 0u64;
     let mut mine = Vec::new();
     *states = (0..cfg.lps).map(|_| None).collect();
+    // A run that ends at a checkpoint's cut: this part's LPs' bookkeeping and pending events
+    // (every such event has its own key in its entry: see `report::pending_at_end`).
+    let to_part = cfg.saving() && results.iter().all(|r| r.4);
+    let mut metas = Vec::new();
+    let mut left = Vec::new();
     for (k, (lps, cold, c, st, done, (queue, cancelled))) in results.into_iter().enumerate() {
         drop(cold);
         complete &= done;
-        pending += pending_at_end(queue, cancelled, &sh.wires, base + k, |_| {});
+        pending += pending_at_end(queue, cancelled, &sh.wires, base + k, |e| {
+            if to_part {
+                debug_assert!(!e.stacked(), "an event pending at a cut is not stacked");
+                left.push(crate::event::Event::new(e.head(), e.dst, e.payload));
+            }
+        });
         for (a, b) in counters.iter_mut().zip(&c) {
             *a += b;
         }
@@ -336,8 +347,22 @@ pub(super) fn part_out<M: Model, Q: PendingSet<TwEvent<M::Event>>>(
         );
         committed += lps.iter().map(|l| l.digest.count()).sum::<u64>();
         for (&id, l) in ids.iter().zip(lps) {
+            if to_part {
+                metas.push((id, l.meta, l.digest));
+            }
             states[id as usize] = Some(l.state);
         }
+    }
+    // Part `base` (this process's first worker): its LPs, their events and its counters.
+    if let Some(mut part) = cfg.part_writer::<M>(base, &counters).filter(|_| to_part) {
+        for (id, meta, digest) in &metas {
+            let state = states[*id as usize].as_ref().expect("this process's LP");
+            part.lp_parts(*id, state, meta, digest);
+        }
+        for e in &left {
+            part.event(e);
+        }
+        cfg.part_done(part.finish());
     }
     crate::placement::mark_workers(&sh.pinner.placement(), &mut workers);
     let finish = finish_ops(

@@ -175,6 +175,11 @@ pub(super) struct ShmWires<P> {
     unsent: AtomicU64,
     /// The copy transport: `deep_copy` of a payload (set by `attach`, where `P: ShmSafe`).
     copy: Option<fn(P) -> P>,
+    /// A run that ends at a checkpoint's cut: at the end, what a full ring holds back is
+    /// pushed as the receivers make room (they absorb until every worker is at the end
+    /// barrier), not dropped, so that every pending event and anti-message reaches the part
+    /// that saves it.
+    pub(super) keep_at_end: bool,
 }
 
 impl<P> std::fmt::Debug for ShmWires<P> {
@@ -273,6 +278,7 @@ impl<P: Send + 'static> ShmWires<P> {
                 ends,
                 unsent: AtomicU64::new(0),
                 copy: copy.then_some(deep_copy::<P> as fn(P) -> P),
+                keep_at_end: false,
             },
             gvt,
         ))
@@ -346,8 +352,8 @@ impl<P: Send + 'static> ShmWires<P> {
     /// Pushes the batches of worker `w` for the workers in `dirty` (taking them from
     /// `outbox`, emptied batches to `spare`); returns the earliest time pushed. A full ring:
     /// wait a little, absorb `w`'s own inbox, retry with what is left (bounded wait). If the
-    /// run is over (`over()`, or another process aborted) what is left is dropped and
-    /// counted as pending.
+    /// run is over (`over()`, unless it ends at a checkpoint's cut, or another process
+    /// aborted) what is left is dropped and counted as pending.
     pub(super) fn flush(
         &self,
         w: usize,
@@ -389,7 +395,7 @@ impl<P: Send + 'static> ShmWires<P> {
                 if ring.push_batch(&mut recs, rec_time, SEND_WAIT).is_ok() {
                     break;
                 }
-                if self.aborted() || over() {
+                if self.aborted() || (over() && !self.keep_at_end) {
                     let n = recs
                         .iter()
                         .filter(|r| matches!(r.0, Wire::Event { .. }))
