@@ -436,8 +436,8 @@ fn ctrl_c_to_mpirun_stops_every_rank_with_an_incomplete_summary() {
 
 /// A run over ranks saves checkpoints (one part per rank, rank 0's manifest) and goes on with
 /// the sequential history; a checkpoint saved over 2 ranks continues over 3 ranks under Time
-/// Warp and in one process; one saved by threads continues over ranks. Time Warp over ranks
-/// refuses to save, in one line from rank 0.
+/// Warp and in one process; Time Warp over ranks saves, and its checkpoint continues in one
+/// process.
 #[test]
 fn checkpoints_are_saved_and_restored_over_ranks() {
     let dir = std::env::temp_dir().join(format!("chronon-mpi-ck-{}", std::process::id()));
@@ -476,23 +476,26 @@ fn checkpoints_are_saved_and_restored_over_ranks() {
         let args: Vec<&str> = args.iter().map(String::as_str).collect();
         assert_eq!(history(&report(ranks, &args)), seq, "{ranks:?} {more:?}");
     }
-    let (code, _, err) = mpirun(
-        2,
-        &with(&[
-            "--sync",
-            "timewarp",
-            "--checkpoint-at",
-            "10",
-            "--checkpoint-dir",
-            d,
-            "--ranks",
-            "2",
-        ])
-        .iter()
-        .map(String::as_str)
-        .collect::<Vec<_>>(),
-    );
-    assert_eq!(code, 2, "{err}");
-    assert!(err.contains("does not save checkpoints"), "{err}");
+    // Time Warp over 3 ranks, 2 threads each, saves too (parts numbered by each rank's first
+    // worker); restored sequentially.
+    let tw = dir.join("tw");
+    let tw_dir = tw.to_str().unwrap();
+    let saved = with(&[
+        "--sync",
+        "timewarp",
+        "--threads",
+        "2",
+        "--checkpoint-every",
+        "10",
+        "--checkpoint-dir",
+        tw_dir,
+    ]);
+    let saved: Vec<&str> = saved.iter().map(String::as_str).collect();
+    assert_eq!(history(&report(Some(3), &saved)), seq);
+    assert!(tw.join("t20/part-4.bin").exists());
+    let t20 = tw.join("t20");
+    let args = with(&["--restore", t20.to_str().unwrap()]);
+    let args: Vec<&str> = args.iter().map(String::as_str).collect();
+    assert_eq!(history(&report(None, &args)), seq);
     std::fs::remove_dir_all(&dir).unwrap();
 }

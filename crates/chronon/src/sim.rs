@@ -568,9 +568,6 @@ impl<M: Model> Simulation<M> {
         #[cfg(feature = "mpi")]
         let ranks: Option<Box<dyn checkpoint::ChainRanks>> = match self.ranks {
             None => None,
-            Some(_) if self.checkpoints.is_some() && matches!(chosen, Executor::TimeWarp(_)) => {
-                return Err(SimError::config(Setting::CheckpointEvery, "Time Warp over MPI ranks does not save checkpoints yet (save with $threads or $processes, or with a conservative $executor over ranks; any run restores)"));
-            }
             Some(_) => Some(Box::new(executor::conservative::ranks::WorldRanks::new()?)),
         };
         #[cfg(not(feature = "mpi"))]

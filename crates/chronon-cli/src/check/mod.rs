@@ -11,8 +11,7 @@
 //! list, and only options that run over ranks are drawn (no `--procs`, work-stealing runtime,
 //! `--barrier` or load balancing); the sequential reference still runs in one process.
 //!
-//! Checkpoints are drawn like any other option, over MPI ranks too (Time Warp over ranks
-//! restores but saves none): a parallel run in three also saves checkpoints every T (`--checkpoint-every`, 1–4
+//! Checkpoints are drawn like any other option, over MPI ranks too: a parallel run in three also saves checkpoints every T (`--checkpoint-every`, 1–4
 //! cuts) and must still match; one configuration in two has a pair in place of its last
 //! parallel run: run A stops at a random cut C saving a checkpoint (`--checkpoint-at C
 //! --end C`), run B under another random executor continues from it (`--restore DIR/tC`) to
@@ -151,8 +150,7 @@ pub(crate) fn run(cmd: CheckCmd, app: &App) -> Result<u8, Failure> {
         };
         // Checkpoints: one configuration in two has a pair (a run that saves a checkpoint at a
         // cut, then a run restored from it) in place of its last parallel run, and one
-        // parallel run in three saves checkpoints on the way. Time Warp over MPI ranks
-        // restores but does not save.
+        // parallel run in three saves checkpoints on the way.
         let end = reference.end();
         let pair = end.is_some() && draw.chance(0.5);
         for i in 0..cmd.per_config {
@@ -166,13 +164,11 @@ pub(crate) fn run(cmd: CheckCmd, app: &App) -> Result<u8, Failure> {
                 continue;
             };
             let seq = || vec!["--sync".to_string(), "seq".to_string()];
-            // Whether a run of `sync` over `over` MPI ranks saves checkpoints.
-            let saves = |sync: &str, over: Option<usize>| sync != "timewarp" || over.is_none();
             if pair && i + 1 == cmd.per_config {
-                // A: any executor that saves; B: any. Either is now and then the sequential
-                // one (in one process).
+                // A: any executor; B: any. Either is now and then the sequential one (in
+                // one process).
                 let mut over_a = over;
-                if draw.chance(0.15) || !saves(sync, over) {
+                if draw.chance(0.15) {
                     (exec, over_a) = (seq(), None);
                 }
                 let sync_b = draw.pick(&syncs);
@@ -204,7 +200,7 @@ pub(crate) fn run(cmd: CheckCmd, app: &App) -> Result<u8, Failure> {
                 }
                 continue;
             }
-            let every = if saves(sync, over) && draw.chance(1.0 / 3.0) {
+            let every = if draw.chance(1.0 / 3.0) {
                 draw::checkpoint_time(&mut draw, end, end / 5.0, end / 1.5)
             } else {
                 None
