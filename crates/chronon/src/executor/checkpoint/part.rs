@@ -116,32 +116,18 @@ impl<'a, M: Model> PartWriter<'a, M> {
         head[21..29].copy_from_slice(&hash.to_le_bytes());
         head[29..37].copy_from_slice(&count.to_le_bytes());
         head[37..41].copy_from_slice(&(self.scratch.len() as u32).to_le_bytes());
-        self.put(&head);
-        let body = std::mem::take(&mut self.scratch);
-        self.put(&body);
-        self.scratch = body;
+        self.put_record(&head);
         self.lps += 1;
     }
 
     /// Adds a pending event.
     pub(crate) fn event(&mut self, ev: &Event<M::Event>) {
-        self.event_parts(ev.time, ev.seq, ev.src, ev.dst, &ev.payload);
-    }
-
-    /// Adds a pending event given by its key, destination and payload.
-    pub(crate) fn event_parts(
-        &mut self,
-        time: f64,
-        seq: u64,
-        src: LpId,
-        dst: LpId,
-        payload: &M::Event,
-    ) {
         if self.error.is_some() {
             return;
         }
         self.scratch.clear();
-        if let Err(e) = (self.codec.event_to)(payload, &mut self.scratch) {
+        if let Err(e) = (self.codec.event_to)(&ev.payload, &mut self.scratch) {
+            let (dst, time) = (ev.dst, ev.time);
             self.error = Some(format!(
                 "an event to LP {dst} at {time} does not serialize: {e}"
             ));
@@ -149,16 +135,21 @@ impl<'a, M: Model> PartWriter<'a, M> {
         }
         let mut head = [0u8; 1 + 8 + 8 + 4 + 4 + 4];
         head[0] = TAG_EVENT;
-        head[1..9].copy_from_slice(&time.to_bits().to_le_bytes());
-        head[9..17].copy_from_slice(&seq.to_le_bytes());
-        head[17..21].copy_from_slice(&src.to_le_bytes());
-        head[21..25].copy_from_slice(&dst.to_le_bytes());
+        head[1..9].copy_from_slice(&ev.time.to_bits().to_le_bytes());
+        head[9..17].copy_from_slice(&ev.seq.to_le_bytes());
+        head[17..21].copy_from_slice(&ev.src.to_le_bytes());
+        head[21..25].copy_from_slice(&ev.dst.to_le_bytes());
         head[25..29].copy_from_slice(&(self.scratch.len() as u32).to_le_bytes());
-        self.put(&head);
+        self.put_record(&head);
+        self.events += 1;
+    }
+
+    /// Writes a record: `head`, then the body serialized into `scratch`.
+    fn put_record(&mut self, head: &[u8]) {
+        self.put(head);
         let body = std::mem::take(&mut self.scratch);
         self.put(&body);
         self.scratch = body;
-        self.events += 1;
     }
 
     /// Adds the run's global events (one part of a run carries them).
