@@ -1,22 +1,15 @@
 //! Starting a conservative run: checks, initial events, the worker threads, and the report.
 
-use std::sync::atomic::AtomicU64;
-use std::sync::Mutex;
 use std::time::Instant;
 
-use super::balance::Balance;
-use super::lookahead::{balance_lookaheads, crossing_lps, worker_lookaheads};
-use super::lp_table::LpTable;
-use super::{null_message, rounds, zero_links};
+use super::part::{run_threads, set_up, Part};
+use super::{null_message, rounds};
 use super::{ConservativeConfig, Protocol, Shared, Worker, WorkerStats};
 use crate::error::{ConfigError, Setting, SimError};
-use crate::event::{Event, EventKey, Keyed};
-use crate::executor::global::GlobalQueue;
-use crate::executor::links::Links;
-use crate::executor::{finish_report, init_lps, join_all, LpSlot, RunConfig};
-use crate::gsu::Published;
+use crate::event::Event;
+use crate::executor::{finish_report, LpSlot, RunConfig};
 use crate::model::{Model, Time};
-use crate::placement::{touch_queue, Pinner};
+use crate::placement::Pinner;
 use crate::queue::{HeapQueue, LadderQueue, PendingSet, QueueKind};
 use crate::stats::Report;
 use crate::transport::threads::ThreadNet;
@@ -54,97 +47,50 @@ fn run_with<M: Model, Q: PendingSet<Event<M::Event>>>(
         }
         super::Runtime::Threads => {}
     }
-    let owner = cc
-        .mapping
-        .owners(cfg.lps, w)
-        .map_err(|m| SimError::config(Setting::Mapping, m))?;
-    let links = Links::new(model, cfg.lps)?;
-    let (mut worker_la, link_la) = worker_lookaheads(&links, &owner, w);
-    let balance = if cc.dedicated < 1.0 {
-        let set_of = crate::partition::shared_split(&owner, w, cc.dedicated, cc.shared_sets);
-        let shared_la = balance_lookaheads(&links, &owner, &set_of, &mut worker_la);
-        Some(Balance::new(
-            cc.dedicated,
-            &set_of,
-            cc.shared_sets,
-            shared_la,
-        ))
-    } else {
-        None
-    };
-    if protocol == Protocol::NullMessage {
-        zero_links::check_links(&links, &owner, &link_la, w)?;
-        null_message::check_budget(&link_la, w, cfg.end, cc.max_null_messages)?;
-    }
-    let crossing = if protocol == Protocol::Lockstep {
-        crossing_lps(&links, &owner, w)
-    } else {
-        Vec::new()
-    };
-    let globals = GlobalQueue::for_run(model, cfg)?;
-    let first_global = globals.next_time(cfg.end);
-
-    let init_start = Instant::now();
-    let mut counters = vec![0i64; model.counter_names().len()];
-    let (slots, initial) = init_lps(model, cfg, &mut counters)?;
-    let mut queues: Vec<Q> = (0..w).map(|_| Q::new()).collect();
-    for ev in initial {
-        match &balance {
-            Some(b) if b.is_shared(ev.dst) => b.push(ev),
-            _ => queues[owner[ev.dst as usize] as usize].push(ev),
-        }
-    }
-    let first: Vec<EventKey> = queues
-        .iter_mut()
-        .map(|q| q.peek().map_or(Published::IDLE.moe, |e| e.key()))
-        .collect();
+    let Part {
+        shared,
+        queues,
+        first,
+        init_counters: counters,
+        init_s,
+    } = set_up::<M, Q>(model, cfg, protocol, cc, w, 0..w)?;
     let mut report = Report::new(protocol.name(), w, cfg.queue.name(), cfg.lps, cfg.end);
-    report.init_s = init_start.elapsed().as_secs_f64();
-
-    let shared = Shared {
-        model,
-        cfg,
-        lps: LpTable::new(slots),
-        owner,
-        links,
-        workers: w,
-        worker_la,
-        link_la,
-        crossing,
-        globals: Mutex::new(globals),
-        error: Mutex::new(None),
-        global_next: AtomicU64::new(first_global.to_bits()),
-        balance,
-        leftover: Mutex::new(Vec::new()),
-    };
+    report.init_s = init_s;
     // The GSU is seeded with every queue's first event before any worker runs (G0 in
     // gsu/README.md): a worker that starts idle must not see the others as idle before they
     // publish.
     let net = ThreadNet::new(&first, cc.barrier.build(w));
     let pinner = Pinner::new(cfg.pin, w);
     let start = Instant::now();
-    let results: Vec<WorkerResult> = std::thread::scope(|s| {
-        let handles: Vec<_> = queues
-            .into_iter()
-            .enumerate()
-            .map(|(me, q)| {
-                let (shared, net, pinner) = (&shared, &net, &pinner);
-                s.spawn(move || {
-                    cfg.enter_thread();
-                    pinner.pin(me);
-                    let q = pinner.touch(q, touch_queue);
-                    run_worker(&mut Worker::new(shared, q, net.endpoint(me)), protocol)
-                })
-            })
-            .collect();
-        join_all(handles)
+    let results = run_threads(cfg, &pinner, 0, queues, |me, q| {
+        run_worker(&mut Worker::new(&shared, q, net.endpoint(me)), protocol)
     });
     let wall = start.elapsed().as_secs_f64();
     report.placement = pinner.placement();
     if let Some(e) = shared.take_error() {
         return Err(e);
     }
-    let mut shared = shared;
+    finish(
+        model, cfg, protocol, cc, shared, &net, results, counters, report, wall,
+    )
+}
+
+/// The report of a run on threads, once every worker has stopped: counters, model
+/// statistics, what is pending at the end (a run that ends at a checkpoint's cut saves it),
+/// the protocol's figures and each worker's.
+#[allow(clippy::too_many_arguments)]
+fn finish<M: Model>(
+    model: &M,
+    cfg: &RunConfig,
+    protocol: Protocol,
+    cc: &ConservativeConfig,
+    mut shared: Shared<'_, M>,
+    net: &ThreadNet<M::Event>,
+    results: Vec<WorkerResult>,
+    mut counters: Vec<i64>,
+    mut report: Report,
+    wall: f64,
+) -> Result<Report, SimError> {
     let balance = shared.balance.take();
     let globals = shared
         .globals
@@ -212,27 +158,34 @@ fn run_with<M: Model, Q: PendingSet<Event<M::Event>>>(
             .insert("tree_fan_in".into(), fan_in as f64);
     }
     let rounds = results.iter().map(|r| r.stats.rounds).max().unwrap_or(0);
-    if protocol != Protocol::NullMessage {
-        report.executor_stats.insert("rounds".into(), rounds as f64);
-        if rounds > 0 {
-            report
-                .executor_stats
-                .insert("round_us".into(), wall * 1e6 / rounds as f64);
-            report.executor_stats.insert(
-                "events_per_round".into(),
-                report.processed as f64 / rounds as f64,
-            );
-        }
-    } else {
-        let nulls: u64 = results.iter().map(|r| r.stats.null_messages).sum();
-        report
-            .executor_stats
-            .insert("null_messages".into(), nulls as f64);
-    }
+    let nulls: u64 = results.iter().map(|r| r.stats.null_messages).sum();
+    protocol_figures(&mut report, protocol, rounds as f64, nulls as f64, wall);
     for r in results {
         report.workers.push(worker_figures(protocol, &r, wall));
     }
     Ok(report)
+}
+
+/// The protocol's own figures of a run: null messages sent, or the rounds (the most any worker
+/// passed), their mean length and events per round.
+pub(crate) fn protocol_figures(
+    report: &mut Report,
+    protocol: Protocol,
+    rounds: f64,
+    null_messages: f64,
+    wall: f64,
+) {
+    let processed = report.processed as f64;
+    let st = &mut report.executor_stats;
+    if protocol == Protocol::NullMessage {
+        st.insert("null_messages".into(), null_messages);
+    } else {
+        st.insert("rounds".into(), rounds);
+        if rounds > 0.0 {
+            st.insert("round_us".into(), wall * 1e6 / rounds);
+            st.insert("events_per_round".into(), processed / rounds);
+        }
+    }
 }
 
 /// One worker's figures for the report.

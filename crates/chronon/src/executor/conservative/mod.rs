@@ -31,6 +31,7 @@ mod lockstep;
 mod lookahead;
 mod lp_table;
 mod null_message;
+mod part;
 #[cfg(all(target_os = "linux", not(chronon_loom)))]
 pub(crate) mod procs;
 #[cfg(feature = "mpi")]

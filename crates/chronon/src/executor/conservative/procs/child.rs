@@ -3,28 +3,21 @@
 //! `Model::finish` requests. `child_main` (the frame: signature check, control segment, report,
 //! finish requests) and `finish_ops` serve Time Warp's worker processes too.
 
-use std::sync::atomic::AtomicU64;
-use std::sync::Mutex;
 use std::time::Instant;
 
 use super::parent::{read_msg, write_msg};
 use super::report::{encode, get_stats, put_stats, ChildOut, FinishOps};
 use super::{io_error, RUN_ENV};
 use crate::error::{guard, Setting, SimError};
-use crate::event::{Event, EventKey, Keyed};
+use crate::event::{Event, EventKey};
 use crate::executor::conservative::launch::{run_worker, worker_figures, WorkerResult};
-use crate::executor::conservative::lookahead::{crossing_lps, worker_lookaheads};
-use crate::executor::conservative::lp_table::LpTable;
-use crate::executor::conservative::{
-    null_message, zero_links, ConservativeConfig, Protocol, Shared, Worker,
-};
-use crate::executor::global::GlobalQueue;
-use crate::executor::links::Links;
-use crate::executor::{init_lps, join_all, RunConfig};
+use crate::executor::conservative::part::{run_threads, set_up, Part};
+use crate::executor::conservative::{ConservativeConfig, Protocol, Shared, Worker};
+use crate::executor::RunConfig;
 use crate::fingerprint::Fingerprint;
 use crate::gsu::{Published, Snapshot};
 use crate::model::{LpId, Model, ModelStats};
-use crate::placement::{mark_workers, touch_queue, Pinner};
+use crate::placement::{mark_workers, Pinner};
 use crate::queue::{HeapQueue, LadderQueue, PendingSet, QueueKind};
 use crate::shm::registry::{set_directory, Directory};
 use crate::shm::{Control, ShmSafe};
@@ -232,135 +225,25 @@ pub(crate) fn run_part<M: Model, Q: PendingSet<Event<M::Event>>, X: Endpoint<M::
     endpoint: &(dyn Fn(usize) -> X + Sync),
 ) -> Result<ChildOut, SimError> {
     let (p, threads) = (part.0, cc.threads);
-    let n = part.1 * threads;
-    let owner = cc
-        .mapping
-        .owners(cfg.lps, n)
-        .map_err(|m| SimError::config(Setting::Mapping, m))?;
-    let links = Links::new(model, cfg.lps)?;
-    let (worker_la, link_la) = worker_lookaheads(&links, &owner, n);
-    if protocol == Protocol::NullMessage {
-        zero_links::check_links(&links, &owner, &link_la, n)?;
-        null_message::check_budget(&link_la, n, cfg.end, cc.max_null_messages)?;
-    }
-    let crossing = if protocol == Protocol::Lockstep {
-        crossing_lps(&links, &owner, n)
-    } else {
-        Vec::new()
-    };
-    let globals = GlobalQueue::for_run(model, cfg)?;
-    let init_start = Instant::now();
-    // Every process initializes every LP (the same states, streams and initial events in
-    // each) and keeps the initial events of its own workers; the counters `init` moved are
-    // counted once, by process 0.
-    let mut init_counters = vec![0i64; model.counter_names().len()];
-    let (slots, initial) = init_lps(model, cfg, &mut init_counters)?;
-    if p != 0 {
-        init_counters.iter_mut().for_each(|c| *c = 0);
-    }
     let base = p * threads;
-    let mut queues: Vec<Q> = (0..threads).map(|_| Q::new()).collect();
-    for ev in initial {
-        let o = owner[ev.dst as usize] as usize;
-        if o / threads == p {
-            queues[o - base].push(ev);
-        }
-    }
-    let first: Vec<EventKey> = queues
-        .iter_mut()
-        .map(|q| q.peek().map_or(Published::IDLE.moe, |e| e.key()))
-        .collect();
-    let init_s = init_start.elapsed().as_secs_f64();
-    let shared = Shared {
+    let Part {
+        shared,
+        queues,
+        first,
+        init_counters,
+        init_s,
+    } = set_up::<M, Q>(
         model,
         cfg,
-        lps: LpTable::new(slots),
-        owner,
-        links,
-        workers: n,
-        worker_la,
-        link_la,
-        crossing,
-        globals: Mutex::new(globals),
-        error: Mutex::new(None),
-        global_next: AtomicU64::new(f64::INFINITY.to_bits()),
-        balance: None,
-        leftover: Mutex::new(Vec::new()),
-    };
-    let pinner = Pinner::new(cfg.pin, n);
+        protocol,
+        cc,
+        part.1 * threads,
+        base..base + threads,
+    )?;
+    let pinner = Pinner::new(cfg.pin, part.1 * threads);
     let start = Instant::now();
-    let results: Vec<(WorkerResult, usize, i64)> = std::thread::scope(|s| {
-        let handles: Vec<_> = queues
-            .into_iter()
-            .enumerate()
-            .map(|(k, q)| {
-                let (shared, first, pinner) = (&shared, first[k], &pinner);
-                s.spawn(move || {
-                    cfg.enter_thread();
-                    pinner.pin(base + k);
-                    let q = pinner.touch(q, touch_queue);
-                    let mut ep = endpoint(base + k);
-                    // G0 across processes: every worker's first event is published before
-                    // any worker runs (the start barrier).
-                    ep.publish(&Published {
-                        moe: first,
-                        ..Published::IDLE
-                    });
-                    let started = ep.barrier();
-                    let mut worker = Worker::new(shared, q, ep);
-                    let mut r = if started {
-                        run_worker(&mut worker, protocol)
-                    } else {
-                        WorkerResult {
-                            stats: Default::default(),
-                            counters: vec![0; shared.model.counter_names().len()],
-                            pending: worker.queue.len(),
-                            last_time: 0.0,
-                            stopped: true,
-                            extra: Vec::new(),
-                        }
-                    };
-                    // Every worker stopped sending; then each drains what is left for it
-                    // (events at or after the end), and once all have, the TMC registers
-                    // must all be back to 0 (G2).
-                    let (mut left, mut tmc) = (0, 0);
-                    if started && worker.ep.barrier() {
-                        // What is left for this worker, received without running it.
-                        // A run that ends at a checkpoint's cut keeps them for its part.
-                        let mut kept = Vec::new();
-                        let keep = cfg.saving() && !r.stopped;
-                        left = worker.ep.receive(
-                            &mut kept,
-                            |kept, e| {
-                                if keep {
-                                    kept.push(e)
-                                }
-                            },
-                            |_| Published::IDLE,
-                        );
-                        shared
-                            .leftover
-                            .lock()
-                            .unwrap_or_else(|p| p.into_inner())
-                            .append(&mut kept);
-                        if worker.ep.barrier() {
-                            if base + k == 0 {
-                                let mut snap = Snapshot::default();
-                                worker.ep.snapshot(&mut snap);
-                                tmc = snap.in_transit();
-                            }
-                        } else {
-                            r.stopped = true;
-                        }
-                    } else {
-                        r.stopped = true;
-                    }
-                    worker.ep.figures(&mut r.extra);
-                    (r, left, tmc)
-                })
-            })
-            .collect();
-        join_all(handles)
+    let results = run_threads(cfg, &pinner, base, queues, |me, q| {
+        part_worker(&shared, q, endpoint(me), first[me - base], protocol)
     });
     let wall_s = start.elapsed().as_secs_f64();
     if let Some(e) = shared.take_error() {
@@ -440,6 +323,72 @@ pub(crate) fn run_part<M: Model, Q: PendingSet<Event<M::Event>>, X: Endpoint<M::
         finish,
         workers,
     })
+}
+
+/// One worker of a part, on its own thread: publishes its first key and passes the start
+/// barrier (G0 across parts: every worker's first event is published before any worker runs,
+/// so a transport's registers need no seeding), runs the protocol, then the end: a barrier
+/// (nobody sends any more), the drain of what is left for it (events at or after the end,
+/// kept when the run ends at a checkpoint's cut), another barrier, and worker 0's snapshot,
+/// whose TMC total must be 0 (G2). Returns its result, what it drained and that TMC total.
+fn part_worker<M: Model, Q: PendingSet<Event<M::Event>>, X: Endpoint<M::Event>>(
+    shared: &Shared<'_, M>,
+    q: Q,
+    mut ep: X,
+    first: EventKey,
+    protocol: Protocol,
+) -> (WorkerResult, usize, i64) {
+    ep.publish(&Published {
+        moe: first,
+        ..Published::IDLE
+    });
+    let started = ep.barrier();
+    let me = ep.me();
+    let mut worker = Worker::new(shared, q, ep);
+    let mut r = if started {
+        run_worker(&mut worker, protocol)
+    } else {
+        WorkerResult {
+            stats: Default::default(),
+            counters: vec![0; shared.model.counter_names().len()],
+            pending: worker.queue.len(),
+            last_time: 0.0,
+            stopped: true,
+            extra: Vec::new(),
+        }
+    };
+    let (mut left, mut tmc) = (0, 0);
+    if started && worker.ep.barrier() {
+        let mut kept = Vec::new();
+        let keep = shared.cfg.saving() && !r.stopped;
+        left = worker.ep.receive(
+            &mut kept,
+            |kept, e| {
+                if keep {
+                    kept.push(e)
+                }
+            },
+            |_| Published::IDLE,
+        );
+        shared
+            .leftover
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .append(&mut kept);
+        if worker.ep.barrier() {
+            if me == 0 {
+                let mut snap = Snapshot::default();
+                worker.ep.snapshot(&mut snap);
+                tmc = snap.in_transit();
+            }
+        } else {
+            r.stopped = true;
+        }
+    } else {
+        r.stopped = true;
+    }
+    worker.ep.figures(&mut r.extra);
+    (r, left, tmc)
 }
 
 /// Runs `Model::finish` for each LP of this process, recording its operations (`None` where

@@ -9,6 +9,7 @@ use std::time::Instant;
 use super::report::{decode, get_stats, put_stats, ChildOut};
 use super::{io_error, ProcsOptions, ABORTED, RUN_ENV};
 use crate::error::SimError;
+use crate::executor::conservative::launch::protocol_figures;
 use crate::executor::conservative::{ConservativeConfig, Protocol};
 use crate::executor::RunConfig;
 use crate::fingerprint::Fingerprint;
@@ -374,19 +375,11 @@ pub(crate) fn gather(
     // The worker processes' peak resident sets, summed (the parent's own is the CLI's
     // `peak_rss_bytes`).
     st.insert("workers_peak_rss_bytes".into(), peak_rss as f64);
-    if protocol == Protocol::NullMessage {
-        let nulls: f64 = report
-            .workers
-            .iter()
-            .filter_map(|w| w.get("null_messages"))
-            .sum();
-        st.insert("null_messages".into(), nulls);
-    } else {
-        st.insert("rounds".into(), rounds);
-        if rounds > 0.0 {
-            st.insert("round_us".into(), wall * 1e6 / rounds);
-            st.insert("events_per_round".into(), report.processed as f64 / rounds);
-        }
-    }
+    let nulls: f64 = report
+        .workers
+        .iter()
+        .filter_map(|w| w.get("null_messages"))
+        .sum();
+    protocol_figures(&mut report, protocol, rounds, nulls, wall);
     Ok(report)
 }
