@@ -22,7 +22,8 @@ use std::time::Instant;
 
 use super::lockstep::{self, Closure};
 use super::{Outcome, Protocol, Worker};
-use crate::event::Event;
+use crate::error::SimError;
+use crate::event::{Event, EventKey, Keyed};
 use crate::gsu::{Published, Snapshot};
 use crate::model::Model;
 use crate::queue::PendingSet;
@@ -38,42 +39,19 @@ pub(crate) fn run<M: Model, Q: PendingSet<Event<M::Event>>, X: Endpoint<M::Event
     let sh = w.sh;
     let me = w.me;
     let end = sh.cfg.end;
-    let la = sh.worker_la[me];
     let mut snap = Snapshot::default();
     let mut closure = Closure::default();
     let mut failed = false;
     let mut outcome = Outcome::default();
     let mut bound_sum = 0.0;
-    let (mut shared_runs, mut shared_events, mut foreign_runs) = (0u64, 0u64, 0u64);
+    let mut shared = SharedRuns::default();
     loop {
         let t0 = Instant::now();
         let stop = me == 0 && sh.cfg.progress.stop_requested();
         let flags = if failed { FLAG_ERROR } else { 0 } | if stop { FLAG_STOP } else { 0 };
         // Ordering: written before the barrier that ends the last safe point, read after it.
         let next_global = f64::from_bits(sh.global_next.load(Ordering::Relaxed));
-        // Load balancing: nobody sends or claims between the last barrier and the next one,
-        // so the shared sets this worker is home to are quiescent here.
-        let shared_moe = match &sh.balance {
-            Some(b) => b.home_round(me, sh.workers),
-            None => Published::IDLE.moe,
-        };
-        let shared_la = sh.balance.as_ref().map_or(f64::INFINITY, |b| b.la);
-        w.ep.receive(
-            &mut w.queue,
-            |q, e| q.push(e),
-            |q| {
-                let moe = q.peek().map_or(Published::IDLE.moe, |e| {
-                    use crate::event::Keyed;
-                    e.key()
-                });
-                Published {
-                    moe: moe.min(shared_moe),
-                    bound: (moe.time + la).min(shared_moe.time + shared_la),
-                    flags,
-                    aux: next_global,
-                }
-            },
-        );
+        receive(w, flags, next_global);
         let tw = Instant::now();
         if !w.ep.barrier() {
             outcome.stopped = true;
@@ -96,27 +74,13 @@ pub(crate) fn run<M: Model, Q: PendingSet<Event<M::Event>>, X: Endpoint<M::Event
         let t_min = snap.lbts();
         let mut g = snap.workers[0].published.aux;
         if g < t_min && g < end && t_min.is_finite() {
-            // The safe place: every LP event before `t_min` has run, none after it has.
-            if me == 0 {
-                let next = match sh.run_globals(t_min) {
-                    Ok(next) => next,
-                    Err(e) => {
-                        sh.record_error(e);
-                        failed = true;
-                        f64::NEG_INFINITY
-                    }
-                };
-                // Ordering: the barrier below publishes it.
-                sh.global_next.store(next.to_bits(), Ordering::Relaxed);
+            match safe_place(w, t_min, &mut failed) {
+                Some(next) => g = next,
+                None => {
+                    outcome.stopped = true;
+                    break;
+                }
             }
-            let tw = Instant::now();
-            if !w.ep.barrier() {
-                outcome.stopped = true;
-                break;
-            }
-            w.stats.wait_s += tw.elapsed().as_secs_f64();
-            // Ordering: written before the barrier above.
-            g = f64::from_bits(sh.global_next.load(Ordering::Relaxed));
         }
         if t_min >= end || t_min.is_nan() {
             break;
@@ -133,7 +97,7 @@ pub(crate) fn run<M: Model, Q: PendingSet<Event<M::Event>>, X: Endpoint<M::Event
         bound_sum += (below.min(end) - t_min).max(0.0);
         let cap = if g == f64::NEG_INFINITY {
             // A global event failed: run nothing more; the next round reports it.
-            crate::event::EventKey {
+            EventKey {
                 time: 0.0,
                 seq: 0,
                 src: 0,
@@ -150,27 +114,10 @@ pub(crate) fn run<M: Model, Q: PendingSet<Event<M::Event>>, X: Endpoint<M::Event
             sh.record_error(e);
             failed = true;
         }
-        if let (Some(b), false) = (&sh.balance, failed) {
-            let n = b.sets.len();
-            'sets: for k in 0..n {
-                let s = (me + k) % n;
-                while let Some(j) = b.cursors[s].claim(b.sets[s].len()) {
-                    let lp = b.sets[s][j];
-                    match w.run_shared(lp, below, cap, Some(min_key)) {
-                        Ok(done) => {
-                            shared_runs += u64::from(done > 0);
-                            // An LP the mapping gave another worker: the balancing at work.
-                            foreign_runs +=
-                                u64::from(done > 0 && sh.owner[lp as usize] as usize != me);
-                            shared_events += done;
-                        }
-                        Err(e) => {
-                            sh.record_error(e);
-                            failed = true;
-                            break 'sets;
-                        }
-                    }
-                }
+        if sh.balance.is_some() && !failed {
+            if let Err(e) = shared.run(w, below, cap, min_key) {
+                sh.record_error(e);
+                failed = true;
             }
         }
         let t1 = Instant::now();
@@ -189,11 +136,11 @@ pub(crate) fn run<M: Model, Q: PendingSet<Event<M::Event>>, X: Endpoint<M::Event
         w.stats.sync_s += t1.elapsed().as_secs_f64();
     }
     if sh.balance.is_some() {
-        outcome.extra.push(("shared_lp_runs", shared_runs as f64));
+        outcome.extra.push(("shared_lp_runs", shared.runs as f64));
         outcome
             .extra
-            .push(("foreign_shared_lp_runs", foreign_runs as f64));
-        outcome.extra.push(("shared_events", shared_events as f64));
+            .push(("foreign_shared_lp_runs", shared.foreign as f64));
+        outcome.extra.push(("shared_events", shared.events as f64));
     }
     if w.stats.rounds > 0 {
         outcome
@@ -201,4 +148,105 @@ pub(crate) fn run<M: Model, Q: PendingSet<Event<M::Event>>, X: Endpoint<M::Event
             .push(("mean_window", bound_sum / w.stats.rounds as f64));
     }
     outcome
+}
+
+/// Step 1 of a round: takes what waits for this worker into its queue and publishes its MOE,
+/// its bound (with load balancing, the shared sets it is home to count too), `flags` and
+/// `next_global` (the next global event's time, read by everyone from worker 0's registers).
+fn receive<M: Model, Q: PendingSet<Event<M::Event>>, X: Endpoint<M::Event>>(
+    w: &mut Worker<'_, '_, M, Q, X>,
+    flags: u64,
+    next_global: f64,
+) {
+    let sh = w.sh;
+    let la = sh.worker_la[w.me];
+    // Load balancing: nobody sends or claims between the last barrier and the next one, so
+    // the shared sets this worker is home to are quiescent here.
+    let shared_moe = match &sh.balance {
+        Some(b) => b.home_round(w.me, sh.workers),
+        None => Published::IDLE.moe,
+    };
+    let shared_la = sh.balance.as_ref().map_or(f64::INFINITY, |b| b.la);
+    w.ep.receive(
+        &mut w.queue,
+        |q, e| q.push(e),
+        |q| {
+            let moe = q.peek().map_or(Published::IDLE.moe, |e| e.key());
+            Published {
+                moe: moe.min(shared_moe),
+                bound: (moe.time + la).min(shared_moe.time + shared_la),
+                flags,
+                aux: next_global,
+            }
+        },
+    );
+}
+
+/// Step 3 of a round, at the safe place (every LP event before `t_min` has run, none after
+/// it has): worker 0 runs the global events before `t_min` while the others wait at a
+/// barrier. Returns the next global event's time (`-inf`: a global event failed, and
+/// `failed` is set on worker 0), or `None` when the barrier was aborted.
+fn safe_place<M: Model, Q: PendingSet<Event<M::Event>>, X: Endpoint<M::Event>>(
+    w: &mut Worker<'_, '_, M, Q, X>,
+    t_min: f64,
+    failed: &mut bool,
+) -> Option<f64> {
+    let sh = w.sh;
+    if w.me == 0 {
+        let next = match sh.run_globals(t_min) {
+            Ok(next) => next,
+            Err(e) => {
+                sh.record_error(e);
+                *failed = true;
+                f64::NEG_INFINITY
+            }
+        };
+        // Ordering: the barrier below publishes it.
+        sh.global_next.store(next.to_bits(), Ordering::Relaxed);
+    }
+    let tw = Instant::now();
+    if !w.ep.barrier() {
+        return None;
+    }
+    w.stats.wait_s += tw.elapsed().as_secs_f64();
+    // Ordering: written before the barrier above.
+    Some(f64::from_bits(sh.global_next.load(Ordering::Relaxed)))
+}
+
+/// Load balancing's figures on one worker: shared LPs it ran events of, those of them the
+/// mapping gave another worker (the balancing at work), and the events.
+#[derive(Default)]
+struct SharedRuns {
+    runs: u64,
+    foreign: u64,
+    events: u64,
+}
+
+impl SharedRuns {
+    /// Step 4 with load balancing: claims shared LPs by atomic index, starting from this
+    /// worker's own set, and runs their events below `below` and `cap`.
+    fn run<M: Model, Q: PendingSet<Event<M::Event>>, X: Endpoint<M::Event>>(
+        &mut self,
+        w: &mut Worker<'_, '_, M, Q, X>,
+        below: f64,
+        cap: EventKey,
+        min_key: EventKey,
+    ) -> Result<(), SimError> {
+        let sh = w.sh;
+        let Some(b) = &sh.balance else {
+            return Ok(());
+        };
+        let n = b.sets.len();
+        for k in 0..n {
+            let s = (w.me + k) % n;
+            while let Some(j) = b.cursors[s].claim(b.sets[s].len()) {
+                let lp = b.sets[s][j];
+                let done = w.run_shared(lp, below, cap, Some(min_key))?;
+                self.runs += u64::from(done > 0);
+                self.foreign += u64::from(done > 0 && sh.owner[lp as usize] as usize != w.me);
+                self.events += done;
+            }
+        }
+        Ok(())
+    }
 }

@@ -106,6 +106,17 @@ fn earlier(a: SimError, b: Option<SimError>) -> SimError {
     }
 }
 
+/// Run-wide figures: lock-steps, tasks, LPs run, events, the latest event time, and per pool
+/// thread the events and tasks it ran (the report's `workers`).
+struct Totals {
+    rounds: u64,
+    tasks: u64,
+    active_lps: u64,
+    processed: u64,
+    last_time: Time,
+    per_thread: Vec<(u64, u64)>,
+}
+
 /// Runs the lock-step protocol with `threshold` LPs per task.
 pub(super) fn run<M: Model, Q: PendingSet<Event<M::Event>> + Send>(
     model: &M,
@@ -117,20 +128,7 @@ pub(super) fn run<M: Model, Q: PendingSet<Event<M::Event>> + Send>(
     if threads == 0 {
         return Err(ConfigError::new(Setting::Threads, 0, "it must be at least 1").into());
     }
-    let pool = rayon::ThreadPoolBuilder::new()
-        .num_threads(threads)
-        .thread_name(|i| format!("chronon-ws-{i}"))
-        .start_handler({
-            let cfg = cfg.clone();
-            move |_| cfg.enter_thread()
-        })
-        .build()
-        .map_err(|e| {
-            SimError::config(
-                Setting::Lps,
-                format!("cannot start the work-stealing pool: {e}"),
-            )
-        })?;
+    let pool = pool(cfg, threads)?;
     let links = Links::new(model, cfg.lps)?;
     let la_out = out_lookaheads(&links, cfg.lps);
     let mut globals = GlobalQueue::for_run(model, cfg)?;
@@ -140,19 +138,7 @@ pub(super) fn run<M: Model, Q: PendingSet<Event<M::Event>> + Send>(
     let init_start = Instant::now();
     let n_counters = model.counter_names().len();
     let mut counters = vec![0i64; n_counters];
-    let (slots, initial) = init_lps(model, cfg, &mut counters)?;
-    let mut units: Vec<Unit<M::State, Q>> = slots
-        .into_iter()
-        .enumerate()
-        .map(|(i, slot)| Unit {
-            id: i as LpId,
-            slot,
-            queue: Q::new(),
-        })
-        .collect();
-    for ev in initial {
-        units[ev.dst as usize].queue.push(ev);
-    }
+    let mut units = init_units::<M, Q>(model, cfg, &mut counters)?;
     let mut report = Report::new("lockstep", threads, cfg.queue.name(), cfg.lps, end);
     report.init_s = init_start.elapsed().as_secs_f64();
     report.placement = crate::placement::Placement::none(
@@ -162,10 +148,14 @@ pub(super) fn run<M: Model, Q: PendingSet<Event<M::Event>> + Send>(
 
     let start = Instant::now();
     let mut outs: Vec<TaskOut<M::Event>> = Vec::new();
-    let (mut rounds, mut tasks, mut active_lps, mut processed) = (0u64, 0u64, 0u64, 0u64);
-    let mut last_time: Time = 0.0;
-    // Per pool thread: events and tasks run (the report's `workers`).
-    let mut per_thread = vec![(0u64, 0u64); threads];
+    let mut totals = Totals {
+        rounds: 0,
+        tasks: 0,
+        active_lps: 0,
+        processed: 0,
+        last_time: 0.0,
+        per_thread: vec![(0, 0); threads],
+    };
     let mut stopped = false;
     let mut failure: Option<SimError> = None;
     loop {
@@ -173,17 +163,7 @@ pub(super) fn run<M: Model, Q: PendingSet<Event<M::Event>> + Send>(
             stopped = true;
             break;
         }
-        // GST and InClock: one pass over the LPs' heads.
-        let mut gst: Option<EventKey> = None;
-        let mut in_clock = Time::INFINITY;
-        for (u, la) in units.iter_mut().zip(&la_out) {
-            if let Some(k) = u.queue.peek().map(|e| e.key()) {
-                if gst.is_none_or(|m| k < m) {
-                    gst = Some(k);
-                }
-                in_clock = in_clock.min(k.time + la);
-            }
-        }
+        let (gst, in_clock) = heads(&mut units, &la_out);
         let t_min = gst.map_or(Time::INFINITY, |k| k.time);
         if g < t_min && g < end && t_min.is_finite() {
             // The safe place: every LP event before `t_min` has run, none after it has.
@@ -195,19 +175,7 @@ pub(super) fn run<M: Model, Q: PendingSet<Event<M::Event>> + Send>(
         if t_min >= end || t_min.is_nan() {
             break;
         }
-        let cap = if g < end {
-            EventKey {
-                time: g,
-                seq: 0,
-                src: ENGINE_SENDER,
-            }
-        } else {
-            EventKey {
-                time: end,
-                seq: 0,
-                src: 0,
-            }
-        };
+        let cap = cap_key(g, end);
         let step = Step {
             model,
             lps: cfg.lps,
@@ -240,30 +208,17 @@ pub(super) fn run<M: Model, Q: PendingSet<Event<M::Event>> + Send>(
                 s.spawn(move |_| run_group(step, group, out));
             }
         });
-        active_lps += active.len() as u64;
+        totals.active_lps += active.len() as u64;
         drop(active);
-        rounds += 1;
-        tasks += groups as u64;
-        let mut ran = 0;
-        for out in outs.iter_mut().take(groups) {
-            for (c, x) in counters.iter_mut().zip(out.counters.iter_mut()) {
-                *c += std::mem::take(x);
-            }
-            let events = std::mem::take(&mut out.events);
-            ran += events;
-            let t = &mut per_thread[out.thread.min(threads - 1)];
-            t.0 += events;
-            t.1 += 1;
-            last_time = last_time.max(out.last_time);
-            if let Some(e) = out.error.take() {
-                failure = Some(earlier(e, failure.take()));
-            }
-            // Group order, then each task's send order: deterministic.
-            for e in out.sent.drain(..) {
-                units[e.dst as usize].queue.push(e);
-            }
-        }
-        processed += ran;
+        totals.rounds += 1;
+        totals.tasks += groups as u64;
+        let ran = deliver(
+            &mut outs[..groups],
+            &mut units,
+            &mut counters,
+            &mut totals,
+            &mut failure,
+        );
         if failure.is_some() {
             break;
         }
@@ -274,14 +229,142 @@ pub(super) fn run<M: Model, Q: PendingSet<Event<M::Event>> + Send>(
     if let Some(e) = failure {
         return Err(e);
     }
+    finish(
+        model, cfg, units, &counters, &globals, totals, report, stopped, wall, threshold,
+    )
+}
+
+/// The dedicated rayon pool of `threads` threads.
+fn pool(cfg: &RunConfig, threads: usize) -> Result<rayon::ThreadPool, SimError> {
+    rayon::ThreadPoolBuilder::new()
+        .num_threads(threads)
+        .thread_name(|i| format!("chronon-ws-{i}"))
+        .start_handler({
+            let cfg = cfg.clone();
+            move |_| cfg.enter_thread()
+        })
+        .build()
+        .map_err(|e| {
+            SimError::config(
+                Setting::Lps,
+                format!("cannot start the work-stealing pool: {e}"),
+            )
+        })
+}
+
+/// The key below which a lock-step runs nothing: the next global event `g`, or the end.
+fn cap_key(g: Time, end: Time) -> EventKey {
+    if g < end {
+        EventKey {
+            time: g,
+            seq: 0,
+            src: ENGINE_SENDER,
+        }
+    } else {
+        EventKey {
+            time: end,
+            seq: 0,
+            src: 0,
+        }
+    }
+}
+
+/// Every LP's slot with its own pending set, holding its initial events.
+fn init_units<M: Model, Q: PendingSet<Event<M::Event>>>(
+    model: &M,
+    cfg: &RunConfig,
+    counters: &mut [i64],
+) -> Result<Vec<Unit<M::State, Q>>, SimError> {
+    let (slots, initial) = init_lps(model, cfg, counters)?;
+    let mut units: Vec<Unit<M::State, Q>> = slots
+        .into_iter()
+        .enumerate()
+        .map(|(i, slot)| Unit {
+            id: i as LpId,
+            slot,
+            queue: Q::new(),
+        })
+        .collect();
+    for ev in initial {
+        units[ev.dst as usize].queue.push(ev);
+    }
+    Ok(units)
+}
+
+/// GST (the smallest pending key; `None`: nothing is pending) and InClock, in one pass over
+/// the LPs' heads.
+fn heads<S, P, Q: PendingSet<Event<P>>>(
+    units: &mut [Unit<S, Q>],
+    la_out: &[Time],
+) -> (Option<EventKey>, Time) {
+    let mut gst: Option<EventKey> = None;
+    let mut in_clock = Time::INFINITY;
+    for (u, la) in units.iter_mut().zip(la_out) {
+        if let Some(k) = u.queue.peek().map(|e| e.key()) {
+            if gst.is_none_or(|m| k < m) {
+                gst = Some(k);
+            }
+            in_clock = in_clock.min(k.time + la);
+        }
+    }
+    (gst, in_clock)
+}
+
+/// After a lock-step's tasks: adds their counters and figures, keeps the earliest error, and
+/// delivers their sends group by group in order (deterministic). Returns the events run.
+fn deliver<S, P, Q: PendingSet<Event<P>>>(
+    outs: &mut [TaskOut<P>],
+    units: &mut [Unit<S, Q>],
+    counters: &mut [i64],
+    totals: &mut Totals,
+    failure: &mut Option<SimError>,
+) -> u64 {
+    let mut ran = 0;
+    let threads = totals.per_thread.len();
+    for out in outs {
+        for (c, x) in counters.iter_mut().zip(out.counters.iter_mut()) {
+            *c += std::mem::take(x);
+        }
+        let events = std::mem::take(&mut out.events);
+        ran += events;
+        let t = &mut totals.per_thread[out.thread.min(threads - 1)];
+        t.0 += events;
+        t.1 += 1;
+        totals.last_time = totals.last_time.max(out.last_time);
+        if let Some(e) = out.error.take() {
+            *failure = Some(earlier(e, failure.take()));
+        }
+        // Group order, then each task's send order: deterministic.
+        for e in out.sent.drain(..) {
+            units[e.dst as usize].queue.push(e);
+        }
+    }
+    totals.processed += ran;
+    ran
+}
+
+/// The report, once the last lock-step ran (a run that ends at a checkpoint's cut saves it).
+#[allow(clippy::too_many_arguments)]
+fn finish<M: Model, Q: PendingSet<Event<M::Event>>>(
+    model: &M,
+    cfg: &RunConfig,
+    units: Vec<Unit<M::State, Q>>,
+    counters: &[i64],
+    globals: &GlobalQueue,
+    totals: Totals,
+    mut report: Report,
+    stopped: bool,
+    wall: f64,
+    threshold: usize,
+) -> Result<Report, SimError> {
     let pending: usize = units.iter().map(|u| u.queue.len()).sum();
     let (lps, mut queues): (Vec<LpSlot<M::State>>, Vec<Q>) =
         units.into_iter().map(|u| (u.slot, u.queue)).unzip();
-    report.processed = processed;
+    report.processed = totals.processed;
     report.complete = !stopped;
-    report.last_time = last_time;
-    cfg.progress.set_now(last_time);
-    finish_report(model, &lps, &counters, &mut report)?;
+    report.last_time = totals.last_time;
+    cfg.progress.set_now(totals.last_time);
+    finish_report(model, &lps, counters, &mut report)?;
     globals.add_to(&mut report);
     report.set_wall(wall);
     report.pending_at_end = pending as u64;
@@ -297,22 +380,22 @@ pub(super) fn run<M: Model, Q: PendingSet<Event<M::Event>> + Send>(
             (0, usize::MAX),
             lps,
             events,
-            &counters,
-            Some(&globals),
+            counters,
+            Some(globals),
         );
     }
     let st = &mut report.executor_stats;
     st.insert("runtime_work_stealing".into(), 1.0);
     st.insert("threshold".into(), threshold as f64);
-    st.insert("rounds".into(), rounds as f64);
-    if rounds > 0 {
-        let r = rounds as f64;
+    st.insert("rounds".into(), totals.rounds as f64);
+    if totals.rounds > 0 {
+        let r = totals.rounds as f64;
         st.insert("round_us".into(), wall * 1e6 / r);
-        st.insert("events_per_round".into(), processed as f64 / r);
-        st.insert("tasks_per_round".into(), tasks as f64 / r);
-        st.insert("lps_per_round".into(), active_lps as f64 / r);
+        st.insert("events_per_round".into(), totals.processed as f64 / r);
+        st.insert("tasks_per_round".into(), totals.tasks as f64 / r);
+        st.insert("lps_per_round".into(), totals.active_lps as f64 / r);
     }
-    for (events, tasks) in per_thread {
+    for (events, tasks) in totals.per_thread {
         let mut m = std::collections::BTreeMap::new();
         m.insert("events".to_string(), events as f64);
         m.insert("tasks".to_string(), tasks as f64);
