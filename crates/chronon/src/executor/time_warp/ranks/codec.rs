@@ -7,13 +7,15 @@
 //! - anti-message (1): dst, key, id.
 //!
 //! One MPI message (a batch of the rank layer) holds one or more records, from this rank's
-//! driver only, in the order it posted them.
+//! driver only, in the order it posted them. The fields are written and read with the rank
+//! transport's one field codec (`transport/mpi/codec.rs`).
 
 use serde::de::DeserializeOwned;
 use serde::Serialize;
 
 use super::super::lp::{Anti, Msg, TwEvent};
 use crate::event::EventKey;
+use crate::transport::mpi::codec::{put_key, put_payload, Reader};
 
 const EVENT: u8 = 0;
 const ANTI: u8 = 1;
@@ -31,12 +33,6 @@ pub(crate) fn end_record(out: &mut [u8], at: usize, count: u32) {
     out[at..at + 4].copy_from_slice(&count.to_le_bytes());
 }
 
-fn put_key(out: &mut Vec<u8>, k: EventKey) {
-    out.extend_from_slice(&k.time.to_bits().to_le_bytes());
-    out.extend_from_slice(&k.seq.to_le_bytes());
-    out.extend_from_slice(&k.src.to_le_bytes());
-}
-
 /// Appends one message; a payload that serde refuses is an error (and `out` is left as it
 /// was).
 pub(crate) fn put<P: Serialize>(out: &mut Vec<u8>, m: &Msg<P>) -> Result<(), String> {
@@ -52,7 +48,7 @@ pub(crate) fn put<P: Serialize>(out: &mut Vec<u8>, m: &Msg<P>) -> Result<(), Str
             for &k in stack {
                 put_key(out, k);
             }
-            if let Err(err) = bincode::serialize_into(&mut *out, &e.payload) {
+            if let Err(err) = put_payload(out, &e.payload) {
                 out.truncate(at);
                 return Err(format!(
                     "an event payload for LP {} at time {} does not serialize: {err}",
@@ -70,38 +66,15 @@ pub(crate) fn put<P: Serialize>(out: &mut Vec<u8>, m: &Msg<P>) -> Result<(), Str
     Ok(())
 }
 
-fn take<const N: usize>(b: &mut &[u8]) -> Result<[u8; N], String> {
-    let (head, rest) = b
-        .split_at_checked(N)
-        .ok_or_else(|| "a Time Warp batch from another rank ends early".to_string())?;
-    *b = rest;
-    Ok(head.try_into().expect("N bytes"))
-}
-
-fn u32_(b: &mut &[u8]) -> Result<u32, String> {
-    take::<4>(b).map(u32::from_le_bytes)
-}
-
-fn u64_(b: &mut &[u8]) -> Result<u64, String> {
-    take::<8>(b).map(u64::from_le_bytes)
-}
-
-fn key(b: &mut &[u8]) -> Result<EventKey, String> {
-    Ok(EventKey {
-        time: f64::from_bits(u64_(b)?),
-        seq: u64_(b)?,
-        src: u32_(b)?,
-    })
-}
-
 /// Decodes every record of a batch: `on_record(epoch, messages)` per record, in order.
 pub(crate) fn decode<P: DeserializeOwned>(
-    mut b: &[u8],
+    b: &[u8],
     mut on_record: impl FnMut(u64, &mut dyn Iterator<Item = Result<Msg<P>, String>>),
 ) -> Result<(), String> {
+    let mut b = Reader::new(b, "a Time Warp batch");
     while !b.is_empty() {
-        let epoch = u64_(&mut b)?;
-        let count = u32_(&mut b)?;
+        let epoch = b.u64()?;
+        let count = b.u32()?;
         let mut failed = None;
         {
             let mut left = count;
@@ -130,38 +103,36 @@ pub(crate) fn decode<P: DeserializeOwned>(
     Ok(())
 }
 
-fn one<P: DeserializeOwned>(b: &mut &[u8]) -> Result<Msg<P>, String> {
-    match take::<1>(b)?[0] {
+fn one<P: DeserializeOwned>(b: &mut Reader<'_>) -> Result<Msg<P>, String> {
+    match b.u8()? {
         EVENT => {
-            let k = key(b)?;
-            let dst = u32_(b)?;
-            let id = u64_(b)?;
-            let n = u32_(b)? as usize;
+            let k = b.key()?;
+            let dst = b.u32()?;
+            let id = b.u64()?;
+            let n = b.u32()? as usize;
             let stack = if n == 0 {
                 None
             } else {
                 let mut v = Vec::with_capacity(n.min(1 << 16));
                 for _ in 0..n {
-                    v.push(key(b)?);
+                    v.push(b.key()?);
                 }
                 Some(Box::new(v))
             };
-            let payload: P = bincode::deserialize_from(&mut *b)
-                .map_err(|e| format!("an event payload from another rank does not decode: {e}"))?;
             let ev = TwEvent {
                 time: k.time,
                 seq: k.seq,
                 id,
                 src: k.src,
                 dst,
-                payload,
+                payload: b.payload()?,
             };
             Ok(Msg::Event(ev, stack))
         }
         ANTI => {
-            let dst = u32_(b)?;
-            let key = key(b)?;
-            let id = u64_(b)?;
+            let dst = b.u32()?;
+            let key = b.key()?;
+            let id = b.u64()?;
             Ok(Msg::Anti(Anti { dst, key, id }))
         }
         k => Err(format!(
