@@ -16,8 +16,11 @@
 //! apart: `worker.rs` executes below a bound it is given and batches events per destination
 //! worker, flushed through the worker's transport endpoint (`crate::transport`: mailboxes and
 //! the GSU between threads, shared-memory rings between processes); `shared.rs` is what the
-//! workers share; `launch.rs` starts the threads and assembles the report; `procs.rs` starts
-//! worker processes and gathers their report; `config.rs` the
+//! workers share; `part.rs` sets up a part of a run (every worker on threads, or one worker
+//! process or rank: mapping, links, lookaheads, start-up checks, globals, LPs, pending sets)
+//! and runs its threads; `launch.rs` runs the whole run on threads and assembles the report;
+//! `procs/` starts worker processes, runs a part in each (`child.rs::run_part`, which MPI
+//! ranks run too, `ranks.rs`) and gathers their report; `config.rs` the
 //! settings; `lp_table.rs`, `balance.rs`, `claim.rs` LP ownership and load balancing. Each
 //! worker keeps one pending set for all its LPs and pops it in key order below its safe bound,
 //! exactly like the sequential executor restricted to its LPs; remote events travel as batches,
