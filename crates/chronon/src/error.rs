@@ -3,7 +3,7 @@
 use std::fmt;
 
 use crate::event::ENGINE_SENDER;
-use crate::model::{LpId, Time};
+use crate::types::{LpId, Time};
 
 /// A model broke a rule of the engine inside a handler (bad send, unknown counter).
 #[derive(Clone, Debug, PartialEq)]

@@ -7,7 +7,7 @@
 
 use std::cmp::Ordering;
 
-use crate::model::{LpId, Time};
+use crate::types::{LpId, Time};
 
 /// The sender used for events that no LP sent (global events scheduled by the engine).
 pub const ENGINE_SENDER: LpId = LpId::MAX;

@@ -9,8 +9,8 @@
 use std::fmt;
 
 use crate::event::EventKey;
-use crate::model::LpId;
 use crate::rng::mix64;
+use crate::types::LpId;
 
 /// The digest's multiplier (odd, so invertible modulo 2^64) and its inverse.
 const MUL: u64 = 0x9E37_79B9_7F4A_7C15;

@@ -21,7 +21,7 @@
 
 use serde::{Deserialize, Serialize};
 
-use crate::model::Time;
+use crate::types::Time;
 
 /// Observations of one quantity: count, sum, sum of squares, min and max.
 #[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]

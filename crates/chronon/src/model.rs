@@ -8,11 +8,7 @@ pub(crate) use crate::model_stats::{StatKind, StatOp};
 use crate::preempt::PlatformReturn;
 use crate::rng::LpRng;
 
-/// Simulated time. Always finite and non-negative inside the engine.
-pub type Time = f64;
-
-/// The index of a logical process, `0..lps`.
-pub type LpId = u32;
+pub use crate::types::{LpId, Time};
 
 /// A reverse handler ([`Model::reverse_handler`]): undoes one event of LP `ctx.me` at
 /// `ctx.now`, taking the state after the event back to the state before it.

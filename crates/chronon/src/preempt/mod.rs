@@ -10,7 +10,7 @@ use corosensei::stack::DefaultStack;
 use corosensei::{Coroutine, CoroutineResult, Yielder};
 
 use crate::comm::Mailbox;
-use crate::model::Time;
+use crate::types::Time;
 
 pub(crate) mod ticks;
 

@@ -4,7 +4,7 @@ use std::cell::Cell;
 use std::rc::Rc;
 
 use super::{earlier_waits, BhMin, Context, PlatformReturn, StackPool, Step, Switch};
-use crate::model::Time;
+use crate::types::Time;
 
 struct Reg(Cell<Time>);
 impl BhMin for Reg {
