@@ -7,8 +7,12 @@
 //!   (`crates/chronon-models`) do not name the runner; the runner (`crates/chronon-cli`) does
 //!   not name the Python package.
 //!
+//! - Inside `executor/time_warp/` the modules import each other without a circle (parts below
+//!   the worker, the files that extend the worker above it): the test prints the circle.
+//!
 //! A file that breaks a rule fails the test with the file, the line and the rule.
 
+use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 
 /// A rule: in the files under `root` (relative to the workspace), except those whose path
@@ -150,6 +154,333 @@ fn the_engine_and_the_models_depend_on_nothing_above_them() {
                     "{manifest} depends on {name}, a layer above it: {line}"
                 );
             }
+        }
+    }
+}
+
+/// A folder whose modules must not import each other in a circle, relative to the workspace,
+/// and the crate path of its module.
+const ACYCLIC: &[(&str, &str)] = &[(
+    "crates/chronon/src/executor/time_warp",
+    "crate::executor::time_warp",
+)];
+
+/// The module path of a file relative to its folder's module: `worker.rs` is `worker`,
+/// `ranks/mod.rs` is `ranks`, `ranks/run.rs` is `ranks/run`, the folder's `mod.rs` is empty.
+fn module_of(rel: &str) -> Vec<String> {
+    let mut parts: Vec<String> = rel
+        .trim_end_matches(".rs")
+        .split('/')
+        .map(String::from)
+        .collect();
+    if parts.last().is_some_and(|p| p == "mod") {
+        parts.pop();
+    }
+    parts
+}
+
+/// The first identifiers of the paths that follow `at` in `code` (`lp::Msg` gives `lp`;
+/// `{lp::Msg, shared::Shared}` gives `lp` and `shared`; `*` and `self` give nothing more
+/// than the module itself, an empty entry).
+fn heads(code: &str) -> Vec<Vec<String>> {
+    let ident = |s: &str| -> Vec<String> {
+        let mut out = Vec::new();
+        for seg in s.split("::") {
+            let seg = seg.trim();
+            let name: String = seg
+                .chars()
+                .take_while(|c| c.is_alphanumeric() || *c == '_')
+                .collect();
+            if name.is_empty() || name == "self" || name.len() != seg.len() {
+                if !name.is_empty() && name != "self" {
+                    out.push(name);
+                }
+                break;
+            }
+            out.push(name);
+        }
+        out
+    };
+    let code = code.trim_start();
+    if let Some(group) = code.strip_prefix('{') {
+        // Top-level entries of the group, up to its closing brace.
+        let (mut depth, mut start, mut entries) = (0usize, 0usize, Vec::new());
+        for (i, c) in group.char_indices() {
+            match c {
+                '{' => depth += 1,
+                '}' if depth == 0 => {
+                    entries.push(&group[start..i]);
+                    break;
+                }
+                '}' => depth -= 1,
+                ',' if depth == 0 => {
+                    entries.push(&group[start..i]);
+                    start = i + 1;
+                }
+                _ => {}
+            }
+        }
+        entries.into_iter().map(ident).collect()
+    } else {
+        vec![ident(code)]
+    }
+}
+
+/// The module graph of a folder's files (`(path relative to the folder, text)`): an edge
+/// `a -> b` for every code path (a `use` or a path in an expression or type; comments do not
+/// count) in module `a` that starts with `super::` or with the folder's crate path `krate` and
+/// names module `b` (the longest module path among the folder's files that it starts with).
+/// Paths into the folder's own module (its `mod.rs`: the module map) or a module's own file
+/// are not edges. The value of each edge: where it is first seen (file:line).
+fn module_graph(files: &[(String, String)], krate: &str) -> BTreeMap<(String, String), String> {
+    let known: BTreeSet<Vec<String>> = files.iter().map(|(rel, _)| module_of(rel)).collect();
+    let name = |m: &[String]| m.join("/");
+    let mut edges = BTreeMap::new();
+    for (rel, text) in files {
+        let file_mod = module_of(rel);
+        if file_mod.is_empty() {
+            continue;
+        }
+        // Code only, a `use` group joined onto its first line.
+        let lines: Vec<String> = text
+            .lines()
+            .map(|l| l.split("//").next().unwrap_or("").to_string())
+            .collect();
+        // Inline modules (`mod tests {` … `}` at the same indentation) nest the path.
+        let mut inline: Vec<(String, String)> = Vec::new();
+        let mut i = 0;
+        while i < lines.len() {
+            let mut code = lines[i].clone();
+            let at = i + 1;
+            let trimmed = code.trim_start();
+            let indent = code[..code.len() - trimmed.len()].to_string();
+            if inline
+                .last()
+                .is_some_and(|(_, ind)| code == format!("{ind}}}"))
+            {
+                inline.pop();
+            }
+            let decl = trimmed
+                .strip_prefix("pub(crate) ")
+                .or_else(|| trimmed.strip_prefix("pub(super) "))
+                .unwrap_or(trimmed);
+            if let Some(m) = decl.strip_prefix("mod ").and_then(|r| r.strip_suffix('{')) {
+                inline.push((m.trim().to_string(), indent));
+            }
+            while code.matches('{').count() > code.matches('}').count()
+                && code.contains("use ")
+                && i + 1 < lines.len()
+            {
+                i += 1;
+                code.push(' ');
+                code.push_str(&lines[i]);
+            }
+            i += 1;
+            let mut here = file_mod.clone();
+            here.extend(inline.iter().map(|(m, _)| m.clone()));
+            let mut rest = code.as_str();
+            while let Some((before, after)) = find_path(rest, krate) {
+                rest = after.1;
+                let base: Vec<String> = match before {
+                    None => Vec::new(),
+                    Some(n) if n <= here.len() => here[..here.len() - n].to_vec(),
+                    Some(_) => continue,
+                };
+                for head in heads(after.0) {
+                    let mut full = base.clone();
+                    full.extend(head);
+                    let target = (0..=full.len())
+                        .rev()
+                        .map(|k| full[..k].to_vec())
+                        .find(|p| known.contains(p));
+                    let Some(target) = target else { continue };
+                    if target.is_empty() || target == file_mod {
+                        continue;
+                    }
+                    edges
+                        .entry((name(&file_mod), name(&target)))
+                        .or_insert_with(|| format!("{rel}:{at}"));
+                }
+            }
+        }
+    }
+    edges
+}
+
+/// The next path in `code` that starts with `super::` (how many `super`s: `Some(n)`) or with
+/// `krate::` (`None`), with what follows its prefix, and the code after it.
+#[allow(clippy::type_complexity)]
+fn find_path<'c>(code: &'c str, krate: &str) -> Option<(Option<usize>, (&'c str, &'c str))> {
+    let boundary = |s: &str, i: usize| {
+        s[..i]
+            .chars()
+            .next_back()
+            .is_none_or(|c| !(c.is_alphanumeric() || c == '_' || c == ':'))
+    };
+    let sup = code
+        .match_indices("super::")
+        .find(|(i, _)| boundary(code, *i))
+        .map(|(i, _)| i);
+    let kr = code
+        .match_indices(&format!("{krate}::"))
+        .find(|(i, _)| boundary(code, *i))
+        .map(|(i, _)| i);
+    match (sup, kr) {
+        (Some(s), k) if k.is_none_or(|k| s < k) => {
+            let mut n = 0;
+            let mut rest = &code[s..];
+            while let Some(r) = rest.strip_prefix("super::") {
+                n += 1;
+                rest = r;
+            }
+            Some((Some(n), (rest, rest)))
+        }
+        (_, Some(k)) => {
+            let rest = &code[k + krate.len() + 2..];
+            Some((None, (rest, rest)))
+        }
+        _ => None,
+    }
+}
+
+/// A circle in the graph, if there is one: its modules in order, the first repeated at the end.
+fn find_cycle(edges: &BTreeMap<(String, String), String>) -> Option<Vec<String>> {
+    let mut next: BTreeMap<&str, Vec<&str>> = BTreeMap::new();
+    for (a, b) in edges.keys() {
+        next.entry(a).or_default().push(b);
+    }
+    // 0: not seen, 1: on the path, 2: done.
+    let mut state: BTreeMap<&str, u8> = BTreeMap::new();
+    fn visit<'g>(
+        n: &'g str,
+        next: &BTreeMap<&'g str, Vec<&'g str>>,
+        state: &mut BTreeMap<&'g str, u8>,
+        path: &mut Vec<&'g str>,
+    ) -> Option<Vec<String>> {
+        state.insert(n, 1);
+        path.push(n);
+        for &m in next.get(n).map(Vec::as_slice).unwrap_or(&[]) {
+            match state.get(m).copied().unwrap_or(0) {
+                1 => {
+                    let from = path.iter().position(|&p| p == m).expect("on the path");
+                    let mut cycle: Vec<String> =
+                        path[from..].iter().map(|s| s.to_string()).collect();
+                    cycle.push(m.to_string());
+                    return Some(cycle);
+                }
+                0 => {
+                    if let Some(c) = visit(m, next, state, path) {
+                        return Some(c);
+                    }
+                }
+                _ => {}
+            }
+        }
+        path.pop();
+        state.insert(n, 2);
+        None
+    }
+    let nodes: Vec<&str> = next.keys().copied().collect();
+    for n in nodes {
+        if state.get(n).copied().unwrap_or(0) == 0 {
+            if let Some(c) = visit(n, &next, &mut state, &mut Vec::new()) {
+                return Some(c);
+            }
+        }
+    }
+    None
+}
+
+/// The circle as a message: each step with the line that makes it.
+fn describe(cycle: &[String], edges: &BTreeMap<(String, String), String>) -> String {
+    cycle
+        .windows(2)
+        .map(|w| {
+            let at = &edges[&(w[0].clone(), w[1].clone())];
+            format!("  {} -> {} ({at})", w[0], w[1])
+        })
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
+#[test]
+fn the_circle_check_finds_a_made_up_circle_through_a_group_a_nested_path_and_a_test_module() {
+    let krate = "crate::executor::x";
+    let file = |rel: &str, text: &str| (rel.to_string(), text.to_string());
+    let mut files = vec![
+        file("mod.rs", "mod a;\nmod b;\nmod sub;\npub use a::A;\n"),
+        file(
+            "a.rs",
+            "use super::{c::C, b::{B, B2}};\n// use super::d::D;\n",
+        ),
+        file("b.rs", "fn f() -> super::sub::run::R { todo!() }\n"),
+        file(
+            "c.rs",
+            "#[cfg(test)]\nmod tests {\n    use super::*;\n    use super::super::b::B;\n}\n",
+        ),
+        file("sub/mod.rs", "pub(super) mod run;\n"),
+        file(
+            "sub/run.rs",
+            "use crate::executor::x::a::A;\nuse super::super::c::C;\n",
+        ),
+        file("d.rs", "use super::a::A;\n"),
+    ];
+    let edges = module_graph(&files, krate);
+    let keys: Vec<(String, String)> = edges.keys().cloned().collect();
+    let e = |a: &str, b: &str| (a.to_string(), b.to_string());
+    assert_eq!(
+        keys,
+        [
+            e("a", "b"),
+            e("a", "c"),
+            e("b", "sub/run"),
+            e("c", "b"),
+            e("d", "a"),
+            e("sub/run", "a"),
+            e("sub/run", "c"),
+        ]
+    );
+    let cycle = find_cycle(&edges).expect("a -> b -> sub/run -> a");
+    assert_eq!(cycle.first(), cycle.last());
+    assert!(describe(&cycle, &edges).contains("sub/run -> "));
+    // Without the path back up there is no circle.
+    files[5] = file("sub/run.rs", "use super::super::c::C;\n");
+    files[3] = file("c.rs", "");
+    assert_eq!(find_cycle(&module_graph(&files, krate)), None);
+}
+
+#[test]
+fn time_warp_imports_no_circle() {
+    let ws = workspace();
+    for (dir, krate) in ACYCLIC {
+        let root = ws.join(dir);
+        let mut paths = Vec::new();
+        rust_files(&root, &mut paths);
+        let files: Vec<(String, String)> = paths
+            .iter()
+            .map(|p| {
+                let rel = p
+                    .strip_prefix(&root)
+                    .expect("under the root")
+                    .to_string_lossy()
+                    .replace('\\', "/");
+                (
+                    rel,
+                    std::fs::read_to_string(p).expect("a readable source file"),
+                )
+            })
+            .collect();
+        let edges = module_graph(&files, krate);
+        assert!(
+            edges.len() > 20,
+            "{dir}: too few imports seen ({})",
+            edges.len()
+        );
+        if let Some(cycle) = find_cycle(&edges) {
+            panic!(
+                "{dir}: modules import each other in a circle:\n{}",
+                describe(&cycle, &edges)
+            );
         }
     }
 }

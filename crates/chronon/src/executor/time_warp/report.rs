@@ -1,58 +1,31 @@
-//! The Time Warp run report: per-worker counters, the LPs reassembled in order, totals.
+//! The Time Warp run report: the LPs reassembled in order, totals, the workers' figures.
 
 use std::sync::atomic::Ordering;
 
 use super::cancelled::Cancelled;
 use super::lp::{Msg, TwEvent};
+use super::lp::{TwCold, TwLp};
+use super::options::Saving;
 use super::options::TimeWarpConfig;
-use super::setup::WorkerResult;
-use super::shared::{Saving, Shared};
+use super::shared::Shared;
+use super::stats::Stats;
 use super::transport::Wires;
 use crate::error::SimError;
 use crate::executor::{finish_report, LpSlot, RunConfig};
-use crate::model::{Model, Time};
+use crate::model::Model;
 use crate::queue::PendingSet;
 use crate::stats::Report;
 
-/// Per-worker counters, reported in `workers`.
-#[derive(Clone, Copy, Debug, Default)]
-pub(super) struct Stats {
-    pub(super) processed: u64,
-    pub(super) committed: u64,
-    /// Of `committed`: events committed as they ran, with no record (safe.rs).
-    pub(super) safe: u64,
-    /// Of `committed`: older records of safe events' LPs, committed before GVT passed them.
-    pub(super) safe_early: u64,
-    pub(super) rolled_back: u64,
-    pub(super) primary: u64,
-    pub(super) secondary: u64,
-    pub(super) antis: u64,
-    pub(super) coasted: u64,
-    pub(super) checkpoints: u64,
-    pub(super) reports: u64,
-    pub(super) peak_bytes: u64,
-    /// Copy state saving: the checkpoint interval in use at the end.
-    pub(super) checkpoint_interval: u64,
-    /// The latest time of an event this worker committed.
-    pub(super) last_committed: Time,
-    /// User and system CPU seconds of the worker's thread (from the OS; 0 where unreported).
-    pub(super) cpu_user: f64,
-    pub(super) cpu_sys: f64,
-    /// The longest rollback (events undone by one primary or secondary rollback).
-    pub(super) rollback_max: u64,
-    /// Wall nanoseconds spent in rollbacks (undoing, anti-messages, restoring, coasting).
-    pub(super) rollback_ns: u64,
-    /// Preemptive Time Warp's figures (zero when off).
-    pub(super) preempt: super::preempt::PreemptStats,
-    /// Wall nanoseconds of the worker's loop, and of its parts: waiting with nothing it may
-    /// run (spans of loop turns that ran no event), GVT reports (draining, pushing sends,
-    /// reporting), fossil collection (committing). The rest is busy: events, rollbacks
-    /// (`rollback_ns`), receiving and sending.
-    pub(super) loop_ns: u64,
-    pub(super) idle_ns: u64,
-    pub(super) gvt_ns: u64,
-    pub(super) fossil_ns: u64,
-}
+/// What a worker hands back: its LPs, committed counter totals, figures, and whether it saw
+/// the run complete.
+pub(super) type WorkerResult<M, Q> = (
+    Vec<TwLp<<M as Model>::State>>,
+    Vec<TwCold<<M as Model>::State, <M as Model>::Event>>,
+    Vec<i64>,
+    Stats,
+    bool,
+    (Q, Cancelled),
+);
 
 #[allow(clippy::too_many_arguments)]
 pub(super) fn finish<M: Model, Q: PendingSet<TwEvent<M::Event>>>(

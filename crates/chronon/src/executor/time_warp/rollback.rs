@@ -2,7 +2,7 @@
 
 use super::history::Extra;
 use super::lp::{Anti, Msg, TwEvent};
-use super::shared::Saving;
+use super::options::Saving;
 use super::worker::Worker;
 use crate::error::SimError;
 use crate::event::EventKey;
@@ -12,7 +12,7 @@ use crate::queue::PendingSet;
 impl<M: Model, Q: PendingSet<TwEvent<M::Event>>> Worker<'_, '_, M, Q> {
     /// Applies the local anti-messages that rollbacks produced (they may roll back more).
     pub(super) fn settle(&mut self) -> Result<(), SimError> {
-        while let Some(a) = self.local_antis.pop() {
+        while let Some(a) = self.scratch.local_antis.pop() {
             self.annihilate(a)?;
         }
         Ok(())
@@ -118,7 +118,7 @@ impl<M: Model, Q: PendingSet<TwEvent<M::Event>>> Worker<'_, '_, M, Q> {
                 };
                 let o = sh.owner_of(s.dst);
                 if o == self.w {
-                    self.local_antis.push(anti);
+                    self.scratch.local_antis.push(anti);
                 } else {
                     self.endpoint.send(&sh.wires, o, Msg::Anti(anti));
                 }
@@ -163,15 +163,16 @@ impl<M: Model, Q: PendingSet<TwEvent<M::Event>>> Worker<'_, '_, M, Q> {
                 c.at >= cold.coast_base,
                 "the coast log reaches back to the checkpoint"
             );
-            self.coast_seqs.clear();
+            self.scratch.coast_seqs.clear();
             let mut seq = lp.last;
             for _ in cold.arena_base.max(c.at)..at {
-                self.coast_seqs.push(seq);
+                self.scratch.coast_seqs.push(seq);
                 seq = self.history.get(seq).expect("a record to coast over").prev;
             }
             let from_log = (c.at..cold.arena_base.min(at))
                 .map(|i| &cold.coast[(i - cold.coast_base) as usize]);
             let from_arena = self
+                .scratch
                 .coast_seqs
                 .iter()
                 .rev()
@@ -186,16 +187,16 @@ impl<M: Model, Q: PendingSet<TwEvent<M::Event>>> Worker<'_, '_, M, Q> {
                         sh.n,
                         sh.lookahead,
                         &mut lp.meta,
-                        &mut self.coast_out,
-                        &mut self.coast_scratch,
-                        &mut self.err,
+                        &mut self.scratch.coast_out,
+                        &mut self.scratch.coast_deltas,
+                        &mut self.scratch.err,
                     );
                     sh.model.on_event(&mut lp.state, &ev.payload, &mut ctx);
                 }
                 // What a coasted event sends and counts was recorded when it first ran.
-                self.coast_out.clear();
-                self.coast_scratch.iter_mut().for_each(|c| *c = 0);
-                self.err = None;
+                self.scratch.coast_out.clear();
+                self.scratch.coast_deltas.iter_mut().for_each(|c| *c = 0);
+                self.scratch.err = None;
                 self.stats.coasted += 1;
             }
         }

@@ -6,16 +6,15 @@ use std::sync::atomic::{AtomicBool, AtomicU64};
 use std::sync::Mutex;
 use std::time::Instant;
 
-use super::cancelled::Cancelled;
 use super::global::Globals;
 use super::gvt::GvtRegisters;
 use super::history::{Extra, Rec, NONE};
 use super::lp::{Checkpoint, TwCold, TwEvent, TwLp};
 use super::memory::{self, MemoryBound};
 use super::optimism::Optimism;
-use super::options::{StateSaving, TimeWarpConfig};
-use super::report::{finish, Stats};
-use super::shared::{Saving, Shared, StateEq};
+use super::options::{PreemptConfig, Saving, StateSaving, TimeWarpConfig};
+use super::report::{finish, WorkerResult};
+use super::shared::{Shared, StateEq};
 use super::transport::Wires;
 use super::worker::Worker;
 use crate::error::{ConfigError, Setting, SimError};
@@ -25,17 +24,6 @@ use crate::partition::Mapping;
 use crate::placement::{touch_queue, touch_vec};
 use crate::queue::{HeapQueue, LadderQueue, PendingSet, QueueKind};
 use crate::stats::Report;
-
-/// What a worker hands back: its LPs, committed counter totals, figures, and whether it saw
-/// the run complete.
-pub(super) type WorkerResult<M, Q> = (
-    Vec<TwLp<<M as Model>::State>>,
-    Vec<TwCold<<M as Model>::State, <M as Model>::Event>>,
-    Vec<i64>,
-    Stats,
-    bool,
-    (Q, Cancelled),
-);
 
 /// Runs `model` under Time Warp on `threads` workers.
 pub(crate) fn run<M: Model>(
@@ -450,7 +438,7 @@ pub(super) fn build<'a, M: Model, Q: PendingSet<TwEvent<M::Event>>>(
         series: Mutex::new(Vec::new()),
         start: Instant::now(),
         progress: &cfg.progress,
-        preempt: opts.preempt.then_some(super::preempt::Config {
+        preempt: opts.preempt.then_some(PreemptConfig {
             max_suspended: opts.max_suspended,
             ticks: opts.ticks,
         }),
@@ -513,7 +501,7 @@ pub(super) fn spawn<M: Model, Q: PendingSet<TwEvent<M::Event>>>(
                             Err(p) => outcome = Err(p),
                         }
                     }
-                    worker.stats.preempt = worker.pstats;
+                    worker.stats.preempt = worker.preempt.stats;
                     let complete = match outcome {
                         Ok(Ok(complete)) => complete,
                         Ok(Err(e)) => {
@@ -530,7 +518,7 @@ pub(super) fn spawn<M: Model, Q: PendingSet<TwEvent<M::Event>>>(
                         }
                     };
                     after(w);
-                    worker.stats.checkpoint_interval = u64::from(worker.k);
+                    worker.stats.checkpoint_interval = u64::from(worker.interval.k());
                     worker.committed_digests();
                     if let Some((user, sys)) = crate::cpu::thread_times() {
                         worker.stats.cpu_user = user;
