@@ -13,6 +13,7 @@
 mod admission;
 mod cancelled;
 mod contexts;
+mod event;
 mod fossil;
 // Used by the MPI transport only (feature `mpi`); built and unit-tested without it, where
 // nothing outside its tests calls it.

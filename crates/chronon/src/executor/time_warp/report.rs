@@ -39,7 +39,80 @@ pub(super) fn finish<M: Model, Q: PendingSet<TwEvent<M::Event>>>(
     wall: f64,
     saving: Saving,
 ) -> Result<Report, SimError> {
-    // Reassemble the LPs in LP order for the report.
+    // A run that ends at a checkpoint's cut: its pending events, every worker's. Every event
+    // pending at a cut has the one-key order stack of an event sent with a positive delay (its
+    // sender ran before the cut, it runs at or after it), so its entry holds its own key.
+    let to_part = cfg.saving() && results.iter().all(|r| r.4);
+    let Gathered {
+        lps,
+        stats,
+        pending,
+        complete,
+        saved,
+    } = gather(cfg, &sh, results, &mut counters, to_part);
+    finish_report(model, &lps, &counters, &mut report)?;
+    if to_part {
+        let globals = sh.globals.queue.lock().unwrap_or_else(|p| p.into_inner());
+        crate::executor::checkpoint::write_split::<M>(
+            cfg,
+            (0, usize::MAX),
+            lps,
+            saved,
+            &counters,
+            Some(&globals),
+        );
+    }
+    let sum = |f: fn(&Stats) -> u64| stats.iter().map(f).sum::<u64>();
+    report.processed = sum(|s| s.processed);
+    report.rolled_back = sum(|s| s.rolled_back);
+    report.complete = complete;
+    report.last_time = stats.iter().map(|s| s.last_committed).fold(0.0, f64::max);
+    report.pending_at_end = pending;
+    report.set_wall(wall);
+    sh.globals
+        .queue
+        .lock()
+        .unwrap_or_else(|p| p.into_inner())
+        .add_to(&mut report);
+    insert_figures(&mut report, &stats, &sh, opts, saving);
+    let window = sh.optimism.summary();
+    window.insert_into(&mut report.executor_stats);
+    report.workers = stats
+        .iter()
+        .map(|s| {
+            let mut m = worker_figures(s, saving);
+            if let Some(p) = sh.preempt {
+                insert_preempt(&mut m, &s.preempt, p.ticks.is_some());
+            }
+            m
+        })
+        .collect();
+    report.placement = sh.pinner.placement();
+    report.gvt_series = sh.series.into_inner().unwrap_or_default();
+    report.window_series = window.series;
+    Ok(report)
+}
+
+/// What the workers handed back, put together: the LPs in LP order, each worker's figures,
+/// the pending events at the end (and, at a checkpoint's cut, the events themselves), and
+/// whether every worker saw the run complete.
+struct Gathered<S, P> {
+    lps: Vec<LpSlot<S>>,
+    stats: Vec<Stats>,
+    pending: u64,
+    complete: bool,
+    saved: Vec<crate::event::Event<P>>,
+}
+
+/// Puts the workers' results together (`counters`: the committed counters, to which each
+/// worker's are added; `to_part`: keep the pending events for a checkpoint's part).
+fn gather<M: Model, Q: PendingSet<TwEvent<M::Event>>>(
+    cfg: &RunConfig,
+    sh: &Shared<'_, M>,
+    results: Vec<WorkerResult<M, Q>>,
+    counters: &mut [i64],
+    to_part: bool,
+) -> Gathered<M::State, M::Event> {
     let mut complete = true;
     // In LP order as they come (block mapping: no second table of LPs at the end, which with
     // millions of LPs would raise the peak footprint); scattered through a table otherwise.
@@ -47,10 +120,6 @@ pub(super) fn finish<M: Model, Q: PendingSet<TwEvent<M::Event>>>(
     let mut all: Vec<Option<LpSlot<M::State>>> = Vec::new();
     let mut stats = Vec::new();
     let mut pending = 0;
-    // A run that ends at a checkpoint's cut: its pending events, every worker's. Every event
-    // pending at a cut has the one-key order stack of an event sent with a positive delay (its
-    // sender ran before the cut, it runs at or after it), so its entry holds its own key.
-    let to_part = cfg.saving() && results.iter().all(|r| r.4);
     let mut saved = Vec::new();
     for (w, (lps, cold, c, st, done, (queue, cancelled))) in results.into_iter().enumerate() {
         complete &= done;
@@ -90,37 +159,32 @@ pub(super) fn finish<M: Model, Q: PendingSet<TwEvent<M::Event>>>(
         }
         stats.push(st);
     }
-    let lps: Vec<LpSlot<M::State>> = if all.is_empty() {
+    let lps = if all.is_empty() {
         in_order
     } else {
         all.into_iter()
             .map(|s| s.expect("every LP returns"))
             .collect()
     };
-    finish_report(model, &lps, &counters, &mut report)?;
-    if to_part {
-        let globals = sh.globals.queue.lock().unwrap_or_else(|p| p.into_inner());
-        crate::executor::checkpoint::write_split::<M>(
-            cfg,
-            (0, usize::MAX),
-            lps,
-            saved,
-            &counters,
-            Some(&globals),
-        );
+    Gathered {
+        lps,
+        stats,
+        pending,
+        complete,
+        saved,
     }
+}
+
+/// The run's Time Warp figures (`executor_stats`): rollbacks, commits, GVT, memory, CPU and
+/// preemption, summed over the workers' `stats`.
+fn insert_figures<M: Model>(
+    report: &mut Report,
+    stats: &[Stats],
+    sh: &Shared<'_, M>,
+    opts: &TimeWarpConfig,
+    saving: Saving,
+) {
     let sum = |f: fn(&Stats) -> u64| stats.iter().map(f).sum::<u64>();
-    report.processed = sum(|s| s.processed);
-    report.rolled_back = sum(|s| s.rolled_back);
-    report.complete = complete;
-    report.last_time = stats.iter().map(|s| s.last_committed).fold(0.0, f64::max);
-    report.pending_at_end = pending;
-    report.set_wall(wall);
-    sh.globals
-        .queue
-        .lock()
-        .unwrap_or_else(|p| p.into_inner())
-        .add_to(&mut report);
     let es = &mut report.executor_stats;
     let processed = report.processed.max(1) as f64;
     es.insert("efficiency".into(), report.committed as f64 / processed);
@@ -179,22 +243,6 @@ pub(super) fn finish<M: Model, Q: PendingSet<TwEvent<M::Event>>>(
             es.insert("ticks_on_s".into(), on);
         }
     }
-    let window = sh.optimism.summary();
-    window.insert_into(es);
-    report.workers = stats
-        .iter()
-        .map(|s| {
-            let mut m = worker_figures(s, saving);
-            if let Some(p) = sh.preempt {
-                insert_preempt(&mut m, &s.preempt, p.ticks.is_some());
-            }
-            m
-        })
-        .collect();
-    report.placement = sh.pinner.placement();
-    report.gvt_series = sh.series.into_inner().unwrap_or_default();
-    report.window_series = window.series;
-    Ok(report)
 }
 
 type Figure = fn(&super::preempt::PreemptStats) -> u64;

@@ -322,6 +322,37 @@ fn memory_bound<M: Model, Q: PendingSet<TwEvent<M::Event>>>(
     Ok(mem)
 }
 
+/// Limits no setting passes: at most `u16::MAX` model counters (`counters`), and a memory bound
+/// that holds at least what the process holds now plus the `lps` LP records (`lp_bytes`; the
+/// bound covers the process: memory.rs).
+fn check_limits(
+    opts: &TimeWarpConfig,
+    lps: u32,
+    counters: usize,
+    lp_bytes: f64,
+) -> Result<(), SimError> {
+    if counters > usize::from(u16::MAX) {
+        return Err(SimError::config(
+            Setting::Model,
+            format!(
+                "Time Warp supports at most {} model counters; the model declares {counters}",
+                u16::MAX,
+            ),
+        ));
+    }
+    if let Some(bound) = opts.max_memory {
+        let least = (memory::resident_bytes().unwrap_or(0) as f64 + lp_bytes) / memory::TARGET;
+        if least > bound as f64 {
+            return Err(SimError::Resource(format!(
+                "Time Warp needs at least {} bytes for the process and {lps} LPs before any event, above --max-memory {bound}; try --max-memory {} or more",
+                least as u64,
+                memory::mib(least)
+            )));
+        }
+    }
+    Ok(())
+}
+
 /// Checks a run of `threads` workers and sets up the workers in `mine` (all of them with
 /// threads; a process's own with `--procs`, where `net` brings the transport between
 /// processes and the shared GVT registers).
@@ -352,16 +383,6 @@ pub(super) fn build<'a, M: Model, Q: PendingSet<TwEvent<M::Event>>>(
 
     let init_start = Instant::now();
     let mut counters = vec![0i64; model.counter_names().len()];
-    if counters.len() > usize::from(u16::MAX) {
-        return Err(SimError::config(
-            Setting::Model,
-            format!(
-                "Time Warp supports at most {} model counters; the model declares {}",
-                u16::MAX,
-                counters.len()
-            ),
-        ));
-    }
     // Copy state saving only keeps a cold record per LP (reverse state saving reads none).
     let copy = saving == Saving::Copy;
     let cold_size = if copy {
@@ -370,19 +391,7 @@ pub(super) fn build<'a, M: Model, Q: PendingSet<TwEvent<M::Event>>>(
         0
     };
     let lp_bytes = (std::mem::size_of::<TwLp<M::State>>() + cold_size) as f64 * f64::from(cfg.lps);
-    // The memory bound covers the process (memory.rs). Refuse at once a bound that cannot
-    // even hold what the process holds now plus the LP records.
-    if let Some(bound) = opts.max_memory {
-        let least = (memory::resident_bytes().unwrap_or(0) as f64 + lp_bytes) / memory::TARGET;
-        if least > bound as f64 {
-            return Err(SimError::Resource(format!(
-                "Time Warp needs at least {} bytes for the process and {} LPs before any event, above --max-memory {bound}; try --max-memory {} or more",
-                least as u64,
-                cfg.lps,
-                memory::mib(least)
-            )));
-        }
-    }
+    check_limits(opts, cfg.lps, counters.len(), lp_bytes)?;
     let init = init_workers::<M, Q>(model, cfg, &mut counters, &place, mine, copy)?;
     // A record in the arena and one send in the extras log.
     let record_size =
