@@ -9,11 +9,14 @@ use super::history::{Extra, Info, Rec};
 use super::lp::{Checkpoint, Msg, Sent, TwEvent};
 use super::options::Saving;
 use super::stats::commit_event;
-use super::worker::{Started, Worker};
+use super::worker::Worker;
 use crate::error::{ModelError, SimError};
 use crate::event::{Event, EventKey};
 use crate::model::{Ctx, LpMeta, Model, ReverseCtx};
 use crate::queue::PendingSet;
+
+/// An event past its prologue, with its LP's index among the worker's LPs.
+pub(super) type Started<P> = (TwEvent<P>, usize);
 
 impl<M: Model, Q: PendingSet<TwEvent<M::Event>>> Worker<'_, '_, M, Q> {
     /// Runs one event: rolls its LP back first if the event is in the LP's past (primary

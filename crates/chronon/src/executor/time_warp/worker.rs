@@ -35,9 +35,6 @@ const BATCH: u64 = 16;
 /// back to back where the lookahead is short against the events per round.
 const EARLY_ROUND: u64 = 4;
 
-/// An event past its prologue, with its LP's index among the worker's LPs.
-pub(super) type Started<P> = (TwEvent<P>, usize);
-
 /// A Time Warp worker: its LPs, their pending set and history (the core), and its parts, each
 /// defined, with its invariants and the methods that touch it alone, in its own file.
 pub(super) struct Worker<'s, 'a, M: Model, Q> {
