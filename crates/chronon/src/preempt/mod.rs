@@ -1,7 +1,7 @@
 //! Preemptive Time Warp (seed 003 §2): execution contexts for events, check-and-switch at
 //! platform-mode returns, and the pool of stacks they run on. The protocol, its invariants and
 //! the soundness argument for the one `unsafe` block are in README.md; the Time Warp side (which
-//! context runs, resumes or is dropped) is `executor/time_warp/preempt.rs`.
+//! context runs, resumes or is dropped) is `executor/time_warp/contexts.rs` and `preempt.rs`.
 
 use std::cell::Cell;
 use std::marker::PhantomData;

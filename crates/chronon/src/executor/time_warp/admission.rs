@@ -88,7 +88,7 @@ impl<M: Model, Q: PendingSet<TwEvent<M::Event>>> Worker<'_, '_, M, Q> {
             self.sh.gvt.try_start();
             return Time::NEG_INFINITY;
         }
-        (self.gvt + self.sh.optimism.window()).min(self.global_next)
+        (self.round.gvt + self.sh.optimism.window()).min(self.round.global_next)
     }
 
     /// Whether an event at time `t` may run now (before the end time and the next global
@@ -96,16 +96,16 @@ impl<M: Model, Q: PendingSet<TwEvent<M::Event>>> Worker<'_, '_, M, Q> {
     /// while the shared heap is near full).
     #[inline]
     pub(super) fn admits(&mut self, t: Time) -> bool {
-        if t >= self.sh.end || t > self.global_next {
+        if t >= self.sh.end || t > self.round.global_next {
             return false;
         }
         // `max_uncommitted` without a memory bound, at most that under one.
         let cap = self.sh.mem.cap();
         let limit = if self.uncommitted() >= cap || heap_tight(false) {
-            self.gvt
+            self.round.gvt
         } else {
-            let limit = self.gvt + self.sh.optimism.window();
-            self.window_blocked |= t > limit;
+            let limit = self.round.gvt + self.sh.optimism.window();
+            self.optimism.block(t > limit);
             limit
         };
         t <= limit

@@ -20,7 +20,7 @@
 use std::collections::HashMap;
 use std::hash::BuildHasherDefault;
 
-use super::shared::IdHasher;
+use super::lp::IdHasher;
 use crate::model::Time;
 
 /// The largest table `refresh` scans (a larger one keeps its stale floor: probes as before).

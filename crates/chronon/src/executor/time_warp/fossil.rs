@@ -2,15 +2,15 @@
 
 use std::sync::atomic::Ordering;
 
-use super::history::Extra;
 use super::lp::{Checkpoint, TwCold, TwEvent};
 use super::memory;
+use super::memory::Census;
 use super::optimism::Delta;
-use super::report::Stats;
-use super::shared::{Saving, AUTO_K_MAX};
-use super::worker::{Census, Worker};
+use super::options::Saving;
+use super::stats::commit_event;
+use super::worker::Worker;
 use crate::error::SimError;
-use crate::model::{CommitCtx, Model};
+use crate::model::{Model, Time};
 use crate::queue::PendingSet;
 
 impl<'s, 'a, M: Model, Q: PendingSet<TwEvent<M::Event>>> Worker<'s, 'a, M, Q> {
@@ -22,34 +22,25 @@ impl<'s, 'a, M: Model, Q: PendingSet<TwEvent<M::Event>>> Worker<'s, 'a, M, Q> {
             .queue
             .peek()
             .map_or(f64::INFINITY, |e| e.time)
-            .min(self.suspended_min());
-        let local_min = pending.min(self.send_min);
+            .min(self.preempt.suspended_min());
+        let local_min = self.round.report(r, pending);
         self.update_memory();
         self.stats.reports += 1;
         if sh.optimism.adaptive() {
-            self.hand_in();
+            // What this worker did since its last report, for the optimism controller.
+            let st = &self.stats;
+            let d = self.optimism.hand_in(Delta {
+                processed: st.processed,
+                rolled_back: st.rolled_back,
+                rollbacks: st.primary + st.secondary,
+                committed: st.committed,
+                ..Delta::default()
+            });
+            sh.optimism.record(&d);
         }
         if let Some(g) = sh.gvt.report(self.w, r, local_min) {
             sh.after_round(g);
         }
-        self.reported = r;
-        self.send_min = f64::INFINITY;
-    }
-
-    /// Hands the optimism controller what this worker did since its last GVT report.
-    pub(super) fn hand_in(&mut self) {
-        let (now, then) = (&self.stats, &self.handed_in);
-        self.sh.optimism.record(&Delta {
-            processed: now.processed - then.processed,
-            rolled_back: now.rolled_back - then.rolled_back,
-            rollbacks: now.primary + now.secondary - then.primary - then.secondary,
-            committed: now.committed - then.committed,
-            horizon: self.horizon,
-            blocked: self.window_blocked,
-        });
-        self.handed_in = self.stats;
-        self.horizon = 0.0;
-        self.window_blocked = false;
     }
 
     /// Publishes this worker's memory estimate (the figures the memory bound's cap is computed
@@ -88,7 +79,7 @@ impl<'s, 'a, M: Model, Q: PendingSet<TwEvent<M::Event>>> Worker<'s, 'a, M, Q> {
     /// counters, deferred model errors) and frees what no rollback can need any more.
     pub(super) fn fossil(&mut self, g: f64) -> Result<(), SimError> {
         let sh = self.sh;
-        self.gvt = g;
+        self.round.gvt = g;
         // This thread's shared heap reuses a freed item only once GVT has passed the time it
         // was freed at (seed 000 §3.3): a rolled-back handler may still have read it.
         #[cfg(all(target_os = "linux", not(chronon_loom)))]
@@ -148,7 +139,8 @@ impl<'s, 'a, M: Model, Q: PendingSet<TwEvent<M::Event>>> Worker<'s, 'a, M, Q> {
         if sh.mem.bounded() {
             self.history.shrink();
         }
-        self.tune_checkpoints();
+        let st = &self.stats;
+        self.interval.tune(st.processed, st.primary + st.secondary);
         Ok(())
     }
 
@@ -162,50 +154,6 @@ impl<'s, 'a, M: Model, Q: PendingSet<TwEvent<M::Event>>> Worker<'s, 'a, M, Q> {
             self.lps[li].digest.uncommit(&self.orders.key(&rec.ev));
         }
     }
-
-    /// Automatic checkpoint interval: minimizes `save / k + rollbacks * (k - 1) / 2 * event`
-    /// per processed event, i.e. `k = sqrt(2 save / (rollback rate * event))`.
-    pub(super) fn tune_checkpoints(&mut self) {
-        if self.sh.fixed_k.is_some() || self.sh.saving != Saving::Copy {
-            return;
-        }
-        let processed = self.stats.processed - self.processed_at_tune;
-        if processed < 1024 {
-            return;
-        }
-        let rollbacks = self.stats.primary + self.stats.secondary - self.rollbacks_at_tune;
-        self.processed_at_tune = self.stats.processed;
-        self.rollbacks_at_tune = self.stats.primary + self.stats.secondary;
-        let rate = rollbacks as f64 / processed as f64;
-        let k = if rate <= 0.0 || self.event_ns <= 0.0 {
-            f64::from(AUTO_K_MAX)
-        } else {
-            (2.0 * self.save_ns.max(1.0) / (rate * self.event_ns)).sqrt()
-        };
-        self.k = (k.round() as u32).clamp(1, AUTO_K_MAX);
-    }
-}
-
-/// Commits one event (fossil collection, a safe event and its LP's older records: safe.rs): its
-/// commit hook, the counter deltas among `extras` into the committed counters, and the commit
-/// figures.
-#[inline]
-pub(super) fn commit_event<'e, M: Model>(
-    model: &M,
-    ev: &TwEvent<M::Event>,
-    extras: impl Iterator<Item = &'e Extra>,
-    counters: &mut [i64],
-    stats: &mut Stats,
-) {
-    let (me, now) = (ev.dst, ev.time);
-    model.commit(&ev.payload, &CommitCtx { me, now });
-    for e in extras {
-        if let &Extra::Count(idx, delta) = e {
-            counters[idx as usize] += delta;
-        }
-    }
-    stats.committed += 1;
-    stats.last_committed = stats.last_committed.max(now);
 }
 
 /// Drops the coast-log events before the LP's oldest checkpoint (no rollback restores a state
@@ -239,5 +187,55 @@ impl FreedAt {
 impl Drop for FreedAt {
     fn drop(&mut self) {
         crate::shm::set_time(self.0);
+    }
+}
+
+impl<M: Model, Q: PendingSet<TwEvent<M::Event>>> Worker<'_, '_, M, Q> {
+    /// Whether LP `li`'s event at `now` is safe: before the safe bound, and every uncommitted
+    /// record of the LP (all older, so safe too) committed now, oldest first. `false` (nothing
+    /// committed) when one of those records holds a model error.
+    #[inline(always)]
+    pub(super) fn safe_now(&mut self, li: usize, now: Time) -> bool {
+        if now >= self.round.safe_until {
+            return false;
+        }
+        // Commonly nothing of the LP's is uncommitted.
+        if self.history.get(self.lps[li].last).is_none() {
+            return true;
+        }
+        self.safe_after_early(li)
+    }
+
+    /// [`safe_now`](Self::safe_now) for an LP with uncommitted records: commits them unless
+    /// one failed.
+    #[inline(never)]
+    fn safe_after_early(&mut self, li: usize) -> bool {
+        self.scratch.early.clear();
+        let mut seq = self.lps[li].last;
+        while let Some(r) = self.history.get(seq) {
+            if r.info.error() {
+                return false;
+            }
+            self.scratch.early.push(seq);
+            seq = r.prev;
+        }
+        self.commit_early();
+        true
+    }
+
+    /// Commits the records listed in `early` (newest first) oldest first.
+    fn commit_early(&mut self) {
+        let sh = self.sh;
+        let current = self.current;
+        let (counters, stats, orders) = (&mut self.counters, &mut self.stats, &mut self.orders);
+        for &seq in self.scratch.early.iter().rev() {
+            self.history.commit_early(seq, |rec, counts| {
+                self.current = (rec.ev.dst, rec.ev.time);
+                commit_event(sh.model, &rec.ev, counts, counters, stats);
+                stats.safe_early += 1;
+                orders.remove(&rec.ev);
+            });
+        }
+        self.current = current;
     }
 }

@@ -29,13 +29,9 @@ use std::time::Duration;
 
 use crossbeam_utils::Backoff;
 
-use super::lp::{TwEvent, TwLp};
-use super::shared::Shared;
-use super::worker::Worker;
-use crate::error::SimError;
+use super::lp::TwLp;
 use crate::executor::global::GlobalQueue;
-use crate::model::{LpId, LpStates, Model, Time};
-use crate::queue::PendingSet;
+use crate::model::Time;
 
 /// The global events of a run and the phase that runs them.
 pub(super) struct Globals<S> {
@@ -74,8 +70,33 @@ impl<S> Globals<S> {
         f64::from_bits(self.next.load(SeqCst))
     }
 
+    /// Worker `w`'s part of a phase, between barriers A and B: its earliest live pending
+    /// event's time and its LP table.
+    pub(super) fn publish(&self, w: usize, head: Time, table: *mut TwLp<S>) {
+        self.heads[w].store(head.to_bits(), SeqCst);
+        self.tables[w].store(table, SeqCst);
+    }
+
+    /// After barrier B: the earliest pending LP event's time over every worker.
+    pub(super) fn earliest(&self) -> Time {
+        self.heads
+            .iter()
+            .map(|h| f64::from_bits(h.load(SeqCst)))
+            .fold(Time::INFINITY, f64::min)
+    }
+
+    /// Worker `w`'s LP table, as published for the phase.
+    pub(super) fn table(&self, w: usize) -> *mut TwLp<S> {
+        self.tables[w].load(SeqCst)
+    }
+
+    /// Worker 0, after barrier B: the next global event's time.
+    pub(super) fn set_next(&self, t: Time) {
+        self.next.store(t.to_bits(), SeqCst);
+    }
+
     /// Waits until every worker has arrived; `false` if the run aborts first.
-    fn barrier(&self, abort: &AtomicBool) -> bool {
+    pub(super) fn barrier(&self, abort: &AtomicBool) -> bool {
         let generation = self.generation.load(SeqCst);
         if self.arrived.fetch_add(1, SeqCst) + 1 == self.workers {
             self.arrived.store(0, SeqCst);
@@ -95,64 +116,5 @@ impl<S> Globals<S> {
             }
         }
         true
-    }
-}
-
-/// Every LP's state, read through the workers' tables during a global phase.
-struct PhaseStates<'x, 'a, M: Model> {
-    sh: &'x Shared<'a, M>,
-}
-
-impl<M: Model> LpStates<M::State> for PhaseStates<'_, '_, M> {
-    fn state(&self, lp: LpId) -> &M::State {
-        let table = self.sh.globals.tables[self.sh.owner_of(lp)].load(SeqCst);
-        // Safety: during a global phase every worker has published its LP table and waits at
-        // barrier C without touching it (module docs); `local_of` is an index into it.
-        unsafe { &(*table.add(self.sh.local_of(lp))).state }
-    }
-}
-
-impl<M: Model, Q: PendingSet<TwEvent<M::Event>>> Worker<'_, '_, M, Q> {
-    /// The global phase (module docs). Every worker calls it once GVT is above `global_next`.
-    pub(super) fn global_phase(&mut self) -> Result<(), SimError> {
-        let sh = self.sh;
-        let gl = &sh.globals;
-        if !gl.barrier(&sh.abort) {
-            return Ok(());
-        }
-        self.drain()?;
-        let head = self.live_head();
-        gl.heads[self.w].store(head.to_bits(), SeqCst);
-        gl.tables[self.w].store(self.lps.as_mut_ptr(), SeqCst);
-        if !gl.barrier(&sh.abort) {
-            return Ok(());
-        }
-        if self.w == 0 {
-            let before = gl
-                .heads
-                .iter()
-                .map(|h| f64::from_bits(h.load(SeqCst)))
-                .fold(Time::INFINITY, f64::min);
-            let next = if before.is_finite() {
-                let mut q = gl.queue.lock().unwrap_or_else(|p| p.into_inner());
-                let view = PhaseStates { sh };
-                match q.run_before(sh.model, sh.n, &view, before, sh.end) {
-                    Ok(()) => q.next_time(sh.end),
-                    Err(e) => {
-                        sh.fail(e);
-                        Time::INFINITY
-                    }
-                }
-            } else {
-                // No LP event left: no global event may run (as under every executor).
-                Time::INFINITY
-            };
-            gl.next.store(next.to_bits(), SeqCst);
-        }
-        if !gl.barrier(&sh.abort) {
-            return Ok(());
-        }
-        self.global_next = gl.next();
-        Ok(())
     }
 }

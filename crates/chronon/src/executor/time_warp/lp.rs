@@ -3,12 +3,29 @@
 
 use std::cmp::Ordering;
 use std::collections::{HashMap, VecDeque};
-use std::hash::BuildHasherDefault;
+use std::hash::{BuildHasherDefault, Hasher};
 
-use super::shared::IdHasher;
 use crate::event::{Event, EventKey, Keyed};
 use crate::fingerprint::LpDigest;
 use crate::model::{LpId, LpMeta, Time};
+
+/// Hashes event ids (unique `u64`s, no adversary) with one multiplication.
+#[derive(Debug, Default)]
+pub(super) struct IdHasher(u64);
+
+impl Hasher for IdHasher {
+    fn finish(&self) -> u64 {
+        self.0
+    }
+    fn write(&mut self, bytes: &[u8]) {
+        for &b in bytes {
+            self.0 = (self.0 ^ u64::from(b)).wrapping_mul(0x100_0000_01B3);
+        }
+    }
+    fn write_u64(&mut self, id: u64) {
+        self.0 = id.wrapping_mul(0x9E37_79B9_7F4A_7C15);
+    }
+}
 
 /// Bit 63 of an event id: the event is *stacked* (its order stack, below, has more than one
 /// key). Ids are `worker << 48 | n` with fewer than 2^15 workers, so the bit is free.

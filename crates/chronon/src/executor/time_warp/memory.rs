@@ -303,6 +303,14 @@ impl MemoryBound {
     }
 }
 
+/// Counts behind the memory estimate (besides the arena, which knows its own size).
+#[derive(Clone, Copy, Debug, Default)]
+pub(super) struct Census {
+    /// Events in the LPs' coast logs (copy state saving).
+    pub(super) coast: u64,
+    pub(super) checkpoints: u64,
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -12,15 +12,20 @@
 
 mod admission;
 mod cancelled;
+mod contexts;
+mod event;
 mod fossil;
 // Used by the MPI transport only (feature `mpi`); built and unit-tested without it, where
 // nothing outside its tests calls it.
 #[cfg_attr(not(feature = "mpi"), allow(dead_code))]
 mod dgvt;
 mod global;
+mod global_phase;
 mod gvt;
 mod history;
+mod interval;
 mod lp;
+mod mail;
 mod memory;
 mod optimism;
 mod options;
@@ -31,11 +36,14 @@ pub(crate) mod procs;
 pub(crate) mod ranks;
 mod report;
 mod rollback;
+mod round;
 mod safe;
+mod scratch;
 mod setup;
 mod shared;
 #[cfg(all(target_os = "linux", not(chronon_loom)))]
 mod shm_wires;
+mod stats;
 mod transport;
 mod worker;
 

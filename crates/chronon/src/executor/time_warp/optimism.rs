@@ -55,6 +55,52 @@ pub(crate) struct Delta {
     pub blocked: bool,
 }
 
+/// A worker's side of the controller: the totals it had at its last hand-in, the latest
+/// timestamp it processed since, and whether the window stopped it since.
+#[derive(Clone, Copy, Debug, Default)]
+pub(crate) struct Tracker {
+    then: Delta,
+    horizon: Time,
+    blocked: bool,
+}
+
+impl Tracker {
+    /// The worker processes an event at `t`.
+    #[inline(always)]
+    pub(crate) fn saw(&mut self, t: Time) {
+        self.horizon = self.horizon.max(t);
+    }
+
+    /// The window stopped the worker if `blocked`.
+    #[inline(always)]
+    pub(crate) fn block(&mut self, blocked: bool) {
+        self.blocked |= blocked;
+    }
+
+    /// The latest timestamp processed since the last hand-in (0 if none).
+    #[inline]
+    pub(crate) fn horizon(&self) -> Time {
+        self.horizon
+    }
+
+    /// What the worker did since its last hand-in, from its totals `now` (counts only); the
+    /// next interval starts.
+    pub(crate) fn hand_in(&mut self, now: Delta) -> Delta {
+        let then = std::mem::replace(&mut self.then, now);
+        let d = Delta {
+            processed: now.processed - then.processed,
+            rolled_back: now.rolled_back - then.rolled_back,
+            rollbacks: now.rollbacks - then.rollbacks,
+            committed: now.committed - then.committed,
+            horizon: self.horizon,
+            blocked: self.blocked,
+        };
+        self.horizon = 0.0;
+        self.blocked = false;
+        d
+    }
+}
+
 /// The controller's figures for the run report.
 #[derive(Clone, Debug, Default)]
 pub(crate) struct Summary {

@@ -18,6 +18,20 @@ pub enum StateSaving {
     Auto,
 }
 
+/// The state saving a run uses, once `Auto` is resolved.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(super) enum Saving {
+    Copy,
+    Reverse,
+}
+
+/// Preemption settings shared by the workers (preempt.rs).
+#[derive(Clone, Copy, Debug)]
+pub(super) struct PreemptConfig {
+    pub(super) max_suspended: usize,
+    pub(super) ticks: Option<Ticks>,
+}
+
 impl std::str::FromStr for StateSaving {
     type Err = String;
     fn from_str(s: &str) -> Result<Self, String> {

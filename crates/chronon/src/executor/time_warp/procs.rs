@@ -299,13 +299,13 @@ pub(super) fn part_out<M: Model, Q: PendingSet<TwEvent<M::Event>>>(
     model: &M,
     cfg: &RunConfig,
     sh: &super::shared::Shared<'_, M>,
-    results: Vec<super::setup::WorkerResult<M, Q>>,
+    results: Vec<super::report::WorkerResult<M, Q>>,
     counters: Vec<i64>,
     mut pending: u64,
     base: usize,
     (init_s, wall_s): (f64, f64),
     states: &mut Vec<Option<M::State>>,
-    saving: super::shared::Saving,
+    saving: super::options::Saving,
 ) -> Result<ChildOut, SimError> {
     let mut counters = counters;
     let mut complete = true;

@@ -1,58 +1,31 @@
-//! The Time Warp run report: per-worker counters, the LPs reassembled in order, totals.
+//! The Time Warp run report: the LPs reassembled in order, totals, the workers' figures.
 
 use std::sync::atomic::Ordering;
 
 use super::cancelled::Cancelled;
 use super::lp::{Msg, TwEvent};
+use super::lp::{TwCold, TwLp};
+use super::options::Saving;
 use super::options::TimeWarpConfig;
-use super::setup::WorkerResult;
-use super::shared::{Saving, Shared};
+use super::shared::Shared;
+use super::stats::Stats;
 use super::transport::Wires;
 use crate::error::SimError;
 use crate::executor::{finish_report, LpSlot, RunConfig};
-use crate::model::{Model, Time};
+use crate::model::Model;
 use crate::queue::PendingSet;
 use crate::stats::Report;
 
-/// Per-worker counters, reported in `workers`.
-#[derive(Clone, Copy, Debug, Default)]
-pub(super) struct Stats {
-    pub(super) processed: u64,
-    pub(super) committed: u64,
-    /// Of `committed`: events committed as they ran, with no record (safe.rs).
-    pub(super) safe: u64,
-    /// Of `committed`: older records of safe events' LPs, committed before GVT passed them.
-    pub(super) safe_early: u64,
-    pub(super) rolled_back: u64,
-    pub(super) primary: u64,
-    pub(super) secondary: u64,
-    pub(super) antis: u64,
-    pub(super) coasted: u64,
-    pub(super) checkpoints: u64,
-    pub(super) reports: u64,
-    pub(super) peak_bytes: u64,
-    /// Copy state saving: the checkpoint interval in use at the end.
-    pub(super) checkpoint_interval: u64,
-    /// The latest time of an event this worker committed.
-    pub(super) last_committed: Time,
-    /// User and system CPU seconds of the worker's thread (from the OS; 0 where unreported).
-    pub(super) cpu_user: f64,
-    pub(super) cpu_sys: f64,
-    /// The longest rollback (events undone by one primary or secondary rollback).
-    pub(super) rollback_max: u64,
-    /// Wall nanoseconds spent in rollbacks (undoing, anti-messages, restoring, coasting).
-    pub(super) rollback_ns: u64,
-    /// Preemptive Time Warp's figures (zero when off).
-    pub(super) preempt: super::preempt::PreemptStats,
-    /// Wall nanoseconds of the worker's loop, and of its parts: waiting with nothing it may
-    /// run (spans of loop turns that ran no event), GVT reports (draining, pushing sends,
-    /// reporting), fossil collection (committing). The rest is busy: events, rollbacks
-    /// (`rollback_ns`), receiving and sending.
-    pub(super) loop_ns: u64,
-    pub(super) idle_ns: u64,
-    pub(super) gvt_ns: u64,
-    pub(super) fossil_ns: u64,
-}
+/// What a worker hands back: its LPs, committed counter totals, figures, and whether it saw
+/// the run complete.
+pub(super) type WorkerResult<M, Q> = (
+    Vec<TwLp<<M as Model>::State>>,
+    Vec<TwCold<<M as Model>::State, <M as Model>::Event>>,
+    Vec<i64>,
+    Stats,
+    bool,
+    (Q, Cancelled),
+);
 
 #[allow(clippy::too_many_arguments)]
 pub(super) fn finish<M: Model, Q: PendingSet<TwEvent<M::Event>>>(
@@ -66,7 +39,80 @@ pub(super) fn finish<M: Model, Q: PendingSet<TwEvent<M::Event>>>(
     wall: f64,
     saving: Saving,
 ) -> Result<Report, SimError> {
-    // Reassemble the LPs in LP order for the report.
+    // A run that ends at a checkpoint's cut: its pending events, every worker's. Every event
+    // pending at a cut has the one-key order stack of an event sent with a positive delay (its
+    // sender ran before the cut, it runs at or after it), so its entry holds its own key.
+    let to_part = cfg.saving() && results.iter().all(|r| r.4);
+    let Gathered {
+        lps,
+        stats,
+        pending,
+        complete,
+        saved,
+    } = gather(cfg, &sh, results, &mut counters, to_part);
+    finish_report(model, &lps, &counters, &mut report)?;
+    if to_part {
+        let globals = sh.globals.queue.lock().unwrap_or_else(|p| p.into_inner());
+        crate::executor::checkpoint::write_split::<M>(
+            cfg,
+            (0, usize::MAX),
+            lps,
+            saved,
+            &counters,
+            Some(&globals),
+        );
+    }
+    let sum = |f: fn(&Stats) -> u64| stats.iter().map(f).sum::<u64>();
+    report.processed = sum(|s| s.processed);
+    report.rolled_back = sum(|s| s.rolled_back);
+    report.complete = complete;
+    report.last_time = stats.iter().map(|s| s.last_committed).fold(0.0, f64::max);
+    report.pending_at_end = pending;
+    report.set_wall(wall);
+    sh.globals
+        .queue
+        .lock()
+        .unwrap_or_else(|p| p.into_inner())
+        .add_to(&mut report);
+    insert_figures(&mut report, &stats, &sh, opts, saving);
+    let window = sh.optimism.summary();
+    window.insert_into(&mut report.executor_stats);
+    report.workers = stats
+        .iter()
+        .map(|s| {
+            let mut m = worker_figures(s, saving);
+            if let Some(p) = sh.preempt {
+                insert_preempt(&mut m, &s.preempt, p.ticks.is_some());
+            }
+            m
+        })
+        .collect();
+    report.placement = sh.pinner.placement();
+    report.gvt_series = sh.series.into_inner().unwrap_or_default();
+    report.window_series = window.series;
+    Ok(report)
+}
+
+/// What the workers handed back, put together: the LPs in LP order, each worker's figures,
+/// the pending events at the end (and, at a checkpoint's cut, the events themselves), and
+/// whether every worker saw the run complete.
+struct Gathered<S, P> {
+    lps: Vec<LpSlot<S>>,
+    stats: Vec<Stats>,
+    pending: u64,
+    complete: bool,
+    saved: Vec<crate::event::Event<P>>,
+}
+
+/// Puts the workers' results together (`counters`: the committed counters, to which each
+/// worker's are added; `to_part`: keep the pending events for a checkpoint's part).
+fn gather<M: Model, Q: PendingSet<TwEvent<M::Event>>>(
+    cfg: &RunConfig,
+    sh: &Shared<'_, M>,
+    results: Vec<WorkerResult<M, Q>>,
+    counters: &mut [i64],
+    to_part: bool,
+) -> Gathered<M::State, M::Event> {
     let mut complete = true;
     // In LP order as they come (block mapping: no second table of LPs at the end, which with
     // millions of LPs would raise the peak footprint); scattered through a table otherwise.
@@ -74,10 +120,6 @@ pub(super) fn finish<M: Model, Q: PendingSet<TwEvent<M::Event>>>(
     let mut all: Vec<Option<LpSlot<M::State>>> = Vec::new();
     let mut stats = Vec::new();
     let mut pending = 0;
-    // A run that ends at a checkpoint's cut: its pending events, every worker's. Every event
-    // pending at a cut has the one-key order stack of an event sent with a positive delay (its
-    // sender ran before the cut, it runs at or after it), so its entry holds its own key.
-    let to_part = cfg.saving() && results.iter().all(|r| r.4);
     let mut saved = Vec::new();
     for (w, (lps, cold, c, st, done, (queue, cancelled))) in results.into_iter().enumerate() {
         complete &= done;
@@ -117,37 +159,32 @@ pub(super) fn finish<M: Model, Q: PendingSet<TwEvent<M::Event>>>(
         }
         stats.push(st);
     }
-    let lps: Vec<LpSlot<M::State>> = if all.is_empty() {
+    let lps = if all.is_empty() {
         in_order
     } else {
         all.into_iter()
             .map(|s| s.expect("every LP returns"))
             .collect()
     };
-    finish_report(model, &lps, &counters, &mut report)?;
-    if to_part {
-        let globals = sh.globals.queue.lock().unwrap_or_else(|p| p.into_inner());
-        crate::executor::checkpoint::write_split::<M>(
-            cfg,
-            (0, usize::MAX),
-            lps,
-            saved,
-            &counters,
-            Some(&globals),
-        );
+    Gathered {
+        lps,
+        stats,
+        pending,
+        complete,
+        saved,
     }
+}
+
+/// The run's Time Warp figures (`executor_stats`): rollbacks, commits, GVT, memory, CPU and
+/// preemption, summed over the workers' `stats`.
+fn insert_figures<M: Model>(
+    report: &mut Report,
+    stats: &[Stats],
+    sh: &Shared<'_, M>,
+    opts: &TimeWarpConfig,
+    saving: Saving,
+) {
     let sum = |f: fn(&Stats) -> u64| stats.iter().map(f).sum::<u64>();
-    report.processed = sum(|s| s.processed);
-    report.rolled_back = sum(|s| s.rolled_back);
-    report.complete = complete;
-    report.last_time = stats.iter().map(|s| s.last_committed).fold(0.0, f64::max);
-    report.pending_at_end = pending;
-    report.set_wall(wall);
-    sh.globals
-        .queue
-        .lock()
-        .unwrap_or_else(|p| p.into_inner())
-        .add_to(&mut report);
     let es = &mut report.executor_stats;
     let processed = report.processed.max(1) as f64;
     es.insert("efficiency".into(), report.committed as f64 / processed);
@@ -206,22 +243,6 @@ pub(super) fn finish<M: Model, Q: PendingSet<TwEvent<M::Event>>>(
             es.insert("ticks_on_s".into(), on);
         }
     }
-    let window = sh.optimism.summary();
-    window.insert_into(es);
-    report.workers = stats
-        .iter()
-        .map(|s| {
-            let mut m = worker_figures(s, saving);
-            if let Some(p) = sh.preempt {
-                insert_preempt(&mut m, &s.preempt, p.ticks.is_some());
-            }
-            m
-        })
-        .collect();
-    report.placement = sh.pinner.placement();
-    report.gvt_series = sh.series.into_inner().unwrap_or_default();
-    report.window_series = window.series;
-    Ok(report)
 }
 
 type Figure = fn(&super::preempt::PreemptStats) -> u64;

@@ -2,17 +2,17 @@
 
 use super::history::Extra;
 use super::lp::{Anti, Msg, TwEvent};
-use super::shared::Saving;
+use super::options::Saving;
 use super::worker::Worker;
 use crate::error::SimError;
 use crate::event::EventKey;
-use crate::model::{Ctx, Model, ReverseCtx};
+use crate::model::{Ctx, LpId, Model, ReverseCtx};
 use crate::queue::PendingSet;
 
 impl<M: Model, Q: PendingSet<TwEvent<M::Event>>> Worker<'_, '_, M, Q> {
     /// Applies the local anti-messages that rollbacks produced (they may roll back more).
     pub(super) fn settle(&mut self) -> Result<(), SimError> {
-        while let Some(a) = self.local_antis.pop() {
+        while let Some(a) = self.scratch.local_antis.pop() {
             self.annihilate(a)?;
         }
         Ok(())
@@ -118,7 +118,7 @@ impl<M: Model, Q: PendingSet<TwEvent<M::Event>>> Worker<'_, '_, M, Q> {
                 };
                 let o = sh.owner_of(s.dst);
                 if o == self.w {
-                    self.local_antis.push(anti);
+                    self.scratch.local_antis.push(anti);
                 } else {
                     self.endpoint.send(&sh.wires, o, Msg::Anti(anti));
                 }
@@ -146,61 +146,71 @@ impl<M: Model, Q: PendingSet<TwEvent<M::Event>>> Worker<'_, '_, M, Q> {
             None => lp.forget_last_key(),
         }
         if sh.saving == Saving::Copy {
-            let cold = &mut self.cold[li];
-            while cold.checkpoints.back().is_some_and(|c| c.at > at) {
-                cold.checkpoints.pop_back();
-                self.census.checkpoints -= 1;
-            }
-            let c = cold
-                .checkpoints
-                .back()
-                .expect("a checkpoint at or below the commit point");
-            lp.state = c.state.clone();
-            lp.meta = c.meta;
-            // Events c.at.. are in the coast log up to `arena_base`, then in the arena: collect
-            // the arena part (newest first) from the LP's chain.
-            debug_assert!(
-                c.at >= cold.coast_base,
-                "the coast log reaches back to the checkpoint"
-            );
-            self.coast_seqs.clear();
-            let mut seq = lp.last;
-            for _ in cold.arena_base.max(c.at)..at {
-                self.coast_seqs.push(seq);
-                seq = self.history.get(seq).expect("a record to coast over").prev;
-            }
-            let from_log = (c.at..cold.arena_base.min(at))
-                .map(|i| &cold.coast[(i - cold.coast_base) as usize]);
-            let from_arena = self
-                .coast_seqs
-                .iter()
-                .rev()
-                .map(|&s| &self.history.get(s).expect("a record to coast over").ev);
-            for ev in from_log.chain(from_arena) {
-                let now = ev.time;
-                self.current = (me, now);
-                {
-                    let mut ctx = Ctx::new(
-                        now,
-                        me,
-                        sh.n,
-                        sh.lookahead,
-                        &mut lp.meta,
-                        &mut self.coast_out,
-                        &mut self.coast_scratch,
-                        &mut self.err,
-                    );
-                    sh.model.on_event(&mut lp.state, &ev.payload, &mut ctx);
-                }
-                // What a coasted event sends and counts was recorded when it first ran.
-                self.coast_out.clear();
-                self.coast_scratch.iter_mut().for_each(|c| *c = 0);
-                self.err = None;
-                self.stats.coasted += 1;
-            }
+            self.restore(li, at, me);
         }
         self.stats.rollback_max = self.stats.rollback_max.max(undone);
         self.stats.rollback_ns += t0.elapsed().as_nanos() as u64;
         Ok(())
+    }
+
+    /// Copy state saving: LP `li` (`me`) gets the state of its newest checkpoint at or before
+    /// its event number `at` and coasts forward (re-runs its events, their sends and counts
+    /// dropped: they were recorded when the events first ran) up to `at`.
+    fn restore(&mut self, li: usize, at: u64, me: LpId) {
+        let sh = self.sh;
+        let lp = &mut self.lps[li];
+        let cold = &mut self.cold[li];
+        while cold.checkpoints.back().is_some_and(|c| c.at > at) {
+            cold.checkpoints.pop_back();
+            self.census.checkpoints -= 1;
+        }
+        let c = cold
+            .checkpoints
+            .back()
+            .expect("a checkpoint at or below the commit point");
+        lp.state = c.state.clone();
+        lp.meta = c.meta;
+        // Events c.at.. are in the coast log up to `arena_base`, then in the arena: collect
+        // the arena part (newest first) from the LP's chain.
+        debug_assert!(
+            c.at >= cold.coast_base,
+            "the coast log reaches back to the checkpoint"
+        );
+        self.scratch.coast_seqs.clear();
+        let mut seq = lp.last;
+        for _ in cold.arena_base.max(c.at)..at {
+            self.scratch.coast_seqs.push(seq);
+            seq = self.history.get(seq).expect("a record to coast over").prev;
+        }
+        let from_log =
+            (c.at..cold.arena_base.min(at)).map(|i| &cold.coast[(i - cold.coast_base) as usize]);
+        let from_arena = self
+            .scratch
+            .coast_seqs
+            .iter()
+            .rev()
+            .map(|&s| &self.history.get(s).expect("a record to coast over").ev);
+        for ev in from_log.chain(from_arena) {
+            let now = ev.time;
+            self.current = (me, now);
+            {
+                let mut ctx = Ctx::new(
+                    now,
+                    me,
+                    sh.n,
+                    sh.lookahead,
+                    &mut lp.meta,
+                    &mut self.scratch.coast_out,
+                    &mut self.scratch.coast_deltas,
+                    &mut self.scratch.err,
+                );
+                sh.model.on_event(&mut lp.state, &ev.payload, &mut ctx);
+            }
+            // What a coasted event sends and counts was recorded when it first ran.
+            self.scratch.coast_out.clear();
+            self.scratch.coast_deltas.iter_mut().for_each(|c| *c = 0);
+            self.scratch.err = None;
+            self.stats.coasted += 1;
+        }
     }
 }

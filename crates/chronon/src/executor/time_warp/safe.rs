@@ -23,13 +23,9 @@
 //!   back), so the cancelled event is at least `g + L`. Processes and MPI ranks batch sends
 //!   past a report (rings that may be full, the rank's driver), so the rule is off there.
 
-use super::fossil::commit_event;
-use super::lp::TwEvent;
+use super::options::Saving;
 use super::options::TimeWarpConfig;
-use super::shared::Saving;
-use super::worker::Worker;
-use crate::model::{Model, Time};
-use crate::queue::PendingSet;
+use crate::model::Time;
 
 /// Which events of a run commit as they run.
 #[derive(Clone, Copy, Debug, PartialEq)]
@@ -79,56 +75,6 @@ impl SafeRule {
             SafeRule::Lookahead(l) => gvt() + l,
             SafeRule::Always => Time::INFINITY,
         }
-    }
-}
-
-impl<M: Model, Q: PendingSet<TwEvent<M::Event>>> Worker<'_, '_, M, Q> {
-    /// Whether LP `li`'s event at `now` is safe: before the safe bound, and every uncommitted
-    /// record of the LP (all older, so safe too) committed now, oldest first. `false` (nothing
-    /// committed) when one of those records holds a model error.
-    #[inline(always)]
-    pub(super) fn safe_now(&mut self, li: usize, now: Time) -> bool {
-        if now >= self.safe_until {
-            return false;
-        }
-        // Commonly nothing of the LP's is uncommitted.
-        if self.history.get(self.lps[li].last).is_none() {
-            return true;
-        }
-        self.safe_after_early(li)
-    }
-
-    /// [`safe_now`](Self::safe_now) for an LP with uncommitted records: commits them unless
-    /// one failed.
-    #[inline(never)]
-    fn safe_after_early(&mut self, li: usize) -> bool {
-        self.early.clear();
-        let mut seq = self.lps[li].last;
-        while let Some(r) = self.history.get(seq) {
-            if r.info.error() {
-                return false;
-            }
-            self.early.push(seq);
-            seq = r.prev;
-        }
-        self.commit_early();
-        true
-    }
-
-    /// Commits the records listed in `early` (newest first) oldest first.
-    fn commit_early(&mut self) {
-        let sh = self.sh;
-        let current = self.current;
-        let (counters, stats, orders) = (&mut self.counters, &mut self.stats, &mut self.orders);
-        for &seq in self.early.iter().rev() {
-            self.history.commit_early(seq, |rec, counts| {
-                self.current = (rec.ev.dst, rec.ev.time);
-                commit_event(sh.model, &rec.ev, counts, counters, stats);
-                stats.safe_early += 1;
-                orders.remove(&rec.ev);
-            });
-        }
-        self.current = current;
     }
 }
 

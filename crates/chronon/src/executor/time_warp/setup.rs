@@ -6,16 +6,15 @@ use std::sync::atomic::{AtomicBool, AtomicU64};
 use std::sync::Mutex;
 use std::time::Instant;
 
-use super::cancelled::Cancelled;
 use super::global::Globals;
 use super::gvt::GvtRegisters;
 use super::history::{Extra, Rec, NONE};
 use super::lp::{Checkpoint, TwCold, TwEvent, TwLp};
 use super::memory::{self, MemoryBound};
 use super::optimism::Optimism;
-use super::options::{StateSaving, TimeWarpConfig};
-use super::report::{finish, Stats};
-use super::shared::{Saving, Shared, StateEq};
+use super::options::{PreemptConfig, Saving, StateSaving, TimeWarpConfig};
+use super::report::{finish, WorkerResult};
+use super::shared::{Shared, StateEq};
 use super::transport::Wires;
 use super::worker::Worker;
 use crate::error::{ConfigError, Setting, SimError};
@@ -25,17 +24,6 @@ use crate::partition::Mapping;
 use crate::placement::{touch_queue, touch_vec};
 use crate::queue::{HeapQueue, LadderQueue, PendingSet, QueueKind};
 use crate::stats::Report;
-
-/// What a worker hands back: its LPs, committed counter totals, figures, and whether it saw
-/// the run complete.
-pub(super) type WorkerResult<M, Q> = (
-    Vec<TwLp<<M as Model>::State>>,
-    Vec<TwCold<<M as Model>::State, <M as Model>::Event>>,
-    Vec<i64>,
-    Stats,
-    bool,
-    (Q, Cancelled),
-);
 
 /// Runs `model` under Time Warp on `threads` workers.
 pub(crate) fn run<M: Model>(
@@ -334,6 +322,37 @@ fn memory_bound<M: Model, Q: PendingSet<TwEvent<M::Event>>>(
     Ok(mem)
 }
 
+/// Limits no setting passes: at most `u16::MAX` model counters (`counters`), and a memory bound
+/// that holds at least what the process holds now plus the `lps` LP records (`lp_bytes`; the
+/// bound covers the process: memory.rs).
+fn check_limits(
+    opts: &TimeWarpConfig,
+    lps: u32,
+    counters: usize,
+    lp_bytes: f64,
+) -> Result<(), SimError> {
+    if counters > usize::from(u16::MAX) {
+        return Err(SimError::config(
+            Setting::Model,
+            format!(
+                "Time Warp supports at most {} model counters; the model declares {counters}",
+                u16::MAX,
+            ),
+        ));
+    }
+    if let Some(bound) = opts.max_memory {
+        let least = (memory::resident_bytes().unwrap_or(0) as f64 + lp_bytes) / memory::TARGET;
+        if least > bound as f64 {
+            return Err(SimError::Resource(format!(
+                "Time Warp needs at least {} bytes for the process and {lps} LPs before any event, above --max-memory {bound}; try --max-memory {} or more",
+                least as u64,
+                memory::mib(least)
+            )));
+        }
+    }
+    Ok(())
+}
+
 /// Checks a run of `threads` workers and sets up the workers in `mine` (all of them with
 /// threads; a process's own with `--procs`, where `net` brings the transport between
 /// processes and the shared GVT registers).
@@ -364,16 +383,6 @@ pub(super) fn build<'a, M: Model, Q: PendingSet<TwEvent<M::Event>>>(
 
     let init_start = Instant::now();
     let mut counters = vec![0i64; model.counter_names().len()];
-    if counters.len() > usize::from(u16::MAX) {
-        return Err(SimError::config(
-            Setting::Model,
-            format!(
-                "Time Warp supports at most {} model counters; the model declares {}",
-                u16::MAX,
-                counters.len()
-            ),
-        ));
-    }
     // Copy state saving only keeps a cold record per LP (reverse state saving reads none).
     let copy = saving == Saving::Copy;
     let cold_size = if copy {
@@ -382,19 +391,7 @@ pub(super) fn build<'a, M: Model, Q: PendingSet<TwEvent<M::Event>>>(
         0
     };
     let lp_bytes = (std::mem::size_of::<TwLp<M::State>>() + cold_size) as f64 * f64::from(cfg.lps);
-    // The memory bound covers the process (memory.rs). Refuse at once a bound that cannot
-    // even hold what the process holds now plus the LP records.
-    if let Some(bound) = opts.max_memory {
-        let least = (memory::resident_bytes().unwrap_or(0) as f64 + lp_bytes) / memory::TARGET;
-        if least > bound as f64 {
-            return Err(SimError::Resource(format!(
-                "Time Warp needs at least {} bytes for the process and {} LPs before any event, above --max-memory {bound}; try --max-memory {} or more",
-                least as u64,
-                cfg.lps,
-                memory::mib(least)
-            )));
-        }
-    }
+    check_limits(opts, cfg.lps, counters.len(), lp_bytes)?;
     let init = init_workers::<M, Q>(model, cfg, &mut counters, &place, mine, copy)?;
     // A record in the arena and one send in the extras log.
     let record_size =
@@ -450,7 +447,7 @@ pub(super) fn build<'a, M: Model, Q: PendingSet<TwEvent<M::Event>>>(
         series: Mutex::new(Vec::new()),
         start: Instant::now(),
         progress: &cfg.progress,
-        preempt: opts.preempt.then_some(super::preempt::Config {
+        preempt: opts.preempt.then_some(PreemptConfig {
             max_suspended: opts.max_suspended,
             ticks: opts.ticks,
         }),
@@ -513,7 +510,7 @@ pub(super) fn spawn<M: Model, Q: PendingSet<TwEvent<M::Event>>>(
                             Err(p) => outcome = Err(p),
                         }
                     }
-                    worker.stats.preempt = worker.pstats;
+                    worker.stats.preempt = worker.preempt.stats;
                     let complete = match outcome {
                         Ok(Ok(complete)) => complete,
                         Ok(Err(e)) => {
@@ -530,7 +527,7 @@ pub(super) fn spawn<M: Model, Q: PendingSet<TwEvent<M::Event>>>(
                         }
                     };
                     after(w);
-                    worker.stats.checkpoint_interval = u64::from(worker.k);
+                    worker.stats.checkpoint_interval = u64::from(worker.interval.k());
                     worker.committed_digests();
                     if let Some((user, sys)) = crate::cpu::thread_times() {
                         worker.stats.cpu_user = user;

@@ -1,7 +1,6 @@
 //! What every Time Warp worker shares (the model, the LP mapping, mailboxes, GVT registers,
 //! memory figures, the first error), and small helpers used across the executor.
 
-use std::hash::Hasher;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Mutex;
 use std::time::Instant;
@@ -10,43 +9,32 @@ use super::global::Globals;
 use super::gvt::GvtRegisters;
 use super::memory::{self, MemoryBound};
 use super::optimism::Optimism;
+use super::options::{PreemptConfig, Saving};
 use super::transport::Wires;
 use crate::error::SimError;
 use crate::executor::RunConfig;
 use crate::model::{LpId, Model, ReverseFn, Time};
 
-/// Hashes event ids (unique `u64`s, no adversary) with one multiplication.
-#[derive(Debug, Default)]
-pub(super) struct IdHasher(u64);
-
-impl Hasher for IdHasher {
-    fn finish(&self) -> u64 {
-        self.0
-    }
-    fn write(&mut self, bytes: &[u8]) {
-        for &b in bytes {
-            self.0 = (self.0 ^ u64::from(b)).wrapping_mul(0x100_0000_01B3);
-        }
-    }
-    fn write_u64(&mut self, id: u64) {
-        self.0 = id.wrapping_mul(0x9E37_79B9_7F4A_7C15);
-    }
-}
-
 /// Compares two states (for `--check-reverse`).
 pub(crate) type StateEq<S> = fn(&S, &S) -> bool;
 
-/// Copy state saving's largest automatic checkpoint interval.
-pub(super) const AUTO_K_MAX: u32 = 32;
 /// How many events run between two looks at the progress figures and the stop flag.
 pub(super) const POLL_EVERY: u64 = 1 << 13;
 /// How many events run between two updates of the memory figures.
 pub(super) const MEMORY_EVERY: u64 = 16;
 
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(super) enum Saving {
-    Copy,
-    Reverse,
+/// A rank's driver as its worker reaches it when the rank has no driver thread (one worker
+/// per rank: README, "Which thread talks MPI"). `Shared::pump` holds it as a trait object, so
+/// that the worker loop needs neither the model's `RankSafe` bound nor anything of MPI.
+#[cfg(feature = "mpi")]
+pub(super) trait Pump<M: Model>: Sync {
+    /// One step of the driver's loop (send, receive, GVT), unless the last one was less
+    /// than `ranks::pump::PUMP_GAP` ago or another thread is making one.
+    fn pump(&self, sh: &Shared<'_, M>);
+    /// The worker is idle: steps the driver, then yields (returns `true`) while a GVT
+    /// computation is in progress, at most `ranks::pump::IDLE_YIELDS` times in a row without GVT
+    /// advancing; `false`: the caller naps.
+    fn idle(&self, sh: &Shared<'_, M>) -> bool;
 }
 
 /// What every worker shares.
@@ -99,7 +87,7 @@ pub(super) struct Shared<'a, M: Model> {
     /// lookahead, is a model error here as under every executor.
     pub(super) links: crate::executor::links::Links,
     /// Preemptive Time Warp's settings (`None`: off).
-    pub(super) preempt: Option<super::preempt::Config>,
+    pub(super) preempt: Option<PreemptConfig>,
     /// Per worker: the flag its ticks raise (crate::preempt::ticks).
     pub(super) tick_flags: Vec<crate::preempt::ticks::Flag>,
     /// Where each worker runs (pinned or not), and its first touch of its LPs' memory.
@@ -107,7 +95,7 @@ pub(super) struct Shared<'a, M: Model> {
     /// Over MPI ranks without a driver thread: the rank's driver, which the worker steps at
     /// its looks (ranks/, [`Shared::pump`]).
     #[cfg(feature = "mpi")]
-    pub(super) pump: Option<&'a dyn super::ranks::Pump<M>>,
+    pub(super) pump: Option<&'a dyn Pump<M>>,
 }
 
 impl<M: Model> Shared<'_, M> {

@@ -136,9 +136,59 @@ fn oracle_remove(o: &mut BTreeMap<u64, u32>, t: f64) {
     }
 }
 
+/// Up to two events of rank `me` processed, in time order, each sending one child (to itself,
+/// or handed to the driver for another rank); the oracle follows under its lock.
+fn work(
+    me: usize,
+    world: &World,
+    rng: &mut Rng,
+    pending: &mut BinaryHeap<Reverse<u64>>,
+    outgoing: &mut Vec<(usize, f64)>,
+) {
+    let ranks = world.boxes.len();
+    for _ in 0..rng.below(3) {
+        let Some(Reverse(bits)) = pending.pop() else {
+            break;
+        };
+        let t = f64::from_bits(bits);
+        let mut o = world.oracle.lock().unwrap();
+        oracle_remove(&mut o, t);
+        if t < END {
+            let dt = if rng.chance(30) {
+                0.0
+            } else {
+                rng.below(8) as f64 / 8.0
+            };
+            let child = t + dt;
+            oracle_add(&mut o, child);
+            let dst = rng.below(ranks as u64) as usize;
+            if dst == me {
+                pending.push(Reverse(child.to_bits()));
+            } else {
+                outgoing.push((dst, child));
+            }
+        }
+    }
+}
+
+/// What a rank receives from its box now: each message with even odds (the others wait, so
+/// messages overtake each other).
+fn take_mail(inbox: &Mutex<Vec<(f64, u64)>>, rng: &mut Rng) -> Vec<(f64, u64)> {
+    let mut b = inbox.lock().unwrap();
+    let mut got = Vec::new();
+    let mut i = 0;
+    while i < b.len() {
+        if rng.chance(50) {
+            got.push(b.swap_remove(i));
+        } else {
+            i += 1;
+        }
+    }
+    got
+}
+
 /// One rank's thread: returns the GVTs it published.
 fn rank(me: usize, world: &World, coll: Arc<Coll>, seed: u64, driver: Driver) -> Vec<f64> {
-    let ranks = world.boxes.len();
     let mut rng = Rng(seed.wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1);
     let mut comm = FakeReduce {
         coll,
@@ -177,29 +227,7 @@ fn rank(me: usize, world: &World, coll: Arc<Coll>, seed: u64, driver: Driver) ->
             return published;
         }
         // Process a few events (the workers).
-        for _ in 0..rng.below(3) {
-            let Some(Reverse(bits)) = pending.pop() else {
-                break;
-            };
-            let t = f64::from_bits(bits);
-            let mut o = world.oracle.lock().unwrap();
-            oracle_remove(&mut o, t);
-            if t < END {
-                let dt = if rng.chance(30) {
-                    0.0
-                } else {
-                    rng.below(8) as f64 / 8.0
-                };
-                let child = t + dt;
-                oracle_add(&mut o, child);
-                let dst = rng.below(ranks as u64) as usize;
-                if dst == me {
-                    pending.push(Reverse(child.to_bits()));
-                } else {
-                    outgoing.push((dst, child));
-                }
-            }
-        }
+        work(me, world, &mut rng, &mut pending, &mut outgoing);
         if driver != Driver::LazyPump || rng.chance(10) {
             pump(&mut d, &mut outgoing);
         }
@@ -207,19 +235,7 @@ fn rank(me: usize, world: &World, coll: Arc<Coll>, seed: u64, driver: Driver) ->
         for t in late.drain(..) {
             pending.push(Reverse(t.to_bits()));
         }
-        let got: Vec<(f64, u64)> = {
-            let mut b = world.boxes[me].lock().unwrap();
-            let mut got = Vec::new();
-            let mut i = 0;
-            while i < b.len() {
-                if rng.chance(50) {
-                    got.push(b.swap_remove(i));
-                } else {
-                    i += 1;
-                }
-            }
-            got
-        };
+        let got = take_mail(&world.boxes[me], &mut rng);
         for (t, tag) in got {
             if driver == Driver::CountBeforeDelivery {
                 late.push(t);

@@ -71,130 +71,177 @@ fn chain(h: &History<u32>, mut seq: u64) -> Vec<u64> {
     ids
 }
 
+/// The arena under test beside the reference: per LP, uncommitted records in order and
+/// committed ids in commit order (expected and seen).
+struct Check {
+    h: History<u32>,
+    last: Vec<u64>,
+    pending: Vec<Vec<RefRec>>,
+    committed_ref: Vec<Vec<u64>>,
+    committed_got: Vec<Vec<u64>>,
+    freed: u64,
+    g: f64,
+    next_id: u64,
+    drop_at_commit: bool,
+}
+
+impl Check {
+    fn new(lps: usize, drop_at_commit: bool) -> Self {
+        Check {
+            h: History::default(),
+            last: vec![NONE; lps],
+            pending: vec![Vec::new(); lps],
+            committed_ref: vec![Vec::new(); lps],
+            committed_got: vec![Vec::new(); lps],
+            freed: 0,
+            g: 0.0,
+            next_id: 0,
+            drop_at_commit,
+        }
+    }
+
+    fn process(&mut self, lp: usize, dt: u8, sends: u8) {
+        let h = &mut self.h;
+        let floor = self.pending[lp]
+            .last()
+            .map_or(self.g, |r| r.time.max(self.g));
+        let time = floor + f64::from(dt);
+        let id = self.next_id;
+        self.next_id += 1;
+        let log_at = h.log_next();
+        let mut ids = Vec::new();
+        for s in 0..u64::from(sends) {
+            let sid = id * 10 + s;
+            h.push_extra(Extra::Sent(Sent {
+                dst: 0,
+                time,
+                id: sid,
+            }));
+            ids.push(sid);
+        }
+        h.push_extra(Extra::Count(lp as u32, id as i64));
+        let rec = record(lp as u32, time, id, self.last[lp], log_at, u32::from(sends));
+        self.last[lp] = h.push(rec, None);
+        self.pending[lp].push(RefRec {
+            id,
+            time,
+            sends: ids,
+        });
+    }
+
+    fn rollback(&mut self, lp: usize, k: u8) -> Result<(), TestCaseError> {
+        for _ in 0..k {
+            let Some(want) = self.pending[lp].pop() else {
+                break;
+            };
+            let r = self.h.take(self.last[lp]);
+            prop_assert_eq!(r.ev.id, want.id);
+            let sends: Vec<u64> = (0..u64::from(r.info.sent()))
+                .map(|i| match self.h.extra(r.log_at + i) {
+                    Extra::Sent(s) => s.id,
+                    Extra::Count(..) => u64::MAX,
+                })
+                .collect();
+            prop_assert_eq!(&sends, &want.sends);
+            self.last[lp] = r.prev;
+        }
+        Ok(())
+    }
+
+    /// As `Worker::safe_now`: the chain newest first, committed oldest first.
+    fn commit_lp(&mut self, lp: usize) {
+        let h = &mut self.h;
+        self.committed_ref[lp].extend(self.pending[lp].drain(..).map(|r| r.id));
+        let mut seqs = Vec::new();
+        let mut seq = self.last[lp];
+        while let Some(r) = h.get(seq) {
+            seqs.push(seq);
+            seq = r.prev;
+        }
+        let got = &mut self.committed_got;
+        for &seq in seqs.iter().rev() {
+            h.commit_early(seq, |r, extras| {
+                let counts: Vec<Extra> = extras.copied().collect();
+                assert!(
+                    matches!(counts.as_slice(), [Extra::Count(l, id)] if *l as usize == lp && *id as u64 == r.ev.id),
+                    "wrong counter deltas {counts:?}"
+                );
+                got[lp].push(r.ev.id);
+            });
+        }
+    }
+
+    fn commit(&mut self, dg: u8) {
+        self.g = if dg == u8::MAX {
+            f64::INFINITY
+        } else {
+            self.g + f64::from(dg)
+        };
+        let g = self.g;
+        for (lp, p) in self.pending.iter_mut().enumerate() {
+            let n = p.iter().take_while(|r| r.time < g).count();
+            self.committed_ref[lp].extend(p.drain(..n).map(|r| r.id));
+        }
+        let got = &mut self.committed_got;
+        let drop_at_commit = self.drop_at_commit;
+        self.h
+            .commit_older(
+                g,
+                |r, extras| {
+                    let lp = r.ev.dst as usize;
+                    let counts: Vec<Extra> = extras.copied().collect();
+                    match counts.as_slice() {
+                        [Extra::Count(l, id)] if *l as usize == lp && *id as u64 == r.ev.id => {}
+                        other => panic!("wrong counter deltas {other:?}"),
+                    }
+                    got[lp].push(r.ev.id);
+                    Ok::<bool, ()>(drop_at_commit)
+                },
+                |_, _| (),
+            )
+            .expect("no errors");
+        let freed = &mut self.freed;
+        self.h.free_front(|r| {
+            assert!(r.info.committed(), "only committed records are handed out");
+            *freed += 1;
+        });
+    }
+
+    /// After each step: the commit order, every LP's chain, the counts of live records.
+    fn agrees(&self) -> Result<(), TestCaseError> {
+        prop_assert_eq!(&self.committed_got, &self.committed_ref);
+        for (lp, p) in self.pending.iter().enumerate() {
+            let mut want: Vec<u64> = p.iter().map(|r| r.id).collect();
+            want.reverse();
+            prop_assert_eq!(chain(&self.h, self.last[lp]), want, "chain of LP {}", lp);
+        }
+        let uncommitted: usize = self.pending.iter().map(Vec::len).sum();
+        prop_assert!(self.h.live() >= uncommitted as u64);
+        prop_assert_eq!(self.h.uncommitted_newest_first().count(), uncommitted);
+        Ok(())
+    }
+}
+
 fn run(ops: Vec<Op>, lps: usize, drop_at_commit: bool) -> Result<(), TestCaseError> {
-    let mut h: History<u32> = History::default();
-    let mut last = vec![NONE; lps];
-    // Reference: per LP, uncommitted records in order; committed ids in commit order.
-    let mut pending: Vec<Vec<RefRec>> = vec![Vec::new(); lps];
-    let mut committed_ref: Vec<Vec<u64>> = vec![Vec::new(); lps];
-    let mut committed_got: Vec<Vec<u64>> = vec![Vec::new(); lps];
-    let mut freed = 0u64;
-    let mut g = 0.0f64;
-    let mut next_id = 0u64;
+    let mut c = Check::new(lps, drop_at_commit);
     for op in ops.into_iter().chain([Op::Commit { dg: u8::MAX }]) {
         match op {
-            Op::Process { lp, dt, sends } => {
-                let floor = pending[lp].last().map_or(g, |r| r.time.max(g));
-                let time = floor + f64::from(dt);
-                let id = next_id;
-                next_id += 1;
-                let log_at = h.log_next();
-                let mut ids = Vec::new();
-                for s in 0..u64::from(sends) {
-                    let sid = id * 10 + s;
-                    h.push_extra(Extra::Sent(Sent {
-                        dst: 0,
-                        time,
-                        id: sid,
-                    }));
-                    ids.push(sid);
-                }
-                h.push_extra(Extra::Count(lp as u32, id as i64));
-                let rec = record(lp as u32, time, id, last[lp], log_at, u32::from(sends));
-                last[lp] = h.push(rec, None);
-                pending[lp].push(RefRec {
-                    id,
-                    time,
-                    sends: ids,
-                });
-            }
-            Op::Rollback { lp, k } => {
-                for _ in 0..k {
-                    let Some(want) = pending[lp].pop() else { break };
-                    let r = h.take(last[lp]);
-                    prop_assert_eq!(r.ev.id, want.id);
-                    let sends: Vec<u64> = (0..u64::from(r.info.sent()))
-                        .map(|i| match h.extra(r.log_at + i) {
-                            Extra::Sent(s) => s.id,
-                            Extra::Count(..) => u64::MAX,
-                        })
-                        .collect();
-                    prop_assert_eq!(&sends, &want.sends);
-                    last[lp] = r.prev;
-                }
-            }
-            Op::CommitLp { lp } if drop_at_commit => {
-                // As `Worker::safe_now`: the chain newest first, committed oldest first.
-                committed_ref[lp].extend(pending[lp].drain(..).map(|r| r.id));
-                let mut seqs = Vec::new();
-                let mut seq = last[lp];
-                while let Some(r) = h.get(seq) {
-                    seqs.push(seq);
-                    seq = r.prev;
-                }
-                for &seq in seqs.iter().rev() {
-                    h.commit_early(seq, |r, extras| {
-                        let counts: Vec<Extra> = extras.copied().collect();
-                        assert!(
-                            matches!(counts.as_slice(), [Extra::Count(l, id)] if *l as usize == lp && *id as u64 == r.ev.id),
-                            "wrong counter deltas {counts:?}"
-                        );
-                        committed_got[lp].push(r.ev.id);
-                    });
-                }
-            }
+            Op::Process { lp, dt, sends } => c.process(lp, dt, sends),
+            Op::Rollback { lp, k } => c.rollback(lp, k)?,
+            Op::CommitLp { lp } if drop_at_commit => c.commit_lp(lp),
             Op::CommitLp { .. } => {}
-            Op::Commit { dg } => {
-                g = if dg == u8::MAX {
-                    f64::INFINITY
-                } else {
-                    g + f64::from(dg)
-                };
-                for (lp, p) in pending.iter_mut().enumerate() {
-                    let n = p.iter().take_while(|r| r.time < g).count();
-                    committed_ref[lp].extend(p.drain(..n).map(|r| r.id));
-                }
-                let got = &mut committed_got;
-                h.commit_older(
-                    g,
-                    |r, extras| {
-                        let lp = r.ev.dst as usize;
-                        let counts: Vec<Extra> = extras.copied().collect();
-                        match counts.as_slice() {
-                            [Extra::Count(l, id)] if *l as usize == lp && *id as u64 == r.ev.id => {
-                            }
-                            other => panic!("wrong counter deltas {other:?}"),
-                        }
-                        got[lp].push(r.ev.id);
-                        Ok::<bool, ()>(drop_at_commit)
-                    },
-                    |_, _| (),
-                )
-                .expect("no errors");
-                h.free_front(|r| {
-                    assert!(r.info.committed(), "only committed records are handed out");
-                    freed += 1;
-                });
-            }
+            Op::Commit { dg } => c.commit(dg),
         }
-        prop_assert_eq!(&committed_got, &committed_ref);
-        for lp in 0..lps {
-            let mut want: Vec<u64> = pending[lp].iter().map(|r| r.id).collect();
-            want.reverse();
-            prop_assert_eq!(chain(&h, last[lp]), want, "chain of LP {}", lp);
-        }
-        let uncommitted: usize = pending.iter().map(Vec::len).sum();
-        prop_assert!(h.live() >= uncommitted as u64);
-        prop_assert_eq!(h.uncommitted_newest_first().count(), uncommitted);
+        c.agrees()?;
     }
     // Everything committed: the arena and its log are empty.
-    prop_assert_eq!(h.live(), 0);
-    prop_assert!(h.slots.is_empty());
-    prop_assert!(h.log.is_empty());
-    let total: u64 = committed_ref.iter().map(|c| c.len() as u64).sum();
+    prop_assert_eq!(c.h.live(), 0);
+    prop_assert!(c.h.slots.is_empty());
+    prop_assert!(c.h.log.is_empty());
+    let total: u64 = c.committed_ref.iter().map(|c| c.len() as u64).sum();
     if !drop_at_commit {
         prop_assert_eq!(
-            freed,
+            c.freed,
             total,
             "copy saving hands every committed record out once"
         );
