@@ -6,14 +6,17 @@
 //! **TMC** (the count of messages in transit to it). Registers change only through the three
 //! operations [`Gsu::send`], [`Gsu::receive`] and [`Gsu::publish`], and [`Gsu::snapshot`] reads
 //! a consistent cut of them, so the minimum over MOE and MOM is a true lower bound on every
-//! unprocessed event, in flight or not, even while workers run. Protocol, invariants and proof:
-//! `README.md` beside this file. Every register is cache-line padded.
+//! unprocessed event, in flight or not, even while workers run. The register block and the
+//! algorithm are written once (`regs.rs`) and serve both this process-private `Gsu` and the
+//! shared control segment of worker processes (`shm::Control`). Protocol, invariants and proof:
+//! `README.md` beside this file. Every worker's registers sit on their own cache lines.
 
-use crossbeam_utils::CachePadded;
+mod regs;
+
+pub(crate) use regs::{RegFile, Regs};
 
 use crate::comm::Mailbox;
 use crate::event::{EventKey, Keyed};
-use crate::loom::atomic::{AtomicI64, AtomicU64, Ordering::SeqCst};
 
 /// What a worker publishes about itself (its MOE register and what rides with it).
 #[derive(Clone, Copy, Debug, PartialEq)]
@@ -40,58 +43,6 @@ impl Published {
         flags: 0,
         aux: f64::INFINITY,
     };
-}
-
-#[derive(Debug)]
-struct Regs {
-    /// Even: stable; odd: a receive or publish is in progress (a per-worker seqlock).
-    epoch: AtomicU64,
-    moe_time: AtomicU64,
-    moe_seq: AtomicU64,
-    moe_src: AtomicU64,
-    bound: AtomicU64,
-    flags: AtomicU64,
-    aux: AtomicU64,
-    /// Messages sent to this worker and not yet received.
-    tmc: AtomicI64,
-}
-
-impl Regs {
-    fn new() -> Self {
-        let p = Published::IDLE;
-        Regs {
-            epoch: AtomicU64::new(0),
-            moe_time: AtomicU64::new(p.moe.time.to_bits()),
-            moe_seq: AtomicU64::new(p.moe.seq),
-            moe_src: AtomicU64::new(u64::from(p.moe.src)),
-            bound: AtomicU64::new(p.bound.to_bits()),
-            flags: AtomicU64::new(0),
-            aux: AtomicU64::new(p.aux.to_bits()),
-            tmc: AtomicI64::new(0),
-        }
-    }
-
-    fn store(&self, p: &Published) {
-        self.moe_time.store(p.moe.time.to_bits(), SeqCst);
-        self.moe_seq.store(p.moe.seq, SeqCst);
-        self.moe_src.store(u64::from(p.moe.src), SeqCst);
-        self.bound.store(p.bound.to_bits(), SeqCst);
-        self.flags.store(p.flags, SeqCst);
-        self.aux.store(p.aux.to_bits(), SeqCst);
-    }
-
-    fn load(&self) -> Published {
-        Published {
-            moe: EventKey {
-                time: f64::from_bits(self.moe_time.load(SeqCst)),
-                seq: self.moe_seq.load(SeqCst),
-                src: self.moe_src.load(SeqCst) as u32,
-            },
-            bound: f64::from_bits(self.bound.load(SeqCst)),
-            flags: self.flags.load(SeqCst),
-            aux: f64::from_bits(self.aux.load(SeqCst)),
-        }
-    }
 }
 
 /// One worker's registers as a snapshot saw them.
@@ -150,19 +101,19 @@ impl Snapshot {
     }
 }
 
-/// The register files of `W` workers (see the module documentation).
+/// The register files of `W` workers in this process's memory (see the module documentation).
+/// Every operation is `RegFile`'s (`regs.rs`), the one implementation that the shared control
+/// segment (`shm::Control`) uses too.
 #[derive(Debug)]
 pub struct Gsu {
-    regs: Box<[CachePadded<Regs>]>,
+    regs: Box<[Regs]>,
 }
 
 impl Gsu {
     /// Registers for `workers` workers, all idle.
     pub fn new(workers: usize) -> Self {
         Gsu {
-            regs: (0..workers)
-                .map(|_| CachePadded::new(Regs::new()))
-                .collect(),
+            regs: (0..workers).map(|_| Regs::new(&Published::IDLE)).collect(),
         }
     }
 
@@ -171,14 +122,22 @@ impl Gsu {
     /// Seeding them before any worker runs keeps G1 from the start: an event that entered a
     /// queue before its worker ever published is still covered (invariant G0 in README.md).
     pub fn seeded(first: &[EventKey]) -> Self {
-        let gsu = Gsu::new(first.len());
-        for (r, &moe) in gsu.regs.iter().zip(first) {
-            r.store(&Published {
-                moe,
-                ..Published::IDLE
-            });
+        Gsu {
+            regs: first
+                .iter()
+                .map(|&moe| {
+                    Regs::new(&Published {
+                        moe,
+                        ..Published::IDLE
+                    })
+                })
+                .collect(),
         }
-        gsu
+    }
+
+    #[inline]
+    fn file(&self) -> RegFile<'_> {
+        RegFile::new(&self.regs)
     }
 
     /// The number of workers.
@@ -193,7 +152,7 @@ impl Gsu {
         if batch.is_empty() {
             return;
         }
-        self.regs[dst].tmc.fetch_add(batch.len() as i64, SeqCst);
+        self.file().count_sent(dst, batch.len());
         mailbox.push_batch(batch);
     }
 
@@ -209,21 +168,15 @@ impl Gsu {
         mut f: impl FnMut(&mut S, T),
         after: impl FnOnce(&mut S) -> Published,
     ) -> usize {
-        let r = &self.regs[me];
-        r.epoch.fetch_add(1, SeqCst);
-        let n = mailbox.take(|e| f(state, e));
-        r.store(&after(state));
-        r.tmc.fetch_sub(n as i64, SeqCst);
-        r.epoch.fetch_add(1, SeqCst);
-        n
+        self.file().receive(me, || {
+            let n = mailbox.take(|e| f(state, e));
+            (n, after(state))
+        })
     }
 
     /// Worker `me` publishes its registers (inside an odd epoch, like `receive`).
     pub fn publish(&self, me: usize, p: &Published) {
-        let r = &self.regs[me];
-        r.epoch.fetch_add(1, SeqCst);
-        r.store(p);
-        r.epoch.fetch_add(1, SeqCst);
+        self.file().publish(me, p);
     }
 
     /// Worker `me` publishes `p`, then takes a snapshot into `out` and returns its LBTS: the
@@ -245,55 +198,14 @@ impl Gsu {
 
     /// Worker `w`'s last published registers (no consistency with other workers implied).
     pub fn published(&self, w: usize) -> Published {
-        self.regs[w].load()
+        self.file().published(w)
     }
 
     /// A consistent cut of every worker's registers (double collect: epochs, every MOE, every
     /// MOM and TMC, epochs again; retried until no epoch was odd or moved). `mom(w)` reads
     /// worker `w`'s mailbox register ([`Mailbox::min_time`]).
     pub fn snapshot(&self, mom: impl Fn(usize) -> f64, out: &mut Snapshot) {
-        let w = self.regs.len();
-        let mut epochs = vec![0u64; w];
-        #[cfg(not(chronon_loom))]
-        let mut round = 0u32;
-        loop {
-            let mut stable = true;
-            for (e, r) in epochs.iter_mut().zip(self.regs.iter()) {
-                *e = r.epoch.load(SeqCst);
-                stable &= *e % 2 == 0;
-            }
-            out.workers.clear();
-            // Every MOE before every MOM: a sender pushes (lowering MOM) before it raises its
-            // MOE, so a raised MOE read here implies the push is visible to the MOM reads below.
-            for r in self.regs.iter() {
-                out.workers.push(WorkerView {
-                    published: r.load(),
-                    mom: f64::INFINITY,
-                    tmc: 0,
-                });
-            }
-            for (i, (v, r)) in out.workers.iter_mut().zip(self.regs.iter()).enumerate() {
-                v.mom = mom(i);
-                v.tmc = r.tmc.load(SeqCst);
-            }
-            for (e, r) in epochs.iter().zip(self.regs.iter()) {
-                stable &= r.epoch.load(SeqCst) == *e;
-            }
-            if stable {
-                return;
-            }
-            #[cfg(chronon_loom)]
-            crate::loom::thread::yield_now();
-            // A writer is inside its odd epoch: spin briefly, then give the CPU away (with more
-            // threads than cores the writer may be descheduled; spinning on would only delay it).
-            #[cfg(not(chronon_loom))]
-            if round < 16 {
-                round += 1;
-                std::hint::spin_loop();
-            } else {
-                std::thread::yield_now();
-            }
-        }
+        self.file().snapshot(mom, out);
     }
 }
 

@@ -1,34 +1,22 @@
 //! The shared control segment: the GSU register files (MOE, MOM via the rings, TMC; seed 000
 //! §3.1), the GVT registers, a barrier and an abort word, as atomics in one anonymous segment
-//! that every process maps. The register operations are those of [`crate::gsu::Gsu`], with the
-//! same protocol and proof (gsu/README.md), moved into shared memory; the barrier sleeps on a
-//! shared futex (README.md here, "Barrier").
+//! that every process maps. The GSU registers are `gsu::Regs` blocks placed in the segment, and
+//! every register operation is `gsu::RegFile`'s over them: the one implementation that
+//! [`crate::gsu::Gsu`] uses over process memory, with its protocol and proof (gsu/README.md).
+//! The barrier sleeps on a shared futex (README.md here, "Barrier").
 
 use std::io;
-use std::sync::atomic::{AtomicI64, AtomicU32, AtomicU64, Ordering::SeqCst};
+use std::mem::{offset_of, size_of};
+use std::sync::atomic::{AtomicU32, AtomicU64, Ordering::SeqCst};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use super::Segment;
-use crate::event::EventKey;
-use crate::gsu::{Published, Snapshot, WorkerView};
+use crate::gsu::{Published, RegFile, Regs, Snapshot};
 
 /// The most workers (over all processes) a control segment holds registers for.
 pub const MAX_WORKERS: usize = 256;
 const MAGIC: u64 = 0x6368_726f_6e6f_6e31; // "chronon1"
-
-/// One worker's registers, on its own cache lines.
-#[repr(C, align(128))]
-struct Regs {
-    epoch: AtomicU64,
-    moe_time: AtomicU64,
-    moe_seq: AtomicU64,
-    moe_src: AtomicU64,
-    bound: AtomicU64,
-    flags: AtomicU64,
-    aux: AtomicU64,
-    tmc: AtomicI64,
-}
 
 #[repr(C, align(128))]
 struct Globals {
@@ -46,6 +34,9 @@ struct Globals {
     gvt_round: AtomicU64,
 }
 
+/// The segment's layout: [`Globals`], then one register block per worker (only the first
+/// `workers` are initialized and ever used). Never referenced as a whole: `Control::globals`
+/// and `Control::regs` reach the parts.
 #[repr(C)]
 struct Block {
     g: Globals,
@@ -57,6 +48,9 @@ struct Block {
 #[derive(Clone, Debug)]
 pub struct Control {
     seg: Arc<Segment>,
+    /// The number of workers (the segment's `workers` word, which never changes after
+    /// `create`).
+    workers: usize,
 }
 
 impl Control {
@@ -67,28 +61,45 @@ impl Control {
                 "workers must be in 1..={MAX_WORKERS}, got {workers}"
             )));
         }
-        let seg = Segment::create(std::mem::size_of::<Block>())?;
-        let c = Control { seg: Arc::new(seg) };
-        // The segment is zero-filled: every atomic is 0, which is a valid value; set the rest.
-        let b = c.block();
-        for r in &b.regs[..workers] {
-            store(r, &Published::IDLE);
+        let seg = Segment::create(size_of::<Block>())?;
+        let first = regs_at(&seg);
+        for w in 0..workers {
+            // Safety: block `w` < MAX_WORKERS lies inside the segment (at least
+            // `size_of::<Block>()` bytes, page aligned, so aligned for `Regs`), and no other
+            // handle or process reaches the segment yet.
+            unsafe { first.add(w).write(Regs::new(&Published::IDLE)) };
         }
-        b.g.gvt.store(f64::NEG_INFINITY.to_bits(), SeqCst);
-        b.g.workers.store(workers as u64, SeqCst);
-        b.g.magic.store(MAGIC, SeqCst);
+        let c = Control {
+            seg: Arc::new(seg),
+            workers,
+        };
+        // The segment is zero-filled: every global is 0, which is a valid value; set the rest.
+        let g = c.globals();
+        g.gvt.store(f64::NEG_INFINITY.to_bits(), SeqCst);
+        g.workers.store(workers as u64, SeqCst);
+        g.magic.store(MAGIC, SeqCst);
         Ok(c)
     }
 
     /// Attaches to a control segment created by another process (inherited or opened).
     pub fn attach(seg: Segment) -> io::Result<Control> {
-        if seg.len() < std::mem::size_of::<Block>() {
+        if seg.len() < size_of::<Block>() {
             return Err(io::Error::other("not a control segment (too small)"));
         }
-        let c = Control { seg: Arc::new(seg) };
-        if c.block().g.magic.load(SeqCst) != MAGIC {
+        let mut c = Control {
+            seg: Arc::new(seg),
+            workers: 0,
+        };
+        let g = c.globals();
+        if g.magic.load(SeqCst) != MAGIC {
             return Err(io::Error::other("not a control segment (bad magic)"));
         }
+        // `create` stores `workers` before `magic`, so it is there.
+        let workers = g.workers.load(SeqCst) as usize;
+        if workers == 0 || workers > MAX_WORKERS {
+            return Err(io::Error::other("not a control segment (bad worker count)"));
+        }
+        c.workers = workers;
         Ok(c)
     }
 
@@ -97,101 +108,67 @@ impl Control {
         &self.seg
     }
 
-    fn block(&self) -> &Block {
+    fn globals(&self) -> &Globals {
         // Safety: the segment is at least `size_of::<Block>()` bytes (checked in `attach`,
-        // made so in `create`), page aligned, and every field is an atomic or plain integer
-        // for which all-zero bytes and any bytes another process stored are valid; it stays
-        // mapped while `self.seg` lives.
-        unsafe { self.seg.base().cast::<Block>().as_ref() }
+        // made so in `create`) and page aligned, `Globals` is its first field, and every field
+        // of `Globals` is a std atomic, for which all-zero bytes and any bytes another process
+        // stored are valid; it stays mapped while `self.seg` lives.
+        unsafe { self.seg.base().cast::<Globals>().as_ref() }
+    }
+
+    /// The register blocks of the workers, as the one GSU implementation's view.
+    #[inline]
+    fn regs(&self) -> RegFile<'_> {
+        // Safety: blocks 0..workers lie inside the segment (see `globals`; workers <=
+        // MAX_WORKERS, checked in `create` and `attach`), were initialized by `create` (a
+        // `Regs` is atomics only, so any bytes another process stored there are valid), and
+        // stay mapped while `self.seg` lives.
+        let regs = unsafe { std::slice::from_raw_parts(regs_at(&self.seg), self.workers) };
+        RegFile::new(regs)
     }
 
     /// The number of workers.
     pub fn workers(&self) -> usize {
-        self.block().g.workers.load(SeqCst) as usize
+        self.workers
     }
 
     // ---- GSU registers (gsu/README.md: S1, R1–R5, C1–C4) ----
 
     /// (S1) Counts `n` messages as in transit to `dst`; call before pushing them into a ring.
     pub fn count_sent(&self, dst: usize, n: usize) {
-        self.block().regs[dst].tmc.fetch_add(n as i64, SeqCst);
+        self.regs().count_sent(dst, n);
     }
 
     /// Worker `me` receives: `take` drains its rings (R2) and returns how many messages it
     /// took and its new registers, which must cover them (R3); TMC goes down by that count
     /// (R4), all inside one odd epoch (R1, R5).
     pub fn receive(&self, me: usize, take: impl FnOnce() -> (usize, Published)) -> usize {
-        let r = &self.block().regs[me];
-        r.epoch.fetch_add(1, SeqCst);
-        let (n, p) = take();
-        store(r, &p);
-        r.tmc.fetch_sub(n as i64, SeqCst);
-        r.epoch.fetch_add(1, SeqCst);
-        n
+        self.regs().receive(me, take)
     }
 
     /// Runs `f` inside one odd epoch of worker `me` (no register changes): a snapshot that
     /// overlaps it retries. The shared-memory transport moves records from a worker's rings
     /// to its private stash this way, so no stable snapshot sees them in neither place.
     pub fn bracket<R>(&self, me: usize, f: impl FnOnce() -> R) -> R {
-        let r = &self.block().regs[me];
-        r.epoch.fetch_add(1, SeqCst);
-        let out = f();
-        r.epoch.fetch_add(1, SeqCst);
-        out
+        self.regs().bracket(me, |_| f())
     }
 
     /// Worker `me` publishes its registers (inside an odd epoch).
     pub fn publish(&self, me: usize, p: &Published) {
-        let r = &self.block().regs[me];
-        r.epoch.fetch_add(1, SeqCst);
-        store(r, p);
-        r.epoch.fetch_add(1, SeqCst);
+        self.regs().publish(me, p);
     }
 
     /// A consistent cut of every worker's registers; `mom(w)` reads worker `w`'s MOM (the
     /// minimum of the registers of the rings into it).
     pub fn snapshot(&self, mom: impl Fn(usize) -> f64, out: &mut Snapshot) {
-        let regs = &self.block().regs[..self.workers()];
-        let mut epochs = vec![0u64; regs.len()];
-        let mut round = 0u32;
-        loop {
-            let mut stable = true;
-            for (e, r) in epochs.iter_mut().zip(regs) {
-                *e = r.epoch.load(SeqCst);
-                stable &= *e % 2 == 0;
-            }
-            out.workers.clear();
-            out.workers.extend(regs.iter().map(|r| WorkerView {
-                published: load(r),
-                mom: f64::INFINITY,
-                tmc: 0,
-            }));
-            for (i, (v, r)) in out.workers.iter_mut().zip(regs).enumerate() {
-                v.mom = mom(i);
-                v.tmc = r.tmc.load(SeqCst);
-            }
-            for (e, r) in epochs.iter().zip(regs) {
-                stable &= r.epoch.load(SeqCst) == *e;
-            }
-            if stable {
-                return;
-            }
-            // The writer in an odd epoch may be another process that the OS preempted.
-            round += 1;
-            if round < 16 {
-                std::hint::spin_loop();
-            } else {
-                std::thread::yield_now();
-            }
-        }
+        self.regs().snapshot(mom, out);
     }
 
     // ---- GVT registers ----
 
     /// Publishes a new GVT (or LBTS) value; it never goes down.
     pub fn publish_gvt(&self, gvt: f64) {
-        let g = &self.block().g;
+        let g = &self.globals();
         // f64 bits of non-negative values order like the values; GVT is >= 0 after start,
         // and -inf (the initial value) has the sign bit set, so compare as floats.
         let mut cur = g.gvt.load(SeqCst);
@@ -208,7 +185,7 @@ impl Control {
 
     /// The last GVT published (`-inf` before the first).
     pub fn gvt(&self) -> f64 {
-        f64::from_bits(self.block().g.gvt.load(SeqCst))
+        f64::from_bits(self.globals().gvt.load(SeqCst))
     }
 
     // ---- abort ----
@@ -216,7 +193,7 @@ impl Control {
     /// Asks every process to stop, naming process `who` (the first request wins); wakes every
     /// barrier waiter.
     pub fn abort(&self, who: u32) {
-        let g = &self.block().g;
+        let g = &self.globals();
         let _ = g.abort.compare_exchange(0, who + 1, SeqCst, SeqCst);
         super::futex::wake_all(&g.abort);
         super::futex::wake_all(&g.generation);
@@ -224,7 +201,7 @@ impl Control {
 
     /// The process that asked every process to stop, if any.
     pub fn aborted(&self) -> Option<u32> {
-        self.block().g.abort.load(SeqCst).checked_sub(1)
+        self.globals().abort.load(SeqCst).checked_sub(1)
     }
 
     // ---- barrier ----
@@ -247,7 +224,7 @@ impl Control {
         timeout: Duration,
         mut idle: impl FnMut(),
     ) -> Result<(), BarrierError> {
-        let g = &self.block().g;
+        let g = &self.globals();
         let gen = g.generation.load(SeqCst);
         if let Some(who) = self.aborted() {
             return Err(BarrierError::Aborted(who));
@@ -294,24 +271,11 @@ impl std::fmt::Display for BarrierError {
 }
 impl std::error::Error for BarrierError {}
 
-fn store(r: &Regs, p: &Published) {
-    r.moe_time.store(p.moe.time.to_bits(), SeqCst);
-    r.moe_seq.store(p.moe.seq, SeqCst);
-    r.moe_src.store(u64::from(p.moe.src), SeqCst);
-    r.bound.store(p.bound.to_bits(), SeqCst);
-    r.flags.store(p.flags, SeqCst);
-    r.aux.store(p.aux.to_bits(), SeqCst);
-}
-
-fn load(r: &Regs) -> Published {
-    Published {
-        moe: EventKey {
-            time: f64::from_bits(r.moe_time.load(SeqCst)),
-            seq: r.moe_seq.load(SeqCst),
-            src: r.moe_src.load(SeqCst) as u32,
-        },
-        bound: f64::from_bits(r.bound.load(SeqCst)),
-        flags: r.flags.load(SeqCst),
-        aux: f64::from_bits(r.aux.load(SeqCst)),
-    }
+/// The first register block of the control segment `seg` (which is at least
+/// `size_of::<Block>()` bytes).
+fn regs_at(seg: &Segment) -> *mut Regs {
+    // Safety: the offset of `Block::regs` is inside the segment's `size_of::<Block>()` bytes.
+    unsafe { seg.base().add(offset_of!(Block, regs)) }
+        .cast::<Regs>()
+        .as_ptr()
 }

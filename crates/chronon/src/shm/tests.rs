@@ -310,6 +310,27 @@ fn control_barrier_registers_and_abort() {
     assert_eq!(waiter.join().unwrap(), Err(BarrierError::Aborted(2)));
 }
 
+/// A second mapping of the segment (as a worker process gets it) sees the same register
+/// blocks; a segment that is not a control segment is refused.
+#[test]
+fn control_attached_by_descriptor_shares_the_registers() {
+    let c = Control::create(3).unwrap();
+    let dup = c.segment().fd().try_clone_to_owned().unwrap();
+    let a = Control::attach(Segment::from_fd(dup).unwrap()).unwrap();
+    assert_eq!(a.workers(), 3);
+    let mut p = Published::IDLE;
+    p.moe.time = 2.5;
+    p.flags = 8;
+    a.publish(2, &p);
+    a.count_sent(0, 4);
+    let mut snap = Snapshot::default();
+    c.snapshot(|_| f64::INFINITY, &mut snap);
+    assert_eq!((snap.lbts(), snap.flags(), snap.in_transit()), (2.5, 8, 4));
+    assert_eq!(snap.workers.len(), 3);
+    assert!(Control::attach(Segment::create(1 << 20).unwrap()).is_err());
+    assert!(Control::attach(Segment::create(64).unwrap()).is_err());
+}
+
 #[test]
 fn slices_and_bytes_hold_runtime_sizes() {
     let mut heap = small_heap(4);
