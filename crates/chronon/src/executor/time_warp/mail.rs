@@ -2,6 +2,7 @@
 //! and pushing its sends when they are due (README.md, "When sends leave").
 
 use super::lp::{Msg, Stack, TwEvent};
+use super::transport::Transport;
 use super::worker::Worker;
 use crate::error::SimError;
 use crate::model::Model;
@@ -12,7 +13,7 @@ impl<M: Model, Q: PendingSet<TwEvent<M::Event>>> Worker<'_, '_, M, Q> {
     /// and sends what that caused.
     pub(super) fn drain(&mut self) -> Result<(), SimError> {
         let sh = self.sh;
-        if sh.wires.procs().is_some_and(|p| p.aborted()) {
+        if sh.wires.aborted() {
             // Another process failed or was stopped: stop at the top of the loop.
             sh.abort.store(true, std::sync::atomic::Ordering::SeqCst);
         }

@@ -45,6 +45,7 @@ mod shared;
 mod shm_wires;
 mod stats;
 mod transport;
+mod wires;
 mod worker;
 
 pub use options::{StateSaving, Ticks, TimeWarpConfig, MIN_TICK_US};

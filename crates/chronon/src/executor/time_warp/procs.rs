@@ -22,7 +22,7 @@ use super::options::{StateSaving, TimeWarpConfig};
 use super::report::{insert_preempt, pending_at_end, totals_from_workers, worker_figures};
 use super::setup::{build, spawn, Built};
 use super::shm_wires::ShmWires;
-use super::transport::Wires;
+use super::wires::Wires;
 use crate::error::{guard, ConfigError, Setting, SimError};
 use crate::executor::conservative::procs::{
     child_main, finish_ops, io_error, parent_run, peak_rss_bytes, ChildOut, ProcsOptions, ABORTED,
@@ -255,7 +255,7 @@ where
         opts,
         None,
         base..base + threads,
-        Some((Wires::over_procs(wires), gvt)),
+        Some((Wires::Procs(wires), gvt)),
     )?;
     // The counters `init` moved are counted once, by process 0.
     if p != 0 {

@@ -15,7 +15,7 @@ use super::optimism::Optimism;
 use super::options::{PreemptConfig, Saving, StateSaving, TimeWarpConfig};
 use super::report::{finish, WorkerResult};
 use super::shared::{Shared, StateEq};
-use super::transport::Wires;
+use super::wires::Wires;
 use super::worker::Worker;
 use crate::error::{ConfigError, Setting, SimError};
 use crate::executor::{init_lps_each, RunConfig};
@@ -403,7 +403,7 @@ pub(super) fn build<'a, M: Model, Q: PendingSet<TwEvent<M::Event>>>(
         super::safe::SafeRule::choose(opts, saving, threads, net.is_some(), model.lookahead());
     let (wires, gvt) = match net {
         Some(net) => net,
-        None => (Wires::new(threads), GvtRegisters::new(threads)),
+        None => (Wires::threads(threads), GvtRegisters::new(threads)),
     };
 
     // The machine is read before the run's clock starts.

@@ -423,6 +423,47 @@ impl<P: Send + 'static> ShmWires<P> {
     }
 }
 
+impl<P: Send + 'static> super::transport::Transport<P> for ShmWires<P> {
+    /// Across processes the receive itself looks.
+    #[inline]
+    fn has_mail(&self, _w: usize) -> bool {
+        true
+    }
+
+    #[inline]
+    fn bh_min(&self, w: usize) -> f64 {
+        ShmWires::bh_min(self, w)
+    }
+
+    fn receive(&self, w: usize, f: impl FnMut(Msg<P>)) {
+        ShmWires::receive(self, w, f)
+    }
+
+    fn leftovers(&self, w: usize, f: impl FnMut(Msg<P>)) {
+        ShmWires::leftovers(self, w, f)
+    }
+
+    fn push(
+        &self,
+        w: usize,
+        dirty: &mut Vec<usize>,
+        outbox: &mut [Option<Batch<Msg<P>>>],
+        spare: &mut Vec<Batch<Msg<P>>>,
+        over: impl Fn() -> bool,
+    ) {
+        self.flush(w, dirty, outbox, spare, over);
+    }
+
+    #[inline]
+    fn aborted(&self) -> bool {
+        ShmWires::aborted(self)
+    }
+
+    fn abort_others(&self) {
+        self.abort();
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

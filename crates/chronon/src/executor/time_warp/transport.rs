@@ -1,121 +1,83 @@
-//! Remote send and receive: the narrow interface between the Time Warp protocol and how events
-//! reach another worker. Two transports sit under it:
+//! Remote send and receive: the seam between the Time Warp protocol and how events reach
+//! another worker. The protocol asks a transport for what [`Transport`] names (what waits for
+//! a worker and its BH_min, taking it, pushing a worker's batches, leftovers at the end, the
+//! abort word) and sends through its own [`Endpoint`]; three transports implement the seam,
+//! each on its own type:
 //!
-//! - threads of one process: per-worker mailboxes (the bottom-half queues, whose register is
-//!   BH_min) and per-worker pools that the receiver returns emptied batches to, so that a
-//!   remote send allocates nothing once the pools are warm (comm/README.md, "Recycled
-//!   batches");
-//! - worker processes on one machine (`--procs`, Linux): shared-memory rings between every
-//!   pair of workers (`shm_wires.rs`).
+//! - threads of one process, [`Mailboxes`] (here): per-worker mailboxes (the bottom-half
+//!   queues, whose register is BH_min) and per-worker pools that the receiver returns emptied
+//!   batches to, so that a remote send allocates nothing once the pools are warm
+//!   (comm/README.md, "Recycled batches");
+//! - worker processes on one machine (`--procs`, Linux), `ShmWires` (`shm_wires.rs`): Time
+//!   Warp's records on the shared-memory ring mesh of `transport/shm/`;
+//! - MPI ranks (feature `mpi`), `RankWires` (`ranks/mod.rs`): mailboxes inside the rank, and
+//!   the rank's driver for workers of other ranks.
 //!
-//! The protocol code uses only [`Endpoint::send`], [`Endpoint::flush`], [`Wires::receive`],
-//! [`Wires::has_mail`] and [`Wires::leftovers`]: an MPI transport fits under the same calls.
-//! The choice is one predictable branch per flush and per receive, none per event.
+//! A run holds its transport as a [`Wires`](super::wires::Wires) (`wires.rs`): one match per
+//! call, that is per flush, per drain and per BH_min look, none per event.
 
 use super::lp::Msg;
-#[cfg(all(target_os = "linux", not(chronon_loom)))]
-use super::shm_wires::ShmWires;
-
-/// Without the transport between processes (not Linux, or the loom build) there is no value of
-/// it: `Wires::procs` is always `None`.
-#[cfg(not(all(target_os = "linux", not(chronon_loom))))]
-pub(super) struct ShmWires<P>(std::convert::Infallible, std::marker::PhantomData<P>);
-
-#[cfg(not(all(target_os = "linux", not(chronon_loom))))]
-impl<P> ShmWires<P> {
-    pub(super) fn aborted(&self) -> bool {
-        match self.0 {}
-    }
-}
 use crate::comm::{Batch, BatchPool, Mailbox};
 use crate::event::Keyed;
 
-/// What the workers share to reach each other: with threads, a mailbox and a pool of spare
-/// batches each; across processes, the rings.
-pub(super) struct Wires<P> {
-    boxes: Vec<Mailbox<Msg<P>>>,
-    pools: Vec<BatchPool<Msg<P>>>,
-    #[cfg(all(target_os = "linux", not(chronon_loom)))]
-    procs: Option<ShmWires<P>>,
-    /// Over MPI ranks: the workers of this rank, and what goes to other ranks (ranks/).
-    #[cfg(feature = "mpi")]
-    ranks: Option<super::ranks::RankWires<P>>,
-}
+/// What the Time Warp worker needs of a transport. Worker `w` calls the methods that take
+/// `w` for itself only.
+pub(super) trait Transport<P> {
+    /// Whether something may wait for worker `w` (a hint: a false positive costs a look; a
+    /// transport whose receive looks anyway says `true`).
+    fn has_mail(&self, w: usize) -> bool;
 
-impl<P: Send + 'static> Wires<P> {
-    pub(super) fn new(workers: usize) -> Self {
-        Wires {
-            boxes: (0..workers).map(|_| Mailbox::new()).collect(),
-            pools: (0..workers).map(|_| BatchPool::new()).collect(),
-            #[cfg(all(target_os = "linux", not(chronon_loom)))]
-            procs: None,
-            #[cfg(feature = "mpi")]
-            ranks: None,
-        }
-    }
+    /// BH_min of worker `w`: a lower bound on the times of the messages waiting for it (for
+    /// preemption's check).
+    fn bh_min(&self, w: usize) -> f64;
 
-    /// Over MPI ranks: mailboxes and pools as with threads (only this rank's workers' are
-    /// used), and a flush to another rank's worker goes to the rank's driver.
-    #[cfg(feature = "mpi")]
-    pub(super) fn over_ranks(workers: usize, mine: std::ops::Range<usize>) -> Self {
-        let mut w = Wires::new(workers);
-        w.ranks = Some(super::ranks::RankWires::new(mine));
-        w
-    }
+    /// Hands everything waiting for worker `w` to `f`, in no particular order (per sender in
+    /// sending order), and gives emptied batches back to their senders.
+    fn receive(&self, w: usize, f: impl FnMut(Msg<P>));
 
-    /// The part only a run over MPI ranks has.
-    #[cfg(feature = "mpi")]
-    pub(super) fn ranks(&self) -> Option<&super::ranks::RankWires<P>> {
-        self.ranks.as_ref()
-    }
+    /// What is left for worker `w` once every worker has stopped.
+    fn leftovers(&self, w: usize, f: impl FnMut(Msg<P>));
 
-    /// Gives an emptied batch back to its sender's pool (the rank driver, once it serialized
-    /// a batch for another rank).
-    #[cfg(feature = "mpi")]
-    pub(super) fn give_back(&self, b: Batch<Msg<P>>) {
-        match b.owner() {
-            Some(o) => self.pools[o].give_back(b),
-            None => drop(b),
-        }
-    }
-
-    /// The transport between worker processes.
-    #[cfg(all(target_os = "linux", not(chronon_loom)))]
-    pub(super) fn over_procs(procs: ShmWires<P>) -> Self {
-        Wires {
-            boxes: Vec::new(),
-            pools: Vec::new(),
-            procs: Some(procs),
-            #[cfg(feature = "mpi")]
-            ranks: None,
-        }
-    }
-
-    /// The transport between worker processes, if this run has one.
-    #[inline(always)]
-    pub(super) fn procs(&self) -> Option<&ShmWires<P>> {
-        #[cfg(all(target_os = "linux", not(chronon_loom)))]
-        return self.procs.as_ref();
-        #[cfg(not(all(target_os = "linux", not(chronon_loom))))]
+    /// Where emptied batches of worker `w` come back (`None`: a sender keeps its own).
+    fn pool(&self, w: usize) -> Option<&BatchPool<Msg<P>>> {
+        let _ = w;
         None
     }
 
-    /// Asks the workers of every other process to stop (this process failed).
-    pub(super) fn abort_others(&self) {
-        #[cfg(all(target_os = "linux", not(chronon_loom)))]
-        if let Some(p) = self.procs() {
-            p.abort();
-        }
+    /// Pushes the batches of worker `w` for the workers in `dirty` (taking them from
+    /// `outbox`; emptied ones go to `spare` where the transport empties them itself).
+    /// `over()`: whether the run is over (a transport that cannot get room then drops what
+    /// is left, which is at or after the end time, and counts it).
+    fn push(
+        &self,
+        w: usize,
+        dirty: &mut Vec<usize>,
+        outbox: &mut [Option<Batch<Msg<P>>>],
+        spare: &mut Vec<Batch<Msg<P>>>,
+        over: impl Fn() -> bool,
+    );
+
+    /// Whether another process asked every process to stop.
+    fn aborted(&self) -> bool {
+        false
     }
 
-    /// Whether something may wait for worker `w` (a hint; across processes the receive
-    /// itself looks).
-    #[inline]
-    pub(super) fn has_mail(&self, w: usize) -> bool {
-        if self.procs().is_some() {
-            return true;
+    /// Asks the workers of every other process to stop (this one failed).
+    fn abort_others(&self) {}
+}
+
+/// The threads transport: a mailbox and a pool of spare batches per worker.
+pub(super) struct Mailboxes<P> {
+    boxes: Vec<Mailbox<Msg<P>>>,
+    pools: Vec<BatchPool<Msg<P>>>,
+}
+
+impl<P: Send + 'static> Mailboxes<P> {
+    pub(super) fn new(workers: usize) -> Self {
+        Mailboxes {
+            boxes: (0..workers).map(|_| Mailbox::new()).collect(),
+            pools: (0..workers).map(|_| BatchPool::new()).collect(),
         }
-        !self.boxes[w].is_empty()
     }
 
     /// Worker `w`'s mailbox (a rank's driver delivers records from other ranks into it).
@@ -125,41 +87,57 @@ impl<P: Send + 'static> Wires<P> {
         &self.boxes[w]
     }
 
-    /// BH_min of worker `w`: a lower bound on the times of the messages waiting for it (the
-    /// mailbox register with threads; across processes the minimum of its incoming rings'
-    /// registers and of its stash). Only worker `w` may call it (for preemption).
+    /// Gives an emptied batch back to its sender's pool.
     #[inline]
-    pub(super) fn bh_min(&self, w: usize) -> f64 {
-        #[cfg(all(target_os = "linux", not(chronon_loom)))]
-        if let Some(p) = self.procs() {
-            return p.bh_min(w);
+    pub(super) fn give_back(&self, b: Batch<Msg<P>>) {
+        match b.owner() {
+            Some(o) => self.pools[o].give_back(b),
+            None => drop(b),
         }
+    }
+}
+
+impl<P: Send + 'static> Transport<P> for Mailboxes<P> {
+    #[inline]
+    fn has_mail(&self, w: usize) -> bool {
+        !self.boxes[w].is_empty()
+    }
+
+    #[inline]
+    fn bh_min(&self, w: usize) -> f64 {
         self.boxes[w].min_time()
     }
 
-    /// Hands everything waiting for worker `w` to `f`, in no particular order, and gives the
-    /// emptied batches back to their senders. Only worker `w` may call it.
-    pub(super) fn receive(&self, w: usize, mut f: impl FnMut(Msg<P>)) {
-        #[cfg(all(target_os = "linux", not(chronon_loom)))]
-        if let Some(p) = self.procs() {
-            return p.receive(w, f);
-        }
+    fn receive(&self, w: usize, mut f: impl FnMut(Msg<P>)) {
         self.boxes[w].take_batches(|mut b| {
             b.drain_into(&mut f);
-            match b.owner() {
-                Some(o) => self.pools[o].give_back(b),
-                None => drop(b),
-            }
+            self.give_back(b);
         });
     }
 
-    /// What is left for worker `w` once every worker has stopped.
-    pub(super) fn leftovers(&self, w: usize, f: impl FnMut(Msg<P>)) {
-        #[cfg(all(target_os = "linux", not(chronon_loom)))]
-        if let Some(p) = self.procs() {
-            return p.leftovers(w, f);
-        }
+    fn leftovers(&self, w: usize, f: impl FnMut(Msg<P>)) {
         self.boxes[w].take(f);
+    }
+
+    #[inline]
+    fn pool(&self, w: usize) -> Option<&BatchPool<Msg<P>>> {
+        self.pools.get(w)
+    }
+
+    #[inline]
+    fn push(
+        &self,
+        _w: usize,
+        dirty: &mut Vec<usize>,
+        outbox: &mut [Option<Batch<Msg<P>>>],
+        _spare: &mut Vec<Batch<Msg<P>>>,
+        _over: impl Fn() -> bool,
+    ) {
+        for o in dirty.drain(..) {
+            if let Some(b) = outbox[o].take() {
+                self.boxes[o].push_batch_node(b);
+            }
+        }
     }
 }
 
@@ -190,14 +168,14 @@ impl<P: Send + 'static> Endpoint<P> {
 
     /// Queues `m` for worker `o` (pushed at the next [`flush`](Self::flush)).
     #[inline]
-    pub(super) fn send(&mut self, wires: &Wires<P>, o: usize, m: Msg<P>) {
+    pub(super) fn send(&mut self, wires: &impl Transport<P>, o: usize, m: Msg<P>) {
         self.earliest = self.earliest.min(m.key().time);
         self.urgent |= matches!(m, Msg::Anti(_));
         let slot = &mut self.outbox[o];
         if slot.is_none() {
             if self.spare.is_empty() {
                 // Across processes there are no pools: a sender keeps its own batches.
-                if let Some(pool) = wires.pools.get(self.w) {
+                if let Some(pool) = wires.pool(self.w) {
                     pool.take_all(&mut self.spare);
                 }
             }
@@ -235,36 +213,20 @@ impl<P: Send + 'static> Endpoint<P> {
     /// `over()`: whether the run is over (across processes, a sender that cannot get ring
     /// space then drops what is left, which is at or after the end time).
     #[inline]
-    pub(super) fn flush(&mut self, wires: &Wires<P>, over: impl Fn() -> bool) -> f64 {
+    pub(super) fn flush(&mut self, wires: &impl Transport<P>, over: impl Fn() -> bool) -> f64 {
         if self.dirty.is_empty() {
             // Nothing queued (every event without a remote send): nothing to push.
             return f64::INFINITY;
         }
         let min = std::mem::replace(&mut self.earliest, f64::INFINITY);
         self.urgent = false;
-        #[cfg(all(target_os = "linux", not(chronon_loom)))]
-        if let Some(p) = wires.procs() {
-            return p.flush(
-                self.w,
-                &mut self.dirty,
-                &mut self.outbox,
-                &mut self.spare,
-                over,
-            );
-        }
-        let _ = &over;
-        for o in self.dirty.drain(..) {
-            if let Some(b) = self.outbox[o].take() {
-                #[cfg(feature = "mpi")]
-                if let Some(r) = wires.ranks.as_ref().filter(|r| !r.is_local(o)) {
-                    // For another rank: the driver sends it (ranks/driver.rs). For rule R2
-                    // this counts as pushed (README, "GVT across ranks", D3).
-                    r.hand_over(b);
-                    continue;
-                }
-                wires.boxes[o].push_batch_node(b);
-            }
-        }
+        wires.push(
+            self.w,
+            &mut self.dirty,
+            &mut self.outbox,
+            &mut self.spare,
+            over,
+        );
         min
     }
 }
@@ -291,7 +253,7 @@ mod tests {
 
     #[test]
     fn an_endpoint_keeps_its_earliest_time_until_the_flush() {
-        let wires = Wires::<u32>::new(2);
+        let wires = Mailboxes::<u32>::new(2);
         let mut end = Endpoint::new(0, 2);
         assert!(end.is_clean());
         assert_eq!(end.earliest(), f64::INFINITY);

@@ -302,7 +302,7 @@ where
                     Err(e) => sh.fail(SimError::Process(e)),
                 }
             });
-            sh.wires.give_back(b);
+            net.give_back(b);
         });
         if !any {
             return false;
@@ -356,9 +356,9 @@ where
                 per_worker[w].push(m);
                 out.msgs_received += 1;
             }
+            let net = sh.wires.ranks().expect("a run over ranks has rank wires");
             for w in touched {
-                sh.wires
-                    .mailbox(w)
+                net.mailbox(w)
                     .push_batch(std::mem::take(&mut per_worker[w]));
             }
             dgvt.on_receive(epoch);

@@ -19,9 +19,10 @@ use super::super::options::TimeWarpConfig;
 use super::super::procs::{gather, part_out};
 use super::super::setup::{build, spawn, Built};
 use super::super::shared::Pump;
-use super::super::transport::Wires;
+use super::super::wires::Wires;
 use super::driver::{drive, Driver, DriverOut};
 use super::pump::Pumped;
+use super::RankWires;
 use crate::error::{guard, ConfigError, Setting, SimError};
 use crate::executor::conservative::procs::{ChildOut, ABORTED};
 use crate::executor::conservative::ranks::{finish_rank_part, on_rank, on_world, RankPart};
@@ -170,7 +171,7 @@ where
     let (n, base) = (ranks * threads, rank * threads);
     let mine = base..base + threads;
     let net = (
-        Wires::over_ranks(n, mine.clone()),
+        Wires::Ranks(RankWires::new(n, mine.clone())),
         GvtRegisters::ranked(n, threads),
     );
     let built = build::<M, Q>(model, cfg, n, opts, None, mine, Some(net));
