@@ -276,7 +276,7 @@ where
         return Err(SimError::Process(ABORTED.into()));
     }
     let pending = sh.wires.procs().map_or(0, |net| net.unsent());
-    part_out(
+    let mut out = part_out(
         model,
         cfg,
         &sh,
@@ -287,7 +287,17 @@ where
         (report.init_s, wall_s),
         states,
         saving,
-    )
+    )?;
+    if let Some(net) = sh.wires.procs() {
+        // The transport's own figure, per worker (as under the conservative protocols).
+        for (k, figures) in out.workers.iter_mut().enumerate() {
+            figures.insert(
+                "ring_full_retries".into(),
+                net.full_retries(base + k) as f64,
+            );
+        }
+    }
+    Ok(out)
 }
 
 /// A part's (process's, rank's) output once its workers stopped: its LPs' fingerprint part and

@@ -2,9 +2,9 @@
 //! message from its incoming ring to its private stash inside an odd epoch of its registers,
 //! lowering its stash register before the epoch ends, while another worker takes a snapshot
 //! (seqlock double collect: epoch, MOM = min(ring register, stash register), epoch). A stable
-//! snapshot never misses the message. The model replays `ShmEnd`'s absorb and
-//! `Control::snapshot`'s reads on loom atomics (`Control` itself uses std atomics, which loom
-//! cannot schedule); the ring is the real `shm` ring.
+//! snapshot never misses the message. The model replays `net.rs`'s absorb (`Ends::absorb`
+//! inside an epoch) and `Control::snapshot`'s reads on loom atomics (`Control` itself uses std
+//! atomics, which loom cannot schedule); the ring is the real `shm` ring.
 
 use loom::sync::atomic::{AtomicU64, Ordering::SeqCst};
 use loom::sync::Arc;
