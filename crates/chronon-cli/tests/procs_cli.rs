@@ -255,68 +255,114 @@ fn zero_delay_order_stacks_cross_processes_under_time_warp() {
     }
 }
 
+/// Runs `args` with `CHRONON_RING_CAP` set to `cap`; returns the report and the sum of the
+/// workers' `ring_full_retries`.
+fn with_ring_cap(args: &[&str], cap: &str) -> (serde_json::Value, f64) {
+    let out = common::out_path("procs-ring");
+    let mut all = args.to_vec();
+    all.extend(["--output", &out]);
+    let done = Command::new(env!("CARGO_BIN_EXE_chronon"))
+        .args(&all)
+        .env("CHRONON_RING_CAP", cap)
+        .output()
+        .unwrap();
+    assert!(
+        done.status.success(),
+        "{args:?}: {}",
+        String::from_utf8_lossy(&done.stderr)
+    );
+    let r: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&out).unwrap()).unwrap();
+    let _ = std::fs::remove_file(&out);
+    let retries: f64 = r["workers"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|w| w["ring_full_retries"].as_f64().unwrap())
+        .sum();
+    (r, retries)
+}
+
 /// Rings of 4 events under heavy traffic both ways: senders find their rings full, drain
 /// their own inboxes and retry with the batch they kept (seed 000 §3.2) — never a deadlock,
 /// and the history is still the sequential one.
 #[test]
 fn full_rings_are_retried_without_deadlock() {
-    let model = [
-        "run",
-        "phold",
-        "--lps",
-        "16",
-        "--start-events",
-        "200",
-        "--remote",
-        "1.0",
-        "--lookahead",
-        "10",
-        "--mean",
-        "11",
-        "--end",
-        "40",
-    ];
-    let seq = history(&report(&model));
+    let seq = history(&report(&FLOOD));
     for sync in ["window", "lockstep", "null-message"] {
-        let path = std::env::temp_dir().join(format!(
-            "chronon-procs-full-{}-{sync}.json",
-            std::process::id()
-        ));
-        let mut args = model.to_vec();
-        let out = path.to_str().unwrap().to_string();
-        args.extend([
-            "--sync",
-            sync,
-            "--procs",
-            "2",
-            "--threads",
-            "2",
-            "--output",
-            &out,
-        ]);
-        let done = Command::new(env!("CARGO_BIN_EXE_chronon"))
-            .args(&args)
-            .env("CHRONON_RING_CAP", "4")
-            .output()
-            .unwrap();
-        assert!(
-            done.status.success(),
-            "{args:?}: {}",
-            String::from_utf8_lossy(&done.stderr)
-        );
-        let r: serde_json::Value =
-            serde_json::from_str(&std::fs::read_to_string(&path).unwrap()).unwrap();
-        let _ = std::fs::remove_file(&path);
+        let mut args = FLOOD.to_vec();
+        args.extend(["--sync", sync, "--procs", "2", "--threads", "2"]);
+        let (r, retries) = with_ring_cap(&args, "4");
         assert_eq!(history(&r), seq, "{sync}");
-        let retries: f64 = r["workers"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .map(|w| w["ring_full_retries"].as_f64().unwrap())
-            .sum();
         assert!(
             retries > 0.0,
             "{sync}: the full-ring path was not exercised"
         );
     }
 }
+
+/// Time Warp reads the same ring capacity as the conservative protocols: rings of 2 records
+/// under traffic both ways fill, senders absorb their own inboxes into their stashes and retry,
+/// and the history is still the sequential one — for PHOLD (copy and reverse state saving)
+/// and for a random model with zero-delay sends, whose order stacks cross as key records
+/// that a full ring splits from their event.
+#[test]
+fn time_warp_honours_a_small_ring_capacity() {
+    let stacks = [
+        "run",
+        "random",
+        "--end",
+        "30",
+        "--lps",
+        "24",
+        "--zero-links",
+        "0.5",
+        "--zero-self",
+        "0.4",
+        "--seed",
+        "2",
+    ];
+    let cases: [(&[&str], &str, &str, &str); 3] = [
+        (&FLOOD, "copy", "2", "2"),
+        (&FLOOD, "reverse", "3", "1"),
+        (&stacks, "copy", "2", "2"),
+    ];
+    for (model, saving, procs, threads) in cases {
+        let seq = history(&report(model));
+        let mut args = model.to_vec();
+        args.extend([
+            "--sync",
+            "timewarp",
+            "--state-saving",
+            saving,
+            "--procs",
+            procs,
+            "--threads",
+            threads,
+        ]);
+        let (r, retries) = with_ring_cap(&args, "2");
+        assert_eq!(history(&r), seq, "{args:?}");
+        assert!(
+            retries > 0.0,
+            "{args:?}: the full-ring path was not exercised"
+        );
+    }
+}
+
+/// PHOLD with most events remote and many in flight: rings fill both ways.
+const FLOOD: [&str; 14] = [
+    "run",
+    "phold",
+    "--lps",
+    "16",
+    "--start-events",
+    "200",
+    "--remote",
+    "1.0",
+    "--lookahead",
+    "10",
+    "--mean",
+    "11",
+    "--end",
+    "40",
+];

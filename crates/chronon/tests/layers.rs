@@ -3,6 +3,9 @@
 //! - The engine's top is `sim/` (the builder) over `executor/` (the protocols and their run
 //!   drivers). No other engine module names either: the transports, the pending-event sets,
 //!   the shared heap, the GSU, the mailboxes, the barriers and the model API sit below them.
+//! - A transport (`transport/`) names no executor by any path, relative ones included: a
+//!   protocol brings its record type and its registers to the transport (the shared-memory
+//!   ring mesh carries Time Warp's records and conservative events alike), never the reverse.
 //! - The engine (`crates/chronon`) names neither the models nor the runner; the models
 //!   (`crates/chronon-models`) do not name the runner; the runner (`crates/chronon-cli`) does
 //!   not name the Python package.
@@ -27,6 +30,8 @@ struct Rule {
     names: &'static [&'static str],
 }
 
+const TRANSPORT: &str = "crates/chronon/src/transport";
+
 const RULES: &[Rule] = &[
     Rule {
         what: "only the builder and the executors name the executors and the builder",
@@ -37,6 +42,17 @@ const RULES: &[Rule] = &[
             "crate::sim::",
             "crate::Simulation",
             "super::executor",
+        ],
+    },
+    Rule {
+        what: "a transport never names an executor",
+        root: TRANSPORT,
+        except: &[],
+        names: &[
+            "crate::executor",
+            "executor::",
+            "crate::sim::",
+            "crate::Simulation",
         ],
     },
     Rule {
@@ -98,6 +114,20 @@ fn the_check_sees_an_upward_import_and_ignores_comments() {
         offending(text, names),
         vec![(3, "use crate::executor::RunConfig; // upward".to_string())]
     );
+}
+
+/// The transport rule, applied as `nothing_imports_upward` applies it to a file under
+/// `transport/`, sees an executor named by an absolute or a relative path.
+#[test]
+fn the_transport_rule_sees_an_executor_named_from_a_transport_file() {
+    let rule = RULES
+        .iter()
+        .find(|r| r.root == TRANSPORT)
+        .expect("a rule for the transports");
+    assert!(!rule.except.iter().any(|e| "shm/mesh.rs".starts_with(e)));
+    let text = "use crate::shm::Segment;\nuse crate::executor::time_warp::lp::Msg;\n// executor::time_warp in a comment\nuse super::super::executor::RunConfig;\n";
+    let lines: Vec<usize> = offending(text, rule.names).iter().map(|o| o.0).collect();
+    assert_eq!(lines, [2, 4]);
 }
 
 #[test]

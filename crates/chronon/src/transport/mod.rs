@@ -6,6 +6,7 @@
 //!   barrier kinds, parking), and
 //! - [`shm`] (Linux): workers that are (process, thread) pairs on one machine, with shared-memory
 //!   rings between every pair, the GSU registers and a barrier in a shared control segment.
+//!   The same ring mesh carries Time Warp's records between processes (`shm/shared.rs`).
 //!
 //! Dispatch is static (the protocols are generic over the endpoint type): no per-event dynamic
 //! call. Protocol, invariants and proof sketches: `README.md` beside this file.
@@ -15,12 +16,10 @@ use crate::gsu::{Published, Snapshot};
 use crate::model::Time;
 
 pub(crate) mod mpi;
-#[cfg(all(target_os = "linux", not(chronon_loom)))]
+#[cfg(target_os = "linux")]
 pub(crate) mod shm;
 pub(crate) mod threads;
 
-#[cfg(all(test, chronon_loom, target_os = "linux"))]
-mod loom_tests;
 #[cfg(all(target_os = "linux", not(chronon_loom)))]
 pub(crate) mod wire;
 

@@ -2,7 +2,8 @@
 //! `chronon run --procs P --sync timewarp`): P processes of W threads each; a worker is
 //! (process, thread), numbered `p * W + t`, and the LP mapping is over all `P × W` workers. The
 //! protocol is the same code as with threads (`worker.rs`, `rollback.rs`, `fossil.rs`), over
-//! the shared-memory transport (`shm_wires.rs`) with the GVT registers in shared memory.
+//! the shared-memory ring mesh (`transport/shm/`; Time Warp's records: `shm_wires.rs`) with the
+//! GVT registers in its header.
 //!
 //! Launching, gathering and `model_stats` are those of the conservative multi-process runs
 //! (`conservative/procs/`: `parent_run`, `child_main`): every child builds the model from the
@@ -276,7 +277,7 @@ where
         return Err(SimError::Process(ABORTED.into()));
     }
     let pending = sh.wires.procs().map_or(0, |net| net.unsent());
-    part_out(
+    let mut out = part_out(
         model,
         cfg,
         &sh,
@@ -287,7 +288,17 @@ where
         (report.init_s, wall_s),
         states,
         saving,
-    )
+    )?;
+    if let Some(net) = sh.wires.procs() {
+        // The transport's own figure, per worker (as under the conservative protocols).
+        for (k, figures) in out.workers.iter_mut().enumerate() {
+            figures.insert(
+                "ring_full_retries".into(),
+                net.full_retries(base + k) as f64,
+            );
+        }
+    }
+    Ok(out)
 }
 
 /// A part's (process's, rank's) output once its workers stopped: its LPs' fingerprint part and

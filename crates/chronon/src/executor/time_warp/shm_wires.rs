@@ -1,46 +1,36 @@
-//! Time Warp's transport between worker processes on one machine (`--procs`): a worker is a
-//! (process, thread) pair numbered over every process; between every ordered pair of workers a
-//! bounded SPSC ring (`shm::Producer`/`Consumer`) in one shared segment, which also holds the
-//! GVT registers (`gvt.rs`), so that the round algorithm runs unchanged across processes. The
-//! abort word and the end-of-run barrier are those of the shared [`Control`] segment.
+//! Time Warp's records on the shared-memory ring mesh between worker processes (`--procs`):
+//! the mesh, each worker's ends with its stash, the bounded wait and the end-of-run barrier are
+//! the transport's (`transport/shm/`, the same code as under the conservative protocols); this
+//! file encodes Time Warp's messages as ring records and decodes them, and its header region
+//! holds the GVT registers (`gvt.rs`), so that the round algorithm runs unchanged across
+//! processes.
 //!
 //! A ring carries [`Wire`] records: an anti-message, or a positive event, preceded by its order
 //! stack's keys when it has one (the stack is a heap `Vec` in process memory; its keys travel
 //! as records of their own, *before* the event: a receiver that took the keys but not yet the
-//! event holds no event; the event's record is still in the ring or in its sender's hands).
-//!
-//! The bounded wait (seed 000 §3.2): a sender that finds a ring full waits a short time, then
-//! *absorbs* its own inbox into a private stash and retries with the records it kept; so a
-//! sender never waits on a worker that is itself waiting, and no ring cycle can deadlock. The
-//! stash is this worker's, taken first by every receive. Proof that GVT still holds (rings
-//! behave like mailboxes for rules R1 and R2): README.md, "GVT across processes".
+//! event holds no event; the event's record is still in the ring, in the receiver's stash or
+//! in its sender's hands). Per sender, records arrive in order (the stash from that sender
+//! first, then its ring), so each worker decodes each sender's records with that sender's
+//! keys. A full ring: wait, absorb this worker's own inbox into its stash, retry; once the run
+//! is over the rest is dropped and counted. Proof that GVT still holds (rings behave like
+//! mailboxes for rules R1 and R2): README.md, "GVT across processes".
 //!
 //! Zero copy (the default), a `BPtr` payload crosses as the pointer (its item stays in its
 //! owner's shared heap, found through the run's heap directory). The copy transport
-//! (`--payload copy`) does what `transport/shm.rs` does: the sender copies each event's
+//! (`--payload copy`) does what the conservative endpoint does: the sender copies each event's
 //! payloads into new items (`shm::safe::deep_copy`, `ShmSafe::fixup_copy`) before pushing it,
 //! releasing the model's, and the receiver copies them again into its own heap.
 
-use std::any::Any;
 use std::io;
-use std::ptr::NonNull;
 use std::sync::atomic::{AtomicU64, Ordering::SeqCst};
-use std::sync::{Arc, Mutex};
-use std::time::Duration;
 
 use super::gvt::GvtRegisters;
 use super::lp::{Anti, Msg, TwEvent};
 use crate::comm::Batch;
 use crate::event::{EventKey, Keyed};
 use crate::shm::safe::deep_copy;
-use crate::shm::{init_ring, ring_bytes, Consumer, Control, Producer, Segment, ShmSafe};
-
-/// Records per ring.
-const RING_CAP: usize = 1024;
-/// How long a sender waits for ring space before it absorbs its own inbox and retries.
-const SEND_WAIT: Duration = Duration::from_micros(50);
-/// An end-of-run barrier wait longer than this is a hang, not a slow worker.
-const BARRIER_TIMEOUT: Duration = Duration::from_secs(24 * 3600);
+use crate::shm::{Control, Segment, ShmSafe};
+use crate::transport::shm::{Ends, Mesh, Record, SharedEnds, Slot};
 
 /// One ring record.
 #[derive(Debug)]
@@ -67,60 +57,28 @@ unsafe impl<P: Send + 'static> ShmSafe for Rec<P> {}
 // Safety: see `ShmSafe` above.
 unsafe impl<P: Send + 'static> Sync for Rec<P> {}
 
-fn rec_time<P>(r: &Rec<P>) -> f64 {
-    match &r.0 {
-        // Every key of an order stack has the event's time (a stack is a chain of zero-delay
-        // sends that order before their parents), so the register covers the keys too and a
-        // ring full of keys is drained.
-        Wire::Key(k) => k.time,
-        Wire::Event { ev, .. } => ev.time,
-        Wire::Anti(a) => a.key.time,
-    }
-}
-
-/// Where things are in the segment: the GVT registers, then one ring per ordered pair of
-/// workers (the diagonal unused).
-#[derive(Clone, Copy, Debug)]
-struct Layout {
-    workers: usize,
-    rings: usize,
-    stride: usize,
-    len: usize,
-}
-
-impl Layout {
-    fn new<P>(workers: usize) -> Layout {
-        let rings = GvtRegisters::shared_bytes(workers).next_multiple_of(128);
-        let stride = ring_bytes::<Rec<P>>(RING_CAP).next_multiple_of(128);
-        Layout {
-            workers,
-            rings,
-            stride,
-            len: rings + workers * workers * stride,
+impl<P: Send + 'static> Record for Rec<P> {
+    #[inline]
+    fn time(&self) -> f64 {
+        match &self.0 {
+            // Every key of an order stack has the event's time (a stack is a chain of
+            // zero-delay sends that order before their parents), so the register covers the
+            // keys too and a ring full of keys is drained.
+            Wire::Key(k) => k.time,
+            Wire::Event { ev, .. } => ev.time,
+            Wire::Anti(a) => a.key.time,
         }
     }
-
-    fn ring(&self, seg: &Segment, s: usize, r: usize) -> NonNull<u8> {
-        assert!(s < self.workers && r < self.workers && s != r);
-        let off = self.rings + (s * self.workers + r) * self.stride;
-        assert!(off + self.stride <= seg.len());
-        // Safety: in bounds (checked above).
-        unsafe { seg.base().add(off) }
-    }
 }
 
-/// One local worker's ring ends: producers towards every other worker, consumers from every
-/// other worker (each with the keys of an event not yet received), its stash, and scratch.
-struct Ends<P> {
-    out: Vec<Option<Producer<Rec<P>>>>,
-    inbox: Vec<(Consumer<Rec<P>>, Vec<EventKey>)>,
-    /// Messages taken from the rings while this worker made room (a full ring, the end
-    /// barrier) and not yet received.
-    stash: Vec<Msg<P>>,
+/// A worker's own codec state: per sender, the keys of an event not yet received; the
+/// records of the batch being pushed (scratch).
+struct Codec<P> {
+    keys: Vec<Vec<EventKey>>,
     recs: Vec<Rec<P>>,
 }
 
-/// Decodes the records of one ring in order into messages.
+/// Decodes the records of one sender in order into messages.
 fn decode<P>(keys: &mut Vec<EventKey>, r: Rec<P>, f: &mut impl FnMut(Msg<P>)) {
     match r.0 {
         Wire::Key(k) => keys.push(k),
@@ -135,41 +93,31 @@ fn decode<P>(keys: &mut Vec<EventKey>, r: Rec<P>, f: &mut impl FnMut(Msg<P>)) {
     }
 }
 
-impl<P: Send + 'static> Ends<P> {
-    /// Moves everything published in the incoming rings to the stash.
-    fn absorb(&mut self) {
-        let Ends { inbox, stash, .. } = self;
-        for (c, keys) in inbox.iter_mut() {
-            c.drain(|r| decode(keys, r, &mut |m| stash.push(m)));
-        }
-    }
-
-    /// The stash, then what waits in the rings; `all`: also rings whose register says empty
-    /// (keys only, at the end of the run).
-    fn receive(&mut self, all: bool, mut f: impl FnMut(Msg<P>)) {
-        for m in self.stash.drain(..) {
-            f(m);
-        }
-        for (c, keys) in self.inbox.iter_mut() {
-            // A published event record keeps its ring's register finite until a drain takes
-            // it (shm README, ring R2): an infinite register means nothing to take now.
-            if all || c.min_time().is_finite() {
-                c.drain(|r| decode(keys, r, &mut f));
+/// Encodes one message as records (its stack's keys, then the event), the event's payloads
+/// copied by `copy` (the copy transport).
+fn encode<P>(m: Msg<P>, recs: &mut Vec<Rec<P>>, copy: Option<fn(P) -> P>) {
+    match m {
+        Msg::Event(mut e, stack) => {
+            let keys = match stack {
+                Some(s) => {
+                    recs.extend(s.iter().map(|k| Rec(Wire::Key(*k))));
+                    s.len() as u32
+                }
+                None => 0,
+            };
+            if let Some(c) = copy {
+                e.payload = c(e.payload);
             }
+            recs.push(Rec(Wire::Event { ev: e, keys }));
         }
+        Msg::Anti(a) => recs.push(Rec(Wire::Anti(a))),
     }
 }
 
 /// What the workers of one process share of the multi-process transport.
 pub(super) struct ShmWires<P> {
-    control: Control,
-    layout: Layout,
-    /// This process's number and its first worker.
-    proc_index: u32,
-    base: usize,
-    /// The ends of this process's workers (`ends[w - base]`); each locked by its worker only
-    /// (and once at the end), so never contended.
-    ends: Vec<Mutex<Ends<P>>>,
+    /// The ends of this process's workers, each with its codec state.
+    ends: SharedEnds<Rec<P>, Codec<P>>,
     /// Events that could not be sent because the run was over (aborted, or GVT at the end:
     /// then they are at or after the end), counted as pending at the end.
     unsent: AtomicU64,
@@ -185,8 +133,7 @@ pub(super) struct ShmWires<P> {
 impl<P> std::fmt::Debug for ShmWires<P> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("ShmWires")
-            .field("workers", &self.layout.workers)
-            .field("proc", &self.proc_index)
+            .field("ends", &self.ends)
             .finish_non_exhaustive()
     }
 }
@@ -198,20 +145,10 @@ impl<P: Send + 'static> ShmWires<P> {
     where
         P: ShmSafe,
     {
-        let layout = Layout::new::<P>(workers);
-        let seg = Segment::create(layout.len)?;
-        // Safety: the registers lie at the start of the fresh segment, page-aligned, inside
-        // it (`Layout`), and nobody uses them yet.
+        let seg = Mesh::create::<Rec<P>>(GvtRegisters::shared_bytes(workers), workers)?;
+        // Safety: the registers are the mesh's header, at the start of the fresh segment,
+        // page-aligned, `shared_bytes` long, and nobody uses them yet.
         unsafe { GvtRegisters::init_shared(seg.base(), workers) };
-        for s in 0..workers {
-            for r in 0..workers {
-                if r != s {
-                    // Safety: ring (s, r) lies inside the fresh segment, 128-byte aligned, and
-                    // no end is attached yet.
-                    unsafe { init_ring::<Rec<P>>(layout.ring(&seg, s, r), RING_CAP) };
-                }
-            }
-        }
         Ok(seg)
     }
 
@@ -230,123 +167,80 @@ impl<P: Send + 'static> ShmWires<P> {
     where
         P: ShmSafe,
     {
-        let layout = Layout::new::<P>(workers);
-        if seg.len() < layout.len || control.workers() != workers || base + threads > workers {
-            return Err(io::Error::other(
-                "the shared segments do not match this run (size or worker count)",
-            ));
-        }
-        let seg = Arc::new(seg);
-        let keep = || seg.clone() as Arc<dyn Any + Send + Sync>;
-        // Safety: `create` initialized the registers at the start of the segment for
-        // `workers` workers; `keep` keeps it mapped.
-        let gvt = unsafe { GvtRegisters::attach_shared(seg.base(), workers, keep()) };
-        let ends = (base..base + threads)
-            .map(|me| {
-                let out = (0..workers)
-                    .map(|r| {
-                        (r != me).then(|| {
-                            // Safety: ring (me, r) was initialized by `create`, the handle's
-                            // `keep()` keeps it mapped, and worker `me` (one per process and number) is its only
-                            // producer.
-                            unsafe { Producer::attach(layout.ring(&seg, me, r), keep()) }
-                        })
-                    })
-                    .collect();
-                let inbox = (0..workers)
-                    .filter(|&s| s != me)
-                    .map(|s| {
-                        // Safety: as above; worker `me` is ring (s, me)'s only consumer.
-                        let c = unsafe { Consumer::attach(layout.ring(&seg, s, me), keep()) };
-                        (c, Vec::new())
-                    })
-                    .collect();
-                Mutex::new(Ends {
-                    out,
-                    inbox,
-                    stash: Vec::new(),
-                    recs: Vec::new(),
-                })
-            })
-            .collect();
-        Ok((
-            ShmWires {
-                control,
-                layout,
-                proc_index,
-                base,
-                ends,
-                unsent: AtomicU64::new(0),
-                copy: copy.then_some(deep_copy::<P> as fn(P) -> P),
-                keep_at_end: false,
-            },
-            gvt,
-        ))
-    }
-}
-
-impl<P: Send + 'static> ShmWires<P> {
-    fn ends(&self, w: usize) -> std::sync::MutexGuard<'_, Ends<P>> {
-        self.ends[w - self.base]
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
+        let codec = |_| Codec {
+            keys: vec![Vec::new(); workers],
+            recs: Vec::new(),
+        };
+        let header = GvtRegisters::shared_bytes(workers);
+        let ends = SharedEnds::attach(
+            seg, header, control, workers, proc_index, base, threads, codec,
+        )?;
+        // Safety: `create` initialized the registers in the mesh's header for `workers`
+        // workers; `keep` keeps the segment mapped.
+        let gvt = unsafe { GvtRegisters::attach_shared(ends.header(), workers, ends.keep()) };
+        let wires = ShmWires {
+            ends,
+            unsent: AtomicU64::new(0),
+            copy: copy.then_some(deep_copy::<P> as fn(P) -> P),
+            keep_at_end: false,
+        };
+        Ok((wires, gvt))
     }
 
     /// Whether some process asked every process to stop.
     #[inline]
     pub(super) fn aborted(&self) -> bool {
-        self.control.aborted().is_some()
+        self.ends.aborted()
     }
 
     /// Asks every process to stop (this one failed).
     pub(super) fn abort(&self) {
-        self.control.abort(self.proc_index);
+        self.ends.abort();
     }
 
-    /// Hands everything waiting for worker `w` to `f` (its stash first, then its rings in
-    /// sender order; per sender in sending order).
+    /// Hands everything waiting for worker `w` to `f` (per sender, in sending order: its
+    /// records in `w`'s stash, then its ring).
     pub(super) fn receive(&self, w: usize, f: impl FnMut(Msg<P>)) {
-        self.ends(w).receive(false, self.copied(f));
-    }
-
-    /// `f`, given received events with their payloads copied into this thread's heap under
-    /// the copy transport.
-    fn copied(&self, mut f: impl FnMut(Msg<P>)) -> impl FnMut(Msg<P>) {
-        let copy = self.copy;
-        move |m| match (m, copy) {
-            (Msg::Event(mut e, stack), Some(c)) => {
-                e.payload = c(e.payload);
-                f(Msg::Event(e, stack))
-            }
-            (m, _) => f(m),
-        }
-    }
-
-    /// BH_min of worker `w`: the minimum of its incoming rings' registers (each a lower bound
-    /// on what waits in its ring: shm README, ring R2) and of its stash.
-    pub(super) fn bh_min(&self, w: usize) -> f64 {
-        let ends = self.ends(w);
-        let stash = ends
-            .stash
-            .iter()
-            .map(|m| m.key().time)
-            .fold(f64::INFINITY, f64::min);
-        ends.inbox
-            .iter()
-            .map(|(c, _)| c.min_time())
-            .fold(stash, f64::min)
+        self.take(w, false, f);
     }
 
     /// What is left for worker `w` once every worker has stopped (after [`end_barrier`]).
     ///
     /// [`end_barrier`]: Self::end_barrier
     pub(super) fn leftovers(&self, w: usize, f: impl FnMut(Msg<P>)) {
-        self.ends(w).receive(true, self.copied(f));
+        self.take(w, true, f);
+    }
+
+    /// Decodes what waits for worker `w` into `f` (`all`: also rings whose register says
+    /// empty), payloads copied into this thread's heap under the copy transport.
+    fn take(&self, w: usize, all: bool, mut f: impl FnMut(Msg<P>)) {
+        let copy = self.copy;
+        let mut f = move |m| match (m, copy) {
+            (Msg::Event(mut e, stack), Some(c)) => {
+                e.payload = c(e.payload);
+                f(Msg::Event(e, stack))
+            }
+            (m, _) => f(m),
+        };
+        let mut slot = self.ends.lock(w);
+        let Slot { ends, local } = &mut *slot;
+        ends.take(all, |s, r| decode(&mut local.keys[s], r, &mut f));
+    }
+
+    /// BH_min of worker `w`: the minimum of its incoming rings' registers (each a lower bound
+    /// on what waits in its ring: shm README, ring R2) and of its stash.
+    pub(super) fn bh_min(&self, w: usize) -> f64 {
+        self.ends.lock(w).ends.mail_min()
     }
 
     /// Events that were never sent because the run was over.
     pub(super) fn unsent(&self) -> u64 {
         self.unsent.load(SeqCst)
+    }
+
+    /// How many times worker `w` found a ring full after the bounded wait.
+    pub(super) fn full_retries(&self, w: usize) -> u64 {
+        self.ends.lock(w).ends.full_retries()
     }
 
     /// Pushes the batches of worker `w` for the workers in `dirty` (taking them from
@@ -362,53 +256,32 @@ impl<P: Send + 'static> ShmWires<P> {
         spare: &mut Vec<Batch<Msg<P>>>,
         over: impl Fn() -> bool,
     ) -> f64 {
-        let mut ends = self.ends(w);
+        let mut slot = self.ends.lock(w);
+        let Slot { ends, local } = &mut *slot;
+        let recs = &mut local.recs;
         let mut min = f64::INFINITY;
         for o in dirty.drain(..) {
             let Some(mut b) = outbox[o].take() else {
                 continue;
             };
-            let mut recs = std::mem::take(&mut ends.recs);
             b.drain_into(&mut |m| {
                 min = min.min(m.key().time);
-                match m {
-                    Msg::Event(mut e, stack) => {
-                        let keys = match stack {
-                            Some(s) => {
-                                let n = s.len() as u32;
-                                recs.extend(s.iter().map(|k| Rec(Wire::Key(*k))));
-                                n
-                            }
-                            None => 0,
-                        };
-                        if let Some(c) = self.copy {
-                            e.payload = c(e.payload);
-                        }
-                        recs.push(Rec(Wire::Event { ev: e, keys }));
-                    }
-                    Msg::Anti(a) => recs.push(Rec(Wire::Anti(a))),
-                }
+                encode(m, recs, self.copy);
             });
             spare.push(b);
-            loop {
-                let ring = ends.out[o].as_mut().expect("no ring to oneself");
-                if ring.push_batch(&mut recs, rec_time, SEND_WAIT).is_ok() {
-                    break;
-                }
-                if self.aborted() || (over() && !self.keep_at_end) {
-                    let n = recs
-                        .iter()
-                        .filter(|r| matches!(r.0, Wire::Event { .. }))
-                        .count();
-                    self.unsent.fetch_add(n as u64, SeqCst);
-                    recs.clear();
-                    break;
-                }
-                // The receiver may be waiting for a ring of ours to drain: make room, keep
-                // the records.
-                ends.absorb();
+            let give_up = || self.aborted() || (over() && !self.keep_at_end);
+            // Make room: the receiver may be waiting for a ring of ours to drain.
+            let make_room = |e: &mut Ends<Rec<P>>| {
+                e.absorb();
+            };
+            if !ends.push(o, recs, make_room, give_up) {
+                let n = recs
+                    .iter()
+                    .filter(|r| matches!(r.0, Wire::Event { .. }))
+                    .count();
+                self.unsent.fetch_add(n as u64, SeqCst);
+                recs.clear();
             }
-            ends.recs = recs;
         }
         min
     }
@@ -416,10 +289,7 @@ impl<P: Send + 'static> ShmWires<P> {
     /// After worker `w` stopped: waits until every worker of every process has (absorbing its
     /// inbox meanwhile, so that no sender stays blocked on it). `false`: the run was aborted.
     pub(super) fn end_barrier(&self, w: usize) -> bool {
-        let parties = self.layout.workers as u32;
-        self.control
-            .barrier_with(parties, BARRIER_TIMEOUT, || self.ends(w).absorb())
-            .is_ok()
+        self.ends.end_barrier(w)
     }
 }
 

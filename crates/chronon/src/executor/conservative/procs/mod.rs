@@ -2,7 +2,7 @@
 //! --procs P`): P worker processes on one machine, W threads each; a worker is (process,
 //! thread), numbered `p * W + t`, and the LP mapping is over all `P × W` workers. The protocols
 //! are the same code as with threads (`rounds.rs`, `null_message.rs`), over the shared-memory
-//! transport (`transport/shm.rs`).
+//! transport (`transport/shm/`).
 //!
 //! The parent creates the control and net segments and one pipe per child, re-executes this
 //! binary P times (`shm::Launcher`: a dead or failed child stops every other one), and gathers

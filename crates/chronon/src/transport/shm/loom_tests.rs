@@ -2,10 +2,10 @@
 //! message from its incoming ring to its private stash inside an odd epoch of its registers,
 //! lowering its stash register before the epoch ends, while another worker takes a snapshot
 //! (seqlock double collect: epoch, MOM = min(ring register, stash register), epoch). A stable
-//! snapshot never misses the message. The model replays `ShmEnd`'s absorb and one attempt of
-//! `Control::snapshot`'s reads on loom atomics; the ring is the real `shm` ring. The real
-//! `Control::bracket` and `Control::snapshot` (the GSU's register code over the shared layout)
-//! race the same kind of move in `gsu/loom_tests.rs`.
+//! snapshot never misses the message. The model replays `net.rs`'s absorb (`Ends::absorb`
+//! inside an epoch) and one attempt of `Control::snapshot`'s reads on loom atomics; the ring
+//! is the real `shm` ring. The real `Control::bracket` and `Control::snapshot` (the GSU's
+//! register code over the shared layout) race the same kind of move in `gsu/loom_tests.rs`.
 
 use loom::sync::atomic::{AtomicU64, Ordering::SeqCst};
 use loom::sync::Arc;
