@@ -104,77 +104,40 @@ pub(crate) fn run_chain(
 ) -> Result<Report, SimError> {
     // Reading checkpoints counts as initialization (the report's `init_s`).
     let reading = Instant::now();
-    let start = match &setup.restore {
-        Some(r) => Some(Loaded::read(r, &setup.model, base.lps)?),
-        None => None,
-    };
+    let start = read_start(&setup, base)?;
     let mut read_s = reading.elapsed().as_secs_f64();
     let start_cut = start.as_ref().map_or(0.0, Loaded::cut);
-    if start_cut >= base.end {
-        return Err(SimError::config(
-            Setting::EndTime,
-            format!(
-                "the end time {} is not after the checkpoint's cut {start_cut}",
-                base.end
-            ),
-        ));
-    }
     let dir = setup.plan.as_ref().map(|p| p.dir.clone());
-    // Over ranks: rank 0 coordinates, and every rank names the staging directory after it.
-    let ranks = setup.ranks.as_deref();
-    let root = ranks.is_none_or(|r| r.rank() == 0);
-    let owner = match ranks {
-        Some(r) => r.gather(u64::from(std::process::id()))[0] as u32,
-        None => owner(),
-    };
-    // Whether rank 0 (or this process) says yes; every rank learns it.
-    let agree = |ok: bool| match ranks {
-        Some(r) => r.gather(u64::from(ok))[0] == 1,
-        None => ok,
-    };
+    let coord = Coord::new(setup.ranks.as_deref());
+    let (root, owner) = (coord.root, coord.owner);
+    let agree = |ok: bool| coord.agree(ok);
     let cuts = setup
         .plan
         .as_ref()
         .map_or_else(Vec::new, |p| p.cuts(start_cut, base.end));
-    let restored = start.as_ref().map(|l| RestoredFrom {
-        path: l.path.display().to_string(),
-        cut: l.cut(),
-        saved_by: l.manifest.saved_by.clone(),
-        seed: l.manifest.seed,
-        committed: l.manifest.committed,
-        reseed: l.reseed,
-    });
-    let origin = restored.as_ref().map(|r| match r.reseed {
-        Some(s) => format!("{}@{} reseeded {s}", r.path, r.cut),
-        None => format!("{}@{}", r.path, r.cut),
-    });
+    let restored = start.as_ref().map(restored_from);
+    let origin = restored.as_ref().map(origin_of);
     let base_committed = restored.as_ref().map_or(0, |r| r.committed);
     // The latest commit before the chain's first link (a link that commits nothing reports 0).
     let before = start.as_ref().map_or(0.0, |l| l.manifest.last_time);
     let link = |k: usize, start: Option<Loaded>| {
         let end = cuts.get(k).copied().unwrap_or(base.end);
         let saves = k < cuts.len() || setup.at_end;
-        let save = dir
-            .as_ref()
-            .filter(|_| saves)
-            .map(|d| staging_path(d, end, owner));
-        let ck = Arc::new(CkptRun {
-            codec: setup.codec.clone(),
+        let save = dir.as_ref().filter(|_| saves);
+        link_config(
+            base,
+            &setup,
+            k,
+            end,
             start,
-            save,
-            segment: k,
-            errors: Mutex::new(Vec::new()),
-            first_part: Mutex::new(None),
-        });
-        let mut cfg = base.clone();
-        cfg.end = end;
-        cfg.ckpt = Some(ck.clone());
-        (cfg, ck)
+            save.map(|d| staging_path(d, end, owner)),
+        )
     };
     let reread =
         |path: PathBuf| Loaded::read(&RestoreFrom { path, reseed: None }, &setup.model, base.lps);
 
     if in_worker_process() {
+        // A worker process runs the link its parent runs, from the same checkpoint.
         let k: usize = std::env::var(SEGMENT_ENV)
             .ok()
             .and_then(|s| s.parse().ok())
@@ -182,15 +145,21 @@ pub(crate) fn run_chain(
         let from = match (k, &dir) {
             (0, _) => start,
             (k, Some(d)) if k <= cuts.len() => Some(reread(checkpoint_path(d, cuts[k - 1]))?),
-            _ => return Err(SimError::config(Setting::Run, "a worker process was started for a run of a checkpoint chain its simulation does not have")),
+            _ => return Err(SimError::config(Setting::Run, NOT_IN_CHAIN)),
         };
-        let (cfg, _) = link(k, from);
-        return run(&cfg);
+        return run(&link(k, from).0);
     }
 
     if let (Some(d), true) = (&dir, root) {
         remove_stale(d);
     }
+    let saver = Saver {
+        setup: &setup,
+        base,
+        saved_by,
+        origin: origin.clone(),
+        root,
+    };
     let mut from = start;
     let mut total: Option<Report> = None;
     let mut saves = Vec::new();
@@ -198,28 +167,17 @@ pub(crate) fn run_chain(
     for k in 0..=cuts.len() {
         let (cfg, ck) = link(k, from.take());
         if let Some(s) = &ck.save {
-            let made = if root { create_staging(s) } else { Ok(()) };
-            if !agree(made.is_ok()) {
-                let e = made
-                    .err()
-                    .unwrap_or_else(|| "rank 0 could not create the checkpoint's directory".into());
-                return Err(SimError::config(Setting::CheckpointDir, e));
-            }
+            saver.stage(s, &agree)?;
         }
         let result = run(&cfg);
         let ended = Instant::now();
-        let r = match result {
-            Ok(r) => r,
-            Err(e) => {
-                if let Some(s) = &ck.save {
-                    let _ = std::fs::remove_dir_all(s);
-                }
-                return Err(e);
+        let r = result.inspect_err(|_| {
+            if let Some(s) = &ck.save {
+                let _ = std::fs::remove_dir_all(s);
             }
-        };
+        })?;
         let complete = r.complete;
         let committed = r.committed;
-        let seed = base.seed;
         let merged = merge(total, r);
         let last_time = merged.last_time.max(before);
         total = Some(merged);
@@ -232,47 +190,15 @@ pub(crate) fn run_chain(
         }
         let cut = cfg.end;
         let target = checkpoint_path(dir.as_deref().expect("a plan"), cut);
-        let errors = std::mem::take(&mut *ck.errors.lock().unwrap_or_else(|p| p.into_inner()));
-        let began = ck
-            .first_part
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .unwrap_or(ended);
-        let manifest = Manifest {
-            format: super::FORMAT,
-            chronon: env!("CARGO_PKG_VERSION").to_string(),
-            model: setup.model.clone(),
-            config: setup.config.clone(),
-            seed,
+        let link = Link {
+            ck: &ck,
             cut,
-            lps: base.lps,
-            saved_by: saved_by.to_string(),
             committed,
             last_time,
-            origin: origin.clone(),
-            parts: Vec::new(),
-            checksum: 0,
+            ended,
         };
-        let written = match errors.into_iter().next() {
-            Some(e) => {
-                let _ = std::fs::remove_dir_all(&staging);
-                Err(e)
-            }
-            None if root => finalize(&staging, &target, manifest),
-            None => Ok(0),
-        };
-        let written = match (agree(written.is_ok()), written) {
-            (true, w) => w,
-            (false, Err(e)) => Err(e),
-            (false, Ok(_)) => Err("rank 0 could not write it".into()),
-        };
-        match written {
-            Ok(bytes) => saves.push(Saved {
-                cut,
-                path: target.display().to_string(),
-                bytes,
-                seconds: began.elapsed().as_secs_f64(),
-            }),
+        match saver.save(link, &staging, &target, &agree) {
+            Ok(saved) => saves.push(saved),
             Err(e) => {
                 failed = Some(format!("the checkpoint at {cut} was not saved: {e}"));
                 break;
@@ -284,22 +210,242 @@ pub(crate) fn run_chain(
             read_s += reading.elapsed().as_secs_f64();
         }
     }
-    let mut report = total.expect("a chain runs at least once");
-    report.end_time = base.end;
-    report.last_time = report.last_time.max(before);
-    report.init_s += read_s;
-    report.checkpoints = saves;
-    report.restored = restored;
-    if let Some(e) = failed {
-        report.complete = false;
-        report.checkpoint_error = Some(e);
+    let report = total.expect("a chain runs at least once");
+    let done = Done {
+        saves,
+        restored,
+        failed,
+        before,
+        read_s,
+        base_committed,
+    };
+    Ok(done.into_report(report, base))
+}
+
+/// Link `k` of a chain: the run to `end` that starts from `start` (none: from `Model::init`)
+/// and saves into `save` (a staging directory) if it is given.
+fn link_config(
+    base: &RunConfig,
+    setup: &ChainSetup,
+    k: usize,
+    end: f64,
+    start: Option<Loaded>,
+    save: Option<PathBuf>,
+) -> (RunConfig, Arc<CkptRun>) {
+    let ck = Arc::new(CkptRun {
+        codec: setup.codec.clone(),
+        start,
+        save,
+        segment: k,
+        errors: Mutex::new(Vec::new()),
+        first_part: Mutex::new(None),
+    });
+    let mut cfg = base.clone();
+    cfg.end = end;
+    cfg.ckpt = Some(ck.clone());
+    (cfg, ck)
+}
+
+/// What the report says of the checkpoint a run was restored from.
+fn restored_from(l: &Loaded) -> RestoredFrom {
+    RestoredFrom {
+        path: l.path.display().to_string(),
+        cut: l.cut(),
+        saved_by: l.manifest.saved_by.clone(),
+        seed: l.manifest.seed,
+        committed: l.manifest.committed,
+        reseed: l.reseed,
     }
-    let wall = report.wall_s;
-    report.set_wall(wall);
-    if wall > 0.0 {
-        report.events_per_s = (report.committed - base_committed) as f64 / wall;
+}
+
+/// A checkpoint's origin in the manifests it leads to: `path@cut`, and its reseed.
+fn origin_of(r: &RestoredFrom) -> String {
+    match r.reseed {
+        Some(s) => format!("{}@{} reseeded {s}", r.path, r.cut),
+        None => format!("{}@{}", r.path, r.cut),
     }
-    Ok(report)
+}
+
+/// The checkpoint a chain starts from, if it restores one; its cut must be before the end.
+fn read_start(setup: &ChainSetup, base: &RunConfig) -> Result<Option<Loaded>, SimError> {
+    let start = match &setup.restore {
+        Some(r) => Some(Loaded::read(r, &setup.model, base.lps)?),
+        None => None,
+    };
+    let start_cut = start.as_ref().map_or(0.0, Loaded::cut);
+    if start_cut >= base.end {
+        return Err(SimError::config(
+            Setting::EndTime,
+            format!(
+                "the end time {} is not after the checkpoint's cut {start_cut}",
+                base.end
+            ),
+        ));
+    }
+    Ok(start)
+}
+
+/// What a chain writes into every manifest, and whether this process writes them (rank 0).
+struct Saver<'a> {
+    setup: &'a ChainSetup,
+    base: &'a RunConfig,
+    saved_by: &'a str,
+    origin: Option<String>,
+    root: bool,
+}
+
+/// A link that ended at its cut and saved its parts.
+struct Link<'a> {
+    ck: &'a CkptRun,
+    cut: f64,
+    committed: u64,
+    last_time: f64,
+    /// When the link's run returned (the checkpoint's seconds start at its first part, or
+    /// here).
+    ended: Instant,
+}
+
+/// Over ranks, rank 0 coordinates a chain, and every rank names the staging directory after it
+/// (`owner`); in one process, this process does.
+struct Coord<'a> {
+    ranks: Option<&'a dyn ChainRanks>,
+    root: bool,
+    owner: u32,
+}
+
+impl<'a> Coord<'a> {
+    fn new(ranks: Option<&'a dyn ChainRanks>) -> Self {
+        let owner = match ranks {
+            Some(r) => r.gather(u64::from(std::process::id()))[0] as u32,
+            None => owner(),
+        };
+        Coord {
+            ranks,
+            root: ranks.is_none_or(|r| r.rank() == 0),
+            owner,
+        }
+    }
+
+    /// Whether rank 0 (or this process) says yes; every rank learns it.
+    fn agree(&self, ok: bool) -> bool {
+        match self.ranks {
+            Some(r) => r.gather(u64::from(ok))[0] == 1,
+            None => ok,
+        }
+    }
+}
+
+/// A worker process started for a link its chain does not have.
+const NOT_IN_CHAIN: &str =
+    "a worker process was started for a run of a checkpoint chain its simulation does not have";
+
+impl Saver<'_> {
+    /// Creates a link's staging directory (rank 0, or this process); every rank learns
+    /// whether it could.
+    fn stage(
+        &self,
+        staging: &std::path::Path,
+        agree: &dyn Fn(bool) -> bool,
+    ) -> Result<(), SimError> {
+        let made = if self.root {
+            create_staging(staging)
+        } else {
+            Ok(())
+        };
+        if agree(made.is_ok()) {
+            return Ok(());
+        }
+        let e = made
+            .err()
+            .unwrap_or_else(|| "rank 0 could not create the checkpoint's directory".into());
+        Err(SimError::config(Setting::CheckpointDir, e))
+    }
+
+    /// Turns the link's staging directory into the checkpoint at `target` (the manifest
+    /// written last, then the rename), or removes it if a part failed; every rank learns
+    /// whether rank 0 succeeded (`agree`).
+    fn save(
+        &self,
+        link: Link<'_>,
+        staging: &std::path::Path,
+        target: &std::path::Path,
+        agree: &dyn Fn(bool) -> bool,
+    ) -> Result<Saved, String> {
+        let ck = link.ck;
+        let errors = std::mem::take(&mut *ck.errors.lock().unwrap_or_else(|p| p.into_inner()));
+        let began = ck
+            .first_part
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .unwrap_or(link.ended);
+        let manifest = Manifest {
+            format: super::FORMAT,
+            chronon: env!("CARGO_PKG_VERSION").to_string(),
+            model: self.setup.model.clone(),
+            config: self.setup.config.clone(),
+            seed: self.base.seed,
+            cut: link.cut,
+            lps: self.base.lps,
+            saved_by: self.saved_by.to_string(),
+            committed: link.committed,
+            last_time: link.last_time,
+            origin: self.origin.clone(),
+            parts: Vec::new(),
+            checksum: 0,
+        };
+        let written = match errors.into_iter().next() {
+            Some(e) => {
+                let _ = std::fs::remove_dir_all(staging);
+                Err(e)
+            }
+            None if self.root => finalize(staging, target, manifest),
+            None => Ok(0),
+        };
+        let bytes = match (agree(written.is_ok()), written) {
+            (true, w) => w,
+            (false, Err(e)) => Err(e),
+            (false, Ok(_)) => Err("rank 0 could not write it".into()),
+        }?;
+        Ok(Saved {
+            cut: link.cut,
+            path: target.display().to_string(),
+            bytes,
+            seconds: began.elapsed().as_secs_f64(),
+        })
+    }
+}
+
+/// What a chain adds to the report of its links once they ran.
+struct Done {
+    saves: Vec<Saved>,
+    restored: Option<RestoredFrom>,
+    failed: Option<String>,
+    /// The latest commit before the chain's first link.
+    before: f64,
+    /// Seconds spent reading checkpoints (initialization).
+    read_s: f64,
+    /// Events committed before the chain's first link (not this run's).
+    base_committed: u64,
+}
+
+impl Done {
+    fn into_report(self, mut report: Report, base: &RunConfig) -> Report {
+        report.end_time = base.end;
+        report.last_time = report.last_time.max(self.before);
+        report.init_s += self.read_s;
+        report.checkpoints = self.saves;
+        report.restored = self.restored;
+        if let Some(e) = self.failed {
+            report.complete = false;
+            report.checkpoint_error = Some(e);
+        }
+        let wall = report.wall_s;
+        report.set_wall(wall);
+        if wall > 0.0 {
+            report.events_per_s = (report.committed - self.base_committed) as f64 / wall;
+        }
+        report
+    }
 }
 
 /// Removes what runs that were killed while saving left in `dir`: staging directories whose
