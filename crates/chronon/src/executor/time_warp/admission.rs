@@ -3,11 +3,10 @@
 //! optimism window, uncommitted-event cap, a near-full shared heap).
 //!
 //! A shared heap near full (a size class more than half handed out and not yet
-//! reusable, `Heap::tight`) is a bound like the memory cap: while any worker's heap is (in any
-//! process of the run: `memory.rs`, `HeapLook`), every worker runs only events at or before
-//! GVT and starts GVT rounds, so fossil collection and GVT make items reusable again instead
-//! of speculation filling the heap; a run the sequential executor completes with a heap then
-//! completes under Time Warp too.
+//! reusable, `Heap::tight`) is a bound like the memory cap: the worker runs only events at or
+//! before GVT and starts GVT rounds, so fossil collection and GVT make items reusable again
+//! instead of speculation filling the heap; a run the sequential executor completes with a
+//! heap then completes under Time Warp too.
 
 use crate::model::{Model, Time};
 use crate::prefetch::prefetch;
@@ -15,6 +14,39 @@ use crate::queue::PendingSet;
 
 use super::lp::TwEvent;
 use super::worker::Worker;
+
+/// Calls of [`heap_tight`] between two looks at the heap.
+const HEAP_LOOK_EVERY: u32 = 64;
+
+thread_local! {
+    /// This thread's last look at its heap and the calls left before the next one.
+    static HEAP_TIGHT: std::cell::Cell<(bool, u32)> = const { std::cell::Cell::new((false, 0)) };
+}
+
+/// Whether this worker thread's shared heap has a class near full, looked at afresh when
+/// `fresh` or every `HEAP_LOOK_EVERY` calls.
+#[inline]
+fn heap_tight(fresh: bool) -> bool {
+    #[cfg(all(target_os = "linux", not(chronon_loom)))]
+    {
+        HEAP_TIGHT.with(|h| {
+            let (tight, left) = h.get();
+            if fresh || left == 0 {
+                let tight = crate::shm::thread_heap_tight();
+                h.set((tight, HEAP_LOOK_EVERY));
+                tight
+            } else {
+                h.set((tight, left - 1));
+                tight
+            }
+        })
+    }
+    #[cfg(not(all(target_os = "linux", not(chronon_loom))))]
+    {
+        let _ = fresh;
+        false
+    }
+}
 
 impl<M: Model, Q: PendingSet<TwEvent<M::Event>>> Worker<'_, '_, M, Q> {
     /// The next event to run, if one may run now (before the end time, inside the optimism
@@ -51,7 +83,7 @@ impl<M: Model, Q: PendingSet<TwEvent<M::Event>>> Worker<'_, '_, M, Q> {
         if self.uncommitted().saturating_add(budget) > self.sh.mem.cap() {
             return Time::NEG_INFINITY;
         }
-        if self.heap.throttled(true, &self.sh.gvt) {
+        if heap_tight(true) {
             // GVT rounds free what speculation holds; until then, only events at GVT run.
             self.sh.gvt.try_start();
             return Time::NEG_INFINITY;
@@ -69,7 +101,7 @@ impl<M: Model, Q: PendingSet<TwEvent<M::Event>>> Worker<'_, '_, M, Q> {
         }
         // `max_uncommitted` without a memory bound, at most that under one.
         let cap = self.sh.mem.cap();
-        let limit = if self.uncommitted() >= cap || self.heap.throttled(false, &self.sh.gvt) {
+        let limit = if self.uncommitted() >= cap || heap_tight(false) {
             self.round.gvt
         } else {
             let limit = self.round.gvt + self.sh.optimism.window();

@@ -13,12 +13,11 @@ use crate::loom::atomic::{AtomicU64, Ordering::SeqCst};
 /// Bits of the `remaining` field of `state`.
 const REMAINING: u64 = (1 << 32) - 1;
 
-/// Where the words are: `[state, published, gvt, pressure, reports[0..W]]`.
+/// Where the words are: `[state, published, gvt, reports[0..W]]`.
 const STATE: usize = 0;
 const PUBLISHED: usize = 1;
 const GVT: usize = 2;
-const PRESSURE: usize = 3;
-const REPORTS: usize = 4;
+const REPORTS: usize = 3;
 
 /// The shared GVT registers of one run: `3 + W` words, in this process's memory (threads) or
 /// in a shared segment that every worker process maps (`procs.rs`). The protocol is the same
@@ -165,23 +164,6 @@ impl GvtRegisters {
 
     fn reports(&self) -> impl Iterator<Item = &AtomicU64> {
         (REPORTS..self.len).map(|i| self.word(i))
-    }
-
-    /// Counts one more (`tight`) or one fewer worker whose shared heap has a class near full
-    /// (`memory.rs`, `HeapLook`: each worker counts itself at most once).
-    pub(crate) fn count_tight(&self, tight: bool) {
-        if tight {
-            self.word(PRESSURE).fetch_add(1, SeqCst);
-        } else {
-            self.word(PRESSURE).fetch_sub(1, SeqCst);
-        }
-    }
-
-    /// How many workers of the run (of the rank, over MPI ranks) have a shared heap with a
-    /// class near full.
-    #[inline]
-    pub(crate) fn tight_workers(&self) -> u64 {
-        self.word(PRESSURE).load(SeqCst)
     }
 
     /// The GVT published last.

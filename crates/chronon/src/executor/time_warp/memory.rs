@@ -311,56 +311,6 @@ pub(super) struct Census {
     pub(super) checkpoints: u64,
 }
 
-/// Calls of [`HeapLook::throttled`] between two looks at the heap.
-const HEAP_LOOK_EVERY: u32 = 64;
-
-/// A worker's look at the shared heaps (docs/timewarp.md, "A near-full shared heap"): a
-/// worker whose own heap has a class near full (`Heap::tight`) counts itself in the run's
-/// pressure word (`GvtRegisters::count_tight`: in shared memory across processes), and while
-/// any worker is counted, every worker throttles. An item one worker allocated is held by the
-/// events of any worker, in any process, until GVT passes them, so a sender that throttles
-/// alone cannot bring its heap back: every worker must stop speculating for GVT to move and
-/// fossil collection to hand the items back.
-#[derive(Debug, Default)]
-pub(super) struct HeapLook {
-    /// The last answer, the calls left before the next look, and whether this worker is
-    /// counted in the pressure word.
-    state: std::cell::Cell<(bool, u32, bool)>,
-}
-
-impl HeapLook {
-    /// Whether this worker throttles: its own heap or another worker's has a class near full.
-    /// Looks afresh when `fresh` or every [`HEAP_LOOK_EVERY`] calls, counting or uncounting
-    /// this worker in `gvt`'s pressure word as its own heap changed.
-    #[inline]
-    pub(super) fn throttled(&self, fresh: bool, gvt: &super::gvt::GvtRegisters) -> bool {
-        let (last, left, counted) = self.state.get();
-        if !fresh && left > 0 {
-            self.state.set((last, left - 1, counted));
-            return last;
-        }
-        #[cfg(all(target_os = "linux", not(chronon_loom)))]
-        let mine = crate::shm::thread_heap_tight();
-        #[cfg(not(all(target_os = "linux", not(chronon_loom))))]
-        let mine = false;
-        if mine != counted {
-            gvt.count_tight(mine);
-        }
-        let now = mine || gvt.tight_workers() > 0;
-        self.state.set((now, HEAP_LOOK_EVERY, mine));
-        now
-    }
-
-    /// Uncounts this worker (it stopped), so that no other worker throttles for it.
-    pub(super) fn release(&self, gvt: &super::gvt::GvtRegisters) {
-        let (_, _, counted) = self.state.get();
-        if counted {
-            gvt.count_tight(false);
-        }
-        self.state.set((false, 0, false));
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;

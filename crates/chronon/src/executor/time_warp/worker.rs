@@ -10,7 +10,7 @@ use super::cancelled::Cancelled;
 use super::history::History;
 use super::interval::Interval;
 use super::lp::{Orders, TwCold, TwEvent, TwLp};
-use super::memory::{Census, HeapLook};
+use super::memory::Census;
 use super::optimism::Tracker;
 use super::preempt::Preemption;
 use super::round::Round;
@@ -68,8 +68,6 @@ pub(super) struct Worker<'s, 'a, M: Model, Q> {
     pub(super) interval: Interval,
     /// Counts behind the memory estimate (memory.rs).
     pub(super) census: Census,
-    /// Its look at the shared heaps (a near-full one throttles every worker).
-    pub(super) heap: HeapLook,
     /// What this worker hands the optimism controller (optimism.rs).
     pub(super) optimism: Tracker,
     /// Suspended contexts, stacks, ticks (preempt.rs).
@@ -108,7 +106,6 @@ impl<'s, 'a, M: Model, Q: PendingSet<TwEvent<M::Event>>> Worker<'s, 'a, M, Q> {
             round: Round::new(sh.globals.next()),
             interval: Interval::new(sh.fixed_k, sh.saving),
             census,
-            heap: HeapLook::default(),
             optimism: Tracker::default(),
             preempt: Preemption::new(),
             stats: Stats::default(),
@@ -120,7 +117,6 @@ impl<'s, 'a, M: Model, Q: PendingSet<TwEvent<M::Event>>> Worker<'s, 'a, M, Q> {
     pub(super) fn run_loop(&mut self) -> Result<bool, SimError> {
         let start = Instant::now();
         let outcome = self.rounds();
-        self.heap.release(&self.sh.gvt);
         self.stats.loop_ns = start.elapsed().as_nanos() as u64;
         // Sends still queued (none before the end time once the run completed) go out, so
         // that the report counts them among the pending events.
