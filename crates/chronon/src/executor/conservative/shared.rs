@@ -94,19 +94,7 @@ impl<M: Model> Shared<'_, M> {
 
     /// The key below which nothing may run: the end time, capped by global event `g`.
     pub(crate) fn cap(&self, next_global: Time) -> EventKey {
-        if next_global < self.cfg.end {
-            EventKey {
-                time: next_global,
-                seq: 0,
-                src: ENGINE_SENDER,
-            }
-        } else {
-            EventKey {
-                time: self.cfg.end,
-                seq: 0,
-                src: 0,
-            }
-        }
+        cap_key(next_global, self.cfg.end)
     }
 
     /// Runs the global events before `before` (every worker must be quiescent).
@@ -115,5 +103,23 @@ impl<M: Model> Shared<'_, M> {
         let view = lp_table::AllStates(&self.lps);
         g.run_before(self.model, self.cfg.lps, &view, before, self.cfg.end)?;
         Ok(g.next_time(self.cfg.end))
+    }
+}
+
+/// The key below which nothing may run: the next global event `g` (under its engine key, so
+/// LP events at time `g` still run before it), or the end time.
+pub(crate) fn cap_key(g: Time, end: Time) -> EventKey {
+    if g < end {
+        EventKey {
+            time: g,
+            seq: 0,
+            src: ENGINE_SENDER,
+        }
+    } else {
+        EventKey {
+            time: end,
+            seq: 0,
+            src: 0,
+        }
     }
 }

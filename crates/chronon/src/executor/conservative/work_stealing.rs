@@ -32,6 +32,7 @@
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::time::Instant;
 
+use super::shared::cap_key;
 use super::ConservativeConfig;
 use crate::error::{ConfigError, ModelError, Setting, SimError};
 use crate::event::{Event, EventKey, Keyed, ENGINE_SENDER};
@@ -250,23 +251,6 @@ fn pool(cfg: &RunConfig, threads: usize) -> Result<rayon::ThreadPool, SimError> 
                 format!("cannot start the work-stealing pool: {e}"),
             )
         })
-}
-
-/// The key below which a lock-step runs nothing: the next global event `g`, or the end.
-fn cap_key(g: Time, end: Time) -> EventKey {
-    if g < end {
-        EventKey {
-            time: g,
-            seq: 0,
-            src: ENGINE_SENDER,
-        }
-    } else {
-        EventKey {
-            time: end,
-            seq: 0,
-            src: 0,
-        }
-    }
 }
 
 /// Every LP's slot with its own pending set, holding its initial events.
