@@ -227,25 +227,30 @@ fn random_models_with_zero_lookahead_and_ties_across_processes() {
     }
 }
 
+/// The random model with zero-delay links and self-sends (events with order stacks), `seed`.
+fn zero_delay_random(seed: &str) -> [&str; 12] {
+    [
+        "run",
+        "random",
+        "--end",
+        "30",
+        "--lps",
+        "24",
+        "--zero-links",
+        "0.5",
+        "--zero-self",
+        "0.4",
+        "--seed",
+        seed,
+    ]
+}
+
 /// Zero-delay sends that order before their parents give events an order stack, which
 /// crosses the rings as key records before its event (time_warp/shm_wires.rs).
 #[test]
 fn zero_delay_order_stacks_cross_processes_under_time_warp() {
     for seed in ["1", "2", "3", "4"] {
-        let model = [
-            "run",
-            "random",
-            "--end",
-            "30",
-            "--lps",
-            "24",
-            "--zero-links",
-            "0.5",
-            "--zero-self",
-            "0.4",
-            "--seed",
-            seed,
-        ];
+        let model = zero_delay_random(seed);
         let seq = history(&report(&model));
         for (procs, threads) in [("2", "2"), ("3", "1")] {
             let mut args = model.to_vec();
@@ -308,20 +313,7 @@ fn full_rings_are_retried_without_deadlock() {
 /// that a full ring splits from their event.
 #[test]
 fn time_warp_honours_a_small_ring_capacity() {
-    let stacks = [
-        "run",
-        "random",
-        "--end",
-        "30",
-        "--lps",
-        "24",
-        "--zero-links",
-        "0.5",
-        "--zero-self",
-        "0.4",
-        "--seed",
-        "2",
-    ];
+    let stacks = zero_delay_random("2");
     let cases: [(&[&str], &str, &str, &str); 3] = [
         (&FLOOD, "copy", "2", "2"),
         (&FLOOD, "reverse", "3", "1"),
