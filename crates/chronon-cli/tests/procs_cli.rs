@@ -246,7 +246,7 @@ fn zero_delay_random(seed: &str) -> [&str; 12] {
 }
 
 /// Zero-delay sends that order before their parents give events an order stack, which
-/// crosses the rings as key records before its event (time_warp/shm_wires.rs).
+/// crosses the rings as key records before its event (transport/shm/tw.rs).
 #[test]
 fn zero_delay_order_stacks_cross_processes_under_time_warp() {
     for seed in ["1", "2", "3", "4"] {

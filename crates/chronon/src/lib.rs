@@ -245,6 +245,7 @@ mod sim;
 mod stats;
 mod transport;
 mod trim;
+mod tw_msg;
 mod types;
 /// Runs over MPI ranks (`mpirun -n R`): detection (always), [`mpi::Mpi`] and the transport
 /// behind the cargo feature `mpi`. See `transport/mpi/README.md`.

@@ -19,6 +19,7 @@ pub(crate) mod mpi;
 #[cfg(target_os = "linux")]
 pub(crate) mod shm;
 pub(crate) mod threads;
+pub(crate) mod tw;
 
 #[cfg(all(target_os = "linux", not(chronon_loom)))]
 pub(crate) mod wire;

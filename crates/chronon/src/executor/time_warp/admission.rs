@@ -12,8 +12,8 @@ use crate::model::{Model, Time};
 use crate::prefetch::prefetch;
 use crate::queue::PendingSet;
 
-use super::lp::TwEvent;
 use super::worker::Worker;
+use crate::tw_msg::TwEvent;
 
 /// Calls of [`heap_tight`] between two looks at the heap.
 const HEAP_LOOK_EVERY: u32 = 64;

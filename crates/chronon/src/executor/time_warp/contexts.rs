@@ -5,16 +5,16 @@
 use std::rc::Rc;
 use std::time::Instant;
 
-use super::lp::TwEvent;
 use super::options::Saving;
 use super::preempt::{Job, Parts};
-use super::transport::Transport;
-use super::wires::Wires;
 use super::worker::Worker;
 use crate::error::SimError;
 use crate::model::{Ctx, Model, Time};
 use crate::preempt::{BhMin, Context, Step, Switch};
 use crate::queue::PendingSet;
+use crate::transport::tw::TwTransport;
+use crate::transport::tw::Wires;
+use crate::tw_msg::TwEvent;
 
 /// Worker `w`'s BH_min as its contexts' checks read it: the mailbox register with threads; across
 /// processes the minimum of its incoming rings' registers and of its stash (`Wires::bh_min`;

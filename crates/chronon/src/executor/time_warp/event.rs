@@ -6,7 +6,7 @@
 use std::time::Instant;
 
 use super::history::{Extra, Info, Rec};
-use super::lp::{Checkpoint, Msg, Sent, TwEvent};
+use super::lp::{Checkpoint, Sent};
 use super::options::Saving;
 use super::stats::commit_event;
 use super::worker::Worker;
@@ -14,6 +14,7 @@ use crate::error::{ModelError, SimError};
 use crate::event::{Event, EventKey};
 use crate::model::{Ctx, LpMeta, Model, ReverseCtx};
 use crate::queue::PendingSet;
+use crate::tw_msg::{Msg, TwEvent};
 
 /// An event past its prologue, with its LP's index among the worker's LPs.
 pub(super) type Started<P> = (TwEvent<P>, usize);

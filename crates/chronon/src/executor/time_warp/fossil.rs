@@ -2,7 +2,7 @@
 
 use std::sync::atomic::Ordering;
 
-use super::lp::{Checkpoint, TwCold, TwEvent};
+use super::lp::{Checkpoint, TwCold};
 use super::memory;
 use super::memory::Census;
 use super::optimism::Delta;
@@ -12,6 +12,7 @@ use super::worker::Worker;
 use crate::error::SimError;
 use crate::model::{Model, Time};
 use crate::queue::PendingSet;
+use crate::tw_msg::TwEvent;
 
 impl<'s, 'a, M: Model, Q: PendingSet<TwEvent<M::Event>>> Worker<'s, 'a, M, Q> {
     /// Reports this worker's local minimum in GVT round `r` (the mailbox was just drained).

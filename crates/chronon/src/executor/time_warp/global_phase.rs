@@ -1,12 +1,12 @@
 //! The global phase, a worker's side of it (global.rs: the rule, the barriers, why every LP
 //! state is the state at the global event's time).
 
-use super::lp::TwEvent;
 use super::shared::Shared;
 use super::worker::Worker;
 use crate::error::SimError;
 use crate::model::{LpId, LpStates, Model, Time};
 use crate::queue::PendingSet;
+use crate::tw_msg::TwEvent;
 
 /// Every LP's state, read through the workers' tables during a global phase.
 struct PhaseStates<'x, 'a, M: Model> {

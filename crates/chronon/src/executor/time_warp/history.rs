@@ -22,9 +22,10 @@
 use std::collections::{HashMap, VecDeque};
 use std::num::NonZeroU64;
 
-use super::lp::{Sent, TwEvent};
+use super::lp::Sent;
 use crate::error::ModelError;
 use crate::model::LpMeta;
+use crate::tw_msg::TwEvent;
 
 /// No record: the end of an LP's chain.
 pub(super) const NONE: u64 = u64::MAX;

@@ -1,12 +1,12 @@
-//! A worker's side of the transport (transport.rs): taking its mailbox into its pending set,
+//! A worker's side of the transport (`transport/tw.rs`): taking its mailbox into its pending set,
 //! and pushing its sends when they are due (README.md, "When sends leave").
 
-use super::lp::{Msg, Stack, TwEvent};
-use super::transport::Transport;
 use super::worker::Worker;
 use crate::error::SimError;
 use crate::model::Model;
 use crate::queue::PendingSet;
+use crate::transport::tw::TwTransport;
+use crate::tw_msg::{Msg, Stack, TwEvent};
 
 impl<M: Model, Q: PendingSet<TwEvent<M::Event>>> Worker<'_, '_, M, Q> {
     /// Takes the mailbox (the bottom-half queue) into the pending set, applies anti-messages,

@@ -2,7 +2,7 @@
 //! (`ranks/`), organised as in seed 003 §2.1–2.2: each worker owns a set of LPs and dispatches
 //! the lowest-timestamp event among them (LTF); workers exchange events and anti-messages
 //! through per-worker mailboxes (the bottom-half queues, whose `min` register is BH_min; rings
-//! between processes, MPI records between ranks, behind the same seam: `transport.rs`); an LP
+//! between processes, MPI records between ranks, behind one seam: `transport/tw.rs`); an LP
 //! that receives an event in its past, or an anti-message for an event it processed, rolls
 //! back (copy state saving with coasting forward, or reverse computation) and cancels what it
 //! sent with anti-messages (aggressive cancellation). An
@@ -13,6 +13,7 @@
 mod admission;
 mod cancelled;
 mod contexts;
+mod endpoint;
 mod event;
 mod fossil;
 // Used by the MPI transport only (feature `mpi`); built and unit-tested without it, where
@@ -41,11 +42,7 @@ mod safe;
 mod scratch;
 mod setup;
 mod shared;
-#[cfg(all(target_os = "linux", not(chronon_loom)))]
-mod shm_wires;
 mod stats;
-mod transport;
-mod wires;
 mod worker;
 
 pub use options::{StateSaving, Ticks, TimeWarpConfig, MIN_TICK_US};

@@ -20,13 +20,14 @@
 use std::rc::Rc;
 use std::time::Instant;
 
-use super::lp::{Orders, TwEvent};
+use super::lp::Orders;
 use super::options::Ticks;
 use crate::error::{ModelError, SimError};
 use crate::event::Event;
 use crate::model::{LpMeta, Model, Time};
 use crate::preempt::ticks::{AlphaRule, Flag, Timer};
 use crate::preempt::{Context, StackPool};
+use crate::tw_msg::TwEvent;
 
 /// What a context hands back when it returns: the LP's state and bookkeeping after the event,
 /// and what the event sent, counted and raised.

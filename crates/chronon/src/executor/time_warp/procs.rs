@@ -2,7 +2,7 @@
 //! `chronon run --procs P --sync timewarp`): P processes of W threads each; a worker is
 //! (process, thread), numbered `p * W + t`, and the LP mapping is over all `P × W` workers. The
 //! protocol is the same code as with threads (`worker.rs`, `rollback.rs`, `fossil.rs`), over
-//! the shared-memory ring mesh (`transport/shm/`; Time Warp's records: `shm_wires.rs`) with the
+//! the shared-memory ring mesh (`transport/shm/`; Time Warp's records: `transport/shm/tw.rs`) with the
 //! GVT registers in its header.
 //!
 //! Launching, gathering and `model_stats` are those of the conservative multi-process runs
@@ -18,12 +18,9 @@ use std::sync::Arc;
 use std::time::Instant;
 
 use super::gvt::GvtRegisters;
-use super::lp::TwEvent;
 use super::options::{StateSaving, TimeWarpConfig};
 use super::report::{insert_preempt, pending_at_end, totals_from_workers, worker_figures};
 use super::setup::{build, spawn, Built};
-use super::shm_wires::ShmWires;
-use super::wires::Wires;
 use crate::error::{guard, ConfigError, Setting, SimError};
 use crate::executor::conservative::procs::{
     child_main, finish_ops, io_error, parent_run, peak_rss_bytes, ChildOut, ProcsOptions, ABORTED,
@@ -34,6 +31,9 @@ use crate::model::{LpId, Model};
 use crate::queue::{HeapQueue, LadderQueue, PendingSet, QueueKind};
 use crate::shm::{Control, ShmSafe, MAX_WORKERS};
 use crate::stats::Report;
+use crate::transport::shm::ShmWires;
+use crate::transport::tw::Wires;
+use crate::tw_msg::TwEvent;
 
 /// A multi-process Time Warp run, as a function pointer (instantiated where `M::Event:
 /// ShmSafe` is known, called from `Simulation::run`, which does not know it).
@@ -134,8 +134,13 @@ where
     let n = procs * threads;
     let start = Instant::now();
     let control = Control::create(n).map_err(io_error("cannot create the control segment"))?;
-    let net =
-        Arc::new(ShmWires::<M::Event>::create(n).map_err(io_error("cannot create the rings"))?);
+    let header = GvtRegisters::shared_bytes(n);
+    let seg =
+        ShmWires::<M::Event>::create(n, header).map_err(io_error("cannot create the rings"))?;
+    // Safety: the registers are the mesh's header, at the start of the fresh segment,
+    // page-aligned, `shared_bytes` long, and no process has attached yet.
+    unsafe { GvtRegisters::init_shared(seg.base(), n) };
+    let net = Arc::new(seg);
     let owner = opts
         .mapping
         .owners(cfg.lps, n)
@@ -239,9 +244,21 @@ where
     let seg = w
         .segment(1)
         .map_err(io_error("worker process: the rings segment"))?;
-    let (mut wires, gvt) =
-        ShmWires::<M::Event>::attach(seg, control.clone(), n, p as u32, base, threads, copy)
-            .map_err(io_error("worker process: the rings segment"))?;
+    let header = GvtRegisters::shared_bytes(n);
+    let mut wires = ShmWires::<M::Event>::attach(
+        seg,
+        header,
+        control.clone(),
+        n,
+        p as u32,
+        base,
+        threads,
+        copy,
+    )
+    .map_err(io_error("worker process: the rings segment"))?;
+    // Safety: the parent initialized the registers in the mesh's header for `n` workers
+    // before starting this process; `keep` keeps the segment mapped.
+    let gvt = unsafe { GvtRegisters::attach_shared(wires.header(), n, wires.keep()) };
     wires.keep_at_end = cfg.saving();
     let Built {
         sh,

@@ -3,19 +3,19 @@
 use std::sync::atomic::Ordering;
 
 use super::cancelled::Cancelled;
-use super::lp::{Msg, TwEvent};
 use super::lp::{TwCold, TwLp};
 use super::options::Saving;
 use super::options::TimeWarpConfig;
 use super::shared::Shared;
 use super::stats::Stats;
-use super::transport::Transport;
-use super::wires::Wires;
 use crate::error::SimError;
 use crate::executor::{finish_report, LpSlot, RunConfig};
 use crate::model::Model;
 use crate::queue::PendingSet;
 use crate::stats::Report;
+use crate::transport::tw::TwTransport;
+use crate::transport::tw::Wires;
+use crate::tw_msg::{Msg, TwEvent};
 
 /// What a worker hands back: its LPs, committed counter totals, figures, and whether it saw
 /// the run complete.

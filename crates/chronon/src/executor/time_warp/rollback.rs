@@ -1,13 +1,13 @@
 //! Rollback, anti-messages and annihilation (README.md, "Rollback, cancellation, annihilation").
 
 use super::history::Extra;
-use super::lp::{Anti, Msg, TwEvent};
 use super::options::Saving;
 use super::worker::Worker;
 use crate::error::SimError;
 use crate::event::EventKey;
 use crate::model::{Ctx, LpId, Model, ReverseCtx};
 use crate::queue::PendingSet;
+use crate::tw_msg::{Anti, Msg, TwEvent};
 
 impl<M: Model, Q: PendingSet<TwEvent<M::Event>>> Worker<'_, '_, M, Q> {
     /// Applies the local anti-messages that rollbacks produced (they may roll back more).

@@ -3,9 +3,9 @@
 //! builds. Between two events each is empty (the counter deltas zero), so an event allocates
 //! nothing once they have grown.
 
-use super::lp::Anti;
 use crate::error::ModelError;
 use crate::event::Event;
+use crate::tw_msg::Anti;
 
 /// The scratch buffers of one worker (payload type `P`).
 pub(super) struct Scratch<P> {

@@ -9,13 +9,12 @@ use std::time::Instant;
 use super::global::Globals;
 use super::gvt::GvtRegisters;
 use super::history::{Extra, Rec, NONE};
-use super::lp::{Checkpoint, TwCold, TwEvent, TwLp};
+use super::lp::{Checkpoint, TwCold, TwLp};
 use super::memory::{self, MemoryBound};
 use super::optimism::Optimism;
 use super::options::{PreemptConfig, Saving, StateSaving, TimeWarpConfig};
 use super::report::{finish, WorkerResult};
 use super::shared::{Shared, StateEq};
-use super::wires::Wires;
 use super::worker::Worker;
 use crate::error::{ConfigError, Setting, SimError};
 use crate::executor::{init_lps_each, RunConfig};
@@ -24,6 +23,8 @@ use crate::partition::Mapping;
 use crate::placement::{touch_queue, touch_vec};
 use crate::queue::{HeapQueue, LadderQueue, PendingSet, QueueKind};
 use crate::stats::Report;
+use crate::transport::tw::Wires;
+use crate::tw_msg::TwEvent;
 
 /// Runs `model` under Time Warp on `threads` workers.
 pub(crate) fn run<M: Model>(

@@ -10,11 +10,11 @@ use super::gvt::GvtRegisters;
 use super::memory::{self, MemoryBound};
 use super::optimism::Optimism;
 use super::options::{PreemptConfig, Saving};
-use super::transport::Transport;
-use super::wires::Wires;
 use crate::error::SimError;
 use crate::executor::RunConfig;
 use crate::model::{LpId, Model, ReverseFn, Time};
+use crate::transport::tw::TwTransport;
+use crate::transport::tw::Wires;
 
 /// Compares two states (for `--check-reverse`).
 pub(crate) type StateEq<S> = fn(&S, &S) -> bool;
@@ -69,7 +69,7 @@ pub(super) struct Shared<'a, M: Model> {
     /// Block mapping: the first LP of every worker (and `lps` at the end).
     pub(super) block_first: Vec<u64>,
     pub(super) workers: usize,
-    /// How workers reach each other (transport.rs).
+    /// How workers reach each other (`transport/tw.rs`).
     pub(super) wires: Wires<M::Event>,
     pub(super) gvt: GvtRegisters,
     /// The model's global events and the phase that runs them (global.rs).

@@ -1,9 +1,9 @@
 //! A worker's figures (the report's `workers`), and what committing an event adds to them.
 
 use super::history::Extra;
-use super::lp::TwEvent;
 use super::preempt::PreemptStats;
 use crate::model::{CommitCtx, Model, Time};
+use crate::tw_msg::TwEvent;
 
 /// Per-worker counters, reported in `workers`.
 #[derive(Clone, Copy, Debug, Default)]

@@ -7,9 +7,10 @@ use std::time::{Duration, Instant};
 use crossbeam_utils::Backoff;
 
 use super::cancelled::Cancelled;
+use super::endpoint::Endpoint;
 use super::history::History;
 use super::interval::Interval;
-use super::lp::{Orders, TwCold, TwEvent, TwLp};
+use super::lp::{Orders, TwCold, TwLp};
 use super::memory::Census;
 use super::optimism::Tracker;
 use super::preempt::Preemption;
@@ -18,10 +19,10 @@ use super::safe::SafeRule;
 use super::scratch::Scratch;
 use super::shared::{Mine, Shared, MEMORY_EVERY, POLL_EVERY};
 use super::stats::Stats;
-use super::transport::Endpoint;
 use crate::error::SimError;
 use crate::model::{LpId, Model, Time};
 use crate::queue::PendingSet;
+use crate::tw_msg::TwEvent;
 
 /// The most events a worker runs in a row between two looks at its mailbox, GVT and the abort
 /// flag (they cost a few shared-memory loads per look; a message waits at most this many
@@ -58,7 +59,7 @@ pub(super) struct Worker<'s, 'a, M: Model, Q> {
     pub(super) counters: Vec<i64>,
     /// The LP and time of the handler running (named by a panic).
     pub(super) current: (LpId, Time),
-    /// Its queued remote sends (transport.rs).
+    /// Its queued remote sends (endpoint.rs).
     pub(super) endpoint: Endpoint<M::Event>,
     /// Handler output and rollback lists between their use (scratch.rs).
     pub(super) scratch: Scratch<M::Event>,

@@ -7,7 +7,8 @@
 //! Always compiled: detecting that this process was started by `mpirun` ([`launched`]) and the
 //! message a build without the `mpi` feature gives. With the feature: [`Mpi`] (MPI's lifetime
 //! in this process), the rank communication layer (`comm.rs`, shared with Time Warp over MPI),
-//! the event codec (`codec.rs`) and the conservative endpoint (`net.rs`). The runs over ranks
+//! the field codec (`codec.rs`), the conservative endpoint (`net.rs`), and Time Warp's
+//! seam (`tw.rs`, records laid out by `tw_codec.rs`). The runs over ranks
 //! are the executors' (`executor/conservative/ranks.rs`, `executor/time_warp/ranks/`).
 
 #[cfg(feature = "mpi")]
@@ -18,6 +19,13 @@ pub(crate) mod codec;
 pub(crate) mod comm;
 #[cfg(feature = "mpi")]
 pub(crate) mod net;
+#[cfg(feature = "mpi")]
+mod tw;
+#[cfg(feature = "mpi")]
+pub(crate) mod tw_codec;
+
+#[cfg(feature = "mpi")]
+pub(crate) use tw::RankWires;
 
 /// Whether this build has MPI support (the cargo feature `mpi`).
 pub const COMPILED: bool = cfg!(feature = "mpi");

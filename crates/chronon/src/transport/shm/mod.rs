@@ -9,8 +9,10 @@
 //!   (`ShmNet`, `ShmEnd`): its header holds stash registers, wake-up words and channel clocks,
 //!   and the GSU registers are those of the shared `Control` segment;
 //! - `shared.rs`: the ends of one process's workers behind per-worker locks, for a protocol
-//!   whose transport is one value shared by its threads (Time Warp's wires, whose record
-//!   encoding is the protocol's own), with the control segment's abort word and end barrier.
+//!   whose transport is one value shared by its threads, with the control segment's abort
+//!   word and end barrier;
+//! - `tw.rs`: Time Warp's seam over those shared ends (`ShmWires`): its messages encoded as
+//!   ring records (order-stack keys before their event, anti-messages).
 //!
 //! Invariants and proof sketches: README.md beside this folder, "Shared memory".
 
@@ -22,6 +24,8 @@ mod mesh;
 mod net;
 #[cfg(not(chronon_loom))]
 mod shared;
+#[cfg(not(chronon_loom))]
+mod tw;
 
 #[cfg(all(test, chronon_loom))]
 mod loom_tests;
@@ -36,6 +40,8 @@ pub(crate) use mesh::{Mesh, Record};
 pub(crate) use net::ShmNet;
 #[cfg(not(chronon_loom))]
 pub(crate) use shared::{SharedEnds, Slot};
+#[cfg(not(chronon_loom))]
+pub(crate) use tw::ShmWires;
 
 /// A barrier or rendezvous wait longer than this is a hang, not a slow worker.
 #[cfg(not(chronon_loom))]

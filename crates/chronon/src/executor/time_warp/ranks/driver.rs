@@ -23,14 +23,14 @@ use std::sync::atomic::{AtomicUsize, Ordering::SeqCst};
 use std::time::{Duration, Instant};
 
 use super::super::dgvt::{Dgvt, DgvtStats, LocalRound, Reduce, SUMS};
-use super::super::lp::Msg;
 use super::super::shared::Shared;
-use super::codec;
 use crate::error::SimError;
 use crate::event::Keyed;
 use crate::model::Model;
 use crate::transport::mpi::comm::{Backoff, PendingGather, RankComm};
+use crate::transport::mpi::tw_codec as codec;
 use crate::transport::mpi::RankSafe;
+use crate::tw_msg::Msg;
 
 /// A rank begins a GVT computation at least this often, asked or not (so that GVT moves while
 /// workers are idle, e.g. waiting for it at the end).

@@ -14,15 +14,12 @@ use std::sync::atomic::{AtomicUsize, Ordering::SeqCst};
 use std::time::Instant;
 
 use super::super::gvt::GvtRegisters;
-use super::super::lp::TwEvent;
 use super::super::options::TimeWarpConfig;
 use super::super::procs::{gather, part_out};
 use super::super::setup::{build, spawn, Built};
 use super::super::shared::Pump;
-use super::super::wires::Wires;
 use super::driver::{drive, Driver, DriverOut};
 use super::pump::Pumped;
-use super::RankWires;
 use crate::error::{guard, ConfigError, Setting, SimError};
 use crate::executor::conservative::procs::{ChildOut, ABORTED};
 use crate::executor::conservative::ranks::{finish_rank_part, on_rank, on_world, RankPart};
@@ -32,6 +29,9 @@ use crate::queue::{HeapQueue, LadderQueue, PendingSet, QueueKind};
 use crate::stats::Report;
 use crate::transport::mpi::comm::RankComm;
 use crate::transport::mpi::RankSafe;
+use crate::transport::mpi::RankWires;
+use crate::transport::tw::Wires;
+use crate::tw_msg::TwEvent;
 
 /// A Time Warp run over ranks, as a function pointer (instantiated where `M::Event: RankSafe`
 /// is known).

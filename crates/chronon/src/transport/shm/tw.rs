@@ -1,8 +1,9 @@
-//! Time Warp's records on the shared-memory ring mesh between worker processes (`--procs`):
+//! Time Warp's seam over the shared-memory ring mesh between worker processes (`--procs`):
 //! the mesh, each worker's ends with its stash, the bounded wait and the end-of-run barrier are
-//! the transport's (`transport/shm/`, the same code as under the conservative protocols); this
-//! file encodes Time Warp's messages as ring records and decodes them, and its header region
-//! holds the GVT registers (`gvt.rs`), so that the round algorithm runs unchanged across
+//! those of this folder (the same code as under the conservative protocols); this file encodes
+//! Time Warp's messages (`tw_msg.rs`) as ring records and decodes them. The mesh's header
+//! region is the protocol's: Time Warp sizes it and places its GVT registers there
+//! (`executor/time_warp/procs.rs`), so that the round algorithm runs unchanged across
 //! processes.
 //!
 //! A ring carries [`Wire`] records: an anti-message, or a positive event, preceded by its order
@@ -24,17 +25,21 @@
 use std::io;
 use std::sync::atomic::{AtomicU64, Ordering::SeqCst};
 
-use super::gvt::GvtRegisters;
-use super::lp::{Anti, Msg, TwEvent};
+use std::any::Any;
+use std::ptr::NonNull;
+use std::sync::Arc;
+
+use super::{Ends, Mesh, Record, SharedEnds, Slot};
 use crate::comm::Batch;
 use crate::event::{EventKey, Keyed};
 use crate::shm::safe::deep_copy;
 use crate::shm::{Control, Segment, ShmSafe};
-use crate::transport::shm::{Ends, Mesh, Record, SharedEnds, Slot};
+use crate::transport::tw::TwTransport;
+use crate::tw_msg::{Anti, Msg, TwEvent};
 
 /// One ring record.
 #[derive(Debug)]
-pub(super) enum Wire<P> {
+enum Wire<P> {
     /// One key of the order stack of the event that follows (in stack order).
     Key(EventKey),
     /// A positive event; `keys` records before it hold its order stack (0: none).
@@ -115,7 +120,7 @@ fn encode<P>(m: Msg<P>, recs: &mut Vec<Rec<P>>, copy: Option<fn(P) -> P>) {
 }
 
 /// What the workers of one process share of the multi-process transport.
-pub(super) struct ShmWires<P> {
+pub(crate) struct ShmWires<P> {
     /// The ends of this process's workers, each with its codec state.
     ends: SharedEnds<Rec<P>, Codec<P>>,
     /// Events that could not be sent because the run was over (aborted, or GVT at the end:
@@ -127,7 +132,7 @@ pub(super) struct ShmWires<P> {
     /// pushed as the receivers make room (they absorb until every worker is at the end
     /// barrier), not dropped, so that every pending event and anti-message reaches the part
     /// that saves it.
-    pub(super) keep_at_end: bool,
+    pub(crate) keep_at_end: bool,
 }
 
 impl<P> std::fmt::Debug for ShmWires<P> {
@@ -139,31 +144,29 @@ impl<P> std::fmt::Debug for ShmWires<P> {
 }
 
 impl<P: Send + 'static> ShmWires<P> {
-    /// Creates the segment for `workers` workers exchanging `P` payloads (parent side): GVT 0,
-    /// every ring empty.
-    pub(super) fn create(workers: usize) -> io::Result<Segment>
+    /// Creates the segment for `workers` workers exchanging `P` payloads (parent side), every
+    /// ring empty, after a zeroed header region of `header` bytes that the protocol fills
+    /// (at [`Segment::base`]) before any process attaches.
+    pub(crate) fn create(workers: usize, header: usize) -> io::Result<Segment>
     where
         P: ShmSafe,
     {
-        let seg = Mesh::create::<Rec<P>>(GvtRegisters::shared_bytes(workers), workers)?;
-        // Safety: the registers are the mesh's header, at the start of the fresh segment,
-        // page-aligned, `shared_bytes` long, and nobody uses them yet.
-        unsafe { GvtRegisters::init_shared(seg.base(), workers) };
-        Ok(seg)
+        Mesh::create::<Rec<P>>(header, workers)
     }
 
-    /// Attaches to the segment made by [`create`](Self::create) for the same `P` and worker
-    /// count, as process `proc_index` whose workers are `base..base + threads`; returns the
-    /// transport and the GVT registers.
-    pub(super) fn attach(
+    /// Attaches to the segment made by [`create`](Self::create) for the same `P`, worker count
+    /// and header size, as process `proc_index` whose workers are `base..base + threads`.
+    #[allow(clippy::too_many_arguments)]
+    pub(crate) fn attach(
         seg: Segment,
+        header: usize,
         control: Control,
         workers: usize,
         proc_index: u32,
         base: usize,
         threads: usize,
         copy: bool,
-    ) -> io::Result<(ShmWires<P>, GvtRegisters)>
+    ) -> io::Result<ShmWires<P>>
     where
         P: ShmSafe,
     {
@@ -171,43 +174,48 @@ impl<P: Send + 'static> ShmWires<P> {
             keys: vec![Vec::new(); workers],
             recs: Vec::new(),
         };
-        let header = GvtRegisters::shared_bytes(workers);
         let ends = SharedEnds::attach(
             seg, header, control, workers, proc_index, base, threads, codec,
         )?;
-        // Safety: `create` initialized the registers in the mesh's header for `workers`
-        // workers; `keep` keeps the segment mapped.
-        let gvt = unsafe { GvtRegisters::attach_shared(ends.header(), workers, ends.keep()) };
-        let wires = ShmWires {
+        Ok(ShmWires {
             ends,
             unsent: AtomicU64::new(0),
             copy: copy.then_some(deep_copy::<P> as fn(P) -> P),
             keep_at_end: false,
-        };
-        Ok((wires, gvt))
+        })
+    }
+
+    /// The start of the header region (the protocol's registers).
+    pub(crate) fn header(&self) -> NonNull<u8> {
+        self.ends.header()
+    }
+
+    /// What keeps the segment mapped while the protocol's registers in it are used.
+    pub(crate) fn keep(&self) -> Arc<dyn Any + Send + Sync> {
+        self.ends.keep()
     }
 
     /// Whether some process asked every process to stop.
     #[inline]
-    pub(super) fn aborted(&self) -> bool {
+    pub(crate) fn aborted(&self) -> bool {
         self.ends.aborted()
     }
 
     /// Asks every process to stop (this one failed).
-    pub(super) fn abort(&self) {
+    pub(crate) fn abort(&self) {
         self.ends.abort();
     }
 
     /// Hands everything waiting for worker `w` to `f` (per sender, in sending order: its
     /// records in `w`'s stash, then its ring).
-    pub(super) fn receive(&self, w: usize, f: impl FnMut(Msg<P>)) {
+    pub(crate) fn receive(&self, w: usize, f: impl FnMut(Msg<P>)) {
         self.take(w, false, f);
     }
 
     /// What is left for worker `w` once every worker has stopped (after [`end_barrier`]).
     ///
     /// [`end_barrier`]: Self::end_barrier
-    pub(super) fn leftovers(&self, w: usize, f: impl FnMut(Msg<P>)) {
+    pub(crate) fn leftovers(&self, w: usize, f: impl FnMut(Msg<P>)) {
         self.take(w, true, f);
     }
 
@@ -229,17 +237,17 @@ impl<P: Send + 'static> ShmWires<P> {
 
     /// BH_min of worker `w`: the minimum of its incoming rings' registers (each a lower bound
     /// on what waits in its ring: shm README, ring R2) and of its stash.
-    pub(super) fn bh_min(&self, w: usize) -> f64 {
+    pub(crate) fn bh_min(&self, w: usize) -> f64 {
         self.ends.lock(w).ends.mail_min()
     }
 
     /// Events that were never sent because the run was over.
-    pub(super) fn unsent(&self) -> u64 {
+    pub(crate) fn unsent(&self) -> u64 {
         self.unsent.load(SeqCst)
     }
 
     /// How many times worker `w` found a ring full after the bounded wait.
-    pub(super) fn full_retries(&self, w: usize) -> u64 {
+    pub(crate) fn full_retries(&self, w: usize) -> u64 {
         self.ends.lock(w).ends.full_retries()
     }
 
@@ -248,7 +256,7 @@ impl<P: Send + 'static> ShmWires<P> {
     /// wait a little, absorb `w`'s own inbox, retry with what is left (bounded wait). If the
     /// run is over (`over()`, unless it ends at a checkpoint's cut, or another process
     /// aborted) what is left is dropped and counted as pending.
-    pub(super) fn flush(
+    pub(crate) fn flush(
         &self,
         w: usize,
         dirty: &mut Vec<usize>,
@@ -288,12 +296,12 @@ impl<P: Send + 'static> ShmWires<P> {
 
     /// After worker `w` stopped: waits until every worker of every process has (absorbing its
     /// inbox meanwhile, so that no sender stays blocked on it). `false`: the run was aborted.
-    pub(super) fn end_barrier(&self, w: usize) -> bool {
+    pub(crate) fn end_barrier(&self, w: usize) -> bool {
         self.ends.end_barrier(w)
     }
 }
 
-impl<P: Send + 'static> super::transport::Transport<P> for ShmWires<P> {
+impl<P: Send + 'static> TwTransport<P> for ShmWires<P> {
     /// Across processes the receive itself looks.
     #[inline]
     fn has_mail(&self, _w: usize) -> bool {
@@ -340,11 +348,11 @@ mod tests {
 
     /// Two workers of two "processes" (two attachments of one segment in this process).
     fn two() -> (ShmWires<u64>, ShmWires<u64>) {
-        let seg = ShmWires::<u64>::create(2).unwrap();
+        let seg = ShmWires::<u64>::create(2, 64).unwrap();
         let seg2 = Segment::from_fd(seg.fd().try_clone_to_owned().unwrap()).unwrap();
         let control = Control::create(2).unwrap();
-        let (a, _) = ShmWires::attach(seg, control.clone(), 2, 0, 0, 1, false).unwrap();
-        let (b, _) = ShmWires::attach(seg2, control, 2, 1, 1, 1, false).unwrap();
+        let a = ShmWires::attach(seg, 64, control.clone(), 2, 0, 0, 1, false).unwrap();
+        let b = ShmWires::attach(seg2, 64, control, 2, 1, 1, 1, false).unwrap();
         (a, b)
     }
 

@@ -13,9 +13,9 @@
 use serde::de::DeserializeOwned;
 use serde::Serialize;
 
-use super::super::lp::{Anti, Msg, TwEvent};
+use super::codec::{put_key, put_payload, Reader};
 use crate::event::EventKey;
-use crate::transport::mpi::codec::{put_key, put_payload, Reader};
+use crate::tw_msg::{Anti, Msg, TwEvent};
 
 const EVENT: u8 = 0;
 const ANTI: u8 = 1;
@@ -143,8 +143,8 @@ fn one<P: DeserializeOwned>(b: &mut Reader<'_>) -> Result<Msg<P>, String> {
 
 #[cfg(test)]
 mod tests {
-    use super::super::super::lp::STACKED;
     use super::*;
+    use crate::tw_msg::STACKED;
 
     #[test]
     fn messages_round_trip_with_stacks_and_antis() {

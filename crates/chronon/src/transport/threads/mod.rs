@@ -1,7 +1,8 @@
-//! The transport between the threads of one process: one [`Mailbox`] per worker (its min
-//! register is the worker's MOM), the [`Gsu`] register files, a barrier of the configured kind,
-//! and, for null messages, channel words and parking slots in process memory. This is what the
-//! conservative executors used before the seam existed, moved behind [`Endpoint`] unchanged.
+//! The transport between the threads of one process. For the conservative protocols
+//! ([`Endpoint`], this file): one [`Mailbox`] per worker (its min register is the worker's
+//! MOM), the [`Gsu`] register files, a barrier of the configured kind, and, for null messages,
+//! channel words and parking slots in process memory. For Time Warp (`tw.rs`): a mailbox and a
+//! pool of recycled batches per worker.
 
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering::SeqCst};
 
@@ -14,6 +15,9 @@ use crate::comm::Mailbox;
 use crate::event::{Event, EventKey};
 use crate::gsu::{Gsu, Published, Snapshot};
 use crate::model::Time;
+
+mod tw;
+pub(crate) use tw::Mailboxes;
 
 /// What the workers of one process share.
 #[derive(Debug)]
