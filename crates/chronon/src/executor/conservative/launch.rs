@@ -70,15 +70,27 @@ fn run_with<M: Model, Q: PendingSet<Event<M::Event>>>(
     if let Some(e) = shared.take_error() {
         return Err(e);
     }
-    finish(
-        model, cfg, protocol, cc, shared, &net, results, counters, report, wall,
-    )
+    let ran = Ran {
+        results,
+        counters,
+        report,
+        wall,
+    };
+    finish(model, cfg, protocol, cc, shared, &net, ran)
+}
+
+/// What a run on threads leaves once every worker has stopped: each worker's result, the
+/// counters after init, the report so far and the wall time of the workers.
+struct Ran {
+    results: Vec<WorkerResult>,
+    counters: Vec<i64>,
+    report: Report,
+    wall: f64,
 }
 
 /// The report of a run on threads, once every worker has stopped: counters, model
 /// statistics, what is pending at the end (a run that ends at a checkpoint's cut saves it),
 /// the protocol's figures and each worker's.
-#[allow(clippy::too_many_arguments)]
 fn finish<M: Model>(
     model: &M,
     cfg: &RunConfig,
@@ -86,11 +98,14 @@ fn finish<M: Model>(
     cc: &ConservativeConfig,
     mut shared: Shared<'_, M>,
     net: &ThreadNet<M::Event>,
-    results: Vec<WorkerResult>,
-    mut counters: Vec<i64>,
-    mut report: Report,
-    wall: f64,
+    ran: Ran,
 ) -> Result<Report, SimError> {
+    let Ran {
+        results,
+        mut counters,
+        mut report,
+        wall,
+    } = ran;
     let balance = shared.balance.take();
     let globals = shared
         .globals
