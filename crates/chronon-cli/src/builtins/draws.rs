@@ -98,15 +98,13 @@ pub(super) fn simplesim(draw: &mut Draw, flags: &mut Flags) {
         .set("end", draw.int(10, 60));
     if big {
         // Eight 8 KiB items per message an LP may have in flight (32 in a heap's first
-        // segment, twice as many in each next one), rounded up to segments, and at least 5
-        // segments (992 items). The sequential run needs about one per message; Time Warp
+        // segment, twice as many in each next one), rounded up to segments, and at least 3
+        // segments (224 items). The sequential run needs about one per message; Time Warp
         // several times that (a freed item waits until GVT passes the time it was freed at,
         // a speculative one included, and receivers in other processes hold a sender's items
-        // until they commit). Smaller heaps, drawn in campaigns, left Time Warp runs that
-        // still ran out (a one-line resource limit), across processes even at 3 segments for
-        // 2 LPs.
+        // until they commit).
         let need = 8 * lps * (bound + 1);
-        let segments = (5..=16u64)
+        let segments = (3..=16u64)
             .find(|&k| 32 * ((1u64 << k) - 1) >= need)
             .unwrap_or(16);
         flags.set("heap-segments", segments);

@@ -173,11 +173,11 @@ fn trim_coast<S, P>(c: &mut TwCold<S, P>, census: &mut Census) {
 /// The thread's time-to-zero for freed shared-heap items set to a time for as long as it
 /// lives, then put back (on every path out, errors included).
 #[cfg(all(target_os = "linux", not(chronon_loom)))]
-struct FreedAt(f64);
+pub(super) struct FreedAt(f64);
 
 #[cfg(all(target_os = "linux", not(chronon_loom)))]
 impl FreedAt {
-    fn new(at: f64) -> FreedAt {
+    pub(super) fn new(at: f64) -> FreedAt {
         let was = crate::shm::time();
         crate::shm::set_time(at);
         FreedAt(was)

@@ -1,11 +1,13 @@
 //! Rollback, anti-messages and annihilation (README.md, "Rollback, cancellation, annihilation").
 
+#[cfg(all(target_os = "linux", not(chronon_loom)))]
+use super::fossil::FreedAt;
 use super::history::Extra;
 use super::options::Saving;
 use super::worker::Worker;
 use crate::error::SimError;
 use crate::event::EventKey;
-use crate::model::{Ctx, LpId, Model, ReverseCtx};
+use crate::model::{Ctx, LpId, Model, ReverseCtx, Time};
 use crate::queue::PendingSet;
 use crate::tw_msg::{Anti, Msg, TwEvent};
 
@@ -207,10 +209,24 @@ impl<M: Model, Q: PendingSet<TwEvent<M::Event>>> Worker<'_, '_, M, Q> {
                 sh.model.on_event(&mut lp.state, &ev.payload, &mut ctx);
             }
             // What a coasted event sends and counts was recorded when it first ran.
-            self.scratch.coast_out.clear();
+            drop_coasted_sends(&mut self.scratch.coast_out);
             self.scratch.coast_deltas.iter_mut().for_each(|c| *c = 0);
             self.scratch.err = None;
             self.stats.coasted += 1;
         }
     }
+}
+
+/// Drops what a coasted event sent. A shared-heap item whose count drops to zero here was
+/// made by the coasted handler itself: whatever else the handler could reach (the state
+/// restored from a checkpoint, the events coasted over) the checkpoint and the logs still
+/// hold. No record, state or message refers to it, so no rollback can need it again (a
+/// rollback that coasts over the event makes a new one): it is reusable at once, instead
+/// of waiting for GVT to pass the event's time. Otherwise every rollback's coasting would
+/// hold up to two items per coasted event until GVT moved on, however much the worker holds
+/// back its speculation.
+fn drop_coasted_sends<P>(sends: &mut Vec<crate::event::Event<P>>) {
+    #[cfg(all(target_os = "linux", not(chronon_loom)))]
+    let _made_here = FreedAt::new(Time::NEG_INFINITY);
+    sends.clear();
 }
