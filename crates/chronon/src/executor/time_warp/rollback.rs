@@ -7,7 +7,7 @@ use super::options::Saving;
 use super::worker::Worker;
 use crate::error::SimError;
 use crate::event::EventKey;
-use crate::model::{Ctx, LpId, Model, ReverseCtx, Time};
+use crate::model::{Ctx, LpId, Model, ReverseCtx};
 use crate::queue::PendingSet;
 use crate::tw_msg::{Anti, Msg, TwEvent};
 
@@ -227,6 +227,6 @@ impl<M: Model, Q: PendingSet<TwEvent<M::Event>>> Worker<'_, '_, M, Q> {
 /// back its speculation.
 fn drop_coasted_sends<P>(sends: &mut Vec<crate::event::Event<P>>) {
     #[cfg(all(target_os = "linux", not(chronon_loom)))]
-    let _made_here = FreedAt::new(Time::NEG_INFINITY);
+    let _made_here = FreedAt::new(f64::NEG_INFINITY);
     sends.clear();
 }
