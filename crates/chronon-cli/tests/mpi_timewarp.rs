@@ -251,6 +251,65 @@ fn rollback_heavy_time_warp_over_ranks_commits_the_sequential_history() {
     }
 }
 
+/// A payload sent to another rank crosses as its bytes; the sender's item is freed once the
+/// record holds them, at the message's time, and is reused once GVT passes it. 5 LPs with
+/// 7000-byte payloads on 2 ranks × 2 threads, in a heap of 224 items per class
+/// (`--heap-segments 3`): about half the sends cross ranks, over a thousand in all, so a
+/// sender that kept those items until the end of the run would fill its heap by time 18.
+#[test]
+fn payloads_sent_to_another_rank_are_reused_once_gvt_passes_them() {
+    let model = [
+        "run",
+        "simplesim",
+        "--lps",
+        "5",
+        "--queue-bound",
+        "22",
+        "--lookahead",
+        "1",
+        "--delay-min",
+        "0.25",
+        "--delay-max",
+        "0.75",
+        "--payload-bytes",
+        "7000",
+        "--start-window",
+        "0.5",
+        "--warmup",
+        "5",
+        "--touch",
+        "none",
+        "--end",
+        "30",
+        "--heap-segments",
+        "3",
+        "--seed",
+        "2045880398",
+        "--queue",
+        "heap",
+    ];
+    let seq = history(&report(None, &model));
+    let mut args = model.to_vec();
+    args.extend([
+        "--sync",
+        "timewarp",
+        "--threads",
+        "2",
+        "--state-saving",
+        "copy",
+        "--save-every",
+        "5",
+    ]);
+    for _ in 0..3 {
+        let r = ranks_report(2, &args);
+        assert_eq!(history(&r), seq, "{args:?}");
+        assert!(
+            sum(&r, "tw_msgs_sent") > 500.0,
+            "{args:?}: too few sends crossed ranks"
+        );
+    }
+}
+
 /// A handler panics on one rank (LP 1: rank 0 under block mapping, rank 1 under round-robin
 /// with one thread per rank): every rank stops, exit code 1, one line on stderr (rank 0's): the
 /// line a run in one process prints, naming the rank.

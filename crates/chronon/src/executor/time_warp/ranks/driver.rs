@@ -23,6 +23,8 @@ use std::sync::atomic::{AtomicUsize, Ordering::SeqCst};
 use std::time::{Duration, Instant};
 
 use super::super::dgvt::{Dgvt, DgvtStats, LocalRound, Reduce, SUMS};
+#[cfg(all(target_os = "linux", not(chronon_loom)))]
+use super::super::fossil::FreedAt;
 use super::super::shared::Shared;
 use crate::error::SimError;
 use crate::event::Keyed;
@@ -293,14 +295,23 @@ where
                     self.bufs[r].clear();
                     codec::begin_record(&mut self.bufs[r], 0);
                 }
+                let at = m.key().time;
                 match codec::put(&mut self.bufs[r], &m) {
                     Ok(()) => {
                         self.counts[r] += 1;
-                        self.mins[r] = self.mins[r].min(m.key().time);
+                        self.mins[r] = self.mins[r].min(at);
                     }
                     // The run ends on every rank (the driver's next contribution says failed).
                     Err(e) => sh.fail(SimError::Process(e)),
                 }
+                // The record holds the payload's bytes now; a shared-heap item the message
+                // held is freed here, at the message's time. Left to this thread's clock
+                // (`+inf`: the driver runs no handler) the item would wait for the end of the
+                // run, and a sender's heap would fill with items nothing refers to. No rollback
+                // needs it: the handler that sent the message runs again from scratch.
+                #[cfg(all(target_os = "linux", not(chronon_loom)))]
+                let _at = FreedAt::new(at);
+                drop(m);
             });
             net.give_back(b);
         });
