@@ -310,38 +310,6 @@ fn payloads_sent_to_another_rank_are_reused_once_gvt_passes_them() {
     }
 }
 
-/// `--heap-classes` holds over ranks for the payloads a rank receives too: with two threads a
-/// rank's driver thread decodes them into its own heap, which takes the run's classes (a
-/// 100 000-byte payload fits only the 128 KiB class given here, not the default classes).
-#[test]
-fn a_ranks_driver_decodes_into_the_runs_heap_classes() {
-    let model = [
-        "run",
-        "simplesim",
-        "--lps",
-        "4",
-        "--queue-bound",
-        "2",
-        "--payload-bytes",
-        "100000",
-        "--heap-classes",
-        "64:1024,128K:16",
-        "--end",
-        "20",
-        "--seed",
-        "7",
-    ];
-    let seq = history(&report(None, &model));
-    let mut args = model.to_vec();
-    args.extend(["--sync", "timewarp", "--threads", "2"]);
-    let r = ranks_report(2, &args);
-    assert_eq!(history(&r), seq, "{args:?}");
-    assert!(
-        sum(&r, "tw_msgs_sent") > 0.0,
-        "{args:?}: nothing crossed ranks"
-    );
-}
-
 /// A handler panics on one rank (LP 1: rank 0 under block mapping, rank 1 under round-robin
 /// with one thread per rank): every rank stops, exit code 1, one line on stderr (rank 0's): the
 /// line a run in one process prints, naming the rank.

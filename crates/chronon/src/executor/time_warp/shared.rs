@@ -40,8 +40,7 @@ pub(super) trait Pump<M: Model>: Sync {
 
 /// What every worker shares.
 pub(super) struct Shared<'a, M: Model> {
-    /// The run's settings (for [`RunConfig::enter_thread`] in every worker thread, and a
-    /// rank's driver thread).
+    /// The run's settings (for [`RunConfig::enter_thread`] in every worker thread).
     pub(super) run: RunConfig,
     pub(super) model: &'a M,
     pub(super) n: LpId,

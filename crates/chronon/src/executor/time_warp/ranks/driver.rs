@@ -119,9 +119,6 @@ pub(crate) fn drive<M: Model>(
 where
     M::Event: RankSafe,
 {
-    // Payloads from other ranks are decoded into this thread's shared heap: it takes the
-    // run's size classes and segments, as a worker's does.
-    sh.run.enter_thread();
     let mut d = Driver::new(sh, comm, threads);
     d.run(sh, stopped)
 }
