@@ -2,8 +2,8 @@
 //! `chronon run --procs P --sync timewarp`): P processes of W threads each; a worker is
 //! (process, thread), numbered `p * W + t`, and the LP mapping is over all `P × W` workers. The
 //! protocol is the same code as with threads (`worker.rs`, `rollback.rs`, `fossil.rs`), over
-//! the shared-memory ring mesh (`transport/shm/`; Time Warp's records: `transport/shm/tw.rs`) with the
-//! GVT registers in its header.
+//! the shared-memory ring mesh (`transport/shm/`; Time Warp's records: `transport/shm/tw.rs`)
+//! with the GVT registers in its header.
 //!
 //! Launching, gathering and `model_stats` are those of the conservative multi-process runs
 //! (`conservative/procs/`: `parent_run`, `child_main`): every child builds the model from the
