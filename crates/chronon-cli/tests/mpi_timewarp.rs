@@ -310,6 +310,97 @@ fn payloads_sent_to_another_rank_are_reused_once_gvt_passes_them() {
     }
 }
 
+/// `--heap-classes` holds over ranks for the payloads a rank receives too: the thread that
+/// decodes them (a rank's driver thread with two threads per rank, its worker with one) does so
+/// into its receive heap, which has the run's classes. A 100 000-byte payload fits only the
+/// 128 KiB class given here, not the default classes.
+#[test]
+fn payloads_from_another_rank_decode_into_the_runs_heap_classes() {
+    let model = [
+        "run",
+        "simplesim",
+        "--lps",
+        "4",
+        "--queue-bound",
+        "2",
+        "--payload-bytes",
+        "100000",
+        "--heap-classes",
+        "64:1024,128K:16",
+        "--end",
+        "20",
+        "--seed",
+        "7",
+    ];
+    let seq = history(&report(None, &model));
+    for (sync, threads) in [("timewarp", "2"), ("timewarp", "1"), ("window", "2")] {
+        let mut args = model.to_vec();
+        args.extend(["--sync", sync, "--threads", threads]);
+        let r = ranks_report(2, &args);
+        assert_eq!(history(&r), seq, "{args:?}");
+        if sync == "timewarp" {
+            assert!(sum(&r, "tw_msgs_sent") > 0.0, "{args:?}: nothing crossed");
+        }
+    }
+}
+
+/// A rank's handlers' heap holds what its handlers allocate, not the copies of payloads that
+/// other ranks send it (those go to the receive heap of the thread that decodes them). 12 LPs
+/// over 3 ranks with one thread each, 7000-byte payloads: with `--heap-segments 3` every
+/// rank's handlers fit (the sequential run, all 12 LPs in one heap, needs 4), while the copies
+/// the other two ranks' speculation sends would fill it.
+#[test]
+fn payloads_from_another_rank_do_not_fill_the_handlers_heap() {
+    let model = [
+        "run",
+        "simplesim",
+        "--lps",
+        "12",
+        "--queue-bound",
+        "20",
+        "--lookahead",
+        "0.5",
+        "--delay-min",
+        "0.75",
+        "--delay-max",
+        "1.25",
+        "--payload-bytes",
+        "7000",
+        "--start-window",
+        "0.5",
+        "--warmup",
+        "0",
+        "--touch",
+        "read",
+        "--end",
+        "59",
+        "--seed",
+        "3028253916",
+    ];
+    let seq = history(&report(None, &model));
+    let mut args = model.to_vec();
+    args.extend([
+        "--heap-segments",
+        "3",
+        "--sync",
+        "timewarp",
+        "--threads",
+        "1",
+        "--queue",
+        "heap",
+        "--state-saving",
+        "copy",
+    ]);
+    for _ in 0..3 {
+        let r = ranks_report(3, &args);
+        assert_eq!(history(&r), seq, "{args:?}");
+        assert!(
+            sum(&r, "tw_msgs_sent") > 500.0,
+            "{args:?}: too few sends crossed ranks"
+        );
+    }
+}
+
 /// A handler panics on one rank (LP 1: rank 0 under block mapping, rank 1 under round-robin
 /// with one thread per rank): every rank stops, exit code 1, one line on stderr (rank 0's): the
 /// line a run in one process prints, naming the rank.

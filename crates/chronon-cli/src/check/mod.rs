@@ -47,14 +47,14 @@ pub(crate) struct CheckCmd {
     /// Parallel executors to compare with seq [default: window,null-message,lockstep,timewarp].
     #[arg(long, value_delimiter = ',')]
     sync: Vec<String>,
-    /// Parallel runs per model configuration [default: 3].
+    /// Parallel runs per model configuration.
     #[arg(long, default_value_t = 3)]
     per_config: u32,
     /// A parallel run that takes longer than max(--slow-floor, this × the sequential run) is a
-    /// failure [default: 50].
+    /// failure.
     #[arg(long, default_value_t = 50.0)]
     slow_factor: f64,
-    /// Seconds below which no run counts as slow [default: 20].
+    /// Seconds below which no run counts as slow.
     #[arg(long, default_value_t = 20.0)]
     slow_floor: f64,
     /// Print every run's command line and outcome.

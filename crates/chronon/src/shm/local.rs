@@ -21,6 +21,10 @@
 //! [`set_thread_gvt`] on each of its worker threads after every GVT: from the first call on,
 //! that thread's heap keeps freed items dormant until GVT passes their time-to-zero (the
 //! thread's simulation time when the count reached zero, which `Ctx` keeps up to date).
+//!
+//! **Receive heap.** A thread that decodes payloads arriving from other MPI ranks does so into
+//! a second heap of its own ([`Receiving`]), with the run's size classes and up to 16
+//! segments, so that what other ranks send never fills the heap its handlers allocate in.
 
 use std::cell::RefCell;
 use std::sync::Mutex;
@@ -113,6 +117,11 @@ pub(crate) fn set_worker_process(p: usize, procs: usize) {
 
 struct Local {
     heap: Option<Heap>,
+    /// The heap that payloads received from other ranks are decoded into ([`Receiving`]):
+    /// the run's size classes, and every segment a heap may have.
+    received: Option<Heap>,
+    /// Allocations go to `received` (a [`Receiving`] guard is alive).
+    receiving: bool,
     /// The size classes of the heap this thread creates next (`None`: the default).
     config: Option<HeapConfig>,
     /// `Some(gvt)`: reuse deferred past GVT (an optimistic executor reported `gvt`).
@@ -121,7 +130,10 @@ struct Local {
 
 impl Drop for Local {
     fn drop(&mut self) {
-        if let Some(h) = self.heap.take() {
+        for h in [self.heap.take(), self.received.take()]
+            .into_iter()
+            .flatten()
+        {
             pool().retire(h);
         }
     }
@@ -131,6 +143,8 @@ thread_local! {
     static LOCAL: RefCell<Local> = const {
         RefCell::new(Local {
             heap: None,
+            received: None,
+            receiving: false,
             config: None,
             deferred: None,
         })
@@ -164,16 +178,46 @@ fn new_heap(deferred: Option<f64>, config: HeapConfig) -> Result<Heap, HeapError
     }
 }
 
-/// Runs `f` on this thread's heap, creating it on first use.
+/// Runs `f` on this thread's heap, creating it on first use (its receive heap while a
+/// [`Receiving`] guard is alive).
 pub fn with_thread_heap<R>(f: impl FnOnce(&mut Heap) -> R) -> Result<R, HeapError> {
     LOCAL.with(|l| {
         let mut l = l.borrow_mut();
-        if l.heap.is_none() {
-            let config = l.config.clone().unwrap_or_default();
-            l.heap = Some(new_heap(l.deferred, config)?);
+        let l = &mut *l;
+        let slot = if l.receiving {
+            &mut l.received
+        } else {
+            &mut l.heap
+        };
+        if slot.is_none() {
+            let mut config = l.config.clone().unwrap_or_default();
+            if l.receiving {
+                config = config.max_segments(SEGMENTS_PER_OWNER);
+            }
+            *slot = Some(new_heap(l.deferred, config)?);
         }
-        Ok(f(l.heap.as_mut().expect("just created")))
+        Ok(f(slot.as_mut().expect("just created")))
     })
+}
+
+/// While alive, this thread's allocations go to its *receive heap*: payloads that arrive from
+/// another rank as bytes are decoded into it. It has the run's size classes (so that every
+/// item a handler can allocate also decodes) and every segment a heap may have: the copies a
+/// rank receives are the transport's, not the model's, and how many are alive at once depends
+/// on how far the other ranks speculate, which no heap of this rank bounds. The heaps handlers
+/// allocate in keep `--heap-segments`, as in a sequential run.
+pub(crate) struct Receiving(bool);
+
+impl Receiving {
+    pub(crate) fn enter() -> Receiving {
+        Receiving(LOCAL.with(|l| std::mem::replace(&mut l.borrow_mut().receiving, true)))
+    }
+}
+
+impl Drop for Receiving {
+    fn drop(&mut self) {
+        LOCAL.with(|l| l.borrow_mut().receiving = self.0);
+    }
 }
 
 /// Whether this thread's heap has a class near full ([`Heap::tight`]); false without a heap.
@@ -189,7 +233,8 @@ pub fn set_thread_gvt(gvt: f64) {
         let mut l = l.borrow_mut();
         let first = l.deferred.is_none();
         l.deferred = Some(gvt);
-        if let Some(h) = l.heap.as_mut() {
+        let l = &mut *l;
+        for h in [l.heap.as_mut(), l.received.as_mut()].into_iter().flatten() {
             if first {
                 h.defer_reuse(gvt);
             } else {
@@ -199,23 +244,31 @@ pub fn set_thread_gvt(gvt: f64) {
     });
 }
 
-/// Ends this thread's heap (a run on this thread ended): it is released at once if every
+/// Ends this thread's heaps (a run on this thread ended): each is released at once if every
 /// item came back, else when they have. The next allocation on this thread creates a new one.
 pub fn release_thread_heap() {
-    let h = LOCAL.with(|l| {
+    let hs = LOCAL.with(|l| {
         let mut l = l.borrow_mut();
         l.deferred = None;
-        l.heap.take()
+        [l.heap.take(), l.received.take()]
     });
-    if let Some(h) = h {
+    for h in hs.into_iter().flatten() {
         pool().retire(h);
     }
 }
 
-/// Items of this process's thread heaps not yet come back: this thread's heap and the heaps
+/// Items of this process's thread heaps not yet come back: this thread's heaps and the heaps
 /// of ended threads (not the heaps of threads still running). For tests and leak checks.
 pub fn outstanding_items() -> usize {
-    let mine = LOCAL.with(|l| l.borrow_mut().heap.as_mut().map_or(0, Heap::outstanding));
+    let mine = LOCAL.with(|l| {
+        let mut l = l.borrow_mut();
+        let l = &mut *l;
+        [l.heap.as_mut(), l.received.as_mut()]
+            .into_iter()
+            .flatten()
+            .map(Heap::outstanding)
+            .sum::<usize>()
+    });
     let mut pool = pool();
     pool.sweep();
     mine + pool

@@ -513,3 +513,53 @@ fn thread_heaps_reuse_at_once_until_an_optimistic_executor_reports_gvt() {
     .join()
     .unwrap();
 }
+
+#[test]
+fn payloads_received_from_other_ranks_go_to_a_receive_heap_with_the_runs_classes() {
+    std::thread::spawn(|| {
+        // The handlers' heap: one 64-byte class of 2 items, no growth.
+        set_thread_heap_config(Some(HeapConfig::empty().class(64, 2).max_segments(1)));
+        let mine: Vec<_> = (0..2u64).map(|i| BPtr::new(i).unwrap()).collect();
+        assert!(matches!(
+            BPtr::new(9u64),
+            Err(HeapError::Exhausted { segments: 1, .. })
+        ));
+        let handlers = with_thread_heap(|h| h.owner()).unwrap();
+        let received: Vec<_> = {
+            let _into = local::Receiving::enter();
+            // The run's classes: a value larger than 64 bytes fits none.
+            assert!(matches!(
+                BPtr::new([0u8; 100]),
+                Err(HeapError::TooLarge { largest: 64, .. })
+            ));
+            // Up to 16 segments: 2 + 4 + 8 items need three.
+            let v: Vec<_> = (0..14u64).map(|i| BPtr::new(i).unwrap()).collect();
+            with_thread_heap(|h| {
+                assert_ne!(h.owner(), handlers, "a heap of its own");
+                assert_eq!(h.segments().len(), 3);
+            })
+            .unwrap();
+            v
+        };
+        // The guard is gone: back to the handlers' heap, still full.
+        assert!(BPtr::new(9u64).is_err());
+        assert_eq!(local::outstanding_items(), 16, "both heaps are counted");
+        // GVT-deferred reuse holds for the receive heap too.
+        set_thread_gvt(5.0);
+        set_time(7.0);
+        drop(received);
+        let dormant = || {
+            let _into = local::Receiving::enter();
+            with_thread_heap(|h| h.stats().dormant).unwrap()
+        };
+        assert_eq!(dormant(), 14);
+        set_thread_gvt(7.5);
+        assert_eq!(dormant(), 0);
+        set_time(f64::INFINITY);
+        drop(mine);
+        release_thread_heap();
+        set_thread_heap_config(None);
+    })
+    .join()
+    .unwrap();
+}

@@ -98,6 +98,10 @@ impl<'b> Reader<'b> {
 
     /// A payload written by [`put_payload`].
     pub(crate) fn payload<P: DeserializeOwned>(&mut self) -> Result<P, String> {
+        // The payload's shared-heap items go to this thread's receive heap
+        // (`shm::local::Receiving`), not to the heap its handlers allocate in.
+        #[cfg(target_os = "linux")]
+        let _into = crate::shm::local::Receiving::enter();
         bincode::deserialize_from(&mut self.bytes)
             .map_err(|e| format!("an event payload from another rank does not decode: {e}"))
     }

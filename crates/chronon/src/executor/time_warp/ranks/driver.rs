@@ -119,6 +119,9 @@ pub(crate) fn drive<M: Model>(
 where
     M::Event: RankSafe,
 {
+    // Payloads from other ranks are decoded on this thread, into its receive heap: the run's
+    // size classes, so that every payload a handler can allocate also arrives.
+    sh.run.enter_thread();
     let mut d = Driver::new(sh, comm, threads);
     d.run(sh, stopped)
 }
@@ -251,6 +254,11 @@ where
                 self.done = true;
             } else {
                 sh.gvt.publish(o.gvt);
+                // The items this thread decoded are reused once GVT passes the time they were
+                // freed at, as every worker's (`fossil.rs`). Without a driver thread the worker
+                // steps here, and its fossil collection reports the same GVT.
+                #[cfg(all(target_os = "linux", not(chronon_loom)))]
+                crate::shm::set_thread_gvt(o.gvt);
                 sh.after_round(o.gvt);
                 if o.gvt >= sh.end {
                     self.out.complete = true;
