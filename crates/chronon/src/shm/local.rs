@@ -206,8 +206,11 @@ pub fn with_thread_heap<R>(f: impl FnOnce(&mut Heap) -> R) -> Result<R, HeapErro
 /// rank receives are the transport's, not the model's, and how many are alive at once depends
 /// on how far the other ranks speculate, which no heap of this rank bounds. The heaps handlers
 /// allocate in keep `--heap-segments`, as in a sequential run.
+// Only the MPI codec decodes payloads (built with the `mpi` feature).
+#[cfg_attr(not(feature = "mpi"), allow(dead_code))]
 pub(crate) struct Receiving(bool);
 
+#[cfg_attr(not(feature = "mpi"), allow(dead_code))]
 impl Receiving {
     pub(crate) fn enter() -> Receiving {
         Receiving(LOCAL.with(|l| std::mem::replace(&mut l.borrow_mut().receiving, true)))
