@@ -26,7 +26,7 @@
 //! a second heap of its own ([`Receiving`]), with the run's size classes and up to 16
 //! segments, so that what other ranks send never fills the heap its handlers allocate in.
 
-use std::cell::RefCell;
+use std::cell::{Cell, RefCell};
 use std::sync::Mutex;
 
 use super::registry::{self, MAX_OWNERS, SEGMENTS_PER_OWNER};
@@ -120,8 +120,6 @@ struct Local {
     /// The heap that payloads received from other ranks are decoded into ([`Receiving`]):
     /// the run's size classes, and every segment a heap may have.
     received: Option<Heap>,
-    /// Allocations go to `received` (a [`Receiving`] guard is alive).
-    receiving: bool,
     /// The size classes of the heap this thread creates next (`None`: the default).
     config: Option<HeapConfig>,
     /// `Some(gvt)`: reuse deferred past GVT (an optimistic executor reported `gvt`).
@@ -140,11 +138,13 @@ impl Drop for Local {
 }
 
 thread_local! {
+    /// Allocations go to the receive heap (a [`Receiving`] guard is alive). Apart from
+    /// `LOCAL` so that entering the guard, once per payload decoded, costs no borrow.
+    static RECEIVING: Cell<bool> = const { Cell::new(false) };
     static LOCAL: RefCell<Local> = const {
         RefCell::new(Local {
             heap: None,
             received: None,
-            receiving: false,
             config: None,
             deferred: None,
         })
@@ -184,14 +184,15 @@ pub fn with_thread_heap<R>(f: impl FnOnce(&mut Heap) -> R) -> Result<R, HeapErro
     LOCAL.with(|l| {
         let mut l = l.borrow_mut();
         let l = &mut *l;
-        let slot = if l.receiving {
+        let receiving = RECEIVING.with(Cell::get);
+        let slot = if receiving {
             &mut l.received
         } else {
             &mut l.heap
         };
         if slot.is_none() {
             let mut config = l.config.clone().unwrap_or_default();
-            if l.receiving {
+            if receiving {
                 config = config.max_segments(SEGMENTS_PER_OWNER);
             }
             *slot = Some(new_heap(l.deferred, config)?);
@@ -213,13 +214,13 @@ pub(crate) struct Receiving(bool);
 #[cfg_attr(not(feature = "mpi"), allow(dead_code))]
 impl Receiving {
     pub(crate) fn enter() -> Receiving {
-        Receiving(LOCAL.with(|l| std::mem::replace(&mut l.borrow_mut().receiving, true)))
+        Receiving(RECEIVING.with(|r| r.replace(true)))
     }
 }
 
 impl Drop for Receiving {
     fn drop(&mut self) {
-        LOCAL.with(|l| l.borrow_mut().receiving = self.0);
+        RECEIVING.with(|r| r.set(self.0));
     }
 }
 
