@@ -230,6 +230,36 @@ pub(crate) fn init_lps_each<M: Model>(
     }
 }
 
+/// Runs the threads of a part (the whole run on threads, or one worker process or MPI rank),
+/// for every protocol over every transport: worker `base + k` gets `items[k]`, and on its own
+/// thread takes the run's heap classes, is pinned by `pinner`, moves its items into memory it
+/// touches first (`touch`, when the placement asks for it), and runs `body(worker, items)`.
+/// Returns what each returned, in worker order (a panic is re-raised here).
+pub(crate) fn run_part_threads<T: Send, R: Send>(
+    cfg: &RunConfig,
+    pinner: &crate::placement::Pinner,
+    base: usize,
+    items: Vec<T>,
+    touch: impl Fn(T) -> T + Sync,
+    body: impl Fn(usize, T) -> R + Sync,
+) -> Vec<R> {
+    let (touch, body) = (&touch, &body);
+    std::thread::scope(|s| {
+        let handles: Vec<_> = items
+            .into_iter()
+            .enumerate()
+            .map(|(k, x)| {
+                s.spawn(move || {
+                    cfg.enter_thread();
+                    pinner.pin(base + k);
+                    body(base + k, pinner.touch(x, touch))
+                })
+            })
+            .collect();
+        join_all(handles)
+    })
+}
+
 /// Joins every worker thread of a scope, in order, and returns their results. Workers run model
 /// code under `catch_unwind` and record failures in their run's shared error slot, so a worker
 /// thread that panics anyway is an engine bug: it is propagated as a panic here.

@@ -2,14 +2,14 @@
 
 use std::time::Instant;
 
-use super::part::{run_threads, set_up, Part};
+use super::part::{set_up, Part};
 use super::{null_message, rounds};
 use super::{ConservativeConfig, Protocol, Shared, Worker, WorkerStats};
 use crate::error::{ConfigError, Setting, SimError};
 use crate::event::Event;
-use crate::executor::{finish_report, LpSlot, RunConfig};
+use crate::executor::{finish_report, run_part_threads, LpSlot, RunConfig};
 use crate::model::{Model, Time};
-use crate::placement::Pinner;
+use crate::placement::{touch_queue, Pinner};
 use crate::queue::{HeapQueue, LadderQueue, PendingSet, QueueKind};
 use crate::stats::Report;
 use crate::transport::threads::ThreadNet;
@@ -62,7 +62,7 @@ fn run_with<M: Model, Q: PendingSet<Event<M::Event>>>(
     let net = ThreadNet::new(&first, cc.barrier.build(w));
     let pinner = Pinner::new(cfg.pin, w);
     let start = Instant::now();
-    let results = run_threads(cfg, &pinner, 0, queues, |me, q| {
+    let results = run_part_threads(cfg, &pinner, 0, queues, touch_queue, |me, q| {
         run_worker(&mut Worker::new(&shared, q, net.endpoint(me)), protocol)
     });
     let wall = start.elapsed().as_secs_f64();

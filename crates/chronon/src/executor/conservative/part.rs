@@ -18,10 +18,9 @@ use crate::error::{Setting, SimError};
 use crate::event::{Event, EventKey, Keyed};
 use crate::executor::global::GlobalQueue;
 use crate::executor::links::Links;
-use crate::executor::{init_lps, join_all, RunConfig};
+use crate::executor::{init_lps, RunConfig};
 use crate::gsu::Published;
 use crate::model::Model;
-use crate::placement::{touch_queue, Pinner};
 use crate::queue::PendingSet;
 
 /// A part, set up and not yet running.
@@ -122,32 +121,5 @@ pub(crate) fn set_up<'a, M: Model, Q: PendingSet<Event<M::Event>>>(
         first,
         init_counters,
         init_s,
-    })
-}
-
-/// Runs one thread per worker of a part (worker `base + k` gets `queues[k]`), each pinned by
-/// `pinner` and its pending set moved into memory it touches first, and returns what each
-/// `body(worker, its queue)` returned, in worker order (a panic is re-raised here).
-pub(crate) fn run_threads<P, Q: PendingSet<Event<P>> + Send, R: Send>(
-    cfg: &RunConfig,
-    pinner: &Pinner,
-    base: usize,
-    queues: Vec<Q>,
-    body: impl Fn(usize, Q) -> R + Sync,
-) -> Vec<R> {
-    std::thread::scope(|s| {
-        let handles: Vec<_> = queues
-            .into_iter()
-            .enumerate()
-            .map(|(k, q)| {
-                let body = &body;
-                s.spawn(move || {
-                    cfg.enter_thread();
-                    pinner.pin(base + k);
-                    body(base + k, pinner.touch(q, touch_queue))
-                })
-            })
-            .collect();
-        join_all(handles)
     })
 }

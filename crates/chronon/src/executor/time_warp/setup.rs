@@ -17,7 +17,7 @@ use super::report::{finish, WorkerResult};
 use super::shared::{Shared, StateEq};
 use super::worker::Worker;
 use crate::error::{ConfigError, Setting, SimError};
-use crate::executor::{init_lps_each, RunConfig};
+use crate::executor::{init_lps_each, run_part_threads, RunConfig};
 use crate::model::{LpId, Model, ReverseFn};
 use crate::partition::Mapping;
 use crate::placement::{touch_queue, touch_vec};
@@ -472,9 +472,10 @@ pub(super) fn build<'a, M: Model, Q: PendingSet<TwEvent<M::Event>>>(
     })
 }
 
-/// Runs one thread per worker of this process (numbered from `base`) until the run ends;
-/// `after(w)` runs in worker `w`'s thread once its loop has ended (the end-of-run barrier
-/// across processes).
+/// Runs one thread per worker of this part (numbered from `base`: threads, a process or a
+/// rank) until the run ends, through the part launcher every protocol shares
+/// (`executor::run_part_threads`); `after(w)` runs in worker `w`'s thread once its loop has
+/// ended (the end-of-run barrier across processes).
 #[allow(clippy::type_complexity)]
 pub(super) fn spawn<M: Model, Q: PendingSet<TwEvent<M::Event>>>(
     sh: &Shared<'_, M>,
@@ -483,68 +484,60 @@ pub(super) fn spawn<M: Model, Q: PendingSet<TwEvent<M::Event>>>(
     after: impl Fn(usize) + Sync,
 ) -> Vec<WorkerResult<M, Q>> {
     let ncounters = sh.model.counter_names().len();
-    let after = &after;
-    std::thread::scope(|s| {
-        let handles: Vec<_> = parts
-            .into_iter()
-            .enumerate()
-            .map(|(k, (lps, cold, queue))| {
-                let w = base + k;
-                s.spawn(move || {
-                    sh.run.enter_thread();
-                    // The worker's LP records, cold records and pending set move into memory
-                    // its thread touches first (its history arena is its own from the start).
-                    sh.pinner.pin(w);
-                    let (lps, cold, queue) = sh.pinner.touch((lps, cold, queue), |(l, c, q)| {
-                        (touch_vec(l), touch_vec(c), touch_queue(q))
-                    });
-                    let mut worker = Worker::new(w, sh, lps, cold, queue, ncounters);
-                    let mut outcome = catch_unwind(AssertUnwindSafe(|| worker.run_loop()));
-                    // Suspended contexts are dropped; their events are pending again and their
-                    // LPs' states are restored (copy state saving coasts forward: a failure or
-                    // panic there is the run's error if it had none).
-                    let released = catch_unwind(AssertUnwindSafe(|| worker.release_contexts()));
-                    if matches!(outcome, Ok(Ok(_))) {
-                        match released {
-                            Ok(Ok(())) => {}
-                            Ok(Err(e)) => outcome = Ok(Err(e)),
-                            Err(p) => outcome = Err(p),
-                        }
-                    }
-                    worker.stats.preempt = worker.preempt.stats;
-                    let complete = match outcome {
-                        Ok(Ok(complete)) => complete,
-                        Ok(Err(e)) => {
-                            sh.fail(e);
-                            false
-                        }
-                        Err(payload) => {
-                            sh.fail(SimError::from_panic(
-                                worker.current.0,
-                                worker.current.1,
-                                payload.as_ref(),
-                            ));
-                            false
-                        }
-                    };
-                    after(w);
-                    worker.stats.checkpoint_interval = u64::from(worker.interval.k());
-                    worker.committed_digests();
-                    if let Some((user, sys)) = crate::cpu::thread_times() {
-                        worker.stats.cpu_user = user;
-                        worker.stats.cpu_sys = sys;
-                    }
-                    (
-                        worker.lps,
-                        worker.cold,
-                        worker.counters,
-                        worker.stats,
-                        complete,
-                        (worker.queue, worker.cancelled),
-                    )
-                })
-            })
-            .collect();
-        crate::executor::join_all(handles)
-    })
+    // The worker's LP records, cold records and pending set move into memory its thread
+    // touches first (its history arena is its own from the start).
+    let touch = |(l, c, q)| (touch_vec(l), touch_vec(c), touch_queue(q));
+    run_part_threads(
+        &sh.run,
+        &sh.pinner,
+        base,
+        parts,
+        touch,
+        |w, (lps, cold, queue)| {
+            let mut worker = Worker::new(w, sh, lps, cold, queue, ncounters);
+            let mut outcome = catch_unwind(AssertUnwindSafe(|| worker.run_loop()));
+            // Suspended contexts are dropped; their events are pending again and their LPs'
+            // states are restored (copy state saving coasts forward: a failure or panic there is
+            // the run's error if it had none).
+            let released = catch_unwind(AssertUnwindSafe(|| worker.release_contexts()));
+            if matches!(outcome, Ok(Ok(_))) {
+                match released {
+                    Ok(Ok(())) => {}
+                    Ok(Err(e)) => outcome = Ok(Err(e)),
+                    Err(p) => outcome = Err(p),
+                }
+            }
+            worker.stats.preempt = worker.preempt.stats;
+            let complete = match outcome {
+                Ok(Ok(complete)) => complete,
+                Ok(Err(e)) => {
+                    sh.fail(e);
+                    false
+                }
+                Err(payload) => {
+                    sh.fail(SimError::from_panic(
+                        worker.current.0,
+                        worker.current.1,
+                        payload.as_ref(),
+                    ));
+                    false
+                }
+            };
+            after(w);
+            worker.stats.checkpoint_interval = u64::from(worker.interval.k());
+            worker.committed_digests();
+            if let Some((user, sys)) = crate::cpu::thread_times() {
+                worker.stats.cpu_user = user;
+                worker.stats.cpu_sys = sys;
+            }
+            (
+                worker.lps,
+                worker.cold,
+                worker.counters,
+                worker.stats,
+                complete,
+                (worker.queue, worker.cancelled),
+            )
+        },
+    )
 }

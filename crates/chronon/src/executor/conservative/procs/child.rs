@@ -11,13 +11,13 @@ use super::{io_error, RUN_ENV};
 use crate::error::{guard, Setting, SimError};
 use crate::event::{Event, EventKey};
 use crate::executor::conservative::launch::{run_worker, worker_figures, WorkerResult};
-use crate::executor::conservative::part::{run_threads, set_up, Part};
+use crate::executor::conservative::part::{set_up, Part};
 use crate::executor::conservative::{ConservativeConfig, Protocol, Shared, Worker};
-use crate::executor::RunConfig;
+use crate::executor::{run_part_threads, RunConfig};
 use crate::fingerprint::Fingerprint;
 use crate::gsu::{Published, Snapshot};
 use crate::model::{LpId, Model, ModelStats};
-use crate::placement::{mark_workers, Pinner};
+use crate::placement::{mark_workers, touch_queue, Pinner};
 use crate::queue::{HeapQueue, LadderQueue, PendingSet, QueueKind};
 use crate::shm::registry::{set_directory, Directory};
 use crate::shm::{Control, ShmSafe};
@@ -242,7 +242,7 @@ pub(crate) fn run_part<M: Model, Q: PendingSet<Event<M::Event>>, X: Endpoint<M::
     )?;
     let pinner = Pinner::new(cfg.pin, part.1 * threads);
     let start = Instant::now();
-    let results = run_threads(cfg, &pinner, base, queues, |me, q| {
+    let results = run_part_threads(cfg, &pinner, base, queues, touch_queue, |me, q| {
         part_worker(&shared, q, endpoint(me), first[me - base], protocol)
     });
     let wall_s = start.elapsed().as_secs_f64();
