@@ -122,7 +122,7 @@ impl<M: Model, Q: PendingSet<TwEvent<M::Event>>> Worker<'_, '_, M, Q> {
                 if o == self.w {
                     self.scratch.local_antis.push(anti);
                 } else {
-                    self.endpoint.send(&sh.wires, o, Msg::Anti(anti));
+                    self.scratch.remote_antis.push((o, anti));
                 }
                 self.stats.antis += 1;
             }
@@ -141,6 +141,15 @@ impl<M: Model, Q: PendingSet<TwEvent<M::Event>>> Worker<'_, '_, M, Q> {
             } else {
                 self.orders.remove(&d.ev);
             }
+        }
+        // Oldest first (the list is newest first): a receiver that processed several of the
+        // cancelled events rolls back once, past all of them, at the first anti-message, and
+        // then finds each later one's event unprocessed and only drops it. Newest first, each
+        // anti-message would be a rollback of its own, each coasting forward again. The order
+        // among anti-messages of one rollback is free: each follows its own event, sent
+        // before the rollback began.
+        while let Some((o, anti)) = self.scratch.remote_antis.pop() {
+            self.endpoint.send(&sh.wires, o, Msg::Anti(anti));
         }
         match self.history.get(lp.last) {
             Some(d) => lp.set_last_key(self.orders.key(&d.ev), !d.ev.stacked()),

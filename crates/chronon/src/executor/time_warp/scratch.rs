@@ -22,6 +22,9 @@ pub(super) struct Scratch<P> {
     pub(super) early: Vec<u64>,
     /// Anti-messages for this worker's own LPs, applied once the rollback that made them ends.
     pub(super) local_antis: Vec<Anti>,
+    /// A rollback's anti-messages for other workers' LPs (with the worker), newest first: sent
+    /// oldest first once the rollback has undone every event.
+    pub(super) remote_antis: Vec<(usize, Anti)>,
 }
 
 impl<P> Scratch<P> {
@@ -35,6 +38,7 @@ impl<P> Scratch<P> {
             coast_seqs: Vec::new(),
             early: Vec::new(),
             local_antis: Vec::new(),
+            remote_antis: Vec::new(),
         }
     }
 }
