@@ -126,14 +126,28 @@ struct Local {
     deferred: Option<f64>,
 }
 
+impl Local {
+    /// The thread's heaps that exist: the handlers' and the receive heap.
+    fn heaps(&mut self) -> impl Iterator<Item = &mut Heap> {
+        self.heap.iter_mut().chain(self.received.iter_mut())
+    }
+
+    /// Takes both heaps out (each `None` if it was never created).
+    fn take_heaps(&mut self) -> [Option<Heap>; 2] {
+        [self.heap.take(), self.received.take()]
+    }
+}
+
+/// Hands heaps taken from a thread to the pool, which releases each once its items are back.
+fn retire_all(heaps: [Option<Heap>; 2]) {
+    for h in heaps.into_iter().flatten() {
+        pool().retire(h);
+    }
+}
+
 impl Drop for Local {
     fn drop(&mut self) {
-        for h in [self.heap.take(), self.received.take()]
-            .into_iter()
-            .flatten()
-        {
-            pool().retire(h);
-        }
+        retire_all(self.take_heaps());
     }
 }
 
@@ -237,8 +251,7 @@ pub fn set_thread_gvt(gvt: f64) {
         let mut l = l.borrow_mut();
         let first = l.deferred.is_none();
         l.deferred = Some(gvt);
-        let l = &mut *l;
-        for h in [l.heap.as_mut(), l.received.as_mut()].into_iter().flatten() {
+        for h in l.heaps() {
             if first {
                 h.defer_reuse(gvt);
             } else {
@@ -251,28 +264,18 @@ pub fn set_thread_gvt(gvt: f64) {
 /// Ends this thread's heaps (a run on this thread ended): each is released at once if every
 /// item came back, else when they have. The next allocation on this thread creates a new one.
 pub fn release_thread_heap() {
-    let hs = LOCAL.with(|l| {
+    let heaps = LOCAL.with(|l| {
         let mut l = l.borrow_mut();
         l.deferred = None;
-        [l.heap.take(), l.received.take()]
+        l.take_heaps()
     });
-    for h in hs.into_iter().flatten() {
-        pool().retire(h);
-    }
+    retire_all(heaps);
 }
 
 /// Items of this process's thread heaps not yet come back: this thread's heaps and the heaps
 /// of ended threads (not the heaps of threads still running). For tests and leak checks.
 pub fn outstanding_items() -> usize {
-    let mine = LOCAL.with(|l| {
-        let mut l = l.borrow_mut();
-        let l = &mut *l;
-        [l.heap.as_mut(), l.received.as_mut()]
-            .into_iter()
-            .flatten()
-            .map(Heap::outstanding)
-            .sum::<usize>()
-    });
+    let mine = LOCAL.with(|l| l.borrow_mut().heaps().map(Heap::outstanding).sum::<usize>());
     let mut pool = pool();
     pool.sweep();
     mine + pool
