@@ -251,6 +251,23 @@ fn rollback_heavy_time_warp_over_ranks_commits_the_sequential_history() {
     }
 }
 
+/// `model` with `extra` on `ranks` ranks, three times: each run commits the sequential run's
+/// history (`model` alone) and sends over 500 messages across ranks (a heap case that crossed
+/// little would test nothing).
+fn three_runs_cross_and_match_seq(ranks: usize, model: &[&str], extra: &[&str]) {
+    let seq = history(&report(None, model));
+    let mut args = model.to_vec();
+    args.extend(extra);
+    for _ in 0..3 {
+        let r = ranks_report(ranks, &args);
+        assert_eq!(history(&r), seq, "{args:?}");
+        assert!(
+            sum(&r, "tw_msgs_sent") > 500.0,
+            "{args:?}: too few sends crossed ranks"
+        );
+    }
+}
+
 /// A payload sent to another rank crosses as its bytes; the sender's item is freed once the
 /// record holds them, at the message's time, and is reused once GVT passes it. 5 LPs with
 /// 7000-byte payloads on 2 ranks × 2 threads, in a heap of 224 items per class
@@ -288,9 +305,7 @@ fn payloads_sent_to_another_rank_are_reused_once_gvt_passes_them() {
         "--queue",
         "heap",
     ];
-    let seq = history(&report(None, &model));
-    let mut args = model.to_vec();
-    args.extend([
+    let extra = [
         "--sync",
         "timewarp",
         "--threads",
@@ -299,15 +314,8 @@ fn payloads_sent_to_another_rank_are_reused_once_gvt_passes_them() {
         "copy",
         "--save-every",
         "5",
-    ]);
-    for _ in 0..3 {
-        let r = ranks_report(2, &args);
-        assert_eq!(history(&r), seq, "{args:?}");
-        assert!(
-            sum(&r, "tw_msgs_sent") > 500.0,
-            "{args:?}: too few sends crossed ranks"
-        );
-    }
+    ];
+    three_runs_cross_and_match_seq(2, &model, &extra);
 }
 
 /// `--heap-classes` holds over ranks for the payloads a rank receives too: the thread that
@@ -377,9 +385,7 @@ fn payloads_from_another_rank_do_not_fill_the_handlers_heap() {
         "--seed",
         "3028253916",
     ];
-    let seq = history(&report(None, &model));
-    let mut args = model.to_vec();
-    args.extend([
+    let extra = [
         "--heap-segments",
         "3",
         "--sync",
@@ -390,15 +396,8 @@ fn payloads_from_another_rank_do_not_fill_the_handlers_heap() {
         "heap",
         "--state-saving",
         "copy",
-    ]);
-    for _ in 0..3 {
-        let r = ranks_report(3, &args);
-        assert_eq!(history(&r), seq, "{args:?}");
-        assert!(
-            sum(&r, "tw_msgs_sent") > 500.0,
-            "{args:?}: too few sends crossed ranks"
-        );
-    }
+    ];
+    three_runs_cross_and_match_seq(3, &model, &extra);
 }
 
 /// A handler panics on one rank (LP 1: rank 0 under block mapping, rank 1 under round-robin
