@@ -42,9 +42,13 @@ pub(crate) struct Outputs {
     files: Vec<Output>,
 }
 
-/// Whether `p` names a directory: an existing one, or a path ending in `/`.
+/// Whether `p` names a directory: an existing one, a path ending in `/`, or a path that does
+/// not exist and whose last part has no extension (`out/seq`: a report file is `.json`, so a
+/// name without one is a directory the user means to create).
 pub(crate) fn is_dir_arg(p: &Path) -> bool {
-    p.is_dir() || p.as_os_str().to_string_lossy().ends_with('/')
+    p.is_dir()
+        || p.as_os_str().to_string_lossy().ends_with('/')
+        || (fs::symlink_metadata(p).is_err() && p.file_name().is_some() && p.extension().is_none())
 }
 
 impl Outputs {

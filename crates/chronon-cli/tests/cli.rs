@@ -214,6 +214,39 @@ fn bad_config_files_exit_2_with_one_line() {
         &["run", "phold", "--config", range.to_str().unwrap()],
         "remote is 3",
     );
+    // A number that is not finite is refused as the flag refuses it, never replaced by the
+    // default: the model's keys (phold's `mean`, pcs's `call-interarrival`) and the runner's.
+    for (model, key, value, says) in [
+        (
+            "phold",
+            "mean",
+            "nan",
+            "key 'mean': NaN is not a finite number",
+        ),
+        (
+            "phold",
+            "mean",
+            "inf",
+            "key 'mean': inf is not a finite number",
+        ),
+        (
+            "phold",
+            "remote",
+            "-inf",
+            "key 'remote': -inf is not a finite number",
+        ),
+        (
+            "pcs",
+            "call-interarrival",
+            "nan",
+            "key 'call-interarrival': NaN is not a finite number",
+        ),
+        ("phold", "end", "nan", "--end is NaN"),
+    ] {
+        let file = tmp(&format!("nonfinite-{model}-{key}-{value}.toml"));
+        std::fs::write(&file, format!("{key} = {value}\n")).unwrap();
+        bad(&["run", model, "--config", file.to_str().unwrap()], says);
+    }
 }
 
 #[test]

@@ -233,3 +233,33 @@ fn a_failed_write_leaves_no_truncated_file_and_keeps_the_results() {
     assert!(entries(&d).is_empty(), "{:?}", entries(&d));
     std::fs::remove_dir_all(&d).unwrap();
 }
+
+#[test]
+fn an_output_path_without_extension_that_does_not_exist_is_a_directory() {
+    let d = scratch("noext");
+    let target = d.join("out").join("seq");
+    let out = chronon(&args(SMALL, &["--output", target.to_str().unwrap()]), &[]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert_eq!(
+        entries(&target),
+        ["progress.csv", "report.json", "series.csv"]
+    );
+    // An existing file without an extension is still the report file it names.
+    let file = d.join("report");
+    std::fs::write(&file, "old").unwrap();
+    let out = chronon(&args(SMALL, &["--output", file.to_str().unwrap()]), &[]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let text = std::fs::read_to_string(&file).unwrap();
+    assert!(
+        text.starts_with('{') && text.contains("\"fingerprint\""),
+        "{text}"
+    );
+}

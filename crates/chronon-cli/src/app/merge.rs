@@ -66,6 +66,13 @@ pub(crate) fn resolve<S: ModelSpec>(m: &ArgMatches, file: &ConfigFile) -> Result
         } else {
             long.clone()
         };
+        if let Some(x) = non_finite(value) {
+            return Err(Failure::bad_input(format!(
+                "config file {}: key '{long}': {x} is not a finite number (the flag --{long} \
+                 refuses it too where the model does; a config file holds finite numbers only)",
+                file.path()
+            )));
+        }
         let value = serde_json::to_value(value).map_err(|e| {
             Failure::bad_input(format!("config file {}: key '{long}': {e}", file.path()))
         })?;
@@ -96,4 +103,16 @@ pub(crate) fn resolve<S: ModelSpec>(m: &ArgMatches, file: &ConfigFile) -> Result
             )),
         }
     })
+}
+
+/// The first non-finite float in `value` (`nan`, `inf`, `-inf`), if any. The merge goes through
+/// JSON, which has no such numbers: they would turn into `null` and the parameter would take
+/// its default, silently.
+fn non_finite(value: &toml::Value) -> Option<f64> {
+    match value {
+        toml::Value::Float(x) if !x.is_finite() => Some(*x),
+        toml::Value::Array(items) => items.iter().find_map(non_finite),
+        toml::Value::Table(t) => t.values().find_map(non_finite),
+        _ => None,
+    }
 }
