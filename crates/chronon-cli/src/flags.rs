@@ -25,6 +25,7 @@ pub(crate) fn flag(setting: Setting) -> Option<&'static str> {
         Setting::Preempt => "--preempt",
         Setting::TickPeriod => "--tick-us",
         Setting::Alpha => "--alpha",
+        Setting::MaxSuspended => "--max-suspended",
         Setting::Barrier => "--barrier",
         Setting::Dedicated => "--dedicated",
         Setting::SharedSets => "--shared-sets",

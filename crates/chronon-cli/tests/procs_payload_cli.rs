@@ -159,6 +159,63 @@ fn time_warp_throttles_on_a_near_full_shared_heap() {
     }
 }
 
+/// The copy transport under Time Warp with the smallest heap the sequential run needs: the
+/// receiver's copies of other processes' payloads go to its receive heap, so they never fill
+/// the heap its handlers allocate in (11 of 12 such runs ended "copy transport: shared heap
+/// class of 512-byte items is full" when they did), three times over.
+#[test]
+fn time_warp_copy_transport_keeps_copies_out_of_the_handlers_heap() {
+    let model = [
+        "run",
+        "star-clique",
+        "--stars",
+        "2",
+        "--leaf-bandwidth",
+        "10000000.0",
+        "--leaf-delay",
+        "0.0001",
+        "--hub-bandwidth",
+        "100000000.0",
+        "--hub-delay",
+        "0.01",
+        "--queue-packets",
+        "100",
+        "--packet-bytes",
+        "256",
+        "--load",
+        "0.9",
+        "--on-mean",
+        "0.5",
+        "--off-mean",
+        "0.5",
+        "--start-window",
+        "0.05",
+        "--end",
+        "1.133",
+        "--seed",
+        "600245581",
+        "--queue",
+        "heap",
+        "--heap-segments",
+        "2",
+    ];
+    let seq = history(&report(&model));
+    for _ in 0..3 {
+        let mut args = model.to_vec();
+        args.extend([
+            "--sync",
+            "timewarp",
+            "--threads",
+            "4",
+            "--procs",
+            "2",
+            "--payload",
+            "copy",
+        ]);
+        assert_eq!(history(&report(&args)), seq, "{args:?}");
+    }
+}
+
 /// Near the heap's limit across processes no payload leaks (every item comes back), zero copy
 /// and `--payload copy`.
 #[test]

@@ -79,6 +79,10 @@ fn bad_time_warp_flags_exit_2_with_one_line() {
             "--preempt only",
         ),
         (
+            &["--sync", "timewarp", "--preempt", "--max-suspended", "0"][..],
+            "--max-suspended is 0",
+        ),
+        (
             &["--sync", "timewarp", "--preempt", "--tick-us", "1"][..],
             "--tick-us",
         ),

@@ -62,6 +62,8 @@ pub enum Setting {
     TickPeriod,
     /// `Ticks::alpha` (`TimeWarpConfig::ticks`).
     Alpha,
+    /// `TimeWarpConfig::max_suspended`.
+    MaxSuspended,
     /// `ConservativeConfig::barrier`.
     Barrier,
     /// `ConservativeConfig::dedicated`.
@@ -94,7 +96,7 @@ pub enum Setting {
 }
 
 impl Setting {
-    const ALL: [Setting; 31] = [
+    const ALL: [Setting; 32] = [
         Setting::Mapping,
         Setting::Lps,
         Setting::EndTime,
@@ -113,6 +115,7 @@ impl Setting {
         Setting::Preempt,
         Setting::TickPeriod,
         Setting::Alpha,
+        Setting::MaxSuspended,
         Setting::Barrier,
         Setting::Dedicated,
         Setting::SharedSets,
@@ -159,6 +162,7 @@ impl Setting {
             Setting::Preempt => "preempt",
             Setting::TickPeriod => "tick_period",
             Setting::Alpha => "alpha",
+            Setting::MaxSuspended => "max_suspended",
             Setting::Barrier => "barrier",
             Setting::Dedicated => "dedicated",
             Setting::SharedSets => "shared_sets",
@@ -196,6 +200,7 @@ impl Setting {
             Setting::Preempt => "TimeWarpConfig::preempt",
             Setting::TickPeriod => "Ticks::period_us",
             Setting::Alpha => "Ticks::alpha",
+            Setting::MaxSuspended => "TimeWarpConfig::max_suspended",
             Setting::Barrier => "ConservativeConfig::barrier",
             Setting::Dedicated => "ConservativeConfig::dedicated",
             Setting::SharedSets => "ConservativeConfig::shared_sets",

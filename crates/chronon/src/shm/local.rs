@@ -22,9 +22,10 @@
 //! that thread's heap keeps freed items dormant until GVT passes their time-to-zero (the
 //! thread's simulation time when the count reached zero, which `Ctx` keeps up to date).
 //!
-//! **Receive heap.** A thread that decodes payloads arriving from other MPI ranks does so into
-//! a second heap of its own ([`Receiving`]), with the run's size classes and up to 16
-//! segments, so that what other ranks send never fills the heap its handlers allocate in.
+//! **Receive heap.** A thread that decodes payloads arriving from other MPI ranks, or copies
+//! them from other processes under the copy transport, does so into a second heap of its own
+//! ([`Receiving`]), with the run's size classes and up to 16 segments, so that what other
+//! workers send never fills the heap its handlers allocate in.
 
 use std::cell::{Cell, RefCell};
 use std::sync::Mutex;
@@ -216,16 +217,14 @@ pub fn with_thread_heap<R>(f: impl FnOnce(&mut Heap) -> R) -> Result<R, HeapErro
 }
 
 /// While alive, this thread's allocations go to its *receive heap*: payloads that arrive from
-/// another rank as bytes are decoded into it. It has the run's size classes (so that every
-/// item a handler can allocate also decodes) and every segment a heap may have: the copies a
-/// rank receives are the transport's, not the model's, and how many are alive at once depends
-/// on how far the other ranks speculate, which no heap of this rank bounds. The heaps handlers
-/// allocate in keep `--heap-segments`, as in a sequential run.
-// Only the MPI codec decodes payloads (built with the `mpi` feature).
-#[cfg_attr(not(feature = "mpi"), allow(dead_code))]
+/// another rank as bytes are decoded into it, and the copy transport (`--payload copy`) copies
+/// payloads from other processes into it. It has the run's size classes (so that every item a
+/// handler can allocate also decodes) and every segment a heap may have: the copies a worker
+/// receives are the transport's, not the model's, and how many are alive at once depends on
+/// how far the other workers speculate, which no heap of this worker bounds. The heaps
+/// handlers allocate in keep `--heap-segments`, as in a sequential run.
 pub(crate) struct Receiving(bool);
 
-#[cfg_attr(not(feature = "mpi"), allow(dead_code))]
 impl Receiving {
     pub(crate) fn enter() -> Receiving {
         Receiving(RECEIVING.with(|r| r.replace(true)))

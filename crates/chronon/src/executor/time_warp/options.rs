@@ -219,6 +219,13 @@ impl TimeWarpConfig {
         if self.gvt_every == 0 {
             return bad(Setting::GvtEvery, &0, "it must be at least 1 event");
         }
+        if self.preempt && self.max_suspended == 0 {
+            return bad(
+                Setting::MaxSuspended,
+                &0,
+                "it must be at least 1 (with none, no event is ever preempted: turn preemption off)",
+            );
+        }
         if self.ticks.is_some() && !self.preempt {
             return Err(SimError::config(
                 Setting::Preempt,

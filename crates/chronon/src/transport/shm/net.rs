@@ -245,8 +245,16 @@ impl<E: ShmSafe> Endpoint<E> for ShmEnd<'_, E> {
         let me = ends.me();
         let copy = net.copy;
         // Deserialize: the receiver copies each payload into its own heap (releasing the
-        // sender's copy), as a process that received bytes must.
-        let mut f = |s: &mut S, e: Event<E>| f(s, if copy { deep_copy(e) } else { e });
+        // sender's copy), as a process that received bytes must, into its receive heap.
+        let mut f = |s: &mut S, e: Event<E>| {
+            let e = if copy {
+                let _into = crate::shm::local::Receiving::enter();
+                deep_copy(e)
+            } else {
+                e
+            };
+            f(s, e)
+        };
         net.control.receive(me, || {
             let n = ends.take(true, |_, e| f(state, e));
             net.words(me)

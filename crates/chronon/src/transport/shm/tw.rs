@@ -20,7 +20,8 @@
 //! owner's shared heap, found through the run's heap directory). The copy transport
 //! (`--payload copy`) does what the conservative endpoint does: the sender copies each event's
 //! payloads into new items (`shm::safe::deep_copy`, `ShmSafe::fixup_copy`) before pushing it,
-//! releasing the model's, and the receiver copies them again into its own heap.
+//! releasing the model's, and the receiver copies them again into its own receive heap
+//! (`shm::local::Receiving`).
 
 use std::io;
 use std::sync::atomic::{AtomicU64, Ordering::SeqCst};
@@ -225,7 +226,13 @@ impl<P: Send + 'static> ShmWires<P> {
         let copy = self.copy;
         let mut f = move |m| match (m, copy) {
             (Msg::Event(mut e, stack), Some(c)) => {
-                e.payload = c(e.payload);
+                // Into the receive heap: how many copies of other processes' payloads are
+                // alive depends on how far those processes speculate, which no throttle of
+                // this worker bounds (as for payloads decoded from other ranks).
+                e.payload = {
+                    let _into = crate::shm::local::Receiving::enter();
+                    c(e.payload)
+                };
                 f(Msg::Event(e, stack))
             }
             (m, _) => f(m),
