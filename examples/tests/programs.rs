@@ -377,6 +377,27 @@ fn bench_compares_the_executors_on_the_model() {
         assert!(table.contains(label), "{label} missing: {table}");
     }
     assert!(!table.contains("DIFFERS"), "{table}");
+    // It ends with its recommendation: one of the runners, and on a machine with fewer than
+    // 4 cores the runner that put 4 workers on it is named.
+    let last = table.lines().last().unwrap_or_default();
+    assert!(
+        [
+            "seq",
+            "window x2",
+            "window 2p x2",
+            "timewarp x2",
+            "timewarp 2p x2"
+        ]
+        .iter()
+        .any(|l| last.starts_with(&format!("recommendation: {l}"))),
+        "{table}"
+    );
+    let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
+    assert_eq!(
+        last.contains("2p x2 put more workers than this machine's"),
+        cores < 4,
+        "{table}"
+    );
     // The planted bug shows in a benchmark too: a parallel run commits another history.
     let r = run(
         "order-bug",

@@ -52,6 +52,10 @@ struct Row {
     secs: f64,
     peak_rss: u64,
     fingerprint: String,
+    /// The run's workers (threads × processes).
+    workers: usize,
+    /// The run's advice line, if it had one (`run/advice.rs`).
+    advice: Option<String>,
 }
 
 const TAKEN: &[&str] = &["sync", "threads", "procs", "output"];
@@ -165,6 +169,8 @@ fn measure_all(
                 secs: v["wall_s"].as_f64().unwrap_or(f64::NAN),
                 peak_rss: v["peak_rss_bytes"].as_u64().unwrap_or(0),
                 fingerprint: v["fingerprint"].as_str().unwrap_or("").to_string(),
+                workers: v["parallelism"]["workers"].as_u64().unwrap_or(1) as usize,
+                advice: v["parallelism"]["advice"].as_str().map(str::to_string),
             };
             if best[i].as_ref().is_none_or(|b| row.secs < b.secs) {
                 best[i] = Some(row);
@@ -201,6 +207,7 @@ fn print(model: &str, runners: &[Runner], rows: &[Row]) -> Result<u8, Failure> {
         );
     }
     if differ.is_empty() {
+        println!("{}", recommend(runners, rows));
         Ok(0)
     } else {
         Err(Failure::runtime(format!(
@@ -209,4 +216,51 @@ fn print(model: &str, runners: &[Runner], rows: &[Row]) -> Result<u8, Failure> {
             runners[0].label
         )))
     }
+}
+
+/// The benchmark's closing line: the fastest runner, and why the parallel ones lost where
+/// none beat the sequential run.
+fn recommend(runners: &[Runner], rows: &[Row]) -> String {
+    let rate = |r: &Row| r.events as f64 / r.secs;
+    let best = (0..rows.len())
+        .max_by(|&a, &b| rate(&rows[a]).total_cmp(&rate(&rows[b])))
+        .expect("at least one runner");
+    let cores = crate::run::advice::cores();
+    let crowded: Vec<&str> = runners
+        .iter()
+        .zip(rows)
+        .filter(|(_, r)| r.workers > cores)
+        .map(|(r, _)| r.label.as_str())
+        .collect();
+    let mut line = format!("recommendation: {}", runners[best].label);
+    let seq = runners.iter().position(|r| r.label == "seq");
+    match seq {
+        Some(s) if s == best => {
+            line += " (no parallel runner was faster here";
+            // Why the best parallel runner lost, in its own run's words.
+            let parallel = (0..rows.len())
+                .filter(|&i| i != s)
+                .max_by(|&a, &b| rate(&rows[a]).total_cmp(&rate(&rows[b])));
+            if let Some(why) = parallel.and_then(|p| {
+                rows[p]
+                    .advice
+                    .as_ref()
+                    .map(|a| format!("; {}: {a}", runners[p].label))
+            }) {
+                line += &why;
+            }
+            line += ")";
+        }
+        Some(s) => {
+            line += &format!(" ({:.2} x seq)", rate(&rows[best]) / rate(&rows[s]));
+        }
+        None => {}
+    }
+    if !crowded.is_empty() {
+        line += &format!(
+            "; {} put more workers than this machine's {cores} cores",
+            crowded.join(", ")
+        );
+    }
+    line
 }

@@ -308,3 +308,61 @@ fn help_and_version_exit_0() {
     assert!(chronon(&["--version"]).status.success());
     assert!(chronon(&["run", "phold", "--help"]).status.success());
 }
+
+/// A parallel run says how much parallelism it had, in the summary and the report, and gives
+/// one line of advice where it had a reason: more workers than cores, or less than one core's
+/// worth of event work (a tiny PHOLD whose rounds hold a few dozen events each).
+#[test]
+fn a_parallel_run_reports_its_parallelism_and_advice() {
+    let path = tmp("parallelism.json");
+    let out = run_ok(&with(&[
+        "--sync",
+        "window",
+        "--threads",
+        "2",
+        "--output",
+        path.to_str().unwrap(),
+    ]));
+    assert!(out.contains("\nparallelism  "), "{out}");
+    let r: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&path).unwrap()).unwrap();
+    let p = &r["parallelism"];
+    assert_eq!(p["workers"], 2, "{p}");
+    let busy = p["busy_workers"].as_f64().unwrap();
+    assert!(busy > 0.0 && busy <= 2.0, "{p}");
+    assert!(
+        p["events_per_sync_per_worker"].as_f64().unwrap() > 0.0,
+        "{p}"
+    );
+    assert_eq!(p["sync"], "round", "{p}");
+    let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
+    if busy < 1.0 && cores >= 2 {
+        let advice = p["advice"].as_str().unwrap();
+        assert!(advice.contains("slower than --sync seq"), "{advice}");
+        assert!(out.contains("\nadvice       "), "{out}");
+    }
+    // More workers than cores: the advice says so, whatever else it could say.
+    let threads = (cores + 1).to_string();
+    let out = run_ok(&with(&[
+        "--sync",
+        "timewarp",
+        "--threads",
+        &threads,
+        "--output",
+        path.to_str().unwrap(),
+    ]));
+    let r: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&path).unwrap()).unwrap();
+    let advice = r["parallelism"]["advice"].as_str().unwrap();
+    assert!(
+        advice.starts_with(&format!("{threads} workers on {cores} cores")),
+        "{advice}"
+    );
+    assert!(out.contains(advice), "{out}");
+    // The sequential run has neither line.
+    let out = run_ok(&with(&[]));
+    assert!(
+        !out.contains("parallelism") && !out.contains("advice"),
+        "{out}"
+    );
+}

@@ -3,6 +3,7 @@
 //! the Ctrl-C handler and progress thread in `progress.rs`, the printed summary in
 //! `summary.rs`; this file runs the simulation and writes its outputs.
 
+pub(crate) mod advice;
 mod checkpoint;
 mod checks;
 mod progress;
@@ -134,12 +135,14 @@ where
     let rb = series::rollbacks_known(&samples, report.rolled_back);
 
     let config = report_config(&common, &asked, procs, end, seed, queue, model_config);
-    print_summary(name, &report);
+    let parallelism = advice::Parallelism::of(&report, mpi.is_none());
+    print_summary(name, &report, &parallelism.lines());
     let changed = &checkpoints.changed;
     // Both files are attempted even when the first fails; the first failure is returned.
     let written = [
         outputs.path("--output").map_or(Ok(()), |p| {
-            write_report(p, name, config, &report, &samples, rb, changed)
+            let par = parallelism.json();
+            write_report(p, name, config, par, &report, &samples, rb, changed)
         }),
         outputs.path("--gvt-csv").map_or(Ok(()), |p| {
             output::write_or_rescue("--gvt-csv", p, series::gvt_csv(&report).as_bytes())
@@ -208,10 +211,12 @@ fn plan_outputs(common: &CommonArgs, executor: &Executor) -> Result<Outputs, Fai
     Outputs::plan(&wanted, &inputs)
 }
 
+#[allow(clippy::too_many_arguments)]
 fn write_report(
     path: &Path,
     name: &str,
     config: serde_json::Value,
+    parallelism: serde_json::Value,
     report: &Report,
     samples: &[series::Sample],
     rollbacks: bool,
@@ -225,6 +230,7 @@ fn write_report(
     obj.insert("progress_series".into(), series::json(samples, rollbacks));
     obj.insert("model".into(), name.into());
     obj.insert("config".into(), config);
+    obj.insert("parallelism".into(), parallelism);
     // Under --procs, every process of the run: this one and the worker processes' peaks.
     let workers_rss = report
         .executor_stats

@@ -2,9 +2,10 @@
 
 use chronon::Report;
 
-/// Prints the summary on stdout. A closed stdout (`chronon run ... | head -1`) is not an
-/// error: the report is still written.
-pub(super) fn print_summary(name: &str, r: &Report) {
+/// Prints the summary on stdout, with `extra` lines (parallelism and advice) after the
+/// executor's own. A closed stdout (`chronon run ... | head -1`) is not an error: the report
+/// is still written.
+pub(super) fn print_summary(name: &str, r: &Report, extra: &[String]) {
     use std::io::Write;
     let mut out = std::io::stdout().lock();
     // Write errors are ignored: see above.
@@ -35,7 +36,7 @@ pub(super) fn print_summary(name: &str, r: &Report) {
     if let Some(eff) = r.executor_stats.get("efficiency") {
         println!("efficiency   {:.3}", eff);
     }
-    for line in time_warp_lines(r) {
+    for line in time_warp_lines(r).iter().chain(extra) {
         println!("{line}");
     }
     println!("wall         {:.3} s", r.wall_s);
