@@ -21,16 +21,24 @@
 
 mod app;
 mod args;
+#[cfg(feature = "models")]
 mod bench;
+#[cfg(feature = "models")]
 mod bench_barriers;
 mod bench_model;
+#[cfg(feature = "models")]
 mod bench_phold;
+#[cfg(feature = "models")]
 mod bench_queue;
+#[cfg(feature = "models")]
 mod bench_refcount;
+#[cfg(feature = "models")]
 mod builtins;
+#[cfg(feature = "models")]
 mod calibrate;
 mod check;
 mod choices;
+#[cfg(feature = "models")]
 mod experiment;
 mod flags;
 mod lockstep_runtime;

@@ -37,7 +37,23 @@ impl App {
                 ),
             );
         } else {
-            root = root
+            root = Self::tool_commands(root);
+        }
+        if self.single() {
+            // `sweep` and `bench` take no model name: every argument is a run option.
+            let unnamed = |s: Command| s.mut_arg("args", |a| a.value_name("RUN OPTIONS"));
+            root = root.mut_subcommand("sweep", unnamed);
+            if !self.tools {
+                root = root.mut_subcommand("bench", unnamed);
+            }
+        }
+        root
+    }
+
+    /// The `chronon` binary's own subcommands (`App::engine_tools`).
+    #[cfg(feature = "models")]
+    fn tool_commands(root: Command) -> Command {
+        root
                 .subcommand(
                     crate::bench::BenchCmd::augment_args(Command::new("bench"))
                         .about("Benchmarks (see docs/benchmarks.md)"),
@@ -49,16 +65,12 @@ impl App {
                 .subcommand(
                     crate::calibrate::CalibrateCmd::augment_args(Command::new("calibrate"))
                         .about("Measure machine constants: `ticks` (tick overhead vs period, for --tick-us)"),
-                );
-        }
-        if self.single() {
-            // `sweep` and `bench` take no model name: every argument is a run option.
-            let unnamed = |s: Command| s.mut_arg("args", |a| a.value_name("RUN OPTIONS"));
-            root = root.mut_subcommand("sweep", unnamed);
-            if !self.tools {
-                root = root.mut_subcommand("bench", unnamed);
-            }
-        }
+                )
+    }
+
+    /// Without the shipped models there are no engine tools (`App::engine_tools` is absent).
+    #[cfg(not(feature = "models"))]
+    fn tool_commands(root: Command) -> Command {
         root
     }
 

@@ -93,13 +93,16 @@ impl App {
         self
     }
 
-    /// The models shipped with chronon (`chronon_models`), each under its `chronon run` name.
+    /// The models shipped with chronon (`chronon_models`), each under its `chronon run` name
+    /// (feature `models`).
+    #[cfg(feature = "models")]
     pub fn builtins(self) -> App {
         crate::builtins::register(self)
     }
 
     /// The `chronon` binary's own subcommands: `bench` (the engine's benchmarks),
-    /// `experiment` (the seed papers' experiments) and `calibrate`.
+    /// `experiment` (the seed papers' experiments) and `calibrate` (feature `models`).
+    #[cfg(feature = "models")]
     pub fn engine_tools(mut self) -> App {
         self.tools = true;
         self
@@ -242,9 +245,12 @@ impl App {
             Some(("check", m)) => crate::check::run(parsed(m)?, self),
             Some(("sweep", m)) => crate::sweep::run(parsed(m)?, self),
             Some(("report", m)) => crate::report::run(parsed(m)?),
+            #[cfg(feature = "models")]
             Some(("bench", m)) if self.tools => crate::bench::run(parsed(m)?, self),
             Some(("bench", m)) => crate::bench_model::run(parsed(m)?, self),
+            #[cfg(feature = "models")]
             Some(("experiment", m)) => crate::experiment::run(parsed(m)?),
+            #[cfg(feature = "models")]
             Some(("calibrate", m)) => crate::calibrate::run(parsed(m)?),
             other => unreachable!("clap accepts only known subcommands: {other:?}"),
         }

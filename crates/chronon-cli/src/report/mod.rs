@@ -19,6 +19,8 @@
 //! A study's directory (`chronon sweep --out DIR`) also gets its `runs.csv`, summary and
 //! per-statistic plots made again from its finished runs (`sweep/results.rs`).
 
+#[cfg(feature = "plots")]
+mod draw;
 pub(crate) mod plot;
 
 use std::collections::BTreeMap;

@@ -202,7 +202,8 @@ impl<'a> Table<'a> {
         } else {
             self.stats.iter().filter(|s| plot.contains(s)).collect()
         };
-        for s in chosen {
+        // A program built without the `plots` feature writes the tables only.
+        for s in chosen.into_iter().filter(|_| cfg!(feature = "plots")) {
             for (i, param) in self.swept.iter().enumerate() {
                 if let Some(svg) = super::plot::draw(self, s, i)? {
                     put(&format!("plots/{}-vs-{param}.svg", file_part(s)), svg)?;
