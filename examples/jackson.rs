@@ -94,7 +94,8 @@ impl Jackson {
     }
 
     fn start_service(&self, ctx: &mut Ctx<'_, Self>) {
-        let s = ctx.rng().exponential_rate(SERVICE[ctx.me() as usize]);
+        let mu = SERVICE[ctx.me() as usize];
+        let s = ctx.rng().exponential_rate(mu);
         ctx.send(ctx.me(), s, Ev::Done);
     }
 
