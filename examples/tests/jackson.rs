@@ -168,5 +168,25 @@ fn replications_branched_from_a_warm_up_hold_the_product_form_values() {
             .all(|p| !p.contains("sum_sq") && !p.contains("_n-")),
         "{plots:?}"
     );
+    // The same study again with --plot all: nothing to run, every part plotted.
+    let again = ok(&jackson(&[
+        "sweep",
+        "--restore",
+        ck,
+        "--end",
+        "6000",
+        "--arrival-scale",
+        "0.8,1.2",
+        "--replications",
+        "10",
+        "--out",
+        out.to_str().unwrap(),
+        "--plot",
+        "all",
+    ]));
+    assert!(again.contains("20 from before"), "{again}");
+    assert!(out
+        .join("plots/sojourn0_sum_sq-vs-arrival-scale.svg")
+        .exists());
     let _ = std::fs::remove_dir_all(&dir);
 }
