@@ -19,10 +19,12 @@ const CHECKPOINTS: &str = "Checkpoint and restart";
 #[derive(Clone, Debug, Default, Args, Deserialize, serde::Serialize)]
 #[serde(rename_all = "kebab-case")]
 pub(crate) struct CommonArgs {
-    /// End time: events at or after it never execute [default: the model's].
+    /// End time: events at or after it never execute [default: the model's; with --restore,
+    /// the end of the run that saved the checkpoint when it is after the cut].
     #[arg(long, help_heading = RUN)]
     pub end: Option<f64>,
-    /// Seed of every LP's random stream [default: 1].
+    /// Seed of every LP's random stream [default: 1; with --restore, the checkpoint's: its
+    /// streams continue, while another seed draws them anew at the cut, as --reseed does].
     #[arg(long, help_heading = RUN)]
     pub seed: Option<u64>,
     /// Pending-event set: heap or ladder [default: ladder].
@@ -118,7 +120,8 @@ pub(crate) struct CommonArgs {
     pub checkpoint_dir: Option<PathBuf>,
     /// Continue from the checkpoint in DIR (a DIR/t<T> that a run saved) instead of starting
     /// the model anew, under any --sync, --threads, --procs or ranks: the same history as
-    /// the run that saved it [default: none].
+    /// the run that saved it; the model options, --seed and --end default to the
+    /// checkpoint's [default: none].
     #[arg(long, value_name = "DIR", help_heading = CHECKPOINTS)]
     pub restore: Option<PathBuf>,
     /// With --restore: derive every LP's random stream anew from seed S at the cut, to branch

@@ -63,8 +63,10 @@ impl<S: ModelSpec> Entry for Registered<S> {
         let keys = merge::keys::<S>();
         let keys: Vec<&str> = keys.iter().map(String::as_str).collect();
         let file = ConfigFile::load(common.config.as_deref(), &keys)?;
-        let common = common.over(file.get()?);
-        let spec: S = merge::resolve(m, &file)?;
+        let mut common = common.over(file.get()?);
+        // A restored run: the checkpoint's parameters, seed and end unless given.
+        let saved = crate::run::restored_defaults(&mut common, &self.name)?;
+        let spec: S = merge::resolve(m, &file, saved.as_ref().map(|s| &s.config))?;
         let model = spec.build().map_err(Failure::bad_input)?;
         run_simulation(
             &self.name,

@@ -35,30 +35,68 @@ pub(crate) fn defaults<S: ModelSpec>() -> Option<S> {
     S::from_arg_matches(&m).ok()
 }
 
-/// The parameters: `m`'s flags over `file`'s keys over the defaults.
-pub(crate) fn resolve<S: ModelSpec>(m: &ArgMatches, file: &ConfigFile) -> Result<S, Failure> {
+/// A model configuration's keys in flag spelling (`arrival_scale` -> `arrival-scale`): what a
+/// report's `config` and a checkpoint's manifest hold, so that a key reads as the flag it is.
+pub(crate) fn flag_spelling(config: Value) -> Value {
+    match config {
+        Value::Object(m) => Value::Object(
+            m.into_iter()
+                .map(|(k, v)| (k.replace('_', "-"), v))
+                .collect(),
+        ),
+        other => other,
+    }
+}
+
+/// The parameters: `m`'s flags over `file`'s keys over `saved` (the configuration a
+/// checkpoint recorded, keys in either spelling) over the defaults.
+pub(crate) fn resolve<S: ModelSpec>(
+    m: &ArgMatches,
+    file: &ConfigFile,
+    saved: Option<&Value>,
+) -> Result<S, Failure> {
     let given = S::from_arg_matches(m).map_err(|e| clap_failure(&e))?;
-    if file.table().is_empty() {
+    let saved = saved.cloned().map(flag_spelling);
+    let saved = saved.as_ref().and_then(Value::as_object);
+    if file.table().is_empty() && saved.is_none() {
         return Ok(given);
     }
     let base = serde_json::to_value(&given)
         .map_err(|e| Failure::runtime(format!("the model's parameters do not serialize: {e}")))?;
     let Value::Object(fields) = &base else {
         return Err(Failure::runtime(
-            "the model's parameters serialize to no struct; they cannot be read from --config",
+            "the model's parameters serialize to no struct; they cannot be read from --config or a checkpoint",
         ));
     };
     let mut taken = Vec::new();
     for (id, long) in args::<S>() {
-        let Some(value) = file.table().get(&long) else {
-            continue;
-        };
         if matches!(
             m.value_source(&id),
             Some(ValueSource::CommandLine | ValueSource::EnvVariable)
         ) {
             continue;
         }
+        let value = match (file.table().get(&long), saved.and_then(|s| s.get(&long))) {
+            (Some(v), _) if non_finite(v).is_some() => {
+                return Err(Failure::bad_input(format!(
+                    "config file {}: key '{long}': {} is not a finite number (the flag --{long} \
+                     refuses it too where the model does; a config file holds finite numbers \
+                     only)",
+                    file.path(),
+                    non_finite(v).unwrap_or(f64::NAN)
+                )));
+            }
+            (Some(v), _) => serde_json::to_value(v).map_err(|e| {
+                Failure::bad_input(format!("config file {}: key '{long}': {e}", file.path()))
+            })?,
+            (None, Some(v)) => v.clone(),
+            (None, None) => continue,
+        };
+        let from = if file.table().contains_key(&long) {
+            format!("config file {}", file.path())
+        } else {
+            "the checkpoint's configuration".to_string()
+        };
         // The field's serde name: the flag's id (the field name) or its long name (a struct
         // with `rename_all = "kebab-case"`).
         let key = if fields.contains_key(&id) || !fields.contains_key(&long) {
@@ -66,21 +104,11 @@ pub(crate) fn resolve<S: ModelSpec>(m: &ArgMatches, file: &ConfigFile) -> Result
         } else {
             long.clone()
         };
-        if let Some(x) = non_finite(value) {
-            return Err(Failure::bad_input(format!(
-                "config file {}: key '{long}': {x} is not a finite number (the flag --{long} \
-                 refuses it too where the model does; a config file holds finite numbers only)",
-                file.path()
-            )));
-        }
-        let value = serde_json::to_value(value).map_err(|e| {
-            Failure::bad_input(format!("config file {}: key '{long}': {e}", file.path()))
-        })?;
-        taken.push((long, key, value));
+        taken.push((long, key, value, from));
     }
-    let with = |items: &[(String, String, Value)]| {
+    let with = |items: &[(String, String, Value, String)]| {
         let mut v = base.clone();
-        for (_, key, value) in items {
+        for (_, key, value, _) in items {
             v[key.as_str()] = value.clone();
         }
         serde_json::from_value::<S>(v)
@@ -89,16 +117,16 @@ pub(crate) fn resolve<S: ModelSpec>(m: &ArgMatches, file: &ConfigFile) -> Result
         // Name the key whose value is wrong.
         let culprit = taken
             .iter()
-            .find_map(|t| with(std::slice::from_ref(t)).err().map(|e| (&t.0, e)));
+            .find_map(|t| with(std::slice::from_ref(t)).err().map(|e| (t, e)));
         match culprit {
-            Some((long, e)) => Failure::bad_input(format!(
-                "config file {}: key '{long}': {}",
-                file.path(),
+            Some((t, e)) => Failure::bad_input(format!(
+                "{}: key '{}': {}",
+                t.3,
+                t.0,
                 crate::one_line(&e.to_string())
             )),
             None => Failure::bad_input(format!(
-                "config file {}: {}",
-                file.path(),
+                "model parameters from a config file or checkpoint: {}",
                 crate::one_line(&e.to_string())
             )),
         }

@@ -16,6 +16,7 @@ use clap::{ArgMatches, FromArgMatches};
 
 use crate::{mpi, one_line, short_numbers, Failure, EXIT_BAD_INPUT};
 use entry::{clap_failure, Entry, Registered};
+pub(crate) use merge::flag_spelling;
 pub use spec::{Draw, Flags, ModelSpec, RunnableEvent, RunnableState, SimHook};
 
 /// A simulation program: its models and the subcommands that run, check and study them.

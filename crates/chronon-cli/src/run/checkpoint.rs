@@ -1,9 +1,15 @@
 //! The checkpoint options of `run`: `--checkpoint-every`, `--checkpoint-at`,
 //! `--checkpoint-dir`, `--restore`, `--reseed`, checked before the run starts (a checkpoint
 //! of another model or configuration is refused here, naming the parameter that differs).
+//!
+//! A restored run takes what its command line and `--config` do not give from the checkpoint:
+//! the model's parameters, the seed and the end time ([`restored_defaults`]). Its `--seed`
+//! names its random streams: the checkpoint's seed continues the saved streams, another seed
+//! draws them anew at the cut (as `--reseed` with that seed does).
 
 use std::path::PathBuf;
 
+use chronon::checkpoint::Manifest;
 use chronon::{Model, Simulation};
 
 use crate::args::CommonArgs;
@@ -72,14 +78,7 @@ impl Checkpoints {
         let Some(path) = &c.restore else {
             return Ok(c);
         };
-        let m = chronon::checkpoint::read_manifest(path)?;
-        if m.model != name {
-            return Err(Failure::bad_input(format!(
-                "--restore {}: a checkpoint of the model {}, not {name}",
-                path.display(),
-                m.model
-            )));
-        }
+        let m = read_for(path, name)?;
         let changed = compare(&m.config, config, changeable).map_err(|(key, saved, now)| {
             let may = if changeable.is_empty() {
                 "this model declares no parameter that may change after a restore".to_string()
@@ -91,7 +90,12 @@ impl Checkpoints {
                 path.display()
             ))
         })?;
-        Ok(Checkpoints { changed, ..c })
+        let reseed = streams(path, &m, common.seed, c.reseed)?;
+        Ok(Checkpoints {
+            changed,
+            reseed,
+            ..c
+        })
     }
 
     /// `sim` with these options.
@@ -123,6 +127,76 @@ impl Checkpoints {
     }
 }
 
+/// The manifest of the checkpoint at `path`, which must be one of the model `name`.
+fn read_for(path: &std::path::Path, name: &str) -> Result<Manifest, Failure> {
+    let m = chronon::checkpoint::read_manifest(path)?;
+    if m.model != name {
+        return Err(Failure::bad_input(format!(
+            "--restore {}: a checkpoint of the model {}, not {name}",
+            path.display(),
+            m.model
+        )));
+    }
+    Ok(m)
+}
+
+/// For a run that restores a checkpoint (`--restore`): the checkpoint of model `name`, read
+/// and checked, its seed and end time made `common`'s where neither the command line nor
+/// `--config` gave one (the end only when it is after the cut: a checkpoint saved at the end
+/// of its run, as a warm-up is, needs `--end`); `None` without `--restore`. The model's
+/// recorded parameters are the caller's to use (`merge::resolve`).
+pub(crate) fn restored_defaults(
+    common: &mut CommonArgs,
+    name: &str,
+) -> Result<Option<Manifest>, Failure> {
+    let Some(path) = &common.restore else {
+        return Ok(None);
+    };
+    let m = read_for(path, name)?;
+    if common.seed.is_none() {
+        common.seed = Some(m.seed);
+    }
+    if common.end.is_none() {
+        match m.end.filter(|e| *e > m.cut) {
+            Some(e) => common.end = Some(e),
+            None => {
+                let why = match m.end {
+                    Some(_) => "the checkpoint was saved at the end of its run",
+                    None => "the checkpoint records no end time",
+                };
+                return Err(Failure::bad_input(format!(
+                    "--restore {}: give --end, a time after the cut {} ({why})",
+                    path.display(),
+                    m.cut
+                )));
+            }
+        }
+    }
+    Ok(Some(m))
+}
+
+/// How a restored run draws its random streams at the cut: `None` continues the saved ones
+/// (its seed is the checkpoint's), `Some(s)` derives them anew from `s` (`--reseed s`, or a
+/// `--seed s` other than the checkpoint's). Both, with another seed, is refused.
+fn streams(
+    path: &std::path::Path,
+    m: &Manifest,
+    seed: Option<u64>,
+    reseed: Option<u64>,
+) -> Result<Option<u64>, Failure> {
+    let seed = seed.unwrap_or(m.seed);
+    match (reseed, seed != m.seed) {
+        (Some(r), true) => Err(Failure::bad_input(format!(
+            "--restore {}: --seed {seed} and --reseed {r}: give one (the checkpoint was saved with seed {}; another --seed draws the streams anew at the cut as --reseed does)",
+            path.display(),
+            m.seed
+        ))),
+        (Some(r), false) => Ok(Some(r)),
+        (None, true) => Ok(Some(seed)),
+        (None, false) => Ok(None),
+    }
+}
+
 /// The changeable parameters whose values differ between `saved` and `now`; `Err((key, saved
 /// value, this value))` for the first other one that differs.
 fn compare(
@@ -130,6 +204,10 @@ fn compare(
     now: &serde_json::Value,
     changeable: &[&str],
 ) -> Result<Vec<String>, (String, String, String)> {
+    let (saved, now) = (
+        &crate::app::flag_spelling(saved.clone()),
+        &crate::app::flag_spelling(now.clone()),
+    );
     let empty = serde_json::Map::new();
     let (a, b) = (
         saved.as_object().unwrap_or(&empty),
@@ -147,7 +225,7 @@ fn compare(
         if x == y {
             continue;
         }
-        let flag = k.replace('_', "-");
+        let flag = k.clone();
         if changeable.contains(&flag.as_str()) {
             changed.push(flag);
             continue;

@@ -21,6 +21,7 @@ use crate::app::{RunnableEvent, RunnableState};
 use crate::args::CommonArgs;
 use crate::output::{self, Outputs};
 use crate::{series, sys, Failure, EXIT_INTERRUPTED};
+pub(crate) use checkpoint::restored_defaults;
 pub(crate) use checks::executor;
 use checks::{barrier_across, bsp_processes, executor_with, payload_options, time_warp_options};
 use progress::{install_ctrlc, spawn_progress_bar};
@@ -43,6 +44,8 @@ pub(crate) fn run_simulation<M>(
 where
     M: Model<Event: RunnableEvent, State: RunnableState>,
 {
+    // One spelling for the report, the checkpoints' manifests and the flags.
+    let model_config = crate::app::flag_spelling(model_config);
     let end = match common.end.or(default_end) {
         Some(end) => end,
         None => {

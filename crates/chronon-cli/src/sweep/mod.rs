@@ -42,7 +42,8 @@ pub(crate) struct SweepOpts {
     /// summary.md, plots/. A rerun with the same --out skips the finished runs.
     #[arg(long)]
     out: Option<PathBuf>,
-    /// Statistics to plot, comma-separated [default: every statistic].
+    /// Statistics to plot, comma-separated, or `all` [default: the means and the plain
+    /// figures, not the parts of a tally or histogram such as `.sum_sq`, `.min`, `.n`].
     #[arg(long, value_delimiter = ',')]
     plot: Vec<String>,
 }
@@ -179,6 +180,11 @@ fn plan(cmd: SweepCmd, app: &App) -> Result<Plan, Failure> {
         }
     }
     let spec = Spec::parse(&run_args)?;
+    if replications > 1 && spec.flags.iter().any(|f| f.name == "reseed") {
+        return Err(Failure::bad_input(format!(
+            "--reseed with --replications {replications}: each replication of a restored run already draws its streams anew from its own seed at the cut; drop --reseed"
+        )));
+    }
     let points = spec.points()?;
     // Every point's flags parse as `chronon run`'s (unknown flags, values of the wrong type).
     for (i, p) in points.iter().enumerate() {
@@ -333,13 +339,25 @@ fn study_main(plan: Plan, remote: Option<&mut dyn pool::Remote>) -> Result<u8, F
     bar.finish_and_clear();
     if let Some(e) = plot_error {
         // Nothing of this study is left behind: it had no finished run before.
-        if created {
-            let _ = std::fs::remove_dir_all(&plan.out);
-        } else {
-            let _ = std::fs::remove_dir_all(plan.out.join("runs"));
-            let _ = std::fs::remove_file(plan.out.join("study.json"));
-        }
+        remove_study(&plan.out, created);
         return Err(e);
+    }
+    let kept = all.iter().any(|j| study.report_path(&j.id).exists());
+    if !kept {
+        // No finished run, before or now: no results to write (not even an empty runs.csv).
+        match ended {
+            Ended::Failed(f) => {
+                remove_study(&plan.out, created);
+                return Err(f);
+            }
+            Ended::Interrupted => {
+                eprintln!(
+                    "interrupted before any run finished; rerun the same command to run the study"
+                );
+                return Ok(EXIT_INTERRUPTED);
+            }
+            Ended::Complete => {}
+        }
     }
     let files = write_results(
         &plan.def,
@@ -375,6 +393,17 @@ fn study_main(plan: Plan, remote: Option<&mut dyn pool::Remote>) -> Result<u8, F
             Ok(EXIT_INTERRUPTED)
         }
         Ended::Failed(f) => Err(f),
+    }
+}
+
+/// Removes what a sweep wrote into `out` for a study that has no finished run: the whole
+/// directory when the sweep `created` it, else its study file and runs.
+fn remove_study(out: &Path, created: bool) {
+    if created {
+        let _ = std::fs::remove_dir_all(out);
+    } else {
+        let _ = std::fs::remove_dir_all(out.join("runs"));
+        let _ = std::fs::remove_file(out.join("study.json"));
     }
 }
 
@@ -434,14 +463,19 @@ pub(crate) fn rewrite(dir: &Path, out: Option<&Path>) -> Result<Option<Vec<PathB
     Ok(Some(files.iter().map(|f| out.join(f)).collect()))
 }
 
-/// Every name of `plot` is a statistic of `report` or a run figure.
+/// Every name of `plot` is a statistic of `report` or a run figure (or `plot` is `all`).
 fn check_plot(plot: &[String], report: &serde_json::Value) -> Result<(), Failure> {
+    if let [all] = plot {
+        if all == results::PLOT_ALL {
+            return Ok(());
+        }
+    }
     let mut names = results::model_stat_names(report);
     names.extend(RUN_STATS.iter().map(|s| s.to_string()));
     for p in plot {
         if !names.contains(p) {
             return Err(Failure::bad_input(format!(
-                "--plot: no statistic '{p}' (this model's: {})",
+                "--plot: no statistic '{p}' (this model's: {}; or all, alone)",
                 names.join(", ")
             )));
         }

@@ -173,8 +173,9 @@ impl<'a> Table<'a> {
         out
     }
 
-    /// Writes `runs.csv`, `summary.csv`, `summary.md` and the plots of `plot` (every statistic
-    /// when empty) into `dir`; the files written.
+    /// Writes `runs.csv`, `summary.csv`, `summary.md` and the plots of `plot` (the meaningful
+    /// statistics when empty, see [`plotted_by_default`]; every one for `all`) into `dir`; the
+    /// files written.
     pub(crate) fn write(
         &self,
         dir: &Path,
@@ -197,10 +198,14 @@ impl<'a> Table<'a> {
         put("runs.csv", self.runs_csv())?;
         put("summary.csv", self.summary_csv())?;
         put("summary.md", self.summary_md(title))?;
-        let chosen: Vec<&String> = if plot.is_empty() {
-            self.stats.iter().collect()
-        } else {
-            self.stats.iter().filter(|s| plot.contains(s)).collect()
+        let chosen: Vec<&String> = match plot {
+            [] => self
+                .stats
+                .iter()
+                .filter(|s| plotted_by_default(s))
+                .collect(),
+            [all] if all == PLOT_ALL => self.stats.iter().collect(),
+            _ => self.stats.iter().filter(|s| plot.contains(s)).collect(),
         };
         // A program built without the `plots` feature writes the tables only.
         for s in chosen.into_iter().filter(|_| cfg!(feature = "plots")) {
@@ -211,6 +216,20 @@ impl<'a> Table<'a> {
             }
         }
         Ok(written)
+    }
+}
+
+/// `--plot all`: a plot of every statistic, the parts of tallies and histograms included.
+pub(crate) const PLOT_ALL: &str = "all";
+
+/// Whether a sweep without `--plot` draws statistic `name`: a figure of its own (no `.` part:
+/// `committed`, a model's `set`/`add` figure) or a mean (`wait.mean`, `queue.mean`), not the
+/// parts a tally or histogram is made of (`.n`, `.sum`, `.sum_sq`, `.min`, `.max`, `.sd`,
+/// `.area`, `.time`, `.bin3`, ...).
+pub(crate) fn plotted_by_default(name: &str) -> bool {
+    match name.rsplit_once('.') {
+        None => true,
+        Some((_, part)) => part == "mean",
     }
 }
 
@@ -287,5 +306,22 @@ mod tests {
         assert_eq!(number(0.1 + 0.2), "0.30000000000000004");
         assert_eq!(number(f64::NAN), "");
         assert_eq!(csv_line(&["a,b".into(), "c".into()]), "\"a,b\",c\n");
+    }
+
+    #[test]
+    fn only_means_and_plain_figures_are_plotted_by_default() {
+        for yes in ["wait.mean", "committed", "processing_mean_wait", "q.x.mean"] {
+            assert!(plotted_by_default(yes), "{yes}");
+        }
+        for no in [
+            "wait.sum_sq",
+            "wait.min",
+            "wait.n",
+            "wait.sd",
+            "q.area",
+            "h.bin0",
+        ] {
+            assert!(!plotted_by_default(no), "{no}");
+        }
     }
 }

@@ -385,6 +385,7 @@ impl Saver<'_> {
             config: self.setup.config.clone(),
             seed: self.base.seed,
             cut: link.cut,
+            end: Some(self.base.end),
             lps: self.base.lps,
             saved_by: self.saved_by.to_string(),
             committed: link.committed,

@@ -86,6 +86,10 @@ pub struct Manifest {
     pub seed: u64,
     /// The cut: every event before it is committed, every later one pending.
     pub cut: Time,
+    /// The end time of the run that saved it (a restored run's default end when it is after
+    /// the cut; absent in checkpoints written before chronon recorded it).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub end: Option<Time>,
     /// The number of LPs.
     pub lps: u32,
     /// The executor, threads and processes that saved it.
