@@ -76,16 +76,14 @@ pub(crate) fn resolve<S: ModelSpec>(
         ) {
             continue;
         }
+        if let Some(x) = file.table().get(&long).and_then(non_finite) {
+            return Err(Failure::bad_input(format!(
+                "config file {}: key '{long}': {x} is not a finite number (the flag --{long} \
+                 refuses it too where the model does; a config file holds finite numbers only)",
+                file.path()
+            )));
+        }
         let value = match (file.table().get(&long), saved.and_then(|s| s.get(&long))) {
-            (Some(v), _) if non_finite(v).is_some() => {
-                return Err(Failure::bad_input(format!(
-                    "config file {}: key '{long}': {} is not a finite number (the flag --{long} \
-                     refuses it too where the model does; a config file holds finite numbers \
-                     only)",
-                    file.path(),
-                    non_finite(v).unwrap_or(f64::NAN)
-                )));
-            }
             (Some(v), _) => serde_json::to_value(v).map_err(|e| {
                 Failure::bad_input(format!("config file {}: key '{long}': {e}", file.path()))
             })?,
