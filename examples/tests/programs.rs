@@ -411,3 +411,33 @@ fn bench_compares_the_executors_on_the_model() {
         stderr(&r)
     );
 }
+
+/// A model's own program says in `--help` what the model is and where the runner is
+/// documented (chronon's docs/, which the program does not ship), and `run --help` names the
+/// model.
+#[test]
+fn help_names_the_model_and_the_docs() {
+    let r = run("ring", &["--help"]);
+    assert!(r.status.success(), "{}", stderr(&r));
+    let help = stdout(&r);
+    let first = help.lines().next().unwrap_or_default();
+    assert!(
+        first.starts_with("ring: A token ring. A simulation on chronon"),
+        "{help}"
+    );
+    assert!(
+        first.contains("cli.md") && first.contains("tutorial.md"),
+        "{help}"
+    );
+    assert!(!help.contains("(see docs/"), "{help}");
+    let r = run("ring", &["run", "--help"]);
+    assert!(
+        stdout(&r)
+            .lines()
+            .next()
+            .unwrap_or_default()
+            .contains("A token ring"),
+        "{}",
+        stdout(&r)
+    );
+}

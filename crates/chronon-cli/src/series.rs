@@ -113,8 +113,28 @@ pub(crate) fn json(samples: &[Sample], rollbacks: bool) -> serde_json::Value {
         .collect()
 }
 
-/// The series as CSV: `wall_s,sim_time,events,events_per_s` (the rate over the interval that
-/// ends at the sample; 0 for the first), and where `rollbacks` (see [`rollbacks_known`]) also
+/// The event rate at each of `points` (wall s, events so far). Executors publish their counts
+/// in batches, so a small model's count moves every few samples: each sample gets the rate of
+/// the span it lies in, from one sample where the count moved to the next (the count's step
+/// spread over the time it took), 0 for the first sample and for samples after the last move.
+pub(crate) fn rates(points: &[(f64, f64)]) -> Vec<f64> {
+    let mut out = vec![0.0; points.len()];
+    // `from`: the last sample where the count moved (or the first).
+    let mut from = 0;
+    for j in 1..points.len() {
+        let (t, c) = points[j];
+        let (t0, c0) = points[from];
+        if c != c0 && t > t0 {
+            let rate = (c - c0) / (t - t0);
+            out[from + 1..=j].fill(rate);
+            from = j;
+        }
+    }
+    out
+}
+
+/// The series as CSV: `wall_s,sim_time,events,events_per_s` (the rate of the span the sample
+/// lies in, see [`rates`]; 0 for the first), and where `rollbacks` (see [`rollbacks_known`]) also
 /// `rolled_back` (so far) and `efficiency` (so far: 1 - rolled_back / events, 1 before any
 /// event).
 pub(crate) fn csv(samples: &[Sample], rollbacks: bool) -> String {
@@ -124,12 +144,8 @@ pub(crate) fn csv(samples: &[Sample], rollbacks: bool) -> String {
     } else {
         "\n"
     });
-    let mut last: Option<&Sample> = None;
-    for s in samples {
-        let rate = match last {
-            Some(l) if s.0 > l.0 => (s.2.saturating_sub(l.2)) as f64 / (s.0 - l.0),
-            _ => 0.0,
-        };
+    let counts: Vec<(f64, f64)> = samples.iter().map(|s| (s.0, s.2 as f64)).collect();
+    for (s, rate) in samples.iter().zip(rates(&counts)) {
         out.push_str(&format!("{},{},{},{}", s.0, s.1, s.2, rate));
         if rollbacks {
             let eff = if s.2 == 0 {
@@ -140,7 +156,6 @@ pub(crate) fn csv(samples: &[Sample], rollbacks: bool) -> String {
             out.push_str(&format!(",{},{eff}", s.3));
         }
         out.push('\n');
-        last = Some(s);
     }
     out
 }
@@ -187,6 +202,23 @@ pub(crate) fn gvt_csv(report: &Report) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_count_published_in_batches_gives_a_steady_rate() {
+        // A batch of 100 every other sample: 50 events/s throughout, not 0 and 100 in turn.
+        let pts = [
+            (0.0, 0.0),
+            (1.0, 0.0),
+            (2.0, 100.0),
+            (3.0, 100.0),
+            (4.0, 200.0),
+            (5.0, 200.0),
+        ];
+        assert_eq!(rates(&pts), [0.0, 50.0, 50.0, 50.0, 50.0, 0.0]);
+        // A count that moves at every sample: the rate of each interval.
+        let pts = [(0.0, 0.0), (1.0, 10.0), (3.0, 30.0)];
+        assert_eq!(rates(&pts), [0.0, 10.0, 10.0]);
+    }
 
     #[test]
     fn csv_rates_are_per_interval() {

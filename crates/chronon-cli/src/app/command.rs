@@ -13,19 +13,15 @@ impl App {
     pub(crate) fn command(&self) -> Command {
         let mut root = Command::new(self.name.clone())
             .version(self.version.clone())
-            .about(if self.about.is_empty() {
-                format!("{}: a simulation on chronon, a parallel discrete event simulation engine", self.name)
-            } else {
-                self.about.clone()
-            })
+            .about(self.about_line())
             .subcommand_required(true)
             .arg_required_else_help(true)
             .subcommand(self.run_command())
             .subcommand(crate::sweep::SweepCmd::augment_args(Command::new("sweep")).about(
-                "A study: any run option may be a list or a range; every point run --replications times; runs.csv, summary (mean, sd, 95 % interval) and plots in --out DIR (see docs/sweep.md)",
+                "A study: any run option may be a list or a range; every point run --replications times; runs.csv, summary (mean, sd, 95 % interval) and plots in --out DIR",
             ))
             .subcommand(crate::check::CheckCmd::augment_args(Command::new("check")).about(
-                "Differential suite: random configurations of the models under every executor, compared with the sequential run (see docs/testing.md)",
+                "Differential suite: random configurations of the models under every executor, compared with the sequential run",
             ))
             .subcommand(crate::report::ReportCmd::augment_args(Command::new("report")).about(
                 "Draw SVG plots from run reports (throughput, speedup, progress, per-worker shares)",
@@ -74,13 +70,41 @@ impl App {
         root
     }
 
+    /// The program's line in `--help`: [`App::about`], else the one model's own
+    /// ([`ModelSpec::about`](crate::ModelSpec::about)), then where the runner is documented.
+    fn about_line(&self) -> String {
+        if !self.about.is_empty() {
+            return self.about.clone();
+        }
+        let model = match self.models.as_slice() {
+            [one] if !one.about().is_empty() => {
+                let about = one.about().trim_end();
+                let stop = if about.ends_with('.') { "" } else { "." };
+                format!("{about}{stop} ")
+            }
+            _ => String::new(),
+        };
+        format!(
+            "{}: {model}A simulation on chronon, a parallel discrete event simulation engine \
+             (chronon's docs/ folder: cli.md for every option, tutorial.md for a model of one's \
+             own)",
+            self.name
+        )
+    }
+
     /// `run`: the model's flags and the runner's, or a subcommand per model.
     fn run_command(&self) -> Command {
         const ABOUT: &str =
             "Run a model and print a summary (and write a JSON report with --output)";
         let run = Command::new("run");
         if self.single() {
-            return model_command(self.models[0].as_ref(), run).about(ABOUT);
+            let about = self.models[0].about();
+            let about = if about.is_empty() {
+                ABOUT.to_string()
+            } else {
+                format!("{ABOUT}: {about}")
+            };
+            return model_command(self.models[0].as_ref(), run).about(about);
         }
         let run = run.about(ABOUT);
         let run = run.subcommand_required(true);

@@ -4,7 +4,7 @@
 //!   speedup is over the sequential report of the same model, or else over the fewest threads
 //!   of that executor;
 //! * `progress.svg`: simulated time (GVT under Time Warp, else the executor's lower bound)
-//!   and events/s per interval over wall time, a line per report;
+//!   and events/s over wall time (`series::rates`), a line per report;
 //! * `rollbacks.svg`: efficiency so far and events rolled back per second over wall time, a line
 //!   per report whose `progress_series` holds rollback counts (a fourth column, present only
 //!   where the executor published them) and some rollback;
@@ -200,9 +200,10 @@ fn progress(reports: &[Loaded]) -> Option<Vec<Panel>> {
         let ev = pairs(r.v.get("progress_series"), 0, 2);
         if ev.len() >= 2 {
             let pts = ev
-                .windows(2)
-                .filter(|w| w[1].0 > w[0].0)
-                .map(|w| (w[1].0, (w[1].1 - w[0].1) / (w[1].0 - w[0].0)))
+                .iter()
+                .zip(crate::series::rates(&ev))
+                .skip(1)
+                .map(|(p, r)| (p.0, r))
                 .collect();
             rate.push(Series::new(r.label.clone(), pts));
         }
@@ -218,7 +219,7 @@ fn progress(reports: &[Loaded]) -> Option<Vec<Panel>> {
     }];
     if !rate.is_empty() {
         panels.push(Panel::Lines {
-            title: "events/s per interval (processed)".into(),
+            title: "events/s (processed)".into(),
             x: "wall s".into(),
             y: "events / s".into(),
             series: rate,
