@@ -16,7 +16,7 @@ use crate::executor::conservative::{ConservativeConfig, Protocol, Shared, Worker
 use crate::executor::{run_part_threads, RunConfig};
 use crate::fingerprint::Fingerprint;
 use crate::gsu::{Published, Snapshot};
-use crate::model::{LpId, Model, ModelStats};
+use crate::model::{LpId, Model, ModelStats, Time};
 use crate::placement::{mark_workers, touch_queue, Pinner};
 use crate::queue::{HeapQueue, LadderQueue, PendingSet, QueueKind};
 use crate::shm::registry::{set_directory, Directory};
@@ -268,8 +268,13 @@ pub(crate) fn run_part<M: Model, Q: PendingSet<Event<M::Event>>, X: Endpoint<M::
         .filter(|(i, _)| mine(*i))
         .map(|(_, s)| s.digest.count())
         .sum();
+    let end = cfg.stats_end(
+        !results.iter().any(|r| r.0.stopped),
+        results.iter().map(|r| r.0.last_time).fold(0.0, f64::max),
+    );
     let finish = finish_ops(
         model,
+        end,
         lps.iter()
             .enumerate()
             .filter(|(i, _)| mine(*i))
@@ -395,6 +400,7 @@ fn part_worker<M: Model, Q: PendingSet<Event<M::Event>>, X: Endpoint<M::Event>>(
 /// it read figures: the parent has it run on the real figures later).
 pub(crate) fn finish_ops<'s, M: Model>(
     model: &M,
+    end: Time,
     lps: impl Iterator<Item = (LpId, &'s M::State)>,
 ) -> Result<FinishOps, SimError>
 where
@@ -403,6 +409,7 @@ where
     let mut finish = Vec::new();
     for (lp, state) in lps {
         let mut st = ModelStats::recording();
+        st.set_end_time(Some(end));
         let ran = guard("Model::finish", Some(lp), || {
             model.finish(lp, state, &mut st)
         });
