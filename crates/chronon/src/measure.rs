@@ -9,13 +9,34 @@
 //! `x.max` and the derived `x.mean` and `x.sd`; a time average `x.area`, `x.time` and the
 //! derived `x.mean`; a histogram `x.under`, `x.bin0` ... `x.binN`, `x.over`.
 //!
+//! **Time averages close at the end time by themselves.** `finish` cannot change the state,
+//! and needs not: [`ModelStats::time_average`](crate::ModelStats::time_average) counts the
+//! current value up to [`ModelStats::end_time`](crate::ModelStats::end_time) (the run's end
+//! time; the cut of a run that ends at a checkpoint, whose continuation then ends with the
+//! uninterrupted run's figures), so `x.time` is the whole run, not the time up to the LP's
+//! last event. In a global event, `ctx.stats()` closes them at that event's time.
+//!
 //! Floating-point sums depend on their order; the order is fixed (events in time order within
 //! an LP, LPs in LP order), so every executor, thread and process count reports the same bits.
-//! A reverse handler cannot undo a floating-point sum exactly: a model with
-//! a reverse handler ([`Model::reverse_handler`](crate::Model::reverse_handler)) keeps these in state only under copy state saving,
-//! or records its observations in integer units.
 //!
-//! All three serialize (a checkpoint saves them with the LP states that hold them). Their
+//! **Reverse computation.** A reverse handler
+//! ([`Model::reverse_handler`](crate::Model::reverse_handler)) cannot undo a floating-point sum
+//! exactly, so [`Tally`] and [`TimeAverage`] have no undo; a model with a reverse handler uses
+//!
+//! - [`ExactTally`]: `record(x)` forward, `unrecord(x)` in the reverse handler;
+//! - [`ExactTimeAverage`]: `add(now, d)` / `unadd(now, d)`, or `set(now, v)` /
+//!   `unset(now, previous)`;
+//! - [`Histogram`]: `record(x)` / `unrecord(x)` (its counts are integers).
+//!
+//! The exact two keep their sums in fixed point (values rounded to 2^-40, magnitudes below
+//! 2^60; others panic, and the engine reports the LP and time), so an undo leaves them bit for
+//! bit as before and Time Warp with reverse computation reports the sequential run's figures.
+//! They keep no minimum or maximum, which no undo can restore without history: a model that
+//! needs those keeps a [`Tally`] and runs under copy state saving (`--state-saving copy`). A
+//! [`Tally`] or [`TimeAverage`] in the state of a model with a reverse handler is not undone
+//! by the engine: that model's figures would be wrong after a rollback.
+//!
+//! All of them serialize (a checkpoint saves them with the LP states that hold them). Their
 //! floats may be infinite (an empty tally's min and max) or NaN, which JSON has no numbers for:
 //! they go through [`serde_f64`], which writes those as strings in text formats.
 
@@ -158,10 +179,9 @@ impl TimeAverage {
         self.value += delta;
     }
 
-    /// Counts the time up to `now` at the current value. [`ModelStats::time_average`]
-    /// (crate::ModelStats::time_average) does it at the end time: a model needs it only to
-    /// read the figures of a running average (a global event does not: its `stats` close at
-    /// its time).
+    /// Counts the time up to `now` at the current value.
+    /// [`ModelStats::time_average`](crate::ModelStats::time_average) does it at the end time:
+    /// a model needs it only to read the figures of a running average itself.
     pub fn advance(&mut self, now: Time) {
         if now > self.since {
             self.area += self.value * (now - self.since);
