@@ -91,14 +91,16 @@ impl RunConfig {
 
     /// The time `Model::finish` sees as the end time
     /// ([`ModelStats::end_time`](crate::ModelStats::end_time)): the end time of a complete run
-    /// (a link of a chain ends at its cut), the latest committed event's time of one stopped
-    /// early.
+    /// (a link of a chain ends at its cut); the latest committed event's time of a run stopped
+    /// early or without an end time (infinite: it ends when no event is left).
     pub(crate) fn stats_end(&self, complete: bool, last_time: Time) -> Time {
-        if complete {
-            self.end
-        } else {
-            last_time.min(self.end)
-        }
+        self.known_end(complete).unwrap_or(last_time.min(self.end))
+    }
+
+    /// [`stats_end`](Self::stats_end) where a part knows it without the other parts' latest
+    /// event times: the end time of a complete run that has one.
+    pub(crate) fn known_end(&self, complete: bool) -> Option<Time> {
+        (complete && self.end.is_finite()).then_some(self.end)
     }
 
     /// The checkpoint this run starts from, if any.

@@ -268,13 +268,9 @@ pub(crate) fn run_part<M: Model, Q: PendingSet<Event<M::Event>>, X: Endpoint<M::
         .filter(|(i, _)| mine(*i))
         .map(|(_, s)| s.digest.count())
         .sum();
-    let end = cfg.stats_end(
-        !results.iter().any(|r| r.0.stopped),
-        results.iter().map(|r| r.0.last_time).fold(0.0, f64::max),
-    );
     let finish = finish_ops(
         model,
-        end,
+        cfg.known_end(!results.iter().any(|r| r.0.stopped)),
         lps.iter()
             .enumerate()
             .filter(|(i, _)| mine(*i))
@@ -397,16 +393,22 @@ fn part_worker<M: Model, Q: PendingSet<Event<M::Event>>, X: Endpoint<M::Event>>(
 }
 
 /// Runs `Model::finish` for each LP of this process, recording its operations (`None` where
-/// it read figures: the parent has it run on the real figures later).
+/// it read figures: the parent has it run on the real figures later). `end`: the end time
+/// `finish` sees ([`RunConfig::known_end`]); `None` where only the parent knows it (a run
+/// stopped early or without an end time: the latest event of every process), and the parent
+/// has every LP's `finish` run on its figures.
 pub(crate) fn finish_ops<'s, M: Model>(
     model: &M,
-    end: Time,
+    end: Option<Time>,
     lps: impl Iterator<Item = (LpId, &'s M::State)>,
 ) -> Result<FinishOps, SimError>
 where
     M::State: 's,
 {
     let mut finish = Vec::new();
+    let Some(end) = end else {
+        return Ok(lps.map(|(lp, _)| (lp, None)).collect());
+    };
     for (lp, state) in lps {
         let mut st = ModelStats::recording();
         st.set_end_time(Some(end));
