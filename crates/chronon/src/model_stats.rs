@@ -141,10 +141,11 @@ impl ModelStats {
     }
 
     /// The time these figures are taken at: in [`Model::finish`](crate::Model::finish), the
-    /// time the run ended (its end time, which for a run that ends at a checkpoint's cut is the
-    /// cut; for a run stopped early by a stop request, the time of the latest event it
-    /// committed); in a global event ([`GlobalCtx::stats`](crate::GlobalCtx::stats)), that
-    /// event's time. `None` on figures made by hand.
+    /// time the run ended: its end time, which for a run that ends at a checkpoint's cut is the
+    /// cut; for a run without an end time (infinite) or stopped early by a stop request, the
+    /// time of the latest event it committed. The same under every executor and transport. In
+    /// a global event ([`GlobalCtx::stats`](crate::GlobalCtx::stats)), that event's time.
+    /// `None` on figures made by hand.
     pub fn end_time(&self) -> Option<f64> {
         self.end
     }
