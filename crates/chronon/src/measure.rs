@@ -894,12 +894,26 @@ mod exact_tests {
         assert_eq!(Wide::mul(big, big).to_f64(), 2f64.powi(200));
         assert_eq!(Wide::mul(-big, big).to_f64(), -(2f64.powi(200)));
         assert_eq!(Wide::mul(-7, -6), Wide::from_i128(42));
-        let (a, b) = (
-            0x1234_5678_9abc_def0_1234_5678_9i128,
-            -0x0fed_cba9_8765_4321_0i128,
-        );
-        assert_eq!(Wide::mul(a, b).sub(Wide::mul(a, b)), Wide::default());
+        // Products that fit in an i128 agree with it, signs included.
+        let xs = [
+            0i128,
+            1,
+            -1,
+            0x1234_5678_9abc_def0,
+            -0x0fed_cba9_8765_4321,
+            i128::from(i64::MAX),
+        ];
+        for a in xs {
+            for b in xs {
+                assert_eq!(Wide::mul(a, b), Wide::from_i128(a * b), "{a} * {b}");
+            }
+        }
+        // Larger ones: a * 2^k is a shifted left, across the limbs.
+        let a = 0x0001_2345_6789_abcd_ef01_2345_6789_i128;
         assert_eq!(Wide::mul(a, 1 << 20), Wide::from_i128(a << 20));
+        let p = Wide::mul(-a, 1 << 100);
+        assert_eq!(p.add(Wide::mul(a, 1 << 100)), Wide::default());
+        assert_eq!(p.to_f64(), -(a as f64) * 2f64.powi(100));
         assert_eq!(Wide::from_i128(-5).add(Wide::from_i128(5)), Wide::default());
     }
 
