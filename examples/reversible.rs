@@ -4,10 +4,17 @@
 //! without saving a copy of the state (`--state-saving reverse`, or `auto`, which picks it).
 //! `--check-reverse` runs every event forward, then in reverse, and checks the state is restored.
 //!
+//! Its statistics are kept the reversible way: an [`ExactTally`] of the values caught, an
+//! [`ExactTimeAverage`] of the running total and a [`Histogram`] of the values, each updated
+//! in `on_event` and taken back in `undo` (`unrecord`, `unadd`), exactly, so Time Warp with
+//! reverse computation reports the sequential run's figures bit for bit. The time average
+//! closes at the end time by itself in `finish`.
+//!
 //! ```sh
 //! cargo run --release --example reversible -- run --sync timewarp --threads 2 --check-reverse
 //! ```
 
+use chronon::measure::{ExactTally, ExactTimeAverage, Histogram};
 use chronon::{Ctx, LpId, Model, ModelStats, ReverseCtx, ReverseFn};
 use serde::{Deserialize, Serialize};
 
@@ -34,10 +41,16 @@ struct Potato {
 chronon::impl_shm_safe!(Potato { value });
 
 /// What an LP caught: `PartialEq`, so that `--check-reverse` can compare states.
-#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 struct Catcher {
     caught: u64,
     total: u64,
+    /// The values caught.
+    values: ExactTally,
+    /// The running total, over time.
+    level: ExactTimeAverage,
+    /// The values caught, in bins of 128 up to 1024.
+    sizes: Histogram,
 }
 
 fn collatz(n: u64) -> u64 {
@@ -62,9 +75,12 @@ impl Potatoes {
 impl Potatoes {
     /// Undoes `on_event`'s changes to the state; the engine itself restores the LP's random
     /// stream and cancels what the event sent.
-    fn undo(&self, st: &mut Catcher, p: &Potato, _ctx: &ReverseCtx) {
+    fn undo(&self, st: &mut Catcher, p: &Potato, ctx: &ReverseCtx) {
         st.caught -= 1;
         st.total -= p.value;
+        st.values.unrecord(p.value as f64);
+        st.level.unadd(ctx.now, p.value as f64);
+        st.sizes.unrecord(p.value as f64);
     }
 }
 
@@ -77,12 +93,21 @@ impl Model for Potatoes {
             let value = u64::from(ctx.me()) * 7 + u64::from(k) + 1;
             self.throw(ctx, value);
         }
-        Catcher::default()
+        Catcher {
+            caught: 0,
+            total: 0,
+            values: ExactTally::new(),
+            level: ExactTimeAverage::new(0.0, 0.0),
+            sizes: Histogram::new(0.0, 1024.0, 8),
+        }
     }
 
     fn on_event(&self, st: &mut Catcher, p: &Potato, ctx: &mut Ctx<'_, Self>) {
         st.caught += 1;
         st.total += p.value;
+        st.values.record(p.value as f64);
+        st.level.add(ctx.now(), p.value as f64);
+        st.sizes.record(p.value as f64);
         self.throw(ctx, collatz(p.value));
     }
 
@@ -103,6 +128,10 @@ impl Model for Potatoes {
     fn finish(&self, _lp: LpId, st: &Catcher, stats: &mut ModelStats) {
         stats.add("caught", st.caught as f64);
         stats.add("total", st.total as f64);
+        stats.tally("value", &st.values);
+        // Closed at the end time by `time_average` itself.
+        stats.time_average("level", &st.level);
+        stats.histogram("size", &st.sizes);
     }
 }
 

@@ -1,8 +1,10 @@
 //! The example programs driven through their binaries, as a user runs them: `run` under every
 //! executor and across processes with one fingerprint, `--config` files, `--output DIR/`,
 //! `check` passing on a correct model and failing, with a reproduction line, on a model with a
-//! planted bug, `sweep`, and the tandem queue against queueing theory. The tutorial's and the
-//! README's code is the `ring` example's, checked here word for word.
+//! planted bug, `sweep`, the tandem queue against queueing theory and its time averages closed
+//! at the end time (and at a checkpoint's cut), and the reversible example's exact statistics
+//! under reverse computation. The tutorial's and the README's code is the `ring` example's,
+//! checked here word for word.
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
@@ -241,6 +243,79 @@ fn the_tandem_queue_matches_queueing_theory_under_every_executor() {
     let _ = std::fs::remove_dir_all(&dir);
 }
 
+/// `in_system<k>.time` of the tandem queue's report: each station's time average, one LP.
+fn observed(r: &Value) -> Vec<f64> {
+    (0..4)
+        .map(|k| {
+            r["model_stats"][format!("in_system{k}.time")]
+                .as_f64()
+                .unwrap()
+        })
+        .collect()
+}
+
+#[test]
+fn time_averages_close_at_the_end_time_under_every_executor_and_at_a_cut() {
+    let dir = scratch("tandem-end");
+    let model = ["run", "--end", "500", "--seed", "4"];
+    let seq = report("tandem", &model, &dir, "seq");
+    // Every station observed the whole run, not up to its last event.
+    assert_eq!(observed(&seq), [500.0; 4]);
+    let runs: &[&[&str]] = &[
+        &["--sync", "window", "--threads", "2"],
+        &["--sync", "lockstep", "--threads", "2"],
+        &["--sync", "timewarp", "--threads", "2"],
+        &["--sync", "window", "--threads", "1", "--procs", "2"],
+        &["--sync", "timewarp", "--threads", "1", "--procs", "2"],
+    ];
+    for (i, exec) in runs.iter().enumerate() {
+        let mut args = model.to_vec();
+        args.extend_from_slice(exec);
+        let r = report("tandem", &args, &dir, &format!("par{i}"));
+        assert_eq!(r["fingerprint"], seq["fingerprint"], "{exec:?}");
+        assert_eq!(r["model_stats"], seq["model_stats"], "{exec:?}");
+    }
+    // A run that ends at a checkpoint's cut closes there; its continuation ends with the
+    // uninterrupted run's statistics.
+    let ck = dir.join("ck");
+    let c = ck.to_str().expect("a UTF-8 path");
+    let cut = report(
+        "tandem",
+        &[
+            "run",
+            "--end",
+            "200",
+            "--seed",
+            "4",
+            "--sync",
+            "timewarp",
+            "--threads",
+            "2",
+            "--checkpoint-at",
+            "200",
+            "--checkpoint-dir",
+            c,
+        ],
+        &dir,
+        "cut",
+    );
+    assert_eq!(observed(&cut), [200.0; 4]);
+    let t200 = ck.join("t200");
+    let t200 = t200.to_str().expect("a UTF-8 path");
+    for exec in [
+        &["--sync", "seq"][..],
+        &["--sync", "window", "--threads", "1", "--procs", "2"],
+    ] {
+        let mut args = model.to_vec();
+        args.extend(["--restore", t200]);
+        args.extend_from_slice(exec);
+        let r = report("tandem", &args, &dir, "restored");
+        assert_eq!(r["fingerprint"], seq["fingerprint"], "{exec:?}");
+        assert_eq!(r["model_stats"], seq["model_stats"], "{exec:?}");
+    }
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
 #[test]
 fn reverse_computation_restores_every_state_under_time_warp() {
     let dir = scratch("reversible");
@@ -258,6 +333,18 @@ fn reverse_computation_restores_every_state_under_time_warp() {
     ]);
     let tw = report("reversible", &args, &dir, "tw");
     assert_eq!(tw["fingerprint"], seq["fingerprint"]);
+    // Its exact statistics, updated forward and taken back in reverse, are the sequential
+    // run's, bit for bit, with and without the forward-reverse check of every event.
+    let stats = &seq["model_stats"];
+    assert_eq!(stats["value.n"], stats["caught"], "{stats}");
+    assert!(stats["value.n"].as_f64().unwrap() > 1000.0, "{stats}");
+    // 32 LPs, each observed from 0 to the end time 80.
+    assert_eq!(stats["level.time"].as_f64(), Some(32.0 * 80.0), "{stats}");
+    assert_eq!(tw["model_stats"], seq["model_stats"]);
+    args.pop();
+    let plain = report("reversible", &args, &dir, "tw-plain");
+    assert_eq!(plain["fingerprint"], seq["fingerprint"]);
+    assert_eq!(plain["model_stats"], seq["model_stats"]);
     // A model without `check_reverse` refuses the flag in one line.
     let r = run("ring", &["run", "--sync", "timewarp", "--check-reverse"]);
     assert_eq!(r.status.code(), Some(2));

@@ -26,7 +26,9 @@ class Model:
     - ``reverse(state, event, (lp, now))``: undoes ``on_event`` (Time Warp then saves no state
       copies); return a new state or change it in place.
     - ``finish(lp, state, stats)``: adds figures to the report's ``model_stats`` with
-      ``stats.add(name, value)``, ``stats.set``, ``stats.min``, ``stats.max``.
+      ``stats.add(name, value)``, ``stats.set``, ``stats.min``, ``stats.max``;
+      ``stats.end_time`` is the time the run ended (the end time, or the cut of a run that
+      ends at a checkpoint), where a time-weighted mean kept in the state closes.
     - ``global_events``: times of the first global events; ``on_global(ctx)`` handles each:
       ``ctx.now()``, ``ctx.state(lp)`` (read only), ``ctx.add``/``ctx.set`` (statistics),
       ``ctx.record(name, value)`` (a time series in the report's ``model_series``),

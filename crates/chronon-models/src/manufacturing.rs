@@ -539,11 +539,18 @@ impl Model for Manufacturing {
                     _ => {}
                 }
                 stats.add(&format!("{k}_visits"), st.arrivals as f64);
-                stats.add(&format!("{k}_area"), st.area);
-                stats.add(
-                    &format!("{k}_observed_time"),
-                    (st.last - self.warmup).max(0.0),
-                );
+                // The jobs inside count up to the end time, not only to the station's last
+                // event.
+                let (area, last) = match stats.end_time() {
+                    Some(end) if end > st.last => {
+                        let mut closed = st.clone();
+                        closed.advance(end, self.warmup);
+                        (closed.area, end)
+                    }
+                    _ => (st.area, st.last),
+                };
+                stats.add(&format!("{k}_area"), area);
+                stats.add(&format!("{k}_observed_time"), (last - self.warmup).max(0.0));
                 stats.add(&format!("{k}_counted"), st.counted as f64);
                 stats.add(&format!("{k}_wait_sum"), st.wait_sum);
                 stats.add(&format!("{k}_sojourn_sum"), st.sojourn_sum);

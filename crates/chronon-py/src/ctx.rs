@@ -373,4 +373,12 @@ impl Stats {
         self.stats.with(|c| c.max(name, value))?;
         Ok(())
     }
+
+    /// The time the run ended (in `finish`: the end time, or the cut of a run that ends at a
+    /// checkpoint; for a run without an end time or stopped early, its latest committed
+    /// event's time). A time-weighted mean kept by hand closes there.
+    #[getter]
+    fn end_time(&self) -> PyResult<Option<f64>> {
+        self.stats.with(|c| c.end_time())
+    }
 }

@@ -184,9 +184,72 @@
 //! assert_eq!(n, seq.committed as f64);
 //! assert_eq!(seq.model_stats.get("gap.mean"), Some(seq.model_stats.get("gap.sum").unwrap() / n));
 //! assert!(seq.model_stats.get("held.mean").unwrap() > 0.0);
+//! // Closed at the end time by `time_average`: 8 LPs, each observed for the whole run.
+//! assert_eq!(seq.model_stats.get("held.time"), Some(8.0 * 50.0));
 //! // The same figures, to the bit, on two threads.
 //! let window = run(Executor::Window(ConservativeConfig::new(2)))?;
 //! assert_eq!(window.model_stats, seq.model_stats);
+//! # Ok::<(), chronon::SimError>(())
+//! ```
+//!
+//! A model with a reverse handler keeps [`measure::ExactTally`] and
+//! [`measure::ExactTimeAverage`] (and [`measure::Histogram`]), which its reverse handler
+//! undoes exactly; [`measure`] says why and what they cannot do (no min or max).
+//!
+//! ```
+//! use chronon::measure::{ExactTally, ExactTimeAverage};
+//! use chronon::{Ctx, Executor, LpId, Model, ModelStats, ReverseCtx, ReverseFn, Simulation};
+//! use chronon::{StateSaving, TimeWarpConfig};
+//!
+//! struct Hops;
+//!
+//! #[derive(Clone)]
+//! struct Lp {
+//!     delay: ExactTally,      // the delays this LP drew
+//!     held: ExactTimeAverage, // tokens seen so far, over time
+//! }
+//!
+//! impl Hops {
+//!     fn undo(&self, lp: &mut Lp, delay: &f64, ctx: &ReverseCtx) {
+//!         lp.delay.unrecord(*delay);
+//!         lp.held.unadd(ctx.now, 1.0);
+//!     }
+//! }
+//!
+//! impl Model for Hops {
+//!     type State = Lp;
+//!     type Event = f64; // the delay that brought the token
+//!     fn init(&self, ctx: &mut Ctx<'_, Self>) -> Lp {
+//!         ctx.send(ctx.me(), 1.0, 1.0);
+//!         Lp { delay: ExactTally::new(), held: ExactTimeAverage::new(0.0, 0.0) }
+//!     }
+//!     fn on_event(&self, lp: &mut Lp, delay: &f64, ctx: &mut Ctx<'_, Self>) {
+//!         lp.delay.record(*delay);
+//!         lp.held.add(ctx.now(), 1.0);
+//!         let next = (ctx.me() + 1) % ctx.lps();
+//!         let delay = 1.0 + ctx.rng().exponential_mean(1.0);
+//!         ctx.send(next, delay, delay);
+//!     }
+//!     fn reverse_handler(&self) -> Option<ReverseFn<Self>> {
+//!         Some(Self::undo)
+//!     }
+//!     fn lookahead(&self) -> f64 {
+//!         1.0
+//!     }
+//!     fn finish(&self, _lp: LpId, lp: &Lp, stats: &mut ModelStats) {
+//!         stats.tally("delay", &lp.delay);
+//!         stats.time_average("held", &lp.held);
+//!     }
+//! }
+//!
+//! let run = |executor| {
+//!     Simulation::new(Hops).lps(8).end_time(50.0).seed(3).executor(executor).run()
+//! };
+//! let seq = run(Executor::Sequential)?;
+//! let reverse = TimeWarpConfig::new(2).state_saving(StateSaving::Reverse);
+//! let tw = run(Executor::TimeWarp(reverse))?;
+//! assert_eq!(tw.fingerprint, seq.fingerprint);
+//! assert_eq!(tw.model_stats, seq.model_stats);
 //! # Ok::<(), chronon::SimError>(())
 //! ```
 //!

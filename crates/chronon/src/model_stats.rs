@@ -12,6 +12,8 @@ use std::collections::BTreeMap;
 #[derive(Clone, Debug, Default)]
 pub struct ModelStats {
     values: BTreeMap<String, f64>,
+    /// The time the figures are taken at (see [`end_time`](Self::end_time)).
+    end: Option<f64>,
     /// Multi-process runs: the operations `finish` made, to be replayed in LP order by the
     /// parent (`None`: not recording).
     log: Option<StatLog>,
@@ -110,22 +112,47 @@ impl ModelStats {
     /// Merges an LP's [`Tally`](crate::measure::Tally) into the statistic `name`: the report
     /// gets `name.n`, `name.sum`, `name.sum_sq`, `name.min`, `name.max` over every LP, and the
     /// derived `name.mean` and `name.sd`.
-    pub fn tally(&mut self, name: &str, t: &crate::measure::Tally) {
+    ///
+    /// An [`ExactTally`](crate::measure::ExactTally) has no minimum or maximum: it adds
+    /// neither.
+    pub fn tally(&mut self, name: &str, t: &impl crate::measure::TallyFigures) {
         self.add(&format!("{name}.n"), t.n() as f64);
         self.add(&format!("{name}.sum"), t.sum());
         self.add(&format!("{name}.sum_sq"), t.sum_sq());
-        if t.n() > 0 {
-            self.min(&format!("{name}.min"), t.min());
-            self.max(&format!("{name}.max"), t.max());
+        if let (true, Some((min, max))) = (t.n() > 0, t.min_max()) {
+            self.min(&format!("{name}.min"), min);
+            self.max(&format!("{name}.max"), max);
         }
     }
 
-    /// Merges an LP's [`TimeAverage`](crate::measure::TimeAverage) into the statistic `name`:
+    /// Merges an LP's time average ([`TimeAverage`](crate::measure::TimeAverage) or
+    /// [`ExactTimeAverage`](crate::measure::ExactTimeAverage)) into the statistic `name`:
     /// `name.area` and `name.time` summed over every LP, and the derived `name.mean` (their
     /// ratio: the mean over the LPs, weighted by the time each observed).
-    pub fn time_average(&mut self, name: &str, t: &crate::measure::TimeAverage) {
-        self.add(&format!("{name}.area"), t.area());
-        self.add(&format!("{name}.time"), t.time());
+    ///
+    /// The average is closed at [`end_time`](Self::end_time) first: the current value counts
+    /// up to the end time, so in [`Model::finish`](crate::Model::finish) `name.time` is the
+    /// whole run (end time minus the average's start) on every LP. Without an end time (a
+    /// `ModelStats` made by hand) the average counts as it stands.
+    pub fn time_average(&mut self, name: &str, t: &impl crate::measure::TimeAverageFigures) {
+        let (area, time) = t.area_and_time(self.end);
+        self.add(&format!("{name}.area"), area);
+        self.add(&format!("{name}.time"), time);
+    }
+
+    /// The time these figures are taken at: in [`Model::finish`](crate::Model::finish), the
+    /// time the run ended: its end time, which for a run that ends at a checkpoint's cut is the
+    /// cut; for a run without an end time (infinite) or stopped early by a stop request, the
+    /// time of the latest event it committed. The same under every executor and transport. In
+    /// a global event ([`GlobalCtx::stats`](crate::GlobalCtx::stats)), that event's time.
+    /// `None` on figures made by hand.
+    pub fn end_time(&self) -> Option<f64> {
+        self.end
+    }
+
+    /// Sets [`end_time`](Self::end_time).
+    pub(crate) fn set_end_time(&mut self, end: Option<f64>) {
+        self.end = end;
     }
 
     /// Merges an LP's [`Histogram`](crate::measure::Histogram) into the statistic `name`:
@@ -207,6 +234,7 @@ impl ModelStats {
     pub(crate) fn recording() -> Self {
         ModelStats {
             values: BTreeMap::new(),
+            end: None,
             log: Some(StatLog::default()),
         }
     }
@@ -230,7 +258,11 @@ impl ModelStats {
 
     /// Statistics holding `values` (see [`values`](Self::values)).
     pub(crate) fn from_values(values: BTreeMap<String, f64>) -> Self {
-        ModelStats { values, log: None }
+        ModelStats {
+            values,
+            end: None,
+            log: None,
+        }
     }
 
     /// Applies recorded operations in order.

@@ -3,7 +3,8 @@
 //! and calls `run`, which does the worker's part and exits. The report equals the sequential
 //! run's: fingerprint, committed count and `model_stats`, including floating-point sums and a
 //! figure `finish` derives from the others on the last LP (it reads the figures, so the
-//! parent has that LP's process run it on the figures so far).
+//! parent has that LP's process run it on the figures so far). A run without an end time
+//! closes its time averages at its last event, as the sequential run does.
 #![cfg(all(target_os = "linux", not(chronon_loom)))]
 
 use chronon::{
@@ -201,6 +202,94 @@ fn time_warp_2_processes() {
         "time_warp_2_processes",
         2,
         1,
+        Executor::TimeWarp(TimeWarpConfig::new(1)),
+    );
+}
+
+/// Tokens that stop after a few laps, each LP's level (tokens it has seen) a time average:
+/// a run without an end time ends at its last event, where every LP's average closes.
+struct Relay;
+
+impl Model for Relay {
+    type State = chronon::measure::TimeAverage;
+    type Event = Token;
+
+    fn init(&self, ctx: &mut Ctx<'_, Self>) -> chronon::measure::TimeAverage {
+        let delay = 1.0 + ctx.rng().exponential_mean(1.0);
+        ctx.send(
+            ctx.me(),
+            delay,
+            Token {
+                lap: 0,
+                weight: 1.0,
+            },
+        );
+        chronon::measure::TimeAverage::new(0.0, 0.0)
+    }
+
+    fn on_event(&self, st: &mut chronon::measure::TimeAverage, t: &Token, ctx: &mut Ctx<'_, Self>) {
+        st.add(ctx.now(), t.weight);
+        if t.lap < 15 {
+            let next = (ctx.me() + 1) % ctx.lps();
+            let delay = 1.0 + ctx.rng().exponential_mean(1.0);
+            ctx.send(
+                next,
+                delay,
+                Token {
+                    lap: t.lap + 1,
+                    weight: 1.0,
+                },
+            );
+        }
+    }
+
+    fn lookahead(&self) -> f64 {
+        1.0
+    }
+
+    fn finish(&self, _: LpId, st: &chronon::measure::TimeAverage, stats: &mut ModelStats) {
+        stats.time_average("level", st);
+    }
+}
+
+fn relay(executor: Executor) -> Simulation<Relay> {
+    Simulation::new(Relay)
+        .lps(6)
+        .end_time(f64::INFINITY)
+        .seed(3)
+        .executor(executor)
+}
+
+/// Worker processes do not know the run's last event time: the parent has each LP's `finish`
+/// run on figures that carry it. One multi-process run per test function, as `check`.
+fn relay_check(entry: &str, ex: Executor) {
+    let seq = (!chronon::is_worker_process()).then(|| relay(Executor::Sequential).run().unwrap());
+    let r = relay(ex.clone())
+        .processes(2)
+        .process_args([entry, "--exact", "--nocapture", "--test-threads=1"])
+        .run()
+        .unwrap();
+    let seq = seq.expect("only the parent gets a report");
+    assert!(seq.complete && seq.last_time > 16.0, "{}", seq.last_time);
+    // Every LP observed up to the last event (summed over the LPs in LP order).
+    let whole = (0..6).fold(0.0, |sum, _| sum + seq.last_time);
+    assert_eq!(seq.model_stats.get("level.time"), Some(whole));
+    assert_eq!(r.fingerprint, seq.fingerprint, "{ex:?}");
+    assert_eq!(r.model_stats, seq.model_stats, "{ex:?}");
+}
+
+#[test]
+fn without_an_end_time_averages_close_at_the_last_event_window_2_processes() {
+    relay_check(
+        "without_an_end_time_averages_close_at_the_last_event_window_2_processes",
+        Executor::Window(ConservativeConfig::new(1)),
+    );
+}
+
+#[test]
+fn without_an_end_time_averages_close_at_the_last_event_time_warp_2_processes() {
+    relay_check(
+        "without_an_end_time_averages_close_at_the_last_event_time_warp_2_processes",
         Executor::TimeWarp(TimeWarpConfig::new(1)),
     );
 }

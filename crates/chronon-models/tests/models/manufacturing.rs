@@ -50,6 +50,8 @@ fn single_station_matches_mm1() {
     );
     // Pass-through control stations hold nothing.
     assert_eq!(stat(&r, "control_mean_wait"), 0.0);
+    // Every station is observed from the warm-up to the end time, not to its last event.
+    assert_eq!(stat(&r, "processing_observed_time"), 400.0 * 2500.0);
 }
 
 /// Parts in = parts out + work in progress, where the work in progress is what sits in join

@@ -148,6 +148,8 @@ impl GlobalQueue {
             self.heap.pop();
             self.ran += 1;
             let now = k.time;
+            // A time average handed to the statistics closes at this event's time.
+            self.stats.set_end_time(Some(now));
             let outcome = catch_unwind(AssertUnwindSafe(|| {
                 let mut ctx = GlobalCtx::<M> {
                     now,

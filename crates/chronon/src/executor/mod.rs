@@ -89,6 +89,20 @@ impl RunConfig {
         crate::shm::set_thread_heap_config(self.heap.clone());
     }
 
+    /// The time `Model::finish` sees as the end time
+    /// ([`ModelStats::end_time`](crate::ModelStats::end_time)): the end time of a complete run
+    /// (a link of a chain ends at its cut); the latest committed event's time of a run stopped
+    /// early or without an end time (infinite: it ends when no event is left).
+    pub(crate) fn stats_end(&self, complete: bool, last_time: Time) -> Time {
+        self.known_end(complete).unwrap_or(last_time.min(self.end))
+    }
+
+    /// [`stats_end`](Self::stats_end) where a part knows it without the other parts' latest
+    /// event times: the end time of a complete run that has one.
+    pub(crate) fn known_end(&self, complete: bool) -> Option<Time> {
+        (complete && self.end.is_finite()).then_some(self.end)
+    }
+
     /// The checkpoint this run starts from, if any.
     pub(crate) fn restoring(&self) -> Option<&checkpoint::Loaded> {
         self.ckpt.as_ref().and_then(|c| c.start.as_ref())
@@ -275,17 +289,20 @@ pub(crate) fn join_all<'scope, T>(
         .collect()
 }
 
-/// Fills the report's fingerprint and model statistics from the final LPs (in LP order).
+/// Fills the report's fingerprint and model statistics from the final LPs (in LP order);
+/// `Model::finish` sees `end` as the end time ([`RunConfig::stats_end`]).
 pub(crate) fn finish_report<M: Model>(
     model: &M,
     lps: &[LpSlot<M::State>],
     counters: &[i64],
+    end: Time,
     report: &mut Report,
 ) -> Result<(), SimError> {
     report.fingerprint =
         Fingerprint::from_digests(lps.iter().enumerate().map(|(i, s)| (i as LpId, &s.digest)));
     report.committed = lps.iter().map(|s| s.digest.count()).sum();
     let mut stats = ModelStats::default();
+    stats.set_end_time(Some(end));
     for (name, value) in model.counter_names().iter().zip(counters) {
         stats.set(name, *value as f64);
     }

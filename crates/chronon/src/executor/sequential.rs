@@ -122,7 +122,8 @@ fn run_with<M: Model, Q: PendingSet<Event<M::Event>>>(
     report.processed = processed;
     report.complete = !stopped;
     report.last_time = last_time;
-    finish_report(model, &lps, &counters, &mut report)?;
+    let end = cfg.stats_end(!stopped, last_time);
+    finish_report(model, &lps, &counters, end, &mut report)?;
     globals.add_to(&mut report);
     report.set_wall(wall);
     report.pending_at_end = queue.len() as u64;

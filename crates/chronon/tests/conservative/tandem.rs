@@ -2,11 +2,13 @@
 //! service completions (self-sends of any delay, most below the lookahead) and passes each
 //! finished customer to the next station after a fixed transfer delay (the lookahead). Every
 //! executor commits the sequential history, and the first station's mean number in system is
-//! the M/M/1 figure. A module of the `conservative` test binary.
+//! the M/M/1 figure; its time averages close at a global event's time and at the end time. A
+//! module of the `conservative` test binary.
 
 use chronon::measure::{Tally, TimeAverage};
 use chronon::{
-    ConservativeConfig, Ctx, Executor, LpId, Model, ModelStats, Simulation, TimeWarpConfig,
+    ConservativeConfig, Ctx, Executor, GlobalCtx, LpId, Model, ModelStats, Simulation,
+    TimeWarpConfig,
 };
 
 use super::random::executors;
@@ -17,6 +19,8 @@ struct Tandem {
     stations: u32,
     arrival_rate: f64,
     service_rate: f64,
+    /// A global event at this time takes each station's time average so far.
+    census: Option<f64>,
 }
 
 #[derive(Clone, Copy)]
@@ -95,6 +99,17 @@ impl Model for Tandem {
         stats.tally(&format!("sojourn{lp}"), &st.sojourn);
         stats.time_average(&format!("in_system{lp}"), &st.in_system);
     }
+
+    fn global_events(&self) -> Vec<f64> {
+        self.census.into_iter().collect()
+    }
+
+    fn on_global(&self, ctx: &mut GlobalCtx<'_, Self>) {
+        for lp in 0..ctx.lps() {
+            let q = ctx.state(lp).in_system;
+            ctx.stats().time_average(&format!("census{lp}"), &q);
+        }
+    }
 }
 
 #[test]
@@ -103,6 +118,7 @@ fn a_tandem_queue_with_self_sends_runs_under_every_executor() {
         stations: 4,
         arrival_rate: 1.0,
         service_rate: 2.0,
+        census: None,
     };
     let run = |executor| {
         Simulation::new(Tandem { ..m })
@@ -126,6 +142,51 @@ fn a_tandem_queue_with_self_sends_runs_under_every_executor() {
         let r = run(e);
         assert_eq!(r.fingerprint, seq.fingerprint, "{what}");
         assert_eq!(r.committed, seq.committed, "{what}");
+        assert_eq!(r.model_stats, seq.model_stats, "{what}");
+    }
+}
+
+/// A time average taken in a global event closes at that event's time, one taken in `finish`
+/// at the end time: each station observed exactly 1000 and 4000 time units, under every
+/// executor.
+#[test]
+fn time_averages_close_at_a_global_event_and_at_the_end_time() {
+    let run = |executor| {
+        Simulation::new(Tandem {
+            stations: 3,
+            arrival_rate: 1.0,
+            service_rate: 2.0,
+            census: Some(1000.0),
+        })
+        .end_time(4000.0)
+        .seed(8)
+        .executor(executor)
+        .run()
+        .expect("the tandem runs")
+    };
+    let seq = run(Executor::Sequential);
+    for k in 0..3 {
+        assert_eq!(
+            seq.model_stats.get(&format!("census{k}.time")),
+            Some(1000.0)
+        );
+        assert_eq!(
+            seq.model_stats.get(&format!("in_system{k}.time")),
+            Some(4000.0)
+        );
+        let (early, whole) = (
+            seq.model_stats.get(&format!("census{k}.mean")).unwrap(),
+            seq.model_stats.get(&format!("in_system{k}.mean")).unwrap(),
+        );
+        assert!(early > 0.0 && early != whole, "{early} {whole}");
+    }
+    for e in [
+        Executor::Window(ConservativeConfig::new(2)),
+        Executor::TimeWarp(TimeWarpConfig::new(2)),
+    ] {
+        let what = format!("{e:?}");
+        let r = run(e);
+        assert_eq!(r.fingerprint, seq.fingerprint, "{what}");
         assert_eq!(r.model_stats, seq.model_stats, "{what}");
     }
 }

@@ -121,7 +121,8 @@ fn finish<M: Model>(
     report.complete = !results.iter().any(|r| r.stopped);
     report.last_time = results.iter().map(|r| r.last_time).fold(0.0, f64::max);
     cfg.progress.set_now(report.last_time);
-    finish_report(model, &lps, &counters, &mut report)?;
+    let end = cfg.stats_end(report.complete, report.last_time);
+    finish_report(model, &lps, &counters, end, &mut report)?;
     globals.add_to(&mut report);
     report.set_wall(wall);
     let mut pending: usize = results.iter().map(|r| r.pending).sum();

@@ -348,7 +348,8 @@ fn finish<M: Model, Q: PendingSet<Event<M::Event>>>(
     report.complete = !stopped;
     report.last_time = totals.last_time;
     cfg.progress.set_now(totals.last_time);
-    finish_report(model, &lps, counters, &mut report)?;
+    let end = cfg.stats_end(report.complete, report.last_time);
+    finish_report(model, &lps, counters, end, &mut report)?;
     globals.add_to(&mut report);
     report.set_wall(wall);
     report.pending_at_end = pending as u64;

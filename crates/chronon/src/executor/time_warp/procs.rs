@@ -395,6 +395,7 @@ pub(super) fn part_out<M: Model, Q: PendingSet<TwEvent<M::Event>>>(
     crate::placement::mark_workers(&sh.pinner.placement(), &mut workers);
     let finish = finish_ops(
         model,
+        cfg.known_end(complete),
         mine.iter().map(|&lp| {
             (
                 lp as LpId,

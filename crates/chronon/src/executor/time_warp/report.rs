@@ -51,7 +51,9 @@ pub(super) fn finish<M: Model, Q: PendingSet<TwEvent<M::Event>>>(
         complete,
         saved,
     } = gather(cfg, &sh, results, &mut counters, to_part);
-    finish_report(model, &lps, &counters, &mut report)?;
+    let last_time = stats.iter().map(|s| s.last_committed).fold(0.0, f64::max);
+    let end = cfg.stats_end(complete, last_time);
+    finish_report(model, &lps, &counters, end, &mut report)?;
     if to_part {
         let globals = sh.globals.queue.lock().unwrap_or_else(|p| p.into_inner());
         crate::executor::checkpoint::write_split::<M>(
@@ -67,7 +69,7 @@ pub(super) fn finish<M: Model, Q: PendingSet<TwEvent<M::Event>>>(
     report.processed = sum(|s| s.processed);
     report.rolled_back = sum(|s| s.rolled_back);
     report.complete = complete;
-    report.last_time = stats.iter().map(|s| s.last_committed).fold(0.0, f64::max);
+    report.last_time = last_time;
     report.pending_at_end = pending;
     report.set_wall(wall);
     sh.globals

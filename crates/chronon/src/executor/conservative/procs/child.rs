@@ -16,7 +16,7 @@ use crate::executor::conservative::{ConservativeConfig, Protocol, Shared, Worker
 use crate::executor::{run_part_threads, RunConfig};
 use crate::fingerprint::Fingerprint;
 use crate::gsu::{Published, Snapshot};
-use crate::model::{LpId, Model, ModelStats};
+use crate::model::{LpId, Model, ModelStats, Time};
 use crate::placement::{mark_workers, touch_queue, Pinner};
 use crate::queue::{HeapQueue, LadderQueue, PendingSet, QueueKind};
 use crate::shm::registry::{set_directory, Directory};
@@ -270,6 +270,7 @@ pub(crate) fn run_part<M: Model, Q: PendingSet<Event<M::Event>>, X: Endpoint<M::
         .sum();
     let finish = finish_ops(
         model,
+        cfg.known_end(!results.iter().any(|r| r.0.stopped)),
         lps.iter()
             .enumerate()
             .filter(|(i, _)| mine(*i))
@@ -392,17 +393,25 @@ fn part_worker<M: Model, Q: PendingSet<Event<M::Event>>, X: Endpoint<M::Event>>(
 }
 
 /// Runs `Model::finish` for each LP of this process, recording its operations (`None` where
-/// it read figures: the parent has it run on the real figures later).
+/// it read figures: the parent has it run on the real figures later). `end`: the end time
+/// `finish` sees ([`RunConfig::known_end`]); `None` where only the parent knows it (a run
+/// stopped early or without an end time: the latest event of every process), and the parent
+/// has every LP's `finish` run on its figures.
 pub(crate) fn finish_ops<'s, M: Model>(
     model: &M,
+    end: Option<Time>,
     lps: impl Iterator<Item = (LpId, &'s M::State)>,
 ) -> Result<FinishOps, SimError>
 where
     M::State: 's,
 {
     let mut finish = Vec::new();
+    let Some(end) = end else {
+        return Ok(lps.map(|(lp, _)| (lp, None)).collect());
+    };
     for (lp, state) in lps {
         let mut st = ModelStats::recording();
+        st.set_end_time(Some(end));
         let ran = guard("Model::finish", Some(lp), || {
             model.finish(lp, state, &mut st)
         });

@@ -268,6 +268,10 @@ pub(crate) fn coordinate<M: Model>(
         }
     }
     let mut stats = ModelStats::default();
+    stats.set_end_time(Some(cfg.stats_end(
+        outs.iter().all(|o| !o.stopped),
+        outs.iter().map(|o| o.last_time).fold(0.0, f64::max),
+    )));
     for (name, value) in names.iter().zip(&counters) {
         stats.set(name, *value as f64);
     }

@@ -54,7 +54,9 @@ impl ChildOut {
     }
 }
 
+/// Writes the figures and the end time (NaN: none).
 pub(super) fn put_stats(w: &mut Writer, stats: &ModelStats) {
+    w.f64(stats.end_time().unwrap_or(f64::NAN));
     let all: Vec<(&str, f64)> = stats.iter().collect();
     w.u64(all.len() as u64);
     for (k, v) in all {
@@ -65,6 +67,8 @@ pub(super) fn put_stats(w: &mut Writer, stats: &ModelStats) {
 
 pub(super) fn get_stats(r: &mut Reader<'_>) -> Option<ModelStats> {
     let mut stats = ModelStats::default();
+    let end = r.f64()?;
+    stats.set_end_time((!end.is_nan()).then_some(end));
     for _ in 0..r.u64()? {
         let k = r.str()?;
         stats.set(&k, r.f64()?);
