@@ -170,11 +170,13 @@ exec "$real" "${{args[@]}}""#
         w.to_str().unwrap(),
     ]);
     assert_eq!(code, 1, "{out}\n{err}");
-    assert!(
-        err.contains("FAILED: differs from seq: fingerprint"),
-        "{err}"
-    );
+    assert!(err.contains("differs from seq: fingerprint"), "{err}");
+    // It stops after the first failure, diagnosed: the first differing LP and event, both sides.
+    assert_eq!(err.matches("FAILED").count(), 1, "{err}");
+    assert!(err.contains("check:   first difference: LP "), "{err}");
+    assert!(err.contains("check:     seq: "), "{err}");
     assert!(err.contains("reproduce: chronon run phold --lps"), "{err}");
+    assert!(err.contains("stopped after the first failure"), "{err}");
     assert!(out.contains(" failed"), "{out}");
 }
 
@@ -247,6 +249,8 @@ fn bad_arguments_get_one_line() {
         &["check", "--sync", "seq"][..],
         &["check", "--seconds", "-1"][..],
         &["check", "--per-config", "0"][..],
+        &["check", "--max-failures", "0"][..],
+        &["check", "--max-failures", "2", "--keep-going"][..],
     ] {
         let (code, _, err) = chronon(args);
         assert_eq!(code, 2, "{args:?}: {err}");

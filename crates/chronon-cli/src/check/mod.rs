@@ -17,6 +17,7 @@
 //! --end C`), run B under another random executor continues from it (`--restore DIR/tC`) to
 //! the end and must end as the sequential run that was never interrupted.
 
+mod diagnose;
 pub(crate) mod draw;
 mod runner;
 
@@ -60,6 +61,12 @@ pub(crate) struct CheckCmd {
     /// Print every run's command line and outcome.
     #[arg(long)]
     verbose: bool,
+    /// Stop after this many failures (each is diagnosed and printed) [default: 1].
+    #[arg(long)]
+    max_failures: Option<u64>,
+    /// Go on after failures until the time or run limit (as --max-failures with no bound).
+    #[arg(long, conflicts_with = "max_failures")]
+    keep_going: bool,
     /// Run every parallel run over MPI ranks, `mpirun -n R` with R drawn from this list
     /// (e.g. 2,3; needs a build with the `mpi` feature and `mpirun` on the PATH).
     #[arg(long, value_delimiter = ',')]
@@ -104,6 +111,15 @@ pub(crate) fn run(cmd: CheckCmd, app: &App) -> Result<u8, Failure> {
             .duration_since(std::time::UNIX_EPOCH)
             .map_or(1, |d| d.as_nanos() as u64)
     });
+    let max_failures = match (cmd.keep_going, cmd.max_failures) {
+        (true, _) => u64::MAX,
+        (false, Some(0)) => {
+            return Err(Failure::bad_input(
+                "--max-failures is 0; give at least 1 (or --keep-going)",
+            ))
+        }
+        (false, n) => n.unwrap_or(1),
+    };
     let ranks = check_ranks(&cmd.ranks, cmd.binary.is_some())?;
     let binary = match cmd.binary {
         Some(b) => crate::sys::SelfCommand::binary(b),
@@ -130,8 +146,12 @@ pub(crate) fn run(cmd: CheckCmd, app: &App) -> Result<u8, Failure> {
     let started = Instant::now();
     let mut draw = Draw::new(seed);
     let mut configs = 0u64;
+    let mut shown = 0u64;
     loop {
-        if cmd.runs.is_some_and(|r| configs >= r) || limit.is_some_and(|l| started.elapsed() >= l) {
+        if cmd.runs.is_some_and(|r| configs >= r)
+            || limit.is_some_and(|l| started.elapsed() >= l)
+            || settle(&mut runner, &mut shown, max_failures)
+        {
             break;
         }
         configs += 1;
@@ -140,8 +160,12 @@ pub(crate) fn run(cmd: CheckCmd, app: &App) -> Result<u8, Failure> {
         let mut flags = Flags::default();
         entry.draw(&mut draw, &mut flags);
         flags.set("seed", draw.int(0, u64::from(u32::MAX)));
-        let flags = flags.0;
-        let reverse = entry.has_reverse();
+        let flags = entry.switches(flags.0);
+        // Asked of this configuration's model: a reverse handler may depend on a parameter.
+        let reverse = draw::Reverse {
+            has: entry.has_reverse(&flags),
+            checkable: entry.can_check_reverse(),
+        };
         // A model configuration with a large shared heap: a memory bound drawn for Time Warp
         // would be below what the heap itself takes.
         let big_heap = flags.iter().any(|f| f == "--heap-segments");
@@ -154,6 +178,9 @@ pub(crate) fn run(cmd: CheckCmd, app: &App) -> Result<u8, Failure> {
         let end = reference.end();
         let pair = end.is_some() && draw.chance(0.5);
         for i in 0..cmd.per_config {
+            if settle(&mut runner, &mut shown, max_failures) {
+                break;
+            }
             let sync = draw.pick(&syncs);
             let over =
                 (!ranks.is_empty()).then(|| ranks[draw.int(0, ranks.len() as u64 - 1) as usize]);
@@ -225,7 +252,18 @@ pub(crate) fn run(cmd: CheckCmd, app: &App) -> Result<u8, Failure> {
             }
         }
     }
+    let stopped = settle(&mut runner, &mut shown, max_failures) && max_failures != u64::MAX;
     let s = runner.summary();
+    if stopped {
+        eprintln!(
+            "check: stopped after {} (--max-failures N or --keep-going to go on)",
+            if shown == 1 {
+                "the first failure".to_string()
+            } else {
+                format!("{shown} failures")
+            }
+        );
+    }
     eprintln!(
         "check: {} configurations, {} parallel runs, {} refused, {} failures in {:.1} s (seed {seed})",
         configs,
@@ -260,6 +298,20 @@ pub(crate) fn run(cmd: CheckCmd, app: &App) -> Result<u8, Failure> {
         ));
     }
     Ok(if s.failures == 0 { 0 } else { 1 })
+}
+
+/// Explains and prints the failures not yet shown, up to `max` in all; whether `max` is reached.
+fn settle(runner: &mut Runner, shown: &mut u64, max: u64) -> bool {
+    for f in runner.take_failures() {
+        if *shown >= max {
+            break;
+        }
+        *shown += 1;
+        for line in diagnose::explain(runner, f) {
+            eprintln!("check: {line}");
+        }
+    }
+    *shown >= max
 }
 
 /// The `--ranks` list, checked: every count at least 1; MPI support compiled in (unless another

@@ -2,8 +2,8 @@
 
 use std::collections::BTreeMap;
 
-use crate::event::EventKey;
 use crate::error::{ConfigError, ModelError, Setting, SimError};
+use crate::event::EventKey;
 use crate::model::{LpId, ModelStats, StatKind, StatOp};
 use crate::transport::wire::{Reader, Writer};
 

@@ -1,0 +1,348 @@
+//! What `check` prints for a failure: one short block. For a parallel run that completed and
+//! differs from the sequential one, it first diagnoses: does the sequential run repeat itself;
+//! shrink the configuration (fewer LPs, an earlier end) while the mismatch stays, within a time
+//! budget; rerun the pair with `--trace` and name the first LP and event where the committed
+//! histories part; and name the likely class of cause.
+
+use std::collections::BTreeMap;
+use std::path::Path;
+use std::time::{Duration, Instant};
+
+use super::runner::{differences, Failed, Rerun, Runner};
+
+/// Wall time shrinking may take.
+const SHRINK_BUDGET: Duration = Duration::from_secs(30);
+/// Time limit of each run of the diagnosis.
+const RUN_LIMIT: Duration = Duration::from_secs(60);
+
+/// One committed event of a trace file: time, sender, the sender's send counter.
+type Key = (f64, u64, u64);
+/// A trace file: per LP, its committed events in commit order.
+type Trace = BTreeMap<u64, Vec<Key>>;
+
+/// The lines (without the `check: ` prefix) that explain failure `f`.
+pub(crate) fn explain(runner: &mut Runner, f: Failed) -> Vec<String> {
+    let mut lines = vec![format!("FAILED: {}", f.what)];
+    let Some(rerun) = &f.rerun else {
+        lines.extend(reproduce(&f.cmds));
+        return lines;
+    };
+    let started = Instant::now();
+    match diagnose(runner, rerun) {
+        Ok(more) => {
+            lines.extend(more);
+            lines.push(format!(
+                "  (diagnosed in {:.1} s)",
+                started.elapsed().as_secs_f64()
+            ));
+        }
+        Err(why) => {
+            lines.push(format!("  no diagnosis: {why}"));
+            lines.extend(reproduce(&f.cmds));
+        }
+    }
+    lines
+}
+
+/// The command lines that reproduce a failure, in order.
+fn reproduce(cmds: &[String]) -> Vec<String> {
+    cmds.iter()
+        .enumerate()
+        .map(|(i, c)| format!("  {} {c}", if i == 0 { "reproduce:" } else { "then:     " }))
+        .collect()
+}
+
+fn seq() -> Vec<String> {
+    vec!["--sync".to_string(), "seq".to_string()]
+}
+
+fn with_trace(exec: &[String], path: &Path) -> Vec<String> {
+    let mut e = exec.to_vec();
+    e.extend(["--trace".to_string(), path.display().to_string()]);
+    e
+}
+
+/// The diagnosis of a parallel run that differs from the sequential one (see module docs).
+fn diagnose(runner: &mut Runner, r: &Rerun) -> Result<Vec<String>, String> {
+    let model = r.model.as_str();
+    let first = runner.report_of(model, &r.flags, &seq(), RUN_LIMIT)?;
+    let again = runner.report_of(model, &r.flags, &seq(), RUN_LIMIT)?;
+    if !differences(&again, &first).is_empty() {
+        // Not deterministic: compare two sequential runs.
+        let (a, b) = (runner.scratch("seq1.trace"), runner.scratch("seq2.trace"));
+        runner.report_of(model, &r.flags, &with_trace(&seq(), &a), RUN_LIMIT)?;
+        runner.report_of(model, &r.flags, &with_trace(&seq(), &b), RUN_LIMIT)?;
+        let mut lines = first_difference(&read(&a)?, &read(&b)?, ["seq", "seq again"]);
+        lines.push(
+            "  likely cause: the model is not deterministic: two sequential runs with one seed \
+             differ (randomness outside ctx.rng() such as thread_rng or the clock, HashMap \
+             iteration order, or state that outlives a run)"
+                .to_string(),
+        );
+        let cmd = runner.command_line(model, &r.flags, &seq(), None);
+        lines.push(format!("  reproduce: {cmd} --trace seq1.trace"));
+        lines.push(format!("  and again: {cmd} --trace seq2.trace"));
+        lines.push("  compare:   diff seq1.trace seq2.trace | head".to_string());
+        return Ok(lines);
+    }
+    let end = first["config"]["end"].as_f64();
+    let (flags, changes) = shrink(runner, r, end);
+    let (a, b) = (runner.scratch("seq.trace"), runner.scratch("par.trace"));
+    runner.report_of(model, &flags, &with_trace(&seq(), &a), RUN_LIMIT)?;
+    let ta = read(&a)?;
+    // A mismatch that depends on timing may not show at once.
+    let mut tb = Trace::new();
+    for _ in 0..2 * TRIES {
+        runner.report_of(model, &flags, &with_trace(&r.exec, &b), RUN_LIMIT)?;
+        tb = read(&b)?;
+        if tb != ta {
+            break;
+        }
+    }
+    if tb == ta {
+        return Err(
+            "the traced rerun did not differ from seq (a mismatch that comes and goes with timing)"
+                .into(),
+        );
+    }
+    let mut lines = first_difference(&ta, &tb, ["seq", "parallel"]);
+    lines.push(format!(
+        "  likely cause: {}",
+        cause(runner, r, &flags, &ta, &tb)
+    ));
+    if !changes.is_empty() {
+        lines.push(format!("  shrunk:    {}", changes.join(", ")));
+    }
+    lines.push(format!(
+        "  reproduce: {} --trace seq.trace",
+        runner.command_line(model, &flags, &seq(), None)
+    ));
+    lines.push(format!(
+        "  and:       {} --trace par.trace",
+        runner.command_line(model, &flags, &r.exec, None)
+    ));
+    lines.push("  compare:   diff seq.trace par.trace | head".to_string());
+    Ok(lines)
+}
+
+/// The configuration shrunk while the mismatch stays: `--lps` halved (when the model has the
+/// flag), then the end time halved and bisected, within `SHRINK_BUDGET`. Returns the flags and
+/// what changed (`--lps 16 -> 4`).
+fn shrink(runner: &mut Runner, r: &Rerun, end: Option<f64>) -> (Vec<String>, Vec<String>) {
+    let started = Instant::now();
+    let mut flags = r.flags.clone();
+    let mut changes = Vec::new();
+    let left = |s: &Instant| s.elapsed() < SHRINK_BUDGET;
+    if let Some(i) = flags.iter().position(|f| f == "--lps") {
+        let was = flags.get(i + 1).cloned().unwrap_or_default();
+        while let Some(n) = flags.get(i + 1).and_then(|v| v.parse::<u64>().ok()) {
+            if n / 2 < 2 || !left(&started) {
+                break;
+            }
+            let mut f = flags.clone();
+            f[i + 1] = (n / 2).to_string();
+            if !reproduces(runner, r, &f) {
+                break;
+            }
+            flags = f;
+        }
+        if flags[i + 1] != was {
+            changes.push(format!("--lps {was} -> {}", flags[i + 1]));
+        }
+    }
+    let Some(end) = end else {
+        return (flags, changes);
+    };
+    // `good`: an end that reproduces; `bad`: a shorter one that does not.
+    let (mut good, mut bad) = (end, 0.0);
+    while left(&started) {
+        let next = good / 2.0;
+        if reproduces(runner, r, &with_end(&flags, next)) {
+            good = next;
+        } else {
+            bad = next;
+            break;
+        }
+        if good < 1e-9 {
+            break;
+        }
+    }
+    for _ in 0..3 {
+        if bad <= 0.0 || !left(&started) {
+            break;
+        }
+        let mid = (good + bad) / 2.0;
+        if reproduces(runner, r, &with_end(&flags, mid)) {
+            good = mid;
+        } else {
+            bad = mid;
+        }
+    }
+    if good < end {
+        flags = with_end(&flags, good);
+        changes.push(format!("--end {end} -> {good}"));
+    }
+    (flags, changes)
+}
+
+/// Runs of the parallel side for a shrunk configuration: it reproduces the mismatch when every
+/// one differs from seq (one that depends on timing does not show every time, and a shrunk
+/// configuration that shows it now and then would be a poor reproduction).
+const TRIES: usize = 3;
+
+/// Whether `flags` under the failing executor still differ from seq (see `TRIES`).
+fn reproduces(runner: &mut Runner, r: &Rerun, flags: &[String]) -> bool {
+    let Ok(a) = runner.report_of(&r.model, flags, &seq(), RUN_LIMIT) else {
+        return false;
+    };
+    (0..TRIES).all(|_| {
+        runner
+            .report_of(&r.model, flags, &r.exec, RUN_LIMIT)
+            .is_ok_and(|b| !differences(&b, &a).is_empty())
+    })
+}
+
+/// `flags` with `--end` set to `end`.
+fn with_end(flags: &[String], end: f64) -> Vec<String> {
+    let mut f = flags.to_vec();
+    match f.iter().position(|a| a == "--end") {
+        Some(i) if i + 1 < f.len() => f[i + 1] = end.to_string(),
+        _ => f.extend(["--end".to_string(), end.to_string()]),
+    }
+    f
+}
+
+/// Reads a trace file (`run --trace`).
+fn read(path: &Path) -> Result<Trace, String> {
+    let text = std::fs::read_to_string(path)
+        .map_err(|e| format!("cannot read the trace {}: {e}", path.display()))?;
+    let mut t = Trace::new();
+    for line in text.lines().filter(|l| !l.starts_with('#')) {
+        let w: Vec<&str> = line.split(' ').collect();
+        let parsed = (w.len() == 6)
+            .then(|| {
+                Some((
+                    w[0].parse().ok()?,
+                    (w[2].parse().ok()?, w[3].parse().ok()?, w[4].parse().ok()?),
+                ))
+            })
+            .flatten();
+        let Some((lp, key)) = parsed else {
+            return Err(format!(
+                "the trace {} has a bad line: {line}",
+                path.display()
+            ));
+        };
+        t.entry(lp).or_insert_with(Vec::new).push(key);
+    }
+    Ok(t)
+}
+
+/// The first difference between two traces: per LP, the first position where they differ;
+/// of those, the earliest in simulated time (so every LP's history agrees before it).
+fn first_at(a: &Trace, b: &Trace) -> Option<(u64, usize, f64)> {
+    let lps: std::collections::BTreeSet<&u64> = a.keys().chain(b.keys()).collect();
+    let none = Vec::new();
+    lps.into_iter()
+        .filter_map(|lp| {
+            let (x, y) = (a.get(lp).unwrap_or(&none), b.get(lp).unwrap_or(&none));
+            let i = (0..x.len().max(y.len())).find(|&i| x.get(i) != y.get(i))?;
+            let t = [x.get(i), y.get(i)]
+                .into_iter()
+                .flatten()
+                .map(|k| k.0)
+                .fold(f64::INFINITY, f64::min);
+            Some((*lp, i, t))
+        })
+        .min_by(|p, q| p.2.total_cmp(&q.2).then(p.0.cmp(&q.0)))
+}
+
+/// The lines naming the first differing LP and event, both sides (`names`).
+fn first_difference(a: &Trace, b: &Trace, names: [&str; 2]) -> Vec<String> {
+    let Some((lp, i, t)) = first_at(a, b) else {
+        return vec!["  the traces agree (the difference is in figures, not events)".to_string()];
+    };
+    let none = Vec::new();
+    let side = |tr: &Trace| match tr.get(&lp).unwrap_or(&none).get(i) {
+        Some((time, src, seq)) => format!("t={time} from LP {src} (its send #{seq})"),
+        None => format!("none (the LP committed {i} events)"),
+    };
+    let w = names[0].len().max(names[1].len()) + 1;
+    vec![
+        format!(
+            "  first difference: LP {lp}, its committed event #{i} (every LP agrees before t={t})"
+        ),
+        format!("    {:<w$} {}", format!("{}:", names[0]), side(a)),
+        format!("    {:<w$} {}", format!("{}:", names[1]), side(b)),
+    ]
+}
+
+/// The likely class of cause of a parallel run that differs from a sequential run that
+/// repeats itself.
+fn cause(runner: &mut Runner, r: &Rerun, flags: &[String], a: &Trace, b: &Trace) -> String {
+    let value = |f: &str| {
+        r.exec
+            .iter()
+            .position(|a| a == f)
+            .and_then(|i| r.exec.get(i + 1))
+    };
+    let timewarp = value("--sync").is_some_and(|s| s == "timewarp");
+    let saving = value("--state-saving").map_or("auto", String::as_str);
+    if timewarp && saving != "copy" {
+        // Under copy state saving no reverse handler runs.
+        let mut copy: Vec<String> = Vec::new();
+        let mut it = r.exec.iter();
+        while let Some(x) = it.next() {
+            match x.as_str() {
+                "--state-saving" => {
+                    it.next();
+                }
+                "--check-reverse" => {}
+                _ => copy.push(x.clone()),
+            }
+        }
+        copy.extend(["--state-saving".to_string(), "copy".to_string()]);
+        let same = runner
+            .report_of(&r.model, flags, &seq(), RUN_LIMIT)
+            .and_then(|s| {
+                runner
+                    .report_of(&r.model, flags, &copy, RUN_LIMIT)
+                    .map(|c| (s, c))
+            })
+            .is_ok_and(|(s, c)| differences(&c, &s).is_empty());
+        if same {
+            return "a reverse handler that does not undo its event: the same run with \
+                    --state-saving copy matches seq (add --check-reverse to the parallel line \
+                    to name the event)"
+                .to_string();
+        }
+    }
+    let Some((lp, i, t)) = first_at(a, b) else {
+        return "unknown (the committed events agree; a statistic differs: look at finish and \
+                the model's counters)"
+            .to_string();
+    };
+    let none = Vec::new();
+    let (x, y) = (a.get(&lp).unwrap_or(&none), b.get(&lp).unwrap_or(&none));
+    let tie = |tr: &Vec<Key>| {
+        let at = |j: usize| tr.get(j).map(|k| k.0);
+        at(i).is_some() && (at(i) == at(i + 1) || (i > 0 && at(i) == at(i - 1)))
+    };
+    if x.get(i).zip(y.get(i)).is_some_and(|(p, q)| p.0 == q.0) || tie(x) || tie(y) {
+        return format!(
+            "order dependence among same-time events: the first differing events share time {t} \
+             (the outcome depends on which of several events at one time runs first)"
+        );
+    }
+    let sender = [x.get(i), y.get(i)]
+        .into_iter()
+        .flatten()
+        .map(|k| format!("LP {}", k.1))
+        .next()
+        .unwrap_or_else(|| "a sender".to_string());
+    format!(
+        "state outside the LP (a static, a global counter, memory shared between LPs): every \
+         LP's committed history agrees before t={t}, yet {sender} sent differently, so a \
+         handler read more than its LP's state, its event and ctx.rng()"
+    )
+}
