@@ -8,6 +8,7 @@ use std::collections::BTreeMap;
 use std::path::Path;
 use std::time::{Duration, Instant};
 
+use super::child::with_end;
 use super::runner::{differences, Failed, Rerun, Runner};
 
 /// Wall time shrinking may take.
@@ -200,16 +201,6 @@ fn reproduces(runner: &mut Runner, r: &Rerun, flags: &[String]) -> bool {
             .report_of(&r.model, flags, &r.exec, RUN_LIMIT)
             .is_ok_and(|b| !differences(&b, &a).is_empty())
     })
-}
-
-/// `flags` with `--end` set to `end`.
-fn with_end(flags: &[String], end: f64) -> Vec<String> {
-    let mut f = flags.to_vec();
-    match f.iter().position(|a| a == "--end") {
-        Some(i) if i + 1 < f.len() => f[i + 1] = end.to_string(),
-        _ => f.extend(["--end".to_string(), end.to_string()]),
-    }
-    f
 }
 
 /// Reads a trace file (`run --trace`).

@@ -17,6 +17,7 @@
 //! --end C`), run B under another random executor continues from it (`--restore DIR/tC`) to
 //! the end and must end as the sequential run that was never interrupted.
 
+mod child;
 mod diagnose;
 pub(crate) mod draw;
 mod runner;
@@ -177,79 +178,20 @@ pub(crate) fn run(cmd: CheckCmd, app: &App) -> Result<u8, Failure> {
         // parallel run in three saves checkpoints on the way.
         let end = reference.end();
         let pair = end.is_some() && draw.chance(0.5);
+        let config = Config {
+            model,
+            flags,
+            reverse,
+            big_heap,
+            reference,
+            verbose: cmd.verbose,
+        };
         for i in 0..cmd.per_config {
             if settle(&mut runner, &mut shown, max_failures) {
                 break;
             }
-            let sync = draw.pick(&syncs);
-            let over =
-                (!ranks.is_empty()).then(|| ranks[draw.int(0, ranks.len() as u64 - 1) as usize]);
-            let mut exec =
-                draw::executor_flags(reverse, sync, over.is_some(), big_heap, &mut draw).0;
-            let Some(end) = end else {
-                runner.compare(model, &flags, &exec, over, &reference, cmd.verbose);
-                continue;
-            };
-            let seq = || vec!["--sync".to_string(), "seq".to_string()];
-            if pair && i + 1 == cmd.per_config {
-                // A: any executor; B: any. Either is now and then the sequential one (in
-                // one process).
-                let mut over_a = over;
-                if draw.chance(0.15) {
-                    (exec, over_a) = (seq(), None);
-                }
-                let sync_b = draw.pick(&syncs);
-                let over_b = (!ranks.is_empty())
-                    .then(|| ranks[draw.int(0, ranks.len() as u64 - 1) as usize]);
-                let (exec_b, over_b) = if draw.chance(0.15) {
-                    (seq(), None)
-                } else {
-                    let flags = draw::executor_flags(
-                        reverse,
-                        sync_b,
-                        over_b.is_some(),
-                        big_heap,
-                        &mut draw,
-                    );
-                    (flags.0, over_b)
-                };
-                match draw::checkpoint_time(&mut draw, end, 0.0, end) {
-                    Some(cut) => runner.compare_restored(
-                        model,
-                        &flags,
-                        (&exec, &exec_b),
-                        (over_a, over_b),
-                        cut,
-                        &reference,
-                        cmd.verbose,
-                    ),
-                    None => runner.compare(model, &flags, &exec, over, &reference, cmd.verbose),
-                }
-                continue;
-            }
-            let every = if draw.chance(1.0 / 3.0) {
-                draw::checkpoint_time(&mut draw, end, end / 5.0, end / 1.5)
-            } else {
-                None
-            };
-            match every {
-                Some(every) => {
-                    // Now and then under the sequential executor (in one process).
-                    let mut over = over;
-                    if draw.chance(0.15) {
-                        (exec, over) = (seq(), None);
-                    }
-                    runner.compare_saving(
-                        model,
-                        &flags,
-                        &exec,
-                        (every, over),
-                        &reference,
-                        cmd.verbose,
-                    )
-                }
-                None => runner.compare(model, &flags, &exec, over, &reference, cmd.verbose),
-            }
+            let pair = pair && i + 1 == cmd.per_config;
+            parallel_run(&mut runner, &mut draw, &config, (&syncs, &ranks), pair);
         }
     }
     let stopped = settle(&mut runner, &mut shown, max_failures) && max_failures != u64::MAX;
@@ -298,6 +240,85 @@ pub(crate) fn run(cmd: CheckCmd, app: &App) -> Result<u8, Failure> {
         ));
     }
     Ok(if s.failures == 0 { 0 } else { 1 })
+}
+
+/// A drawn model configuration and its sequential reference.
+struct Config<'a> {
+    model: &'a str,
+    flags: Vec<String>,
+    reverse: draw::Reverse,
+    big_heap: bool,
+    reference: runner::Reference,
+    verbose: bool,
+}
+
+/// One parallel run of `c` under a drawn executor (over drawn MPI ranks when `ranks` is not
+/// empty), compared with the reference: a plain run, or one that saves checkpoints on the way
+/// (one in three), or with `pair` a pair, a run saving a checkpoint at a cut and one restored
+/// from it.
+fn parallel_run(
+    runner: &mut Runner,
+    draw: &mut Draw,
+    c: &Config<'_>,
+    (syncs, ranks): (&[&str], &[usize]),
+    pair: bool,
+) {
+    let (model, flags, reference, verbose) = (c.model, &c.flags, &c.reference, c.verbose);
+    let pick_ranks = |d: &mut Draw| {
+        (!ranks.is_empty()).then(|| ranks[d.int(0, ranks.len() as u64 - 1) as usize])
+    };
+    let sync = draw.pick(syncs);
+    let over = pick_ranks(draw);
+    let mut exec = draw::executor_flags(c.reverse, sync, over.is_some(), c.big_heap, draw).0;
+    let Some(end) = reference.end() else {
+        runner.compare(model, flags, &exec, over, reference, verbose);
+        return;
+    };
+    let seq = || vec!["--sync".to_string(), "seq".to_string()];
+    if pair {
+        // A: any executor; B: any. Either is now and then the sequential one (in one process).
+        let mut over_a = over;
+        if draw.chance(0.15) {
+            (exec, over_a) = (seq(), None);
+        }
+        let sync_b = draw.pick(syncs);
+        let over_b = pick_ranks(draw);
+        let (exec_b, over_b) = if draw.chance(0.15) {
+            (seq(), None)
+        } else {
+            let f = draw::executor_flags(c.reverse, sync_b, over_b.is_some(), c.big_heap, draw);
+            (f.0, over_b)
+        };
+        match draw::checkpoint_time(draw, end, 0.0, end) {
+            Some(cut) => runner.compare_restored(
+                model,
+                flags,
+                (&exec, &exec_b),
+                (over_a, over_b),
+                cut,
+                reference,
+                verbose,
+            ),
+            None => runner.compare(model, flags, &exec, over, reference, verbose),
+        }
+        return;
+    }
+    let every = if draw.chance(1.0 / 3.0) {
+        draw::checkpoint_time(draw, end, end / 5.0, end / 1.5)
+    } else {
+        None
+    };
+    match every {
+        Some(every) => {
+            // Now and then under the sequential executor (in one process).
+            let mut over = over;
+            if draw.chance(0.15) {
+                (exec, over) = (seq(), None);
+            }
+            runner.compare_saving(model, flags, &exec, (every, over), reference, verbose)
+        }
+        None => runner.compare(model, flags, &exec, over, reference, verbose),
+    }
 }
 
 /// Explains and prints the failures not yet shown, up to `max` in all; whether `max` is reached.
