@@ -224,7 +224,7 @@ fn read(path: &Path) -> Result<Trace, String> {
                 path.display()
             ));
         };
-        t.entry(lp).or_insert_with(Vec::new).push(key);
+        t.entry(lp).or_default().push(key);
     }
     Ok(t)
 }
@@ -261,7 +261,7 @@ fn first_difference(a: &Trace, b: &Trace, names: [&str; 2]) -> Vec<String> {
     let w = names[0].len().max(names[1].len()) + 1;
     vec![
         format!(
-            "  first difference: LP {lp}, its committed event #{i} (every LP agrees before t={t})"
+            "  first difference: LP {lp}, its committed event #{i} (pos {i} in the traces; every LP agrees before t={t})"
         ),
         format!("    {:<w$} {}", format!("{}:", names[0]), side(a)),
         format!("    {:<w$} {}", format!("{}:", names[1]), side(b)),
@@ -325,15 +325,9 @@ fn cause(runner: &mut Runner, r: &Rerun, flags: &[String], a: &Trace, b: &Trace)
              (the outcome depends on which of several events at one time runs first)"
         );
     }
-    let sender = [x.get(i), y.get(i)]
-        .into_iter()
-        .flatten()
-        .map(|k| format!("LP {}", k.1))
-        .next()
-        .unwrap_or_else(|| "a sender".to_string());
     format!(
         "state outside the LP (a static, a global counter, memory shared between LPs): every \
-         LP's committed history agrees before t={t}, yet {sender} sent differently, so a \
-         handler read more than its LP's state, its event and ctx.rng()"
+         LP's committed history agrees before t={t}, yet LP {lp} commits another event there, \
+         so a handler read more than its LP's state, its event and ctx.rng()"
     )
 }

@@ -506,8 +506,8 @@ impl Runner {
 pub(crate) fn differences(run: &Value, seq: &Value) -> Vec<String> {
     let short = |v: Option<&Value>| {
         let s = v.map_or("none".to_string(), Value::to_string);
-        if s.len() > 24 {
-            format!("{}...", &s[..s.floor_char_boundary(21)])
+        if s.chars().count() > 24 {
+            format!("{}...", s.chars().take(21).collect::<String>())
         } else {
             s
         }
