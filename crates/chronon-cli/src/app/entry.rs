@@ -86,11 +86,14 @@ impl<S: ModelSpec> Entry for Registered<S> {
 
     fn has_reverse(&self, flags: &[String]) -> bool {
         use chronon::Model;
-        let given =
-            CommonArgs::augment_args(S::augment_args(Command::new("model").no_binary_name(true)))
-                .try_get_matches_from(flags)
-                .ok()
-                .and_then(|m| S::from_arg_matches(&m).ok());
+        let given = CommonArgs::augment_args(S::augment_args(
+            Command::new("model")
+                .no_binary_name(true)
+                .allow_negative_numbers(true),
+        ))
+        .try_get_matches_from(flags)
+        .ok()
+        .and_then(|m| S::from_arg_matches(&m).ok());
         given
             .or_else(merge::defaults::<S>)
             .and_then(|s| s.build().ok())
