@@ -140,23 +140,26 @@ mod tests {
 
     #[test]
     fn records_only_while_on_and_only_the_chosen_lps() {
-        committed(0, &key(1.0, 0, 0));
-        start(Some(&[1, 3]));
-        committed(0, &key(1.0, 0, 1));
-        committed(1, &key(1.5, 0, 2));
-        committed(3, &key(2.0, 1, 0));
-        committed(1, &key(2.5, 3, 4));
-        absorb(vec![(3, vec![key(3.0, 2, 9)])]);
+        // LPs no other test's simulation has (tests run at once in this process, and the
+        // trace is process-wide).
+        let (a, b, other) = (u32::MAX - 7, u32::MAX - 5, u32::MAX - 6);
+        committed(a, &key(1.0, 0, 0));
+        start(Some(&[a, b]));
+        committed(other, &key(1.0, 0, 1));
+        committed(a, &key(1.5, 0, 2));
+        committed(b, &key(2.0, 1, 0));
+        committed(a, &key(2.5, 3, 4));
+        absorb(vec![(b, vec![key(3.0, 2, 9)])]);
         let t = take();
-        committed(1, &key(9.0, 0, 0));
-        assert_eq!(t.keys().copied().collect::<Vec<_>>(), vec![1, 3]);
-        assert_eq!(t[&1].len(), 2);
-        assert_eq!((t[&1][1].pos, t[&1][1].key), (1, key(2.5, 3, 4)));
-        assert_eq!(t[&3][1].key, key(3.0, 2, 9));
+        committed(a, &key(9.0, 0, 0));
+        assert_eq!(t.keys().copied().collect::<Vec<_>>(), vec![a, b]);
+        assert_eq!(t[&a].len(), 2);
+        assert_eq!((t[&a][1].pos, t[&a][1].key), (1, key(2.5, 3, 4)));
+        assert_eq!(t[&b][1].key, key(3.0, 2, 9));
         // The digest is the LP's fingerprint digest over the trace.
         let mut d = LpDigest::default();
         d.commit(&key(1.5, 0, 2));
-        assert_eq!(t[&1][0].digest, d.raw().0);
+        assert_eq!(t[&a][0].digest, d.raw().0);
         assert!(take().is_empty() && !active());
     }
 }

@@ -13,8 +13,8 @@ use super::runner::{differences, Failed, Rerun, Runner};
 
 /// Wall time shrinking may take.
 const SHRINK_BUDGET: Duration = Duration::from_secs(30);
-/// Time limit of each run of the diagnosis.
-const RUN_LIMIT: Duration = Duration::from_secs(60);
+/// Time limit of each run of the diagnosis (check's default slow floor).
+const RUN_LIMIT: Duration = Duration::from_secs(20);
 
 /// One committed event of a trace file: time, sender, the sender's send counter.
 type Key = (f64, u64, u64);
