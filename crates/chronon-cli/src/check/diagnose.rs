@@ -21,15 +21,18 @@ type Key = (f64, u64, u64);
 /// A trace file: per LP, its committed events in commit order.
 type Trace = BTreeMap<u64, Vec<Key>>;
 
+/// Whether a model's configuration (model, flags) has a reverse handler.
+pub(crate) type HasReverse<'a> = &'a dyn Fn(&str, &[String]) -> bool;
+
 /// The lines (without the `check: ` prefix) that explain failure `f`.
-pub(crate) fn explain(runner: &mut Runner, f: Failed) -> Vec<String> {
+pub(crate) fn explain(runner: &mut Runner, f: Failed, reverse: HasReverse<'_>) -> Vec<String> {
     let mut lines = vec![format!("FAILED: {}", f.what)];
     let Some(rerun) = &f.rerun else {
         lines.extend(reproduce(&f.cmds));
         return lines;
     };
     let started = Instant::now();
-    match diagnose(runner, rerun) {
+    match diagnose(runner, rerun, reverse) {
         Ok(more) => {
             lines.extend(more);
             lines.push(format!(
@@ -64,7 +67,11 @@ fn with_trace(exec: &[String], path: &Path) -> Vec<String> {
 }
 
 /// The diagnosis of a parallel run that differs from the sequential one (see module docs).
-fn diagnose(runner: &mut Runner, r: &Rerun) -> Result<Vec<String>, String> {
+fn diagnose(
+    runner: &mut Runner,
+    r: &Rerun,
+    reverse: HasReverse<'_>,
+) -> Result<Vec<String>, String> {
     let model = r.model.as_str();
     let first = runner.report_of(model, &r.flags, &seq(), RUN_LIMIT)?;
     let again = runner.report_of(model, &r.flags, &seq(), RUN_LIMIT)?;
@@ -107,10 +114,8 @@ fn diagnose(runner: &mut Runner, r: &Rerun) -> Result<Vec<String>, String> {
         );
     }
     let mut lines = first_difference(&ta, &tb, ["seq", "parallel"]);
-    lines.push(format!(
-        "  likely cause: {}",
-        cause(runner, r, &flags, &ta, &tb)
-    ));
+    let undo = reverse_suspect(runner, r, &flags, reverse);
+    lines.push(format!("  likely cause: {}", cause(undo, &ta, &tb)));
     if !changes.is_empty() {
         lines.push(format!("  shrunk:    {}", changes.join(", ")));
     }
@@ -268,9 +273,15 @@ fn first_difference(a: &Trace, b: &Trace, names: [&str; 2]) -> Vec<String> {
     ]
 }
 
-/// The likely class of cause of a parallel run that differs from a sequential run that
-/// repeats itself.
-fn cause(runner: &mut Runner, r: &Rerun, flags: &[String], a: &Trace, b: &Trace) -> String {
+/// Whether the mismatch goes with reverse computation: the run is Time Warp with this
+/// configuration's reverse handler in use, and the same run with `--state-saving copy` matches
+/// seq every time (`TRIES`).
+fn reverse_suspect(
+    runner: &mut Runner,
+    r: &Rerun,
+    flags: &[String],
+    reverse: HasReverse<'_>,
+) -> bool {
     let value = |f: &str| {
         r.exec
             .iter()
@@ -279,34 +290,40 @@ fn cause(runner: &mut Runner, r: &Rerun, flags: &[String], a: &Trace, b: &Trace)
     };
     let timewarp = value("--sync").is_some_and(|s| s == "timewarp");
     let saving = value("--state-saving").map_or("auto", String::as_str);
-    if timewarp && saving != "copy" {
-        // Under copy state saving no reverse handler runs.
-        let mut copy: Vec<String> = Vec::new();
-        let mut it = r.exec.iter();
-        while let Some(x) = it.next() {
-            match x.as_str() {
-                "--state-saving" => {
-                    it.next();
-                }
-                "--check-reverse" => {}
-                _ => copy.push(x.clone()),
+    let reverses = saving == "reverse" || (saving == "auto" && reverse(&r.model, flags));
+    if !timewarp || !reverses {
+        return false;
+    }
+    let mut copy: Vec<String> = Vec::new();
+    let mut it = r.exec.iter();
+    while let Some(x) = it.next() {
+        match x.as_str() {
+            "--state-saving" => {
+                it.next();
             }
+            "--check-reverse" => {}
+            _ => copy.push(x.clone()),
         }
-        copy.extend(["--state-saving".to_string(), "copy".to_string()]);
-        let same = runner
-            .report_of(&r.model, flags, &seq(), RUN_LIMIT)
-            .and_then(|s| {
-                runner
-                    .report_of(&r.model, flags, &copy, RUN_LIMIT)
-                    .map(|c| (s, c))
-            })
-            .is_ok_and(|(s, c)| differences(&c, &s).is_empty());
-        if same {
-            return "a reverse handler that does not undo its event: the same run with \
-                    --state-saving copy matches seq (add --check-reverse to the parallel line \
-                    to name the event)"
-                .to_string();
-        }
+    }
+    copy.extend(["--state-saving".to_string(), "copy".to_string()]);
+    let Ok(s) = runner.report_of(&r.model, flags, &seq(), RUN_LIMIT) else {
+        return false;
+    };
+    (0..TRIES).all(|_| {
+        runner
+            .report_of(&r.model, flags, &copy, RUN_LIMIT)
+            .is_ok_and(|c| differences(&c, &s).is_empty())
+    })
+}
+
+/// The likely class of cause of a parallel run whose trace `b` differs from the trace `a` of a
+/// sequential run that repeats itself; `undo`: the mismatch goes with reverse computation.
+fn cause(undo: bool, a: &Trace, b: &Trace) -> String {
+    if undo {
+        return "a reverse handler that does not undo its event: the same run with \
+                --state-saving copy matches seq (add --check-reverse to the parallel line to \
+                name the event)"
+            .to_string();
     }
     let Some((lp, i, t)) = first_at(a, b) else {
         return "unknown (the committed events agree; a statistic differs: look at finish and \
@@ -330,4 +347,71 @@ fn cause(runner: &mut Runner, r: &Rerun, flags: &[String], a: &Trace, b: &Trace)
          LP's committed history agrees before t={t}, yet LP {lp} commits another event there, \
          so a handler read more than its LP's state, its event and ctx.rng()"
     )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn trace(lps: &[(u64, &[Key])]) -> Trace {
+        lps.iter().map(|(lp, k)| (*lp, k.to_vec())).collect()
+    }
+
+    #[test]
+    fn the_first_difference_is_the_earliest_in_time_and_names_its_class() {
+        let a = trace(&[
+            (0, &[(1.0, 0, 0), (2.0, 1, 0), (5.0, 1, 1)]),
+            (1, &[(1.0, 1, 0), (3.0, 0, 1)]),
+        ]);
+        // LP 0 differs at #2 (t=4), LP 1 at #1 (t=3.5 on the parallel side, 3 on seq's).
+        let b = trace(&[
+            (0, &[(1.0, 0, 0), (2.0, 1, 0), (4.0, 1, 1)]),
+            (1, &[(1.0, 1, 0), (3.5, 0, 1)]),
+        ]);
+        assert_eq!(first_at(&a, &b), Some((1, 1, 3.0)));
+        let lines = first_difference(&a, &b, ["seq", "parallel"]);
+        assert!(
+            lines[0].contains("LP 1, its committed event #1"),
+            "{lines:?}"
+        );
+        assert!(
+            lines[1].ends_with("t=3 from LP 0 (its send #1)"),
+            "{lines:?}"
+        );
+        assert!(
+            lines[2].ends_with("t=3.5 from LP 0 (its send #1)"),
+            "{lines:?}"
+        );
+        assert!(cause(false, &a, &b).starts_with("state outside the LP"));
+        assert!(cause(true, &a, &b).starts_with("a reverse handler"));
+        // The same time on both sides, other senders: order among same-time events.
+        let c = trace(&[
+            (0, &[(1.0, 0, 0), (2.0, 1, 0), (5.0, 1, 1)]),
+            (1, &[(1.0, 1, 0), (3.0, 2, 7)]),
+        ]);
+        assert!(cause(false, &a, &c).starts_with("order dependence among same-time events"));
+        // A missing event: the other side's time, and "none".
+        let d = trace(&[
+            (0, &[(1.0, 0, 0), (2.0, 1, 0), (5.0, 1, 1)]),
+            (1, &[(1.0, 1, 0)]),
+        ]);
+        assert_eq!(first_at(&a, &d), Some((1, 1, 3.0)));
+        assert!(first_difference(&a, &d, ["seq", "parallel"])[2]
+            .contains("none (the LP committed 1 events)"));
+        assert_eq!(first_at(&a, &a), None);
+    }
+
+    #[test]
+    fn a_trace_file_reads_back() {
+        let dir = std::env::temp_dir().join(format!("chronon-diagnose-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let p = dir.join("t.trace");
+        std::fs::write(&p, "# chronon trace: lp pos time src seq digest\n0 0 1.5 3 7 00ff\n2 0 0.25 4294967295 0 0a\n").unwrap();
+        let t = read(&p).unwrap();
+        assert_eq!(t[&0], vec![(1.5, 3, 7)]);
+        assert_eq!(t[&2], vec![(0.25, 4294967295, 0)]);
+        std::fs::write(&p, "0 0 x 3 7 00ff\n").unwrap();
+        assert!(read(&p).unwrap_err().contains("bad line"));
+        let _ = std::fs::remove_dir_all(&dir);
+    }
 }

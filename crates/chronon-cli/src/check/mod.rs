@@ -151,7 +151,7 @@ pub(crate) fn run(cmd: CheckCmd, app: &App) -> Result<u8, Failure> {
     loop {
         if cmd.runs.is_some_and(|r| configs >= r)
             || limit.is_some_and(|l| started.elapsed() >= l)
-            || settle(&mut runner, &mut shown, max_failures)
+            || settle(&mut runner, app, &mut shown, max_failures)
         {
             break;
         }
@@ -187,14 +187,14 @@ pub(crate) fn run(cmd: CheckCmd, app: &App) -> Result<u8, Failure> {
             verbose: cmd.verbose,
         };
         for i in 0..cmd.per_config {
-            if settle(&mut runner, &mut shown, max_failures) {
+            if settle(&mut runner, app, &mut shown, max_failures) {
                 break;
             }
             let pair = pair && i + 1 == cmd.per_config;
             parallel_run(&mut runner, &mut draw, &config, (&syncs, &ranks), pair);
         }
     }
-    let stopped = settle(&mut runner, &mut shown, max_failures) && max_failures != u64::MAX;
+    let stopped = settle(&mut runner, app, &mut shown, max_failures) && max_failures != u64::MAX;
     let s = runner.summary();
     if stopped {
         eprintln!(
@@ -322,13 +322,15 @@ fn parallel_run(
 }
 
 /// Explains and prints the failures not yet shown, up to `max` in all; whether `max` is reached.
-fn settle(runner: &mut Runner, shown: &mut u64, max: u64) -> bool {
+fn settle(runner: &mut Runner, app: &App, shown: &mut u64, max: u64) -> bool {
+    let reverse =
+        |model: &str, flags: &[String]| app.entry(model).is_some_and(|e| e.has_reverse(flags));
     for f in runner.take_failures() {
         if *shown >= max {
             break;
         }
         *shown += 1;
-        for line in diagnose::explain(runner, f) {
+        for line in diagnose::explain(runner, f, &reverse) {
             eprintln!("check: {line}");
         }
     }
