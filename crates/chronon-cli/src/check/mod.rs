@@ -195,6 +195,19 @@ pub(crate) fn run(cmd: CheckCmd, app: &App) -> Result<u8, Failure> {
         }
     }
     let stopped = settle(&mut runner, app, &mut shown, max_failures) && max_failures != u64::MAX;
+    summary(&runner, (configs, shown), stopped, seed, started)
+}
+
+/// Prints the campaign's summary (configurations, runs, failures, per model and executor,
+/// refusals) and the closing line; the exit code: 0 without failures, else 1, and an error when
+/// nothing was compared. `shown`: failures printed; `stopped`: at `--max-failures`.
+fn summary(
+    runner: &Runner,
+    (configs, shown): (u64, u64),
+    stopped: bool,
+    seed: u64,
+    started: Instant,
+) -> Result<u8, Failure> {
     let s = runner.summary();
     if stopped {
         eprintln!(
