@@ -94,14 +94,15 @@ fn diagnose(
         return Ok(lines);
     }
     let end = first["config"]["end"].as_f64();
-    let (flags, changes) = shrink(runner, r, end);
+    let (r, changes) = shrink(runner, r, end);
+    let (flags, exec) = (&r.flags, &r.exec);
     let (a, b) = (runner.scratch("seq.trace"), runner.scratch("par.trace"));
-    runner.report_of(model, &flags, &with_trace(&seq(), &a), RUN_LIMIT)?;
+    runner.report_of(model, flags, &with_trace(&seq(), &a), RUN_LIMIT)?;
     let ta = read(&a)?;
     // A mismatch that depends on timing may not show at once.
     let mut tb = Trace::new();
     for _ in 0..2 * TRIES {
-        runner.report_of(model, &flags, &with_trace(&r.exec, &b), RUN_LIMIT)?;
+        runner.report_of(model, flags, &with_trace(exec, &b), RUN_LIMIT)?;
         tb = read(&b)?;
         if tb != ta {
             break;
@@ -114,81 +115,107 @@ fn diagnose(
         );
     }
     let mut lines = first_difference(&ta, &tb, ["seq", "parallel"]);
-    let undo = reverse_suspect(runner, r, &flags, reverse);
+    let undo = reverse_suspect(runner, &r, flags, reverse);
     lines.push(format!("  likely cause: {}", cause(undo, &ta, &tb)));
     if !changes.is_empty() {
         lines.push(format!("  shrunk:    {}", changes.join(", ")));
     }
     lines.push(format!(
         "  reproduce: {} --trace seq.trace",
-        runner.command_line(model, &flags, &seq(), None)
+        runner.command_line(model, flags, &seq(), None)
     ));
     lines.push(format!(
         "  and:       {} --trace par.trace",
-        runner.command_line(model, &flags, &r.exec, None)
+        runner.command_line(model, flags, exec, None)
     ));
     lines.push("  compare:   diff seq.trace par.trace | head".to_string());
     Ok(lines)
 }
 
-/// The configuration shrunk while the mismatch stays: `--lps` halved (when the model has the
-/// flag), then the end time halved and bisected, within `SHRINK_BUDGET`. Returns the flags and
-/// what changed (`--lps 16 -> 4`).
-fn shrink(runner: &mut Runner, r: &Rerun, end: Option<f64>) -> (Vec<String>, Vec<String>) {
+/// The configuration shrunk while the mismatch stays, within `SHRINK_BUDGET`: `--lps` halved
+/// (when the model has the flag), the end time halved and bisected, then executor flags a
+/// reproduction does without (a checkpoint directory in check's scratch space, `--procs`,
+/// `--pin`) left out. Returns the shrunk run and what changed (`--lps 16 -> 4`).
+fn shrink(runner: &mut Runner, r: &Rerun, end: Option<f64>) -> (Rerun, Vec<String>) {
     let started = Instant::now();
-    let mut flags = r.flags.clone();
+    let left = || started.elapsed() < SHRINK_BUDGET;
+    let mut r = r.clone();
     let mut changes = Vec::new();
-    let left = |s: &Instant| s.elapsed() < SHRINK_BUDGET;
-    if let Some(i) = flags.iter().position(|f| f == "--lps") {
-        let was = flags.get(i + 1).cloned().unwrap_or_default();
-        while let Some(n) = flags.get(i + 1).and_then(|v| v.parse::<u64>().ok()) {
-            if n / 2 < 2 || !left(&started) {
+    if let Some(i) = r.flags.iter().position(|f| f == "--lps") {
+        let was = r.flags.get(i + 1).cloned().unwrap_or_default();
+        while let Some(n) = r.flags.get(i + 1).and_then(|v| v.parse::<u64>().ok()) {
+            if n / 2 < 2 || !left() {
                 break;
             }
-            let mut f = flags.clone();
+            let mut f = r.flags.clone();
             f[i + 1] = (n / 2).to_string();
-            if !reproduces(runner, r, &f) {
+            if !reproduces(runner, &r.model, &f, &r.exec) {
                 break;
             }
-            flags = f;
+            r.flags = f;
         }
-        if flags[i + 1] != was {
-            changes.push(format!("--lps {was} -> {}", flags[i + 1]));
+        if r.flags[i + 1] != was {
+            changes.push(format!("--lps {was} -> {}", r.flags[i + 1]));
         }
     }
-    let Some(end) = end else {
-        return (flags, changes);
-    };
+    if let Some(end) = end {
+        let good = shrink_end(runner, &r, end, &left);
+        if good < end {
+            r.flags = with_end(&r.flags, good);
+            changes.push(format!("--end {end} -> {good}"));
+        }
+    }
+    // Executor flags a reproduction may do without: (flag, words it takes).
+    for (flag, words) in [
+        ("--checkpoint-every", 1),
+        ("--checkpoint-dir", 1),
+        ("--procs", 1),
+        ("--pin", 1),
+    ] {
+        let Some(i) = r.exec.iter().position(|a| a == flag) else {
+            continue;
+        };
+        let mut e = r.exec.clone();
+        e.drain(i..(i + 1 + words).min(e.len()));
+        if flag == "--checkpoint-every" {
+            if let Some(j) = e.iter().position(|a| a == "--checkpoint-dir") {
+                e.drain(j..(j + 2).min(e.len()));
+            }
+        }
+        if left() && reproduces(runner, &r.model, &r.flags, &e) {
+            r.exec = e;
+            changes.push(format!("no {flag}"));
+        }
+    }
+    (r, changes)
+}
+
+/// The shortest end time found (halving, then three bisections) at which `r` still differs
+/// from seq; `end` when none shorter does.
+fn shrink_end(runner: &mut Runner, r: &Rerun, end: f64, left: &dyn Fn() -> bool) -> f64 {
     // `good`: an end that reproduces; `bad`: a shorter one that does not.
     let (mut good, mut bad) = (end, 0.0);
-    while left(&started) {
+    while left() && good > 1e-9 {
         let next = good / 2.0;
-        if reproduces(runner, r, &with_end(&flags, next)) {
+        if reproduces(runner, &r.model, &with_end(&r.flags, next), &r.exec) {
             good = next;
         } else {
             bad = next;
             break;
         }
-        if good < 1e-9 {
-            break;
-        }
     }
     for _ in 0..3 {
-        if bad <= 0.0 || !left(&started) {
+        if bad <= 0.0 || !left() {
             break;
         }
         let mid = (good + bad) / 2.0;
-        if reproduces(runner, r, &with_end(&flags, mid)) {
+        if reproduces(runner, &r.model, &with_end(&r.flags, mid), &r.exec) {
             good = mid;
         } else {
             bad = mid;
         }
     }
-    if good < end {
-        flags = with_end(&flags, good);
-        changes.push(format!("--end {end} -> {good}"));
-    }
-    (flags, changes)
+    good
 }
 
 /// Runs of the parallel side for a shrunk configuration: it reproduces the mismatch when every
@@ -196,14 +223,14 @@ fn shrink(runner: &mut Runner, r: &Rerun, end: Option<f64>) -> (Vec<String>, Vec
 /// configuration that shows it now and then would be a poor reproduction).
 const TRIES: usize = 3;
 
-/// Whether `flags` under the failing executor still differ from seq (see `TRIES`).
-fn reproduces(runner: &mut Runner, r: &Rerun, flags: &[String]) -> bool {
-    let Ok(a) = runner.report_of(&r.model, flags, &seq(), RUN_LIMIT) else {
+/// Whether `model` with `flags` under the executor flags `exec` differs from seq (see `TRIES`).
+fn reproduces(runner: &mut Runner, model: &str, flags: &[String], exec: &[String]) -> bool {
+    let Ok(a) = runner.report_of(model, flags, &seq(), RUN_LIMIT) else {
         return false;
     };
     (0..TRIES).all(|_| {
         runner
-            .report_of(&r.model, flags, &r.exec, RUN_LIMIT)
+            .report_of(model, flags, exec, RUN_LIMIT)
             .is_ok_and(|b| !differences(&b, &a).is_empty())
     })
 }
