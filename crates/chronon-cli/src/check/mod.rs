@@ -4,7 +4,13 @@
 //! with random options, and compares the fingerprint, the committed count and the model
 //! statistics. Every run is a child process (`chronon run ... --output`), so a crash, a hang
 //! (a time limit) or a wrong exit code is caught too, and a mismatch is reported with the exact
-//! command line that reproduces it.
+//! command line that reproduces it. The campaign stops after the first failure (`--max-failures
+//! N`, `--keep-going`); a parallel run that committed another history is diagnosed first
+//! (`diagnose.rs`: shrunk, traced, the first differing LP and event, the likely cause).
+//!
+//! Each drawn configuration's model is asked whether it has a reverse handler (a handler may
+//! depend on a parameter), and a drawn plain `bool` parameter becomes a switch (`--flag` or
+//! nothing), as `run` takes it.
 //!
 //! `--ranks 2,3` (a build with the `mpi` feature, MPICH's `mpirun` on the PATH) adds the ranks
 //! dimension: every parallel run is `mpirun -n R chronon run ... --ranks R` with R drawn from the
