@@ -1,8 +1,9 @@
 //! A model with a planted bug, for `check` to find: its handler reads a counter shared by the
 //! whole process, so where a token goes depends on the order in which *all* LPs' events ran,
 //! not only on the LP's own history. The sequential run is the same every time; a parallel run
-//! interleaves the LPs differently and commits another history. `order-bug check` reports the
-//! first mismatch with the command line that reproduces it.
+//! interleaves the LPs differently and commits another history. `order-bug check` stops at the
+//! first mismatch and names the first LP and event where the histories part, the likely cause
+//! (state outside the LP) and two shrunk command lines (`--trace`) that reproduce it.
 //!
 //! ```sh
 //! cargo run --release --example order-bug -- check --runs 3

@@ -32,6 +32,12 @@ struct Potatoes {
     /// Mean of the exponential time of a throw beyond the lookahead.
     #[arg(long, default_value_t = 1.0)]
     mean: f64,
+    /// Have no reverse handler: Time Warp saves copies of the states instead (`--state-saving
+    /// auto` copies; `reverse` and `--check-reverse` are refused). A plain `bool` parameter:
+    /// `--copy-states` turns it on.
+    #[arg(long)]
+    #[serde(default)]
+    copy_states: bool,
 }
 
 #[derive(Clone, Copy, Debug, Serialize, Deserialize)]
@@ -112,9 +118,13 @@ impl Model for Potatoes {
     }
 
     // The model's reverse handler: one declaration, so there is no way to have one without
-    // the engine knowing.
+    // the engine knowing. Whether there is one depends on a parameter.
     fn reverse_handler(&self) -> Option<ReverseFn<Self>> {
-        Some(Self::undo)
+        if self.copy_states {
+            None
+        } else {
+            Some(Self::undo)
+        }
     }
 
     fn lookahead(&self) -> f64 {
@@ -166,7 +176,9 @@ impl chronon_cli::ModelSpec for Potatoes {
         f.set("lps", d.int(1, 40))
             .set("potatoes", d.int(1, 3))
             .set("lookahead", d.pick(&["0.1", "0.5"]))
-            .set("end", d.int(5, 40));
+            .set("end", d.int(5, 40))
+            // A plain bool: `check` passes `--copy-states` or leaves it out.
+            .set("copy-states", d.chance(0.5));
     }
 
     // The states are `PartialEq`: `--check-reverse` may compare them.

@@ -200,23 +200,115 @@ fn check_passes_on_a_correct_model() {
 }
 
 #[test]
-fn check_finds_the_planted_bug_and_prints_how_to_reproduce_it() {
+fn check_finds_the_planted_bug_and_points_at_the_first_differing_event() {
+    let started = std::time::Instant::now();
     let r = run(
         "order-bug",
         &["check", "--runs", "3", "--per-config", "3", "--seed", "1"],
     );
+    let secs = started.elapsed().as_secs_f64();
     assert_eq!(r.status.code(), Some(1), "{}", stderr(&r));
     let e = stderr(&r);
-    assert!(e.contains("FAILED"), "{e}");
-    let line = e
+    // One failure, diagnosed, in a screen.
+    assert_eq!(e.matches("FAILED").count(), 1, "{e}");
+    assert!(e.lines().count() <= 40, "{} lines:\n{e}", e.lines().count());
+    assert!(e.contains("likely cause: state outside the LP"), "{e}");
+    assert!(e.contains("stopped after the first failure"), "{e}");
+    assert!(secs < 60.0, "{secs} s");
+    let after = |p: &str| {
+        e.lines()
+            .find_map(|l| l.split(p).nth(1))
+            .unwrap_or_else(|| panic!("no '{p}' line: {e}"))
+            .to_string()
+    };
+    // "first difference: LP 3, its committed event #7 (...)" and the sequential side's event.
+    let first = after("first difference: LP ");
+    let (lp, rest) = first
+        .split_once(", its committed event #")
+        .expect("an event");
+    let pos = rest.split_whitespace().next().unwrap();
+    let seq_side = after("check:     seq:");
+    // The reproduction lines run as printed (one model: no model name after `run`), with the
+    // traces in a scratch directory; the sequential trace holds the event named.
+    let dir = scratch("order-bug-check");
+    let traced = |line: &str, name: &str| -> String {
+        let path = dir.join(name);
+        let mut args: Vec<String> = line.split_whitespace().skip(1).map(String::from).collect();
+        assert_eq!(args.pop().as_deref(), Some(name), "{line}");
+        args.push(path.display().to_string());
+        let args: Vec<&str> = args.iter().map(String::as_str).collect();
+        let again = run("order-bug", &args);
+        assert!(again.status.success(), "{}", stderr(&again));
+        std::fs::read_to_string(&path).expect("the trace")
+    };
+    let seq_line = after("reproduce: ");
+    assert!(seq_line.starts_with("order-bug run --lps "), "{seq_line}");
+    let seq = traced(&seq_line, "seq.trace");
+    let rows: Vec<&str> = seq
         .lines()
-        .find_map(|l| l.split("reproduce: ").nth(1))
-        .unwrap_or_else(|| panic!("no reproduction line: {e}"));
-    assert!(line.starts_with("order-bug run --lps "), "{line}");
-    // The line runs as printed (one model: no model name after `run`).
-    let args: Vec<&str> = line.split_whitespace().skip(1).collect();
-    let again = run("order-bug", &args);
-    assert!(again.status.success(), "{}", stderr(&again));
+        .filter(|l| l.starts_with(&format!("{lp} ")))
+        .collect();
+    match rows.iter().find(|l| l.starts_with(&format!("{lp} {pos} "))) {
+        Some(row) => {
+            let cols: Vec<&str> = row.split(' ').collect();
+            let event = format!("t={} from LP {} (its send #{})", cols[2], cols[3], cols[4]);
+            assert!(seq_side.contains(&event), "{seq_side} vs {row}");
+        }
+        // The parallel run committed more events at this LP than the sequential one.
+        None => assert!(
+            seq_side.contains(&format!("none (the LP committed {pos} events)"))
+                && rows.len().to_string() == pos,
+            "{seq_side}: LP {lp} has {} events",
+            rows.len()
+        ),
+    }
+    // The parallel line commits another history (timing decides: up to five tries).
+    let par_line = after("and:       ");
+    assert!(
+        (0..5).any(|_| traced(&par_line, "par.trace") != seq),
+        "{par_line} matched seq five times"
+    );
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn check_draws_reverse_computation_per_configuration() {
+    // `reversible` has a reverse handler unless its plain bool `--copy-states` is given: check
+    // draws the switch, asks each configuration's model, and draws `--check-reverse` where its
+    // handler runs. No false failure.
+    let r = run(
+        "reversible",
+        &[
+            "check",
+            "--runs",
+            "8",
+            "--seed",
+            "4",
+            "--sync",
+            "timewarp",
+            "--verbose",
+        ],
+    );
+    let e = stderr(&r);
+    assert!(r.status.success(), "{e}");
+    assert!(stdout(&r).contains(" 0 failed"), "{}", stdout(&r));
+    let runs: Vec<&str> = e.lines().filter(|l| l.contains(" run --lps ")).collect();
+    assert!(
+        runs.iter()
+            .any(|l| l.contains("--copy-states") && l.contains("--state-saving auto")),
+        "{e}"
+    );
+    assert!(
+        runs.iter()
+            .any(|l| !l.contains("--copy-states") && l.contains("--check-reverse")),
+        "{e}"
+    );
+    assert!(
+        !runs
+            .iter()
+            .any(|l| l.contains("--copy-states") && l.contains("--state-saving reverse")),
+        "{e}"
+    );
 }
 
 #[test]

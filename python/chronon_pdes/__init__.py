@@ -197,8 +197,16 @@ def check(model: Any = None, *, seconds: Optional[float] = None, runs: Optional[
         args.append("--verbose")
     child = _runner.Child(args, model=obj, end=end, program=program)
     try:
+        # A failure's block: its FAILED line and the indented lines after it (the diagnosis,
+        # the lines that reproduce it).
+        in_failure = [False]
+
         def echo(line: str) -> bool:
-            if verbose or "FAIL" in line:
+            if "FAIL" in line:
+                in_failure[0] = True
+            elif not line.startswith("check:   "):
+                in_failure[0] = False
+            if verbose or in_failure[0]:
                 print(line, file=sys.stderr)
             return False
 

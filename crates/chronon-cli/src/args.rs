@@ -105,6 +105,17 @@ pub(crate) struct CommonArgs {
     /// run starts [default: no report].
     #[arg(long, help_heading = RUN)]
     pub output: Option<PathBuf>,
+    /// Write every LP's committed events to this file, one line per event sorted by LP and
+    /// commit order (`lp pos time src seq digest`): identical under every executor for a
+    /// deterministic model, so two traces diff directly (not over MPI ranks) [default: no
+    /// trace].
+    #[arg(long, help_heading = RUN)]
+    #[serde(skip)]
+    pub trace: Option<PathBuf>,
+    /// With --trace: trace only these LPs (e.g. 3 or 0,5,7) [default: every LP].
+    #[arg(long, alias = "trace-lp", value_delimiter = ',', help_heading = RUN)]
+    #[serde(skip)]
+    pub trace_lps: Vec<u32>,
     /// Save the run at every multiple of T (simulated time) before the end, in
     /// DIR/t<T> of --checkpoint-dir; the run goes on after each [default: none].
     #[arg(long, value_name = "T", help_heading = CHECKPOINTS)]
@@ -309,6 +320,8 @@ impl CommonArgs {
             tick_us: self.tick_us.or(file.tick_us),
             alpha: self.alpha.or(file.alpha),
             config: self.config,
+            trace: self.trace,
+            trace_lps: self.trace_lps,
         }
     }
 }

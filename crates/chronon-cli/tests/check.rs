@@ -170,12 +170,77 @@ exec "$real" "${{args[@]}}""#
         w.to_str().unwrap(),
     ]);
     assert_eq!(code, 1, "{out}\n{err}");
+    assert!(err.contains("differs from seq: fingerprint"), "{err}");
+    // It stops after the first failure, diagnosed: the first differing LP and event, both sides.
+    assert_eq!(err.matches("FAILED").count(), 1, "{err}");
+    assert!(err.contains("check:   first difference: LP "), "{err}");
+    assert!(err.contains("check:     seq: "), "{err}");
+    assert!(err.contains("reproduce: chronon run phold --lps"), "{err}");
+    assert!(err.contains("stopped after the first failure"), "{err}");
+    assert!(out.contains(" failed"), "{out}");
+}
+
+/// A mismatch only under reverse computation (the wrapper changes the seed of Time Warp runs
+/// that do not copy states) is put down to a reverse handler; a sequential run that differs
+/// from itself (a fresh seed at every sequential run) to a model that is not deterministic.
+#[test]
+fn the_diagnosis_names_the_class_of_cause() {
+    let s = Scratch::new("classes");
+    let reverse = s.wrapper(
+        r#"tw=0; copy=0; for a in "$@"; do [ "$a" = timewarp ] && tw=1; [ "$a" = copy ] && copy=1; done
+if [ $tw = 1 ] && [ $copy = 0 ]; then
+  args=(); prev=""
+  for a in "$@"; do if [ "$prev" = "--seed" ]; then args+=("$((a + 1))"); else args+=("$a"); fi; prev="$a"; done
+  exec "$real" "${args[@]}"
+fi
+exec "$real" "$@""#,
+    );
+    let (code, _, err) = chronon(&[
+        "check",
+        "--runs",
+        "4",
+        "--seed",
+        "5",
+        "--models",
+        "phold",
+        "--sync",
+        "timewarp",
+        "--binary",
+        reverse.to_str().unwrap(),
+    ]);
+    assert_eq!(code, 1, "{err}");
     assert!(
-        err.contains("FAILED: differs from seq: fingerprint"),
+        err.contains("likely cause: a reverse handler that does not undo"),
         "{err}"
     );
-    assert!(err.contains("reproduce: chronon run phold --lps"), "{err}");
-    assert!(out.contains(" failed"), "{out}");
+    assert!(err.contains("check:   first difference: LP "), "{err}");
+    let random = s.wrapper(&format!(
+        r#"{IS_SEQ}
+if [ $seq = 1 ]; then
+  args=(); prev=""
+  for a in "$@"; do if [ "$prev" = "--seed" ]; then args+=("$RANDOM$RANDOM"); else args+=("$a"); fi; prev="$a"; done
+  exec "$real" "${{args[@]}}"
+fi
+exec "$real" "$@""#
+    ));
+    let (code, _, err) = chronon(&[
+        "check",
+        "--runs",
+        "2",
+        "--seed",
+        "5",
+        "--models",
+        "phold",
+        "--binary",
+        random.to_str().unwrap(),
+    ]);
+    assert_eq!(code, 1, "{err}");
+    assert!(
+        err.contains("likely cause: the model is not deterministic"),
+        "{err}"
+    );
+    assert!(err.contains("check:     seq again: "), "{err}");
+    assert!(err.contains("and again: chronon run phold"), "{err}");
 }
 
 #[test]
@@ -247,6 +312,8 @@ fn bad_arguments_get_one_line() {
         &["check", "--sync", "seq"][..],
         &["check", "--seconds", "-1"][..],
         &["check", "--per-config", "0"][..],
+        &["check", "--max-failures", "0"][..],
+        &["check", "--max-failures", "2", "--keep-going"][..],
     ] {
         let (code, _, err) = chronon(args);
         assert_eq!(code, 2, "{args:?}: {err}");

@@ -306,6 +306,7 @@ mod rng;
 pub mod shm;
 mod sim;
 mod stats;
+pub mod trace;
 mod transport;
 mod trim;
 mod tw_msg;

@@ -2,7 +2,7 @@
 
 use std::marker::PhantomData;
 
-use clap::{ArgMatches, Command, FromArgMatches};
+use clap::{ArgMatches, Args, Command, FromArgMatches};
 
 use super::merge;
 use super::spec::{Draw, Flags, ModelSpec};
@@ -24,8 +24,15 @@ pub(crate) trait Entry: Send + Sync {
     fn args(&self, cmd: Command) -> Command;
     /// Runs the model as the matched `run` command line says.
     fn run(&self, m: &ArgMatches) -> Result<u8, Failure>;
-    /// Whether the default model implements reverse computation.
-    fn has_reverse(&self) -> bool;
+    /// Whether the model these flags build (a drawn configuration: model flags, `--end`,
+    /// `--seed`) implements reverse computation; the default model's answer when they do not
+    /// parse or build.
+    fn has_reverse(&self, flags: &[String]) -> bool;
+    /// Whether the model takes `--check-reverse` (its states compare).
+    fn can_check_reverse(&self) -> bool;
+    /// `flags` as `run` takes them: a drawn `--flag true` of a plain `bool` parameter (a
+    /// switch) becomes `--flag`, and `--flag false` is left out.
+    fn switches(&self, flags: Vec<String>) -> Vec<String>;
     /// `check`'s random model flags.
     fn draw(&self, draw: &mut Draw, flags: &mut Flags);
 }
@@ -79,11 +86,46 @@ impl<S: ModelSpec> Entry for Registered<S> {
         )
     }
 
-    fn has_reverse(&self) -> bool {
+    fn has_reverse(&self, flags: &[String]) -> bool {
         use chronon::Model;
-        merge::defaults::<S>()
+        let given = CommonArgs::augment_args(S::augment_args(
+            Command::new("model")
+                .no_binary_name(true)
+                .allow_negative_numbers(true),
+        ))
+        .try_get_matches_from(flags)
+        .ok()
+        .and_then(|m| S::from_arg_matches(&m).ok());
+        given
+            .or_else(merge::defaults::<S>)
             .and_then(|s| s.build().ok())
             .is_some_and(|m| m.reverse_handler().is_some())
+    }
+
+    fn can_check_reverse(&self) -> bool {
+        S::check_reverse().is_some()
+    }
+
+    fn switches(&self, flags: Vec<String>) -> Vec<String> {
+        let cmd = S::augment_args(Command::new("model"));
+        let switch = |flag: &str| {
+            let long = flag.strip_prefix("--")?;
+            let arg = cmd.get_arguments().find(|a| a.get_long() == Some(long))?;
+            matches!(arg.get_action(), clap::ArgAction::SetTrue).then_some(())
+        };
+        let mut out = Vec::with_capacity(flags.len());
+        let mut it = flags.into_iter().peekable();
+        while let Some(f) = it.next() {
+            let value = it.peek().map(String::as_str);
+            if switch(&f).is_some() && matches!(value, Some("true" | "false")) {
+                if it.next().as_deref() == Some("true") {
+                    out.push(f);
+                }
+            } else {
+                out.push(f);
+            }
+        }
+        out
     }
 
     fn draw(&self, draw: &mut Draw, flags: &mut Flags) {

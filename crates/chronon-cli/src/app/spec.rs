@@ -94,8 +94,11 @@ pub trait ModelSpec: clap::Args + Serialize + DeserializeOwned + Clone + Send + 
     }
 
     /// `check`'s random parameters: flags of this model to set on each drawn configuration
-    /// (e.g. `flags.set("lps", draw.int(2, 40))`; `end` may be set too) [default: none, every
-    /// configuration is the default parameters with a random seed].
+    /// (e.g. `flags.set("lps", draw.int(2, 40))`; `end` may be set too; a plain `bool`
+    /// parameter, a switch, as `flags.set("flag", draw.chance(0.5))`: `check` passes `--flag`
+    /// for true and leaves it out for false) [default: none, every configuration is the
+    /// default parameters with a random seed]. Whether a configuration has a reverse handler
+    /// is asked of the model these flags build.
     fn draw(draw: &mut Draw, flags: &mut Flags) {
         let _ = (draw, flags);
     }

@@ -61,7 +61,7 @@ impl Flags {
 /// `big_heap`: the model's configuration has a large shared heap, so no `--max-memory` (a
 /// drawn bound would be below what the heap takes, and Time Warp would rightly refuse it).
 pub(crate) fn executor_flags(
-    has_reverse: bool,
+    reverse: Reverse,
     sync: &str,
     over_ranks: bool,
     big_heap: bool,
@@ -81,7 +81,7 @@ pub(crate) fn executor_flags(
         f.set("mapping", d.pick(&["block", "round-robin"]));
     }
     if sync == "timewarp" {
-        let saving = if has_reverse {
+        let saving = if reverse.has {
             d.pick(&["copy", "reverse", "auto"])
         } else {
             d.pick(&["copy", "auto"])
@@ -89,7 +89,7 @@ pub(crate) fn executor_flags(
         f.set("state-saving", saving);
         // A state-saving period applies to copy state saving only (auto picks reverse when it
         // can).
-        let copies = saving == "copy" || (saving == "auto" && !has_reverse);
+        let copies = saving == "copy" || (saving == "auto" && !reverse.has);
         if copies && d.chance(0.5) {
             f.set("save-every", d.int(1, 8));
         }
@@ -128,11 +128,36 @@ pub(crate) fn executor_flags(
     {
         f.set("procs", d.int(1, 3));
     }
+    // `--check-reverse` where this configuration's reverse handler runs (Time Warp with reverse
+    // computation, in one process) and the model's states compare.
+    let saving =
+        f.0.iter()
+            .position(|a| a == "--state-saving")
+            .map(|i| f.0[i + 1].as_str());
+    if reverse.has
+        && reverse.checkable
+        && matches!(saving, Some("reverse" | "auto"))
+        && !over_ranks
+        && !f.0.iter().any(|a| a == "--procs")
+        && d.chance(0.3)
+    {
+        f.0.push("--check-reverse".to_string());
+    }
     // Placement: pinned or not, more workers than cores included (`on` shares cores).
     if d.chance(0.4) {
         f.set("pin", d.pick(&["auto", "on", "off"]));
     }
     f
+}
+
+/// What a drawn configuration of a model has of reverse computation (asked of the model built
+/// from that configuration's flags, not of its defaults).
+#[derive(Clone, Copy, Debug, Default)]
+pub(crate) struct Reverse {
+    /// The model built from the flags has a reverse handler.
+    pub has: bool,
+    /// The model takes `--check-reverse` (its states compare).
+    pub checkable: bool,
 }
 
 /// A checkpoint time in `[lo, hi]` and strictly inside `(0, end)`, on a grid fitted to `end`:

@@ -4,7 +4,13 @@
 //! with random options, and compares the fingerprint, the committed count and the model
 //! statistics. Every run is a child process (`chronon run ... --output`), so a crash, a hang
 //! (a time limit) or a wrong exit code is caught too, and a mismatch is reported with the exact
-//! command line that reproduces it.
+//! command line that reproduces it. The campaign stops after the first failure (`--max-failures
+//! N`, `--keep-going`); a parallel run that committed another history is diagnosed first
+//! (`diagnose.rs`: shrunk, traced, the first differing LP and event, the likely cause).
+//!
+//! Each drawn configuration's model is asked whether it has a reverse handler (a handler may
+//! depend on a parameter), and a drawn plain `bool` parameter becomes a switch (`--flag` or
+//! nothing), as `run` takes it.
 //!
 //! `--ranks 2,3` (a build with the `mpi` feature, MPICH's `mpirun` on the PATH) adds the ranks
 //! dimension: every parallel run is `mpirun -n R chronon run ... --ranks R` with R drawn from the
@@ -17,6 +23,8 @@
 //! --end C`), run B under another random executor continues from it (`--restore DIR/tC`) to
 //! the end and must end as the sequential run that was never interrupted.
 
+mod child;
+mod diagnose;
 pub(crate) mod draw;
 mod runner;
 
@@ -60,6 +68,12 @@ pub(crate) struct CheckCmd {
     /// Print every run's command line and outcome.
     #[arg(long)]
     verbose: bool,
+    /// Stop after this many failures (each is diagnosed and printed) [default: 1].
+    #[arg(long)]
+    max_failures: Option<u64>,
+    /// Go on after failures until the time or run limit (as --max-failures with no bound).
+    #[arg(long, conflicts_with = "max_failures")]
+    keep_going: bool,
     /// Run every parallel run over MPI ranks, `mpirun -n R` with R drawn from this list
     /// (e.g. 2,3; needs a build with the `mpi` feature and `mpirun` on the PATH).
     #[arg(long, value_delimiter = ',')]
@@ -104,6 +118,15 @@ pub(crate) fn run(cmd: CheckCmd, app: &App) -> Result<u8, Failure> {
             .duration_since(std::time::UNIX_EPOCH)
             .map_or(1, |d| d.as_nanos() as u64)
     });
+    let max_failures = match (cmd.keep_going, cmd.max_failures) {
+        (true, _) => u64::MAX,
+        (false, Some(0)) => {
+            return Err(Failure::bad_input(
+                "--max-failures is 0; give at least 1 (or --keep-going)",
+            ))
+        }
+        (false, n) => n.unwrap_or(1),
+    };
     let ranks = check_ranks(&cmd.ranks, cmd.binary.is_some())?;
     let binary = match cmd.binary {
         Some(b) => crate::sys::SelfCommand::binary(b),
@@ -130,8 +153,12 @@ pub(crate) fn run(cmd: CheckCmd, app: &App) -> Result<u8, Failure> {
     let started = Instant::now();
     let mut draw = Draw::new(seed);
     let mut configs = 0u64;
+    let mut shown = 0u64;
     loop {
-        if cmd.runs.is_some_and(|r| configs >= r) || limit.is_some_and(|l| started.elapsed() >= l) {
+        if cmd.runs.is_some_and(|r| configs >= r)
+            || limit.is_some_and(|l| started.elapsed() >= l)
+            || settle(&mut runner, app, &mut shown, max_failures)
+        {
             break;
         }
         configs += 1;
@@ -140,8 +167,12 @@ pub(crate) fn run(cmd: CheckCmd, app: &App) -> Result<u8, Failure> {
         let mut flags = Flags::default();
         entry.draw(&mut draw, &mut flags);
         flags.set("seed", draw.int(0, u64::from(u32::MAX)));
-        let flags = flags.0;
-        let reverse = entry.has_reverse();
+        let flags = entry.switches(flags.0);
+        // Asked of this configuration's model: a reverse handler may depend on a parameter.
+        let reverse = draw::Reverse {
+            has: entry.has_reverse(&flags),
+            checkable: entry.can_check_reverse(),
+        };
         // A model configuration with a large shared heap: a memory bound drawn for Time Warp
         // would be below what the heap itself takes.
         let big_heap = flags.iter().any(|f| f == "--heap-segments");
@@ -153,79 +184,47 @@ pub(crate) fn run(cmd: CheckCmd, app: &App) -> Result<u8, Failure> {
         // parallel run in three saves checkpoints on the way.
         let end = reference.end();
         let pair = end.is_some() && draw.chance(0.5);
+        let config = Config {
+            model,
+            flags,
+            reverse,
+            big_heap,
+            reference,
+            verbose: cmd.verbose,
+        };
         for i in 0..cmd.per_config {
-            let sync = draw.pick(&syncs);
-            let over =
-                (!ranks.is_empty()).then(|| ranks[draw.int(0, ranks.len() as u64 - 1) as usize]);
-            let mut exec =
-                draw::executor_flags(reverse, sync, over.is_some(), big_heap, &mut draw).0;
-            let Some(end) = end else {
-                runner.compare(model, &flags, &exec, over, &reference, cmd.verbose);
-                continue;
-            };
-            let seq = || vec!["--sync".to_string(), "seq".to_string()];
-            if pair && i + 1 == cmd.per_config {
-                // A: any executor; B: any. Either is now and then the sequential one (in
-                // one process).
-                let mut over_a = over;
-                if draw.chance(0.15) {
-                    (exec, over_a) = (seq(), None);
-                }
-                let sync_b = draw.pick(&syncs);
-                let over_b = (!ranks.is_empty())
-                    .then(|| ranks[draw.int(0, ranks.len() as u64 - 1) as usize]);
-                let (exec_b, over_b) = if draw.chance(0.15) {
-                    (seq(), None)
-                } else {
-                    let flags = draw::executor_flags(
-                        reverse,
-                        sync_b,
-                        over_b.is_some(),
-                        big_heap,
-                        &mut draw,
-                    );
-                    (flags.0, over_b)
-                };
-                match draw::checkpoint_time(&mut draw, end, 0.0, end) {
-                    Some(cut) => runner.compare_restored(
-                        model,
-                        &flags,
-                        (&exec, &exec_b),
-                        (over_a, over_b),
-                        cut,
-                        &reference,
-                        cmd.verbose,
-                    ),
-                    None => runner.compare(model, &flags, &exec, over, &reference, cmd.verbose),
-                }
-                continue;
+            if settle(&mut runner, app, &mut shown, max_failures) {
+                break;
             }
-            let every = if draw.chance(1.0 / 3.0) {
-                draw::checkpoint_time(&mut draw, end, end / 5.0, end / 1.5)
-            } else {
-                None
-            };
-            match every {
-                Some(every) => {
-                    // Now and then under the sequential executor (in one process).
-                    let mut over = over;
-                    if draw.chance(0.15) {
-                        (exec, over) = (seq(), None);
-                    }
-                    runner.compare_saving(
-                        model,
-                        &flags,
-                        &exec,
-                        (every, over),
-                        &reference,
-                        cmd.verbose,
-                    )
-                }
-                None => runner.compare(model, &flags, &exec, over, &reference, cmd.verbose),
-            }
+            let pair = pair && i + 1 == cmd.per_config;
+            parallel_run(&mut runner, &mut draw, &config, (&syncs, &ranks), pair);
         }
     }
+    let stopped = settle(&mut runner, app, &mut shown, max_failures) && max_failures != u64::MAX;
+    summary(&runner, (configs, shown), stopped, seed, started)
+}
+
+/// Prints the campaign's summary (configurations, runs, failures, per model and executor,
+/// refusals) and the closing line; the exit code: 0 without failures, else 1, and an error when
+/// nothing was compared. `shown`: failures printed; `stopped`: at `--max-failures`.
+fn summary(
+    runner: &Runner,
+    (configs, shown): (u64, u64),
+    stopped: bool,
+    seed: u64,
+    started: Instant,
+) -> Result<u8, Failure> {
     let s = runner.summary();
+    if stopped {
+        eprintln!(
+            "check: stopped after {} (--max-failures N or --keep-going to go on)",
+            if shown == 1 {
+                "the first failure".to_string()
+            } else {
+                format!("{shown} failures")
+            }
+        );
+    }
     eprintln!(
         "check: {} configurations, {} parallel runs, {} refused, {} failures in {:.1} s (seed {seed})",
         configs,
@@ -260,6 +259,101 @@ pub(crate) fn run(cmd: CheckCmd, app: &App) -> Result<u8, Failure> {
         ));
     }
     Ok(if s.failures == 0 { 0 } else { 1 })
+}
+
+/// A drawn model configuration and its sequential reference.
+struct Config<'a> {
+    model: &'a str,
+    flags: Vec<String>,
+    reverse: draw::Reverse,
+    big_heap: bool,
+    reference: runner::Reference,
+    verbose: bool,
+}
+
+/// One parallel run of `c` under a drawn executor (over drawn MPI ranks when `ranks` is not
+/// empty), compared with the reference: a plain run, or one that saves checkpoints on the way
+/// (one in three), or with `pair` a pair, a run saving a checkpoint at a cut and one restored
+/// from it.
+fn parallel_run(
+    runner: &mut Runner,
+    draw: &mut Draw,
+    c: &Config<'_>,
+    (syncs, ranks): (&[&str], &[usize]),
+    pair: bool,
+) {
+    let (model, flags, reference, verbose) = (c.model, &c.flags, &c.reference, c.verbose);
+    let pick_ranks = |d: &mut Draw| {
+        (!ranks.is_empty()).then(|| ranks[d.int(0, ranks.len() as u64 - 1) as usize])
+    };
+    let sync = draw.pick(syncs);
+    let over = pick_ranks(draw);
+    let mut exec = draw::executor_flags(c.reverse, sync, over.is_some(), c.big_heap, draw).0;
+    let Some(end) = reference.end() else {
+        runner.compare(model, flags, &exec, over, reference, verbose);
+        return;
+    };
+    let seq = || vec!["--sync".to_string(), "seq".to_string()];
+    if pair {
+        // A: any executor; B: any. Either is now and then the sequential one (in one process).
+        let mut over_a = over;
+        if draw.chance(0.15) {
+            (exec, over_a) = (seq(), None);
+        }
+        let sync_b = draw.pick(syncs);
+        let over_b = pick_ranks(draw);
+        let (exec_b, over_b) = if draw.chance(0.15) {
+            (seq(), None)
+        } else {
+            let f = draw::executor_flags(c.reverse, sync_b, over_b.is_some(), c.big_heap, draw);
+            (f.0, over_b)
+        };
+        match draw::checkpoint_time(draw, end, 0.0, end) {
+            Some(cut) => runner.compare_restored(
+                model,
+                flags,
+                (&exec, &exec_b),
+                (over_a, over_b),
+                cut,
+                reference,
+                verbose,
+            ),
+            None => runner.compare(model, flags, &exec, over, reference, verbose),
+        }
+        return;
+    }
+    let every = if draw.chance(1.0 / 3.0) {
+        draw::checkpoint_time(draw, end, end / 5.0, end / 1.5)
+    } else {
+        None
+    };
+    match every {
+        Some(every) => {
+            // Now and then under the sequential executor (in one process).
+            let mut over = over;
+            if draw.chance(0.15) {
+                (exec, over) = (seq(), None);
+            }
+            runner.compare_saving(model, flags, &exec, (every, over), reference, verbose)
+        }
+        None => runner.compare(model, flags, &exec, over, reference, verbose),
+    }
+}
+
+/// Explains and prints the failures not yet shown, up to `max` in all; whether `max` is reached.
+fn settle(runner: &mut Runner, app: &App, shown: &mut u64, max: u64) -> bool {
+    let reverse =
+        |model: &str, flags: &[String]| app.entry(model).is_some_and(|e| e.has_reverse(flags));
+    for f in runner.take_failures() {
+        if *shown >= max {
+            break;
+        }
+        *shown += 1;
+        for line in diagnose::explain(runner, f, &reverse) {
+            eprintln!("check: {line}");
+        }
+    }
+    *shown >= max
 }
 
 /// The `--ranks` list, checked: every count at least 1; MPI support compiled in (unless another

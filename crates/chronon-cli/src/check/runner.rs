@@ -3,12 +3,13 @@
 
 use std::collections::BTreeMap;
 use std::io::Read;
-use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
+use std::path::PathBuf;
+use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 use serde_json::Value;
 
+use super::child::{describe, wait_with_limit, with_end, Ran, ScratchDir};
 use crate::Failure;
 
 /// Refusals that are part of an executor's contract, by a substring of their message. Any
@@ -30,15 +31,41 @@ const EXPECTED_REFUSALS: &[(&str, &str)] = &[
 
 /// The sequential run's figures that every parallel run must reproduce.
 pub(crate) struct Reference {
-    fingerprint: Value,
-    committed: Value,
-    model_stats: Value,
-    model_series: Value,
-    last_time: Value,
-    pending_at_end: Value,
+    /// Its report (`FIGURES` are compared).
+    report: Value,
     wall: Duration,
     /// The run's end time (its report's `config.end`), for the checkpoint draws.
     end: Option<f64>,
+}
+
+/// The figures of a report that every parallel run must reproduce.
+const FIGURES: [&str; 6] = [
+    "fingerprint",
+    "committed",
+    "model_stats",
+    "model_series",
+    "last_time",
+    "pending_at_end",
+];
+
+/// A failure, for `check` to explain and print (`diagnose.rs`).
+pub(crate) struct Failed {
+    /// What went wrong, one line.
+    pub what: String,
+    /// The command lines that reproduce it, in order.
+    pub cmds: Vec<String>,
+    /// A completed run that differs from the sequential one: what to rerun with a trace.
+    pub rerun: Option<Rerun>,
+}
+
+/// A parallel run that differs from the sequential one, as `check` drew it.
+#[derive(Clone)]
+pub(crate) struct Rerun {
+    pub model: String,
+    /// The model's configuration (model flags, `--end`, `--seed`).
+    pub flags: Vec<String>,
+    /// The parallel run's executor flags.
+    pub exec: Vec<String>,
 }
 
 impl Reference {
@@ -46,18 +73,6 @@ impl Reference {
     pub(crate) fn end(&self) -> Option<f64> {
         self.end
     }
-}
-
-/// What happened to one child.
-enum Ran {
-    /// Exited 0 with a report.
-    Report(Value, Duration),
-    /// Exited with this code; the first line of its stderr.
-    Exit(i32, String),
-    /// Killed at the time limit.
-    Timeout(Duration),
-    /// Could not be started or its report could not be read.
-    Broken(String),
 }
 
 /// Counts for the summary.
@@ -86,6 +101,8 @@ pub(crate) struct Runner {
     /// Checkpoint directories made so far (each gets a fresh name).
     checkpoints: u64,
     summary: Summary,
+    /// Failures not yet taken (`take_failures`).
+    failed: Vec<Failed>,
 }
 
 impl Runner {
@@ -105,11 +122,37 @@ impl Runner {
             n: 0,
             checkpoints: 0,
             summary: Summary::default(),
+            failed: Vec::new(),
         })
     }
 
     pub(crate) fn summary(&self) -> &Summary {
         &self.summary
+    }
+
+    /// The failures since the last call, oldest first.
+    pub(crate) fn take_failures(&mut self) -> Vec<Failed> {
+        std::mem::take(&mut self.failed)
+    }
+
+    /// A path in the scratch directory (removed when the check ends).
+    pub(crate) fn scratch(&self, name: &str) -> PathBuf {
+        self.dir.path.join(name)
+    }
+
+    /// Runs `model` with `flags` and `exec` once, in one process, within `limit`: its report
+    /// when it completes, else why not (one line). For `diagnose.rs`.
+    pub(crate) fn report_of(
+        &mut self,
+        model: &str,
+        flags: &[String],
+        exec: &[String],
+        limit: Duration,
+    ) -> Result<Value, String> {
+        match self.child(model, flags, exec, None, limit) {
+            Ran::Report(r, _) if r["complete"] == Value::Bool(true) => Ok(r),
+            other => Err(describe(&other)),
+        }
     }
 
     /// Runs the sequential reference; `None` (and a failure) if it does not complete.
@@ -126,14 +169,9 @@ impl Runner {
         }
         match self.child(model, flags, &seq, None, Duration::from_secs(300)) {
             Ran::Report(r, wall) if r["complete"] == Value::Bool(true) => Some(Reference {
-                fingerprint: r["fingerprint"].clone(),
-                committed: r["committed"].clone(),
-                model_stats: r["model_stats"].clone(),
-                model_series: r["model_series"].clone(),
-                last_time: r["last_time"].clone(),
-                pending_at_end: r["pending_at_end"].clone(),
-                wall,
                 end: r["config"]["end"].as_f64(),
+                report: r,
+                wall,
             }),
             other => {
                 self.fail(
@@ -161,7 +199,8 @@ impl Runner {
             eprintln!("check: {cmd}");
         }
         let outcome = self.child(model, flags, exec, ranks, self.limit(reference));
-        self.judge(model, exec, ranks, outcome, reference, &[cmd]);
+        let flags = ranks.is_none().then_some(flags);
+        self.judge((model, flags), exec, ranks, outcome, reference, &[cmd]);
     }
 
     /// Runs `model` under the executor flags `exec`, saving a checkpoint every `every` time
@@ -236,7 +275,14 @@ impl Runner {
                 }
                 let outcome = self.child(model, &flags_b, &b, ranks_b, limit);
                 let compared = self.summary.compared;
-                self.judge(model, &b, ranks_b, outcome, reference, &[cmd_a, cmd_b]);
+                self.judge(
+                    (model, None),
+                    &b,
+                    ranks_b,
+                    outcome,
+                    reference,
+                    &[cmd_a, cmd_b],
+                );
                 self.summary.restored += self.summary.compared - compared;
             }
             Ran::Exit(2, msg) if self.expected_refusal(&msg) => {}
@@ -277,11 +323,11 @@ impl Runner {
     }
 
     /// Compares the outcome of a run under `exec` with `reference`; a failure shows `cmds`,
-    /// the command lines that reproduce it, in order.
-    #[allow(clippy::too_many_arguments)]
+    /// the command lines that reproduce it, in order. `flags`: the model's configuration when
+    /// the run can be rerun alone with a trace (not a restored run, not over MPI ranks).
     fn judge(
         &mut self,
-        model: &str,
+        (model, flags): (&str, Option<&[String]>),
         exec: &[String],
         ranks: Option<usize>,
         outcome: Ran,
@@ -303,26 +349,27 @@ impl Runner {
                 *self
                     .summary
                     .per_pair
-                    .entry((model.to_string(), sync))
+                    .entry((model.to_string(), sync.clone()))
                     .or_default() += 1;
                 let mut wrong = Vec::new();
                 if r["complete"] != Value::Bool(true) {
                     wrong.push("the run says it is incomplete".to_string());
                 }
-                for (name, want) in [
-                    ("fingerprint", &reference.fingerprint),
-                    ("committed", &reference.committed),
-                    ("model_stats", &reference.model_stats),
-                    ("model_series", &reference.model_series),
-                    ("last_time", &reference.last_time),
-                    ("pending_at_end", &reference.pending_at_end),
-                ] {
-                    if &r[name] != want {
-                        wrong.push(format!("{name} {} (sequential: {want})", r[name]));
-                    }
-                }
+                wrong.extend(differences(&r, &reference.report));
                 if !wrong.is_empty() {
-                    self.fail(cmds, &format!("differs from seq: {}", wrong.join("; ")));
+                    let rerun = flags.map(|flags| Rerun {
+                        model: model.to_string(),
+                        flags: flags.to_vec(),
+                        exec: exec.to_vec(),
+                    });
+                    self.fail_with(
+                        cmds,
+                        &format!(
+                            "{model} under {sync} differs from seq: {}",
+                            wrong.join(", ")
+                        ),
+                        rerun,
+                    );
                 }
             }
             Ran::Exit(2, msg) => {
@@ -330,19 +377,21 @@ impl Runner {
                     self.summary.compared += 1;
                     self.fail(
                         cmds,
-                        &format!("refused a configuration that seq accepts: {msg}"),
+                        &format!(
+                            "{model} under {sync} refused a configuration that seq accepts: {msg}"
+                        ),
                     );
                 }
             }
             other => {
                 self.summary.compared += 1;
-                self.fail(cmds, &describe(&other));
+                self.fail(cmds, &format!("{model} under {sync}: {}", describe(&other)));
             }
         }
     }
 
     /// The command line that reproduces a run.
-    fn command_line(
+    pub(crate) fn command_line(
         &self,
         model: &str,
         flags: &[String],
@@ -365,15 +414,19 @@ impl Runner {
         parts.join(" ")
     }
 
-    /// Reports a failure with the command lines that reproduce it, run in order (a restored
+    /// Records a failure with the command lines that reproduce it, run in order (a restored
     /// run's: the run that saved the checkpoint, then the restored one).
     fn fail(&mut self, cmds: &[String], what: &str) {
+        self.fail_with(cmds, what, None);
+    }
+
+    fn fail_with(&mut self, cmds: &[String], what: &str, rerun: Option<Rerun>) {
         self.summary.failures += 1;
-        eprintln!("check: FAILED: {what}");
-        for (i, cmd) in cmds.iter().enumerate() {
-            let how = if i == 0 { "reproduce:" } else { "then:     " };
-            eprintln!("check:   {how} {cmd}");
-        }
+        self.failed.push(Failed {
+            what: what.to_string(),
+            cmds: cmds.to_vec(),
+            rerun,
+        });
     }
 
     /// Runs one child (`mpirun -n R chronon run ... --ranks R` when `ranks` is given) with a
@@ -447,87 +500,49 @@ impl Runner {
     }
 }
 
-/// Waits for `child` up to `limit`; kills and reaps it past that (`None`). An `mpirun` child
-/// (`launcher`) gets SIGTERM first, which it forwards to its ranks and then cleans up (a
-/// SIGKILL would leave its ranks running), and SIGKILL only if it is still there 5 s later.
-fn wait_with_limit(
-    child: &mut Child,
-    limit: Duration,
-    launcher: bool,
-) -> Option<std::process::ExitStatus> {
-    let deadline = Instant::now() + limit;
-    let mut nap = Duration::from_millis(1);
-    loop {
-        match child.try_wait() {
-            Ok(Some(s)) => return Some(s),
-            Ok(None) if Instant::now() >= deadline => {
-                if launcher {
-                    let _ = Command::new("kill")
-                        .args(["-TERM", &child.id().to_string()])
-                        .status();
-                    let grace = Instant::now() + Duration::from_secs(5);
-                    while Instant::now() < grace {
-                        if let Ok(Some(_)) = child.try_wait() {
-                            return None;
-                        }
-                        std::thread::sleep(Duration::from_millis(20));
-                    }
+/// The figures of the report `run` that differ from the sequential report `seq`'s, each short:
+/// a figure's name with both values (`committed 812 (seq 790)`), or for a map (the model's
+/// statistics) the keys that differ, at most four, then how many more.
+pub(crate) fn differences(run: &Value, seq: &Value) -> Vec<String> {
+    let short = |v: Option<&Value>| {
+        let s = v.map_or("none".to_string(), Value::to_string);
+        if s.chars().count() > 24 {
+            format!("{}...", s.chars().take(21).collect::<String>())
+        } else {
+            s
+        }
+    };
+    let mut out = Vec::new();
+    for name in FIGURES {
+        let (a, b) = (&run[name], &seq[name]);
+        if a == b {
+            continue;
+        }
+        match (a.as_object(), b.as_object()) {
+            (Some(x), Some(y)) => {
+                let keys: std::collections::BTreeSet<&String> = x.keys().chain(y.keys()).collect();
+                let differ: Vec<&String> = keys
+                    .into_iter()
+                    .filter(|k| x.get(*k) != y.get(*k))
+                    .collect();
+                for k in differ.iter().take(4) {
+                    out.push(format!(
+                        "{name}.{k} {} (seq {})",
+                        short(x.get(*k)),
+                        short(y.get(*k))
+                    ));
                 }
-                let _ = child.kill();
-                let _ = child.wait();
-                return None;
+                if differ.len() > 4 {
+                    out.push(format!("{} more {name} keys", differ.len() - 4));
+                }
             }
-            Ok(None) => {
-                std::thread::sleep(nap);
-                nap = (nap * 2).min(Duration::from_millis(50));
-            }
-            Err(_) => {
-                let _ = child.kill();
-                let _ = child.wait();
-                return None;
-            }
+            _ if name == "fingerprint" => out.push(name.to_string()),
+            _ => out.push(format!(
+                "{name} {} (seq {})",
+                short(Some(a)),
+                short(Some(b))
+            )),
         }
     }
-}
-
-/// `flags` with `--end` set to `end` (in place, or added when the flags have none).
-fn with_end(flags: &[String], end: f64) -> Vec<String> {
-    let mut f = flags.to_vec();
-    match f.iter().position(|a| a == "--end") {
-        Some(i) if i + 1 < f.len() => f[i + 1] = end.to_string(),
-        _ => f.extend(["--end".to_string(), end.to_string()]),
-    }
-    f
-}
-
-fn describe(c: &Ran) -> String {
-    match c {
-        Ran::Report(_, _) => "did not complete".into(),
-        Ran::Exit(code, msg) => format!("exited with code {code}: {msg}"),
-        Ran::Timeout(limit) => format!(
-            "was still running after {:.1} s (too slow or hung) and was killed",
-            limit.as_secs_f64()
-        ),
-        Ran::Broken(msg) => msg.clone(),
-    }
-}
-
-/// A private scratch directory for the children's reports, removed when the check ends.
-struct ScratchDir {
-    path: PathBuf,
-}
-
-impl ScratchDir {
-    fn new() -> Result<Self, Failure> {
-        let path = std::env::temp_dir().join(format!("chronon-check-{}", std::process::id()));
-        std::fs::create_dir_all(&path)
-            .map_err(|e| Failure::runtime(format!("cannot create {}: {e}", path.display())))?;
-        Ok(ScratchDir { path })
-    }
-}
-
-impl Drop for ScratchDir {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_dir_all(Path::new(&self.path));
-    }
+    out
 }

@@ -9,6 +9,7 @@ mod checks;
 mod progress;
 mod report_cfg;
 mod summary;
+mod trace;
 
 use std::path::Path;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -80,6 +81,7 @@ where
     let (copy, heap) = payload_options(&common, procs)?;
     // Over MPI ranks: MPI for the run (finalized when this function returns).
     let mpi = crate::mpi::start(common.ranks, procs)?;
+    trace::check(&common, model.lp_count())?;
     let outputs = plan_outputs(&common, &executor)?;
     let checkpoints = checkpoint::Checkpoints::check(&common, name, &model_config, changeable)?;
 
@@ -123,7 +125,9 @@ where
         Some(_) => sim.ranks(),
         None => sim,
     };
+    trace::start(&common);
     let result = sim.run();
+    let traced = chronon::trace::take();
     // Ordering: the flag only tells the progress thread to stop drawing; it guards no data.
     done.store(true, Ordering::Relaxed);
     // Wake it from its pause so a short run does not wait for the rest of it.
@@ -156,6 +160,9 @@ where
         }),
         outputs.paths(PROGRESS_CSV).nth(2).map_or(Ok(()), |p| {
             output::write_or_rescue("--output", p, series::model_csv(&report).as_bytes())
+        }),
+        outputs.path("--trace").map_or(Ok(()), |p| {
+            output::write_or_rescue("--trace", p, trace::text(&traced).as_bytes())
         }),
     ];
     for w in written {
@@ -204,6 +211,9 @@ fn plan_outputs(common: &CommonArgs, executor: &Executor) -> Result<Outputs, Fai
     }
     if let Some(p) = &common.gvt_csv {
         wanted.push(("--gvt-csv", p.clone()));
+    }
+    if let Some(p) = &common.trace {
+        wanted.push(("--trace", p.clone()));
     }
     let inputs: Vec<(&'static str, &Path)> = common
         .config

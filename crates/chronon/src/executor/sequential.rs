@@ -93,6 +93,7 @@ fn run_with<M: Model, Q: PendingSet<Event<M::Event>>>(
             }
             model.commit(&ev.payload, &CommitCtx { me: ev.dst, now });
             slot.digest.commit(&ev.key());
+            crate::trace::committed(ev.dst, &ev.key());
             for e in out.drain(..) {
                 queue.push(e);
             }

@@ -467,6 +467,7 @@ fn execute<M: Model, Q: PendingSet<Event<M::Event>>>(
     }
     step.model.commit(&ev.payload, &CommitCtx { me, now });
     slot.digest.commit(&ev.key());
+    crate::trace::committed(me, &ev.key());
     for e in buf.drain(..) {
         if e.dst == me {
             unit.queue.push(e);

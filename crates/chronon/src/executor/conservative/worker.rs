@@ -234,6 +234,7 @@ impl<'s, 'a, M: Model, Q: PendingSet<Event<M::Event>>, X: Endpoint<M::Event>>
         }
         sh.model.commit(&ev.payload, &CommitCtx { me: dst, now });
         slot.digest.commit(&ev.key());
+        crate::trace::committed(dst, &ev.key());
         for e in self.out.drain(..) {
             if let Some(b) = &sh.balance {
                 if b.is_shared(e.dst) {

@@ -209,7 +209,7 @@ impl<M: Model, Q: PendingSet<TwEvent<M::Event>>> Worker<'_, '_, M, Q> {
             // Its counter deltas went to the committed counters above.
             commit_event(
                 sh.model,
-                &ev,
+                (&ev, &key),
                 std::iter::empty(),
                 &mut self.counters,
                 &mut self.stats,

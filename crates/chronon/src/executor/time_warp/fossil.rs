@@ -101,7 +101,8 @@ impl<'s, 'a, M: Model, Q: PendingSet<TwEvent<M::Event>>> Worker<'s, 'a, M, Q> {
             |rec, extras| {
                 let (me, now) = (rec.ev.dst, rec.ev.time);
                 *current = (me, now);
-                commit_event(sh.model, &rec.ev, extras, counters, stats);
+                let key = orders.key(&rec.ev);
+                commit_event(sh.model, (&rec.ev, &key), extras, counters, stats);
                 if !reverse {
                     // Copy state saving: the newest checkpoint at or below the commit point
                     // is the oldest one a rollback can need.
@@ -232,7 +233,8 @@ impl<M: Model, Q: PendingSet<TwEvent<M::Event>>> Worker<'_, '_, M, Q> {
         for &seq in self.scratch.early.iter().rev() {
             self.history.commit_early(seq, |rec, counts| {
                 self.current = (rec.ev.dst, rec.ev.time);
-                commit_event(sh.model, &rec.ev, counts, counters, stats);
+                let key = orders.key(&rec.ev);
+                commit_event(sh.model, (&rec.ev, &key), counts, counters, stats);
                 stats.safe_early += 1;
                 orders.remove(&rec.ev);
             });

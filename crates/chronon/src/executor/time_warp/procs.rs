@@ -419,5 +419,6 @@ pub(super) fn part_out<M: Model, Q: PendingSet<TwEvent<M::Event>>>(
         counters,
         finish,
         workers,
+        trace: Vec::new(),
     })
 }

@@ -2,6 +2,7 @@
 
 use super::history::Extra;
 use super::preempt::PreemptStats;
+use crate::event::EventKey;
 use crate::model::{CommitCtx, Model, Time};
 use crate::tw_msg::TwEvent;
 
@@ -46,18 +47,19 @@ pub(super) struct Stats {
 }
 
 /// Commits one event (fossil collection, a safe event and its LP's older records: safe.rs): its
-/// commit hook, the counter deltas among `extras` into the committed counters, and the commit
-/// figures.
+/// commit hook, the committed-event trace (`key`: its key), the counter deltas among `extras`
+/// into the committed counters, and the commit figures.
 #[inline]
 pub(super) fn commit_event<'e, M: Model>(
     model: &M,
-    ev: &TwEvent<M::Event>,
+    (ev, key): (&TwEvent<M::Event>, &EventKey),
     extras: impl Iterator<Item = &'e Extra>,
     counters: &mut [i64],
     stats: &mut Stats,
 ) {
     let (me, now) = (ev.dst, ev.time);
     model.commit(&ev.payload, &CommitCtx { me, now });
+    crate::trace::committed(me, key);
     for e in extras {
         if let &Extra::Count(idx, delta) = e {
             counters[idx as usize] += delta;

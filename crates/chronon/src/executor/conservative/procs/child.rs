@@ -88,6 +88,8 @@ pub(crate) fn child_main<M: Model>(
     // items never come back: its heaps are not checked, and its error (in its report) is the
     // run's, not a leak.
     let failed = out.result.is_err();
+    let mut out = out;
+    out.trace = crate::trace::take_keys();
     let mut pipe = std::fs::File::from(pipe);
     if write_msg(&mut pipe, &encode(&out)).is_err() {
         std::process::exit(3)
@@ -323,6 +325,7 @@ pub(crate) fn run_part<M: Model, Q: PendingSet<Event<M::Event>>, X: Endpoint<M::
         counters,
         finish,
         workers,
+        trace: Vec::new(),
     })
 }
 

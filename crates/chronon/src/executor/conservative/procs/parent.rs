@@ -250,7 +250,9 @@ pub(crate) fn coordinate<M: Model>(
 ) -> Option<(Vec<ChildOut>, Result<ModelStats, SimError>)> {
     let mut outs = Vec::with_capacity(parts.count());
     for p in 0..parts.count() {
-        outs.push(decode(&parts.read(p)?)?);
+        let mut out = decode(&parts.read(p)?)?;
+        crate::trace::absorb(std::mem::take(&mut out.trace));
+        outs.push(out);
     }
     if outs.iter().any(|o| o.result.is_err()) {
         parts.close();

@@ -3,6 +3,7 @@
 use std::collections::BTreeMap;
 
 use crate::error::{ConfigError, ModelError, Setting, SimError};
+use crate::event::EventKey;
 use crate::model::{LpId, ModelStats, StatKind, StatOp};
 use crate::transport::wire::{Reader, Writer};
 
@@ -30,6 +31,8 @@ pub(crate) struct ChildOut {
     /// read figures (the parent then asks this process to run it on the figures so far).
     pub(crate) finish: FinishOps,
     pub(crate) workers: Vec<BTreeMap<String, f64>>,
+    /// The committed-event trace of this process's LPs (`crate::trace`; empty when off).
+    pub(crate) trace: Vec<(LpId, Vec<EventKey>)>,
 }
 
 impl ChildOut {
@@ -50,6 +53,7 @@ impl ChildOut {
             counters: Vec::new(),
             finish: Vec::new(),
             workers: Vec::new(),
+            trace: Vec::new(),
         }
     }
 }
@@ -136,6 +140,16 @@ pub(crate) fn encode(o: &ChildOut) -> Vec<u8> {
             w.f64(*v);
         }
     }
+    w.u64(o.trace.len() as u64);
+    for (lp, keys) in &o.trace {
+        w.u64(u64::from(*lp));
+        w.u64(keys.len() as u64);
+        for k in keys {
+            w.f64(k.time);
+            w.u64(u64::from(k.src));
+            w.u64(k.seq);
+        }
+    }
     w.0
 }
 
@@ -199,6 +213,21 @@ pub(crate) fn decode(b: &[u8]) -> Option<ChildOut> {
             .map(|_| Some((r.str()?, r.f64()?)))
             .collect::<Option<_>>()?;
         o.workers.push(m);
+    }
+    let n = r.u64()?;
+    for _ in 0..n {
+        let lp = u32::try_from(r.u64()?).ok()?;
+        let k = r.u64()?;
+        let keys = (0..k)
+            .map(|_| {
+                Some(EventKey {
+                    time: r.f64()?,
+                    src: u32::try_from(r.u64()?).ok()?,
+                    seq: r.u64()?,
+                })
+            })
+            .collect::<Option<Vec<_>>>()?;
+        o.trace.push((lp, keys));
     }
     Some(o)
 }
