@@ -58,6 +58,13 @@ struct Row {
     advice: Option<String>,
 }
 
+impl Row {
+    /// Events per wall second.
+    fn rate(&self) -> f64 {
+        self.events as f64 / self.secs
+    }
+}
+
 const TAKEN: &[&str] = &["sync", "threads", "procs", "output"];
 
 pub(crate) fn run(b: ModelBench, app: &App) -> Result<u8, Failure> {
@@ -186,8 +193,7 @@ fn print(model: &str, runners: &[Runner], rows: &[Row]) -> Result<u8, Failure> {
         "{:<22} {:>12} {:>9} {:>12} {:>8} {:>11}  fingerprint",
         "runner", "events", "wall s", "events/s", "x first", "peak RSS"
     );
-    let rate = |r: &Row| r.events as f64 / r.secs;
-    let first = rate(&rows[0]);
+    let first = rows[0].rate();
     let mut differ = Vec::new();
     for (r, row) in runners.iter().zip(rows) {
         let same = row.fingerprint == rows[0].fingerprint;
@@ -199,8 +205,8 @@ fn print(model: &str, runners: &[Runner], rows: &[Row]) -> Result<u8, Failure> {
             r.label,
             row.events,
             row.secs,
-            rate(row),
-            rate(row) / first,
+            row.rate(),
+            row.rate() / first,
             row.peak_rss as f64 / (1u64 << 20) as f64,
             row.fingerprint,
             if same { "" } else { " DIFFERS" }
@@ -221,11 +227,10 @@ fn print(model: &str, runners: &[Runner], rows: &[Row]) -> Result<u8, Failure> {
 /// The benchmark's closing line: the fastest runner, and why the parallel ones lost where
 /// none beat the sequential run.
 fn recommend(runners: &[Runner], rows: &[Row]) -> String {
-    let rate = |r: &Row| r.events as f64 / r.secs;
     let best = (0..rows.len())
-        .max_by(|&a, &b| rate(&rows[a]).total_cmp(&rate(&rows[b])))
+        .max_by(|&a, &b| rows[a].rate().total_cmp(&rows[b].rate()))
         .expect("at least one runner");
-    let cores = crate::run::advice::cores();
+    let cores = crate::sys::cores();
     let crowded: Vec<&str> = runners
         .iter()
         .zip(rows)
@@ -240,7 +245,7 @@ fn recommend(runners: &[Runner], rows: &[Row]) -> String {
             // Why the best parallel runner lost, in its own run's words.
             let parallel = (0..rows.len())
                 .filter(|&i| i != s)
-                .max_by(|&a, &b| rate(&rows[a]).total_cmp(&rate(&rows[b])));
+                .max_by(|&a, &b| rows[a].rate().total_cmp(&rows[b].rate()));
             if let Some(why) = parallel.and_then(|p| {
                 rows[p]
                     .advice
@@ -252,7 +257,7 @@ fn recommend(runners: &[Runner], rows: &[Row]) -> String {
             line += ")";
         }
         Some(s) => {
-            line += &format!(" ({:.2} x seq)", rate(&rows[best]) / rate(&rows[s]));
+            line += &format!(" ({:.2} x seq)", rows[best].rate() / rows[s].rate());
         }
         None => {}
     }

@@ -110,3 +110,8 @@ impl SelfCommand {
         self.exe.display()
     }
 }
+
+/// The cores this process may run on (1 where the system does not say).
+pub(crate) fn cores() -> usize {
+    std::thread::available_parallelism().map_or(1, |n| n.get())
+}

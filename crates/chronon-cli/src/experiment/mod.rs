@@ -249,7 +249,7 @@ pub(crate) fn run(cmd: ExperimentCmd) -> Result<u8, Failure> {
         quick: cmd.quick,
         threads: cmd.threads.clone(),
         reps: cmd.reps.unwrap_or(if cmd.quick { 1 } else { e.reps }),
-        cores: std::thread::available_parallelism().map_or(1, |n| n.get()),
+        cores: crate::sys::cores(),
         configs: cmd.configs.clone(),
         splits,
     };

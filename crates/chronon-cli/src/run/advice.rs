@@ -27,17 +27,12 @@ pub(crate) struct Parallelism {
     pub advice: Option<String>,
 }
 
-/// The cores this process may run on.
-pub(crate) fn cores() -> usize {
-    std::thread::available_parallelism().map_or(1, |n| n.get())
-}
-
 impl Parallelism {
     /// The figures of a finished run; `local`: all its workers run on this machine (not MPI
     /// ranks, which may be spread over several).
     pub(crate) fn of(r: &Report, local: bool) -> Parallelism {
         let workers = r.workers.len().max(1);
-        let cores = cores();
+        let cores = crate::sys::cores();
         let es = &r.executor_stats;
         let busy: f64 = r.workers.iter().filter_map(|w| w.get("busy_s")).sum();
         let kept = es.get("efficiency").copied().unwrap_or(1.0);

@@ -199,7 +199,7 @@ fn plan(cmd: SweepCmd, app: &App) -> Result<Plan, Failure> {
             return Err(Failure::bad_input(format!("{at}{}", e.message)));
         }
     }
-    let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
+    let cores = crate::sys::cores();
     let per_run = spec
         .flags
         .iter()
