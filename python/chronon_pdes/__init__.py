@@ -21,6 +21,7 @@ from typing import Any, Dict, Iterable, Optional, Union
 
 from . import _runner
 from .errors import CheckFailed, ChrononError, ConfigError, ModelError, StoppedError
+from .measure import Tally, TimeAverage
 from .model import Model
 from .report import CheckResult, Report
 
@@ -29,6 +30,8 @@ __all__ = [
     "check",
     "sweep",
     "Model",
+    "Tally",
+    "TimeAverage",
     "Report",
     "CheckResult",
     "Study",

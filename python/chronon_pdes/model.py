@@ -28,7 +28,9 @@ class Model:
     - ``finish(lp, state, stats)``: adds figures to the report's ``model_stats`` with
       ``stats.add(name, value)``, ``stats.set``, ``stats.min``, ``stats.max``;
       ``stats.end_time`` is the time the run ended (the end time, or the cut of a run that
-      ends at a checkpoint), where a time-weighted mean kept in the state closes.
+      ends at a checkpoint); ``stats.tally(name, t)`` and ``stats.time_average(name, a)``
+      merge a :class:`Tally` or :class:`TimeAverage` kept in the state (the report gets
+      ``name.mean``).
     - ``global_events``: times of the first global events; ``on_global(ctx)`` handles each:
       ``ctx.now()``, ``ctx.state(lp)`` (read only), ``ctx.add``/``ctx.set`` (statistics),
       ``ctx.record(name, value)`` (a time series in the report's ``model_series``),

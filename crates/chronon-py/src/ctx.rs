@@ -381,4 +381,83 @@ impl Stats {
     fn end_time(&self) -> PyResult<Option<f64>> {
         self.stats.with(|c| c.end_time())
     }
+
+    /// Merges the LP's `chronon_pdes.Tally` (or any object with `n`, `sum`, `sum_sq`, `min`,
+    /// `max`) into the statistic `name`: the report gets its parts summed over LPs and the
+    /// derived `name.mean` and `name.sd`.
+    fn tally(&self, name: &str, tally: &Bound<'_, PyAny>) -> PyResult<()> {
+        let t = PyTally {
+            n: tally.getattr("n")?.extract()?,
+            sum: tally.getattr("sum")?.extract()?,
+            sum_sq: tally.getattr("sum_sq")?.extract()?,
+            min: tally.getattr("min")?.extract()?,
+            max: tally.getattr("max")?.extract()?,
+        };
+        self.stats.with(|c| c.tally(name, &t))
+    }
+
+    /// Merges the LP's `chronon_pdes.TimeAverage` (or any object with `start`, `since`,
+    /// `value`, `area`) into the statistic `name`, closed at `end_time` (the current value
+    /// counts up to the end of the run): the report gets `name.area`, `name.time` and the
+    /// derived `name.mean`.
+    fn time_average(&self, name: &str, average: &Bound<'_, PyAny>) -> PyResult<()> {
+        let t = PyTimeAverage {
+            start: average.getattr("start")?.extract()?,
+            since: average.getattr("since")?.extract()?,
+            value: average.getattr("value")?.extract()?,
+            area: average.getattr("area")?.extract()?,
+        };
+        if t.since < t.start {
+            return Err(PyValueError::new_err(format!(
+                "time_average({name:?}): its last change ({}) is before its start ({})",
+                t.since, t.start
+            )));
+        }
+        self.stats.with(|c| c.time_average(name, &t))
+    }
+}
+
+/// A Python tally's figures, read from its attributes.
+struct PyTally {
+    n: u64,
+    sum: f64,
+    sum_sq: f64,
+    min: f64,
+    max: f64,
+}
+
+impl chronon::measure::TallyFigures for PyTally {
+    fn n(&self) -> u64 {
+        self.n
+    }
+    fn sum(&self) -> f64 {
+        self.sum
+    }
+    fn sum_sq(&self) -> f64 {
+        self.sum_sq
+    }
+    fn min_max(&self) -> Option<(f64, f64)> {
+        Some((self.min, self.max))
+    }
+}
+
+/// A Python time average's figures, read from its attributes: `area` up to `since`, `value`
+/// held since then.
+struct PyTimeAverage {
+    start: f64,
+    since: f64,
+    value: f64,
+    area: f64,
+}
+
+impl chronon::measure::TimeAverageFigures for PyTimeAverage {
+    fn area_and_time(&self, end: Option<f64>) -> (f64, f64) {
+        match end {
+            Some(end) if end > self.since => (
+                self.area + self.value * (end - self.since),
+                end - self.start,
+            ),
+            _ => (self.area, self.since - self.start),
+        }
+    }
 }
