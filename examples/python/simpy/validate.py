@@ -6,7 +6,7 @@ import statistics
 
 import chronon_pdes as chronon
 
-EXECUTORS = [dict(sync="seq"), dict(sync="window", threads=2), dict(sync="nullmsg", threads=2),
+EXECUTORS = [dict(sync="seq"), dict(sync="window", threads=2), dict(sync="null-message", threads=2),
              dict(sync="lockstep", threads=2), dict(sync="timewarp", threads=2)]
 
 

@@ -225,7 +225,7 @@ def _bad_yield(proc, obj):
 
 class Condition(Event):
     """Happens when ``evaluate(events, count)`` is true, with a dict {event: value} of the events
-    that happened; fails as soon as one of them fails."""
+    that have happened when it is processed; fails as soon as one of them fails."""
 
     __slots__ = ("_events", "_evaluate", "_count")
 
@@ -234,11 +234,12 @@ class Condition(Event):
         self._events = list(events)
         self._evaluate = evaluate
         self._count = 0
+        self.callbacks.append(self._collect)
         for e in self._events:
             if not isinstance(e, Event) or e.env is not env:
                 raise TypeError(f"a condition takes events of its own LP's environment, not {e!r}")
         if not self._events:
-            self.succeed({})
+            self.succeed()
             return
         for e in self._events:
             if e.callbacks is None and not e._cancelled:
@@ -254,7 +255,11 @@ class Condition(Event):
             event._defused = True
             self.fail(event._value)
         elif self._evaluate(self._events, self._count):
-            self.succeed({e: e._value for e in self._events if e.callbacks is None and not e._cancelled})
+            self.succeed()
+
+    def _collect(self, event):
+        if self._ok:
+            self._value = {e: e._value for e in self._events if e.callbacks is None and not e._cancelled}
 
 
 def _all(events, count):
