@@ -74,7 +74,8 @@ class GasStation(ProcessModel):
                     tally["calls"] += 1
                     env.send(0, self.call, env.me)
                     yield env.receive()
-                    yield tank.put(tank.capacity - tank.level)
+                    if tank.level < tank.capacity:
+                        yield tank.put(tank.capacity - tank.level)
                 yield env.timeout(10)
 
         env.process(cars())
