@@ -77,5 +77,5 @@ if __name__ == "__main__":
     import bank_simpy
     from validate import against_simpy, every_executor
 
-    every_executor(Bank(end=5000.0))
-    against_simpy(run, bank_simpy.run, reps=10)
+    every_executor(Bank(end=1250.0))
+    against_simpy(run, bank_simpy.run, reps=10, end=5000.0)

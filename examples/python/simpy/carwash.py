@@ -66,5 +66,5 @@ if __name__ == "__main__":
     import carwash_simpy
     from validate import against_simpy, every_executor
 
-    every_executor(Carwash(end=2000.0))
-    against_simpy(run, carwash_simpy.run, reps=10)
+    every_executor(Carwash(end=750.0))
+    against_simpy(run, carwash_simpy.run, reps=10, end=3000.0)

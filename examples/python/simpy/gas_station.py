@@ -102,5 +102,5 @@ if __name__ == "__main__":
     import gas_station_simpy
     from validate import against_simpy, every_executor
 
-    every_executor(GasStation(end=50000.0))
-    against_simpy(run, gas_station_simpy.run, reps=10)
+    every_executor(GasStation(end=12500.0))
+    against_simpy(run, gas_station_simpy.run, reps=10, end=50000.0)

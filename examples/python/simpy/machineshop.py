@@ -108,6 +108,6 @@ if __name__ == "__main__":
     import machineshop_simpy
     from validate import against_simpy, every_executor
 
-    every_executor(MachineShop(end=2000.0))
-    against_simpy(run, machineshop_simpy.run, reps=10)
+    every_executor(MachineShop(end=500.0))
+    against_simpy(run, machineshop_simpy.run, reps=10, end=2000.0)
     print(f"theory, call 0: {availability_theory(20, 3, 10.0, 1.0):.5f}")

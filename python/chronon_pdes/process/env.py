@@ -15,12 +15,16 @@ class Stream:
     def __init__(self, env):
         self._env = env
 
+    def _replayed(self):
+        env = self._env
+        v = env._state.draws[env._cursor]
+        env._cursor += 1
+        return v
+
     def _draw(self, name, *args):
         env = self._env
         if env._ctx is None:
-            v = env._state.draws[env._cursor]
-            env._cursor += 1
-            return v
+            return self._replayed()
         v = getattr(env._ctx.rng(), name)(*args)
         env._state.draws.append(v)
         return v
@@ -32,10 +36,20 @@ class Stream:
         return self._draw("uniform", a, b)
 
     def exponential(self, mean):
-        return self._draw("exponential", mean)
+        env = self._env
+        if env._ctx is None:
+            return self._replayed()
+        v = env._ctx.rng().exponential(mean)
+        env._state.draws.append(v)
+        return v
 
     def expovariate(self, rate):
-        return self._draw("expovariate", rate)
+        env = self._env
+        if env._ctx is None:
+            return self._replayed()
+        v = env._ctx.rng().expovariate(rate)
+        env._state.draws.append(v)
+        return v
 
     def randrange(self, n):
         return self._draw("randrange", n)

@@ -113,7 +113,9 @@ class Timeout(Event):
     def __init__(self, env, delay, value=None):
         if not delay >= 0:
             raise ValueError(f"env.timeout({delay!r}): a delay must be a number >= 0")
-        Event.__init__(self, env)
+        self.env = env
+        self.callbacks = []
+        self._defused = self._cancelled = False
         self.delay = delay
         self._ok, self._value = True, value
         env._schedule(self, NORMAL, delay)
