@@ -22,6 +22,7 @@ from typing import Any, Dict, Iterable, Optional, Union
 from . import _runner
 from .errors import CheckFailed, ChrononError, ConfigError, ModelError, StoppedError
 from .model import Model
+from . import process  # noqa: E402,F401  SimPy's building blocks on LPs (docs/simpy.md)
 from .report import CheckResult, Report
 
 __all__ = [
