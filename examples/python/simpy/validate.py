@@ -22,7 +22,7 @@ def every_executor(model, procs=True, quiet=False):
         reports.append(r)
         if not quiet:
             print(f"{str(kw):50} {r.committed:>8} events  fingerprint {r.fingerprint}  "
-                  f"rollbacks {getattr(r, 'rolled_back', '-')}")
+                  f"rolled back {r.rolled_back}")
     prints = {r.fingerprint for r in reports}
     assert len(prints) == 1, f"executors disagree: {prints}"
     return reports
