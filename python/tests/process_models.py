@@ -254,8 +254,9 @@ class Network(ProcessModel):
 
     counters = ["arrivals", "done"]
 
-    def __init__(self, lps=4, servers=2, rate=0.5, service=1.0, hops=3, lookahead=0.5, end=60.0):
+    def __init__(self, lps=4, servers=2, rate=0.5, service=1.0, hops=3, lookahead=0.5, end=60.0, keep_log=True):
         self.lps, self.servers, self.rate, self.service = lps, servers, rate, service
+        self.keep_log = keep_log
         self.hops, self.lookahead, self.end = hops, lookahead, end
 
     def setup(self, env):

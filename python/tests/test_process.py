@@ -125,3 +125,10 @@ def test_lp_state_pickles_as_its_log():
     back = pickle.loads(pickle.dumps(st))
     assert back == st and back.env is None and back.log == st.log
     assert back != LPState(2, st.log[:1], st.draws[:1])
+
+
+def test_without_a_log_the_history_is_the_same_and_saving_is_refused(network_seq, tmp_path):
+    r = chronon.run(pm.Network(keep_log=False), progress=False)
+    assert (r.fingerprint, r.model_stats) == (network_seq.fingerprint, network_seq.model_stats)
+    with pytest.raises(chronon.ChrononError, match="keep_log = True"):
+        chronon.run(pm.Network(keep_log=False), checkpoint_at=30, checkpoint_dir=tmp_path, progress=False)

@@ -26,7 +26,8 @@ class Stream:
         if env._ctx is None:
             return self._replayed()
         v = getattr(env._ctx.rng(), name)(*args)
-        env._state.draws.append(v)
+        if env._state.draws is not None:
+            env._state.draws.append(v)
         return v
 
     def random(self):
@@ -40,7 +41,8 @@ class Stream:
         if env._ctx is None:
             return self._replayed()
         v = env._ctx.rng().exponential(mean)
-        env._state.draws.append(v)
+        if env._state.draws is not None:
+            env._state.draws.append(v)
         return v
 
     def expovariate(self, rate):
@@ -48,7 +50,8 @@ class Stream:
         if env._ctx is None:
             return self._replayed()
         v = env._ctx.rng().expovariate(rate)
-        env._state.draws.append(v)
+        if env._state.draws is not None:
+            env._state.draws.append(v)
         return v
 
     def randrange(self, n):
@@ -186,13 +189,16 @@ class LPState:
 
     __slots__ = ("lp", "log", "draws", "env")
 
-    def __init__(self, lp, log=None, draws=None):
+    def __init__(self, lp, log=None, draws=None, keep=True):
         self.lp = lp
         self.log = [] if log is None else log
-        self.draws = [] if draws is None else draws
+        self.draws = ([] if draws is None else draws) if keep else None
         self.env = None
 
     def __reduce__(self):
+        if self.draws is None:
+            raise TypeError(f"LP {self.lp} keeps no log (keep_log = False), so its processes cannot be "
+                            f"saved or copied (checkpoints, Time Warp, check): set keep_log = True")
         return (LPState, (self.lp, self.log, self.draws))
 
     def __eq__(self, other):
@@ -212,7 +218,10 @@ class ProcessModel:
       ``counters`` (names for ``env.count``), as for any Python model;
     - ``setup(self, env)``: builds LP ``env.me``'s world at time 0 (resources, processes);
     - optionally ``results(self, env, stats)``: adds the LP's figures to the report's
-      ``model_stats`` (``stats.add``, ``set``, ``min``, ``max``, ``stats.end_time``).
+      ``model_stats`` (``stats.add``, ``set``, ``min``, ``max``, ``stats.end_time``);
+    - optionally ``keep_log = False``: no log (less memory, a little faster) for runs that
+      never roll back or save an LP: not under Time Warp, ``check`` or checkpoints, which
+      refuse such a model in one line.
 
     ``setup`` and the processes must depend only on the model's parameters, the events they
     see and ``env.rng``: an LP is rebuilt by running them again (see the package docstring).
@@ -221,12 +230,13 @@ class ProcessModel:
     lps = 1
     lookahead = 0.0
     counters = []
+    keep_log = True
 
     def setup(self, env):
         raise NotImplementedError(f"{type(self).__name__}.setup(env)")
 
     def init(self, ctx):
-        state = LPState(ctx.me())
+        state = LPState(ctx.me(), keep=self.keep_log is not False)
         env = Environment(self, state)
         env._ctx = ctx
         try:
@@ -242,7 +252,8 @@ class ProcessModel:
         if env is None:
             env = self._rebuild(state)
         now = ctx.now()
-        state.log.append((now, event, len(state.draws)))
+        if state.draws is not None:
+            state.log.append((now, event, len(state.draws)))
         env._ctx = ctx
         try:
             env._handle(now, event)
@@ -251,6 +262,9 @@ class ProcessModel:
 
     def reverse(self, state, event, where):
         lp, now = where
+        if state.draws is None:
+            raise RuntimeError(f"{type(self).__name__} has keep_log = False: it cannot be rolled back "
+                               f"(Time Warp, check); set keep_log = True")
         if not state.log or state.log[-1][0] != now:
             last = state.log[-1][0] if state.log else None
             raise RuntimeError(f"LP {lp}: undoing an event at {now}, but the last event logged is at {last}")
