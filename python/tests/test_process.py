@@ -98,9 +98,16 @@ def test_a_process_model_has_one_history_under_every_executor(network_seq, opts)
 
 
 def test_time_warp_rolls_back_processes(network_seq):
-    r = chronon.run(pm.Network(), sync="timewarp", threads=2, check_reverse=True, progress=False)
-    assert r.executor_stats["rollbacks"] > 0 and r.rolled_back > 0
-    assert (r.fingerprint, r.model_stats) == (network_seq.fingerprint, network_seq.model_stats)
+    # Stragglers depend on the threads' timing: every run must match, and at least one of up to
+    # three must have rolled back (each has so far, by hundreds of events).
+    rolled = 0
+    for _ in range(3):
+        r = chronon.run(pm.Network(), sync="timewarp", threads=2, check_reverse=True, progress=False)
+        assert (r.fingerprint, r.model_stats) == (network_seq.fingerprint, network_seq.model_stats)
+        rolled = r.executor_stats["rollbacks"]
+        if rolled > 0 and r.rolled_back > 0:
+            break
+    assert rolled > 0
 
 
 def test_checkpoint_and_restore_a_process_model(tmp_path, network_seq):
