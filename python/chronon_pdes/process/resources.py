@@ -91,11 +91,11 @@ class Resource:
     def release(self, request):
         """Gives back the unit ``request`` holds; returns an event that has happened."""
         if getattr(request, "owner", None) is not self:
-            raise ValueError(f"{self!r}.release({request!r}): not a request of this resource")
+            raise ValueError(f"{self!r}.release(request): the request is not one of this resource's")
         if request not in self.users:
             if request in self.queue:
-                raise RuntimeError(f"{self!r}.release: {request!r} was never granted (cancel it instead)")
-            raise RuntimeError(f"{self!r}.release: {request!r} holds no unit (released twice?)")
+                raise RuntimeError(f"{self!r}.release(request): the request was never granted (cancel it instead)")
+            raise RuntimeError(f"{self!r}.release(request): the request holds no unit (released twice?)")
         self.users.remove(request)
         self._serve()
         return Event(self.env).succeed()
