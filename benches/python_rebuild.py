@@ -27,6 +27,9 @@ class Rng:
     def exponential(self, mean):
         return self.r.expovariate(1 / mean)
 
+    def uniform(self, a, b):
+        return self.r.uniform(a, b)
+
 
 class Driver:
     def __init__(self, model):
