@@ -1,6 +1,8 @@
 #!/usr/bin/env bash
-# The Python benchmark: a fresh virtual environment with SimPy 4 and chronon-pdes built with
-# --release, then benches/python_tandem.py. Usage: benches/python.sh [VENV] [-- ARGS...]
+# The Python benchmarks: a fresh virtual environment with SimPy 4 and chronon-pdes built with
+# --release, then benches/python_tandem.py (the tandem, handler cost, procs) and
+# benches/python_simpy.py (SimPy's machine shop and bank against chronon, plain and on the
+# process layer). Usage: benches/python.sh [VENV] [-- ARGS for python_tandem.py...]
 set -euo pipefail
 cd "$(dirname "$0")/.."
 venv="${1:-target/bench-venv}"
@@ -8,3 +10,5 @@ python3 -m venv "$venv"
 "$venv/bin/pip" install -q maturin simpy
 (. "$venv/bin/activate" && maturin develop --release -q)
 "$venv/bin/python" benches/python_tandem.py "${@:2}"
+echo
+"$venv/bin/python" benches/python_simpy.py

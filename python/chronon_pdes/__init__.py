@@ -23,6 +23,7 @@ from . import _runner
 from .errors import CheckFailed, ChrononError, ConfigError, ModelError, StoppedError
 from .measure import Tally, TimeAverage
 from .model import Model
+from . import process  # noqa: E402,F401  SimPy's building blocks on LPs (docs/simpy.md)
 from .report import CheckResult, Report
 
 __all__ = [
