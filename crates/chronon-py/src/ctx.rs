@@ -13,6 +13,37 @@ use crate::model::PyModel;
 use crate::values::{codec, PyEvent};
 
 type EventCtx = Ctx<'static, PyModel>;
+
+/// A thread's event context, released on that thread when it ends (a context must die on its
+/// own thread; left to Python's deferred release it would die on another and raise there).
+struct Mine(std::cell::RefCell<Option<Py<EventContext>>>);
+
+impl Drop for Mine {
+    fn drop(&mut self) {
+        let Some(c) = self.0.get_mut().take() else {
+            return;
+        };
+        let p = c.into_ptr();
+        // Safety: `p` is a reference this thread owns. Raw calls, because PyO3's own
+        // thread-local state may already be gone when a thread's locals are dropped. The
+        // interpreter is checked first: after it ended (the main thread's locals at exit) the
+        // reference is left alone. `Ensure` takes the GIL with this thread's state (kept since
+        // its first handler, `gil::attach`), `Release` gives it back.
+        unsafe {
+            if pyo3::ffi::Py_IsInitialized() == 0 {
+                return;
+            }
+            let g = pyo3::ffi::PyGILState_Ensure();
+            pyo3::ffi::Py_DecRef(p);
+            pyo3::ffi::PyGILState_Release(g);
+        }
+    }
+}
+
+thread_local! {
+    /// This thread's event context (see [`EventContext::for_thread`]).
+    static MINE: Mine = const { Mine(std::cell::RefCell::new(None)) };
+}
 type GlobalEventCtx = GlobalCtx<'static, PyModel>;
 
 fn gone() -> PyErr {
@@ -57,19 +88,24 @@ pub struct EventContext {
 }
 
 impl EventContext {
-    /// This thread's context object (one per thread, reused by every handler call: a handler
-    /// call allocates no context), closed.
+    /// This thread's context object (one per thread, reused by every handler call that does
+    /// not keep it: a handler call allocates no context), closed.
     pub(crate) fn for_thread<'py>(
         py: Python<'py>,
         pickled: bool,
         counters: &'static [&'static str],
     ) -> PyResult<Bound<'py, EventContext>> {
-        thread_local! {
-            static MINE: std::cell::RefCell<Option<Py<EventContext>>> = const { std::cell::RefCell::new(None) };
-        }
-        MINE.with(|m| {
+        MINE.with(|Mine(m)| {
             if let Some(c) = &*m.borrow() {
-                return Ok(c.bind(py).clone());
+                let b = c.bind(py);
+                // The same run's (a later run of another model gets its own).
+                let same = {
+                    let me = b.borrow();
+                    me.pickled == pickled && std::ptr::eq(me.counters, counters)
+                };
+                if same {
+                    return Ok(b.clone());
+                }
             }
             let c = Bound::new(
                 py,
@@ -83,6 +119,22 @@ impl EventContext {
             *m.borrow_mut() = Some(c.clone().unbind());
             Ok(c)
         })
+    }
+
+    /// After a handler call: `c` (this thread's context, closed) is used again by the next
+    /// call unless the handler kept it (or its `rng()`) somewhere, in which case the next call
+    /// gets a new one and the kept one stays closed: using it raises.
+    pub(crate) fn reuse_unless_kept(c: Bound<'_, EventContext>) {
+        // Safety: both pointers are of live objects (`c` is a reference held here, the `Rng`
+        // is held by the context), and the GIL is held (`c` is bound to it).
+        let refs = |p: *mut pyo3::ffi::PyObject| unsafe { pyo3::ffi::Py_REFCNT(p) };
+        // The references a context nobody kept has: `MINE`'s, `c`'s, and its `Rng`'s.
+        let rng = c.borrow().rng.get().map(|r| refs(r.as_ptr()));
+        let expected = 2 + isize::from(rng.is_some());
+        let kept = refs(c.as_ptr()) > expected || rng.is_some_and(|n| n > 1);
+        if kept {
+            MINE.with(|Mine(m)| *m.borrow_mut() = None);
+        }
     }
 
     /// Points the context at `p` for one handler call.

@@ -85,8 +85,13 @@ where
     let outputs = plan_outputs(&common, &executor)?;
     let checkpoints = checkpoint::Checkpoints::check(&common, name, &model_config, changeable)?;
 
-    let progress = Arc::new(Progress::new());
-    install_ctrlc(&progress);
+    // A hosted run (`App::run_hosted`) is stopped by its host, which owns SIGINT.
+    crate::host::set_end(end);
+    let progress = crate::host::progress().unwrap_or_else(|| {
+        let p = Arc::new(Progress::new());
+        install_ctrlc(&p);
+        p
+    });
     let done = Arc::new(AtomicBool::new(false));
     let stall_after = match common.stall_secs {
         // Under --procs the events run in the worker processes: nothing here to watch (nor on
@@ -143,7 +148,9 @@ where
 
     let config = report_config(&common, &asked, procs, end, seed, queue, model_config);
     let parallelism = advice::Parallelism::of(&report, mpi.is_none());
-    print_summary(name, &report, &parallelism.lines());
+    if crate::host::summary() {
+        print_summary(name, &report, &parallelism.lines());
+    }
     let changed = &checkpoints.changed;
     // Both files are attempted even when the first fails; the first failure is returned.
     let written = [
@@ -176,7 +183,9 @@ where
     if report.complete {
         Ok(0)
     } else {
-        eprintln!("interrupted: the report covers the events committed before the stop");
+        if crate::host::progress().is_none() {
+            eprintln!("interrupted: the report covers the events committed before the stop");
+        }
         Ok(EXIT_INTERRUPTED)
     }
 }

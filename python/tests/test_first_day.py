@@ -1,0 +1,315 @@
+"""What a Python user meets first: runs in the caller's process (prints, tracebacks, the model's
+attributes after the run, no main guard), the main-guard mistake with worker processes refused
+in one line, Ctrl-C with worker processes, and the run's end as the model sees it."""
+
+import glob
+import os
+import signal
+import subprocess
+import sys
+import textwrap
+import time
+import traceback
+
+import pytest
+
+import chronon_pdes as chronon
+import models
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+
+PAIR = """
+import chronon_pdes as chronon
+
+class Pair:
+    lps = 2
+    lookahead = 1.0
+    def init(self, ctx):
+        ctx.send(1 - ctx.me(), 1.0, 0)
+        return 0
+    def on_event(self, n, hop, ctx):
+        ctx.send(1 - ctx.me(), 1.0 + ctx.rng().random(), hop + 1)
+        return n + 1
+"""
+
+
+def script(tmp_path, body, name="flat.py"):
+    path = tmp_path / name
+    path.write_text(textwrap.dedent(PAIR) + textwrap.dedent(body))
+    return path
+
+
+def scratch_env(tmp_path):
+    """An environment whose temporary directories go to tmp_path/tmp, to count them after."""
+    tmp = tmp_path / "tmp"
+    tmp.mkdir()
+    env = dict(os.environ, TMPDIR=str(tmp))
+    env["PYTHONPATH"] = os.pathsep.join([HERE] + sys.path)
+    return env, tmp
+
+
+def test_a_flat_script_runs_sequentially(tmp_path):
+    path = script(tmp_path, """
+        r = chronon.run(Pair(), end=50, progress=False)
+        print("RESULT", r.complete, r.committed)
+    """)
+    env, tmp = scratch_env(tmp_path)
+    out = subprocess.run([sys.executable, str(path)], capture_output=True, text=True, env=env,
+                         timeout=120)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.startswith("RESULT True "), out.stdout + out.stderr
+    assert int(out.stdout.split()[2]) > 50
+    assert os.listdir(tmp) == []
+
+
+def test_a_flat_script_with_procs_is_refused_in_one_line(tmp_path):
+    path = script(tmp_path, """
+        a = chronon.run(Pair(), end=50, progress=False)
+        b = chronon.run(Pair(), end=50, sync="window", procs=2, progress=False)
+        print("RESULT", a.fingerprint == b.fingerprint)
+    """)
+    env, tmp = scratch_env(tmp_path)
+    started = time.monotonic()
+    out = subprocess.run([sys.executable, str(path)], capture_output=True, text=True, env=env,
+                         timeout=120)
+    took = time.monotonic() - started
+    assert out.returncode != 0
+    assert "RESULT" not in out.stdout
+    last = out.stderr.strip().splitlines()[-1]
+    assert "put the call under if __name__ == '__main__':" in last, out.stderr
+    assert last.startswith("chronon_pdes.errors.ConfigError: run() was called while"), last
+    # One child, refused at once: no chain of processes, nothing left behind.
+    assert took < 30, took
+    assert glob.glob(str(tmp / "chronon-*")) == []
+
+
+def test_ctrl_c_with_worker_processes_returns_the_incomplete_report(tmp_path):
+    path = script(tmp_path, """
+        import time, warnings
+        if __name__ == "__main__":
+            warnings.simplefilter("ignore")
+            print("START", flush=True)
+            r = chronon.run(Pair(), end=1e9, sync="timewarp", procs=2, progress=False)
+            print("DONE", r.complete, r.committed > 0, flush=True)
+    """, name="long.py")
+    env, tmp = scratch_env(tmp_path)
+    p = subprocess.Popen([sys.executable, str(path)], stdout=subprocess.PIPE,
+                         stderr=subprocess.PIPE, text=True, env=env)
+    try:
+        assert p.stdout.readline().strip() == "START"
+        time.sleep(4)
+        assert p.poll() is None, p.stderr.read()
+        p.send_signal(signal.SIGINT)
+        sent = time.monotonic()
+        line = p.stdout.readline().strip()
+        took = time.monotonic() - sent
+        assert line == "DONE False True", line + p.stderr.read()
+        assert took < 2.0, took
+        assert p.wait(timeout=30) == 0
+    finally:
+        if p.poll() is None:
+            p.kill()
+            p.wait()
+    assert glob.glob(str(tmp / "chronon-*")) == []
+
+
+def frames(err):
+    """The whole printed traceback of `err`, with its causes."""
+    return "".join(traceback.format_exception(type(err), err, err.__traceback__))
+
+
+def raise_line():
+    """The line of models.Raises that raises."""
+    with open(os.path.join(HERE, "models.py")) as f:
+        lines = f.read().splitlines()
+    return next(i + 1 for i, l in enumerate(lines) if "broken at" in l and "raise" in l)
+
+
+@pytest.mark.parametrize("opts", [dict(), dict(sync="window", threads=2)], ids=["seq", "window"])
+def test_a_handlers_traceback_names_its_file_and_line_in_process(opts):
+    with pytest.raises(chronon.ModelError) as info:
+        chronon.run(models.Raises(end=100.0), **opts)
+    cause = info.value.__cause__
+    assert isinstance(cause, ValueError) and cause.__traceback__ is not None
+    text = frames(info.value)
+    assert f'models.py", line {raise_line()}, in on_event' in text, text
+    assert "on_event raised ValueError" in str(info.value)
+    assert "panicked" not in str(info.value)
+
+
+def test_a_handlers_traceback_comes_back_from_a_worker_process():
+    with pytest.raises(chronon.ModelError) as info:
+        chronon.run(models.Raises(end=100.0), sync="timewarp", threads=1, procs=2)
+    cause = info.value.__cause__
+    assert isinstance(cause, ValueError)
+    text = frames(info.value)
+    assert f'models.py", line {raise_line()}, in on_event' in text, text
+    assert f'line {raise_line()}' in info.value.remote_traceback
+
+
+class Talks:
+    """Prints from its handlers and counts into itself and a module-level list."""
+
+    lps = 2
+    lookahead = 1.0
+    end = 10.0
+    seen_by_module = []
+
+    def __init__(self):
+        self.seen = 0
+
+    def init(self, ctx):
+        ctx.send(ctx.me(), 1.0, "tick")
+        return 0
+
+    def on_event(self, n, ev, ctx):
+        print(f"HELLO lp {ctx.me()} t {ctx.now()}")
+        self.seen += 1
+        Talks.seen_by_module.append(ctx.now())
+        if ctx.now() + 1.0 < 10.0:
+            ctx.send(ctx.me(), 1.0, "tick")
+        return n + 1
+
+
+@pytest.mark.parametrize("opts", [dict(), dict(sync="window", threads=2)], ids=["seq", "window"])
+def test_prints_and_attributes_of_an_in_process_run(capsys, opts):
+    m = Talks()
+    Talks.seen_by_module.clear()
+    r = chronon.run(m, progress=False, **opts)
+    out = capsys.readouterr().out
+    assert out.count("HELLO lp ") == r.committed == 18
+    assert "HELLO lp 1 t 9.0" in out
+    assert m.seen == 18 and len(Talks.seen_by_module) == 18
+
+
+def test_prints_of_worker_processes_reach_the_caller(tmp_path):
+    path = script(tmp_path, """
+        class Loud(Pair):
+            def on_event(self, n, hop, ctx):
+                print("HOP", ctx.me(), hop)
+                return super().on_event(n, hop, ctx)
+        if __name__ == "__main__":
+            r = chronon.run(Loud(), end=20, sync="window", procs=2, progress=False)
+            print("COMMITTED", r.committed)
+    """, name="loud.py")
+    out = subprocess.run([sys.executable, str(path)], capture_output=True, text=True,
+                         timeout=120)
+    assert out.returncode == 0, out.stderr
+    lines = out.stdout.splitlines()
+    committed = int(lines[-1].split()[1])
+    hops = [l for l in lines if l.startswith("HOP ")]
+    assert len(hops) == committed > 10
+    assert {l.split()[1] for l in hops} == {"0", "1"}
+    assert not any(l.startswith("fingerprint") for l in lines)
+
+
+class Ends:
+    """Records what finish sees of the run's end."""
+
+    lps = 2
+    lookahead = 1.0
+    end = 10000.0
+
+    def init(self, ctx):
+        ctx.send(ctx.me(), 1.0, None)
+        return 0
+
+    def on_event(self, n, ev, ctx):
+        ctx.send(ctx.me(), 1.0, None)
+        return n + 1
+
+    def finish(self, lp, n, stats):
+        stats.set("end_attr", self.end)
+        stats.set("end_time", stats.end_time)
+        stats.max("last", float(n))
+
+
+@pytest.mark.parametrize("opts", [dict(), dict(sync="window", threads=1, procs=2)],
+                         ids=["seq", "procs"])
+def test_finish_sees_the_end_of_the_run(opts):
+    m = Ends()
+    a = chronon.run(m, end=100, **opts)
+    assert a.end_time == 100.0
+    assert a.model_stats["end_attr"] == 100.0 and a.model_stats["end_time"] == 100.0
+    assert m.end == 10000.0  # set back after the run
+    b = chronon.run(m, params={"end": 100}, **opts)
+    assert b.end_time == 100.0 and b.committed == a.committed
+    assert b.model_stats["end_attr"] == 100.0 and b.model_stats["end_time"] == 100.0
+    with pytest.raises(chronon.ConfigError, match="disagree"):
+        chronon.run(m, end=50, params={"end": 100}, **opts)
+
+
+class StopsItself(Ends):
+    """Presses Ctrl-C at time 50 (a SIGINT to its own process)."""
+
+    def on_event(self, n, ev, ctx):
+        if ctx.now() == 50.0 and ctx.me() == 0:
+            os.kill(os.getpid(), signal.SIGINT)
+        return super().on_event(n, ev, ctx)
+
+
+def test_a_stopped_run_in_process_returns_its_report_and_finish_sees_the_stop():
+    with pytest.warns(UserWarning, match="stopped"):
+        r = chronon.run(StopsItself(), end=1e9, progress=False)
+    assert not r.complete
+    assert 50.0 <= r.model_stats["end_time"] < 1e9
+    assert r.model_stats["end_time"] == r.model_stats["last"]
+    # The package's SIGINT handler is gone again.
+    assert signal.getsignal(signal.SIGINT) is signal.default_int_handler
+
+
+class KeepsCtxForLater:
+    lps = 1
+    end = 10.0
+
+    def init(self, ctx):
+        self.kept = ctx
+        ctx.send(0, 1.0, None)
+        return 0
+
+    def on_event(self, n, ev, ctx):
+        self.kept.now()
+        return n + 1
+
+
+def test_a_ctx_kept_past_its_handler_raises_under_seq():
+    with pytest.raises(chronon.ModelError, match="handler that has returned") as info:
+        chronon.run(KeepsCtxForLater())
+    assert isinstance(info.value.__cause__, RuntimeError)
+    assert info.value.time == 1.0
+
+
+class ReturnsTrue:
+    lps = 1
+    end = 10.0
+
+    def init(self, ctx):
+        ctx.send(0, 1.0, None)
+        return {"n": 0}
+
+    def on_event(self, st, ev, ctx):
+        st["n"] += 1
+        ctx.send(0, 1.0, None)
+        return ctx.now() >= 3.0  # a mistake: the state is a dict
+
+
+@pytest.mark.parametrize("opts", [dict(), dict(sync="window", threads=2)], ids=["seq", "window"])
+def test_a_wrong_return_fails_at_that_event(opts):
+    with pytest.raises(chronon.ModelError, match=r"on_event returned False \(bool\) while the state is a dict") as info:
+        chronon.run(ReturnsTrue(), **opts)
+    assert info.value.time == 1.0 and info.value.lp == 0
+
+
+def test_numbers_and_tuples_may_be_returned():
+    assert chronon.run(models.Ring()).model_stats["hops"] > 0
+
+
+def test_procs_without_sync_says_which_executor():
+    with pytest.raises(chronon.ConfigError, match='sync="window"'):
+        chronon.run(models.Tandem(end=10.0), procs=2)
+
+
+def test_counters_are_ints():
+    r = chronon.run(models.Tandem(end=100.0))
+    assert isinstance(r.model_stats["arrivals"], int) and r.model_stats["arrivals"] > 0
+    assert isinstance(r.model_stats["sojourn"], float)
