@@ -5,17 +5,22 @@ processes; each worker process is this too. A Python
 model comes from the file named by ``CHRONON_PY_MODEL`` (see ``_child.py``).
 """
 
+import io
 import sys
 
 
 def main() -> None:
     from chronon_pdes import _child, _native
 
-    # Line by line: the caller forwards this process's stdout, which it shares with the run's
-    # worker processes; a line is written whole, and none is lost when a worker ends.
+    # Line by line, each line in one write (even under PYTHONUNBUFFERED, which writes every
+    # piece of a print on its own): the caller forwards this process's stdout, which it shares
+    # with the run's worker processes, so lines must not interleave, and none is lost when a
+    # worker ends.
     try:
-        sys.stdout.reconfigure(line_buffering=True)
-    except AttributeError:
+        sys.stdout = io.TextIOWrapper(open(sys.stdout.fileno(), "wb", closefd=False),
+                                      encoding=sys.stdout.encoding, errors=sys.stdout.errors,
+                                      line_buffering=True)
+    except (AttributeError, OSError, ValueError):
         pass
     _child.die_with_parent()
     try:

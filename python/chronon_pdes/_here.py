@@ -65,7 +65,7 @@ def run(argv: List[str], obj: Any, name: Optional[str], end: Optional[float], se
     succeeded) and what a handler's exception left: ``(exception, handler, lp, now)`` or
     None."""
     if _child.caught is not None:
-        return 2, "a run is going on in this process: a handler cannot start another run", None
+        return 2, "another run is going on in this process (one at a time: a handler cannot start one)", None
     from . import _native
 
     handle = _native.RunHandle()

@@ -55,9 +55,12 @@ pub struct Outcome {
     pub error: Option<String>,
 }
 
+/// A panic hook, as `std::panic::take_hook` returns it.
+type PanicHook = Box<dyn Fn(&std::panic::PanicHookInfo<'_>) + Sync + Send + 'static>;
+
 /// Clears the hosted run and puts the host's panic hook back, however the run ends.
 struct Hosting {
-    hook: Option<Box<dyn Fn(&std::panic::PanicHookInfo<'_>) + Sync + Send + 'static>>,
+    hook: Option<PanicHook>,
 }
 
 impl Drop for Hosting {
