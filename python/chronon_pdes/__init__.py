@@ -73,6 +73,10 @@ def _model_args(model: Any, params: Optional[Dict[str, Any]]):
     _validate(model)
     name = _runner.model_name(model)
     extra = []
+    for k in params or {}:
+        if not hasattr(model, k):
+            raise ConfigError(f"params: the model has no attribute {k!r} (params change the "
+                              "model's attributes for one run)")
     for k, v in (params or {}).items():
         extra += ["--param", f"{k}={v!r}"]
     return name, model, extra

@@ -260,8 +260,12 @@ def python_words(line: str) -> str:
     for rust, py in _WORDS:
         line = line.replace(rust, py)
     line = _PARALLEL.sub(_executors, line)
-    return re.sub(r"(?<![\w-])--([a-z][a-z0-9-]*)",
+    line = re.sub(r"unexpected argument '--([a-z0-9-]+)' found \(see --help for the allowed flags\)",
+                  lambda m: f"unknown option {m.group(1).replace('-', '_')}= (the options are "
+                            f"chronon run's flags, docs/cli.md, with _ for -)", line)
+    line = re.sub(r"(?<![\w-])--([a-z][a-z0-9-]*)( (?=')|)",
                   lambda m: m.group(1).replace("-", "_") + "=", line)
+    return line
 
 
 def error_for(code: int, line: str, saved=None) -> ChrononError:

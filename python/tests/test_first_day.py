@@ -340,3 +340,36 @@ def test_counters_are_ints():
     r = chronon.run(models.Tandem(end=100.0))
     assert isinstance(r.model_stats["arrivals"], int) and r.model_stats["arrivals"] > 0
     assert isinstance(r.model_stats["sojourn"], float)
+
+
+def fake_tqdm(monkeypatch, widgets):
+    import types
+
+    made = {}
+    for name in ("tqdm", "tqdm.std", "tqdm.notebook"):
+        mod = types.ModuleType(name)
+        mod.tqdm = type(f"Bar_{name.replace('.', '_')}", (), {})
+        made[name] = mod.tqdm
+        monkeypatch.setitem(sys.modules, name, mod)
+    monkeypatch.setitem(sys.modules, "ipywidgets", types.ModuleType("ipywidgets") if widgets else None)
+    return made
+
+
+def test_the_progress_bar_without_ipywidgets_is_tqdms_text_bar(monkeypatch, capsys):
+    from chronon_pdes import _runner
+
+    made = fake_tqdm(monkeypatch, widgets=False)
+    monkeypatch.setitem(sys.modules, "ipykernel", sys)
+    assert _runner._tqdm() is made["tqdm.std"]
+    made = fake_tqdm(monkeypatch, widgets=True)
+    assert _runner._tqdm() is made["tqdm.notebook"]
+    monkeypatch.delitem(sys.modules, "ipykernel")
+    assert _runner._tqdm() is made["tqdm.std"]
+    # Without tqdm: one line on stderr, cleared at the end.
+    for name in ("tqdm", "tqdm.std", "tqdm.notebook"):
+        monkeypatch.setitem(sys.modules, name, None)
+    assert _runner._tqdm() is None
+    bar = _runner.Progress(True)
+    bar.draw(5.0, 10.0, 42)
+    bar.close()
+    assert "chronon: t=5 of 10 ( 50.0 %), 42 events" in capsys.readouterr().err
