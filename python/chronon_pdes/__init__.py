@@ -182,12 +182,12 @@ def _sequential(options: Dict[str, Any]) -> bool:
 
 
 def _read_report(path: str, obj: Any) -> Report:
-    """The run's report; a Python model's counters (whole counts) as ints; a warning when the
-    run was stopped."""
+    """The run's report, the model's counters (whole counts) as ints; a warning when the run
+    was stopped."""
     with open(path) as f:
         report = Report(json.load(f))
     stats = report.get("model_stats")
-    for name in (getattr(obj, "counters", None) or []) if obj is not None else []:
+    for name in report.get("model_counters") or []:
         v = stats.get(name) if isinstance(stats, dict) else None
         if isinstance(v, float) and v.is_integer():
             stats[name] = int(v)

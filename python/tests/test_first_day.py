@@ -337,9 +337,13 @@ def test_procs_without_sync_says_which_executor():
 
 
 def test_counters_are_ints():
-    r = chronon.run(models.Tandem(end=100.0))
-    assert isinstance(r.model_stats["arrivals"], int) and r.model_stats["arrivals"] > 0
-    assert isinstance(r.model_stats["sojourn"], float)
+    for opts in [dict(), dict(sync="window", threads=1, procs=2)]:
+        r = chronon.run(models.Tandem(end=100.0), **opts)
+        assert isinstance(r.model_stats["arrivals"], int) and r.model_stats["arrivals"] > 0
+        assert isinstance(r.model_stats["sojourn"], float)
+    r = chronon.run("phold", lps=16, end=5)
+    assert r.model_counters == ["remote_sends"]
+    assert isinstance(r.model_stats["remote_sends"], int) and r.model_stats["remote_sends"] > 0
 
 
 def fake_tqdm(monkeypatch, widgets):
@@ -373,3 +377,25 @@ def test_the_progress_bar_without_ipywidgets_is_tqdms_text_bar(monkeypatch, caps
     bar.draw(5.0, 10.0, 42)
     bar.close()
     assert "chronon: t=5 of 10 ( 50.0 %), 42 events" in capsys.readouterr().err
+
+
+class Slow(Ends):
+    """About 0.3 s of handlers."""
+
+    def on_event(self, n, ev, ctx):
+        time.sleep(0.002)
+        return super().on_event(n, ev, ctx)
+
+
+@pytest.mark.parametrize("opts", [dict(), dict(sync="window", threads=2)], ids=["seq", "window"])
+def test_progress_is_drawn_in_process(monkeypatch, capsys, opts):
+    from chronon_pdes import _here, _runner
+
+    monkeypatch.setattr(_here, "DRAW_EVERY", 0.02)
+    monkeypatch.setattr(_runner, "_tqdm", lambda: None)
+    r = chronon.run(Slow(), end=80, progress=True, **opts)
+    err = capsys.readouterr().err
+    assert "\rchronon: t=" in err and " of 80 (" in err, err
+    assert r.complete
+    quiet = chronon.run(Slow(), end=20, progress=False, **opts)
+    assert quiet.complete and capsys.readouterr().err == ""

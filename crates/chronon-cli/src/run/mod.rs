@@ -108,6 +108,8 @@ where
     let bar = spawn_progress_bar(progress.clone(), done.clone(), end, stall_after);
     let sampler = series::Sampler::start(progress.clone());
 
+    // The report names the model's counters (whole counts among its statistics).
+    let counters = model.counter_names();
     let sim = Simulation::new(model)
         .end_time(end)
         .seed(seed)
@@ -156,7 +158,8 @@ where
     let written = [
         outputs.path("--output").map_or(Ok(()), |p| {
             let par = parallelism.json();
-            write_report(p, name, config, par, &report, &samples, rb, changed)
+            let cfg = (config, counters);
+            write_report(p, name, cfg, par, &report, &samples, rb, changed)
         }),
         outputs.path("--gvt-csv").map_or(Ok(()), |p| {
             output::write_or_rescue("--gvt-csv", p, series::gvt_csv(&report).as_bytes())
@@ -237,7 +240,7 @@ fn plan_outputs(common: &CommonArgs, executor: &Executor) -> Result<Outputs, Fai
 fn write_report(
     path: &Path,
     name: &str,
-    config: serde_json::Value,
+    (config, counters): (serde_json::Value, &[&str]),
     parallelism: serde_json::Value,
     report: &Report,
     samples: &[series::Sample],
@@ -251,6 +254,7 @@ fn write_report(
     }
     obj.insert("progress_series".into(), series::json(samples, rollbacks));
     obj.insert("model".into(), name.into());
+    obj.insert("model_counters".into(), counters.into());
     obj.insert("config".into(), config);
     obj.insert("parallelism".into(), parallelism);
     // Under --procs, every process of the run: this one and the worker processes' peaks.
