@@ -5,8 +5,9 @@ during the run stay set), and nothing is started but threads.
 
 Ctrl-C: while the run goes on, the package's SIGINT handler (installed from the main thread
 only) asks the run to stop; the run ends at its next look at the stop flag and returns its
-incomplete report. Under ``seq`` a second Ctrl-C raises ``KeyboardInterrupt`` in the handler
-that runs (for a handler that never returns).
+incomplete report. A second Ctrl-C raises ``KeyboardInterrupt`` in the handler that runs (for a
+handler that never returns): under ``seq`` on the caller's thread, on threads in each of the
+run's threads.
 """
 
 import signal
@@ -53,8 +54,10 @@ def _on_sigint(handle, sequential: bool):
     def handler(signum, frame):
         pressed[0] += 1
         handle.stop()
-        if pressed[0] > 1 and sequential:
-            raise KeyboardInterrupt
+        if pressed[0] > 1:
+            if sequential:
+                raise KeyboardInterrupt
+            handle.interrupt()
 
     return handler
 

@@ -399,3 +399,33 @@ def test_progress_is_drawn_in_process(monkeypatch, capsys, opts):
     assert r.complete
     quiet = chronon.run(Slow(), end=20, progress=False, **opts)
     assert quiet.complete and capsys.readouterr().err == ""
+
+
+class Loops:
+    """A handler that never returns."""
+
+    lps = 1
+    end = 10.0
+
+    def init(self, ctx):
+        ctx.send(0, 1.0, None)
+        return 0
+
+    def on_event(self, n, ev, ctx):
+        while True:
+            pass
+
+
+@pytest.mark.parametrize("opts", [dict(), dict(sync="window", threads=2)], ids=["seq", "window"])
+def test_a_second_ctrl_c_ends_a_handler_that_never_returns(opts):
+    def press():
+        for _ in range(2):
+            time.sleep(0.5)
+            os.kill(os.getpid(), signal.SIGINT)
+
+    threading.Thread(target=press, daemon=True).start()
+    started = time.monotonic()
+    with pytest.raises(KeyboardInterrupt):
+        chronon.run(Loops(), progress=False, **opts)
+    assert time.monotonic() - started < 10
+    assert signal.getsignal(signal.SIGINT) is signal.default_int_handler

@@ -14,35 +14,9 @@ use crate::values::{codec, PyEvent};
 
 type EventCtx = Ctx<'static, PyModel>;
 
-/// A thread's event context, released on that thread when it ends (a context must die on its
-/// own thread; left to Python's deferred release it would die on another and raise there).
-struct Mine(std::cell::RefCell<Option<Py<EventContext>>>);
-
-impl Drop for Mine {
-    fn drop(&mut self) {
-        let Some(c) = self.0.get_mut().take() else {
-            return;
-        };
-        let p = c.into_ptr();
-        // Safety: `p` is a reference this thread owns. Raw calls, because PyO3's own
-        // thread-local state may already be gone when a thread's locals are dropped. The
-        // interpreter is checked first: after it ended (the main thread's locals at exit) the
-        // reference is left alone. `Ensure` takes the GIL with this thread's state (kept since
-        // its first handler, `gil::attach`), `Release` gives it back.
-        unsafe {
-            if pyo3::ffi::Py_IsInitialized() == 0 {
-                return;
-            }
-            let g = pyo3::ffi::PyGILState_Ensure();
-            pyo3::ffi::Py_DecRef(p);
-            pyo3::ffi::PyGILState_Release(g);
-        }
-    }
-}
-
 thread_local! {
     /// This thread's event context (see [`EventContext::for_thread`]).
-    static MINE: Mine = const { Mine(std::cell::RefCell::new(None)) };
+    static MINE: std::cell::RefCell<Option<Py<EventContext>>> = const { std::cell::RefCell::new(None) };
 }
 type GlobalEventCtx = GlobalCtx<'static, PyModel>;
 
@@ -52,37 +26,75 @@ fn gone() -> PyErr {
     )
 }
 
-/// The address of an engine object while one handler runs.
-struct Scoped<T>(Cell<*mut T>);
+fn elsewhere() -> PyErr {
+    PyRuntimeError::new_err(
+        "this context belongs to a handler running on another thread; use it only inside its handler",
+    )
+}
+
+thread_local! {
+    /// Its address tells this thread from the others, cheaply.
+    static TOKEN: u8 = const { 0 };
+}
+
+fn this_thread() -> usize {
+    TOKEN.with(|t| t as *const u8 as usize)
+}
+
+/// The address of an engine object while one handler runs, and the thread it runs on.
+struct Scoped<T> {
+    ptr: Cell<*mut T>,
+    thread: Cell<usize>,
+}
+
+// Safety: the Python objects holding a `Scoped` may be reached, and dropped, from any thread
+// (a traceback keeps a handler's `ctx` after the run, on the caller's thread), but the address
+// is only followed by `with`, on the thread that set it (see there); the cells are read and
+// written only under the GIL, which orders every access.
+unsafe impl<T> Send for Scoped<T> {}
+// Safety: as for `Send` above.
+unsafe impl<T> Sync for Scoped<T> {}
 
 impl<T> Scoped<T> {
     fn new(p: *mut T) -> Self {
-        Scoped(Cell::new(p))
+        Scoped {
+            ptr: Cell::new(p),
+            thread: Cell::new(this_thread()),
+        }
+    }
+
+    /// Points at `p`, on this thread.
+    fn set(&self, p: *mut T) {
+        self.ptr.set(p);
+        self.thread.set(this_thread());
     }
 
     fn with<R>(&self, f: impl FnOnce(&mut T) -> R) -> PyResult<R> {
-        let p = self.0.get();
+        let p = self.ptr.get();
         if p.is_null() {
             return Err(gone());
         }
-        // Safety: the pointer is set from a live `&mut T` (`PyModel`'s handlers) and cleared before
-        // that borrow ends; the object is `unsendable`, so only the handler's thread reaches
-        // it, and the handler does not run two of these calls at once (each returns before the
-        // next starts), so no two `&mut` overlap.
+        if self.thread.get() != this_thread() {
+            return Err(elsewhere());
+        }
+        // Safety: the pointer is set from a live `&mut T` (`PyModel`'s handlers) and cleared
+        // before that borrow ends; it is followed only on the handler's own thread (checked
+        // above), and the handler does not run two of these calls at once (each returns before
+        // the next starts), so no two `&mut` overlap.
         Ok(f(unsafe { &mut *p }))
     }
 
     fn clear(&self) {
-        self.0.set(std::ptr::null_mut());
+        self.ptr.set(std::ptr::null_mut());
     }
 }
 
 /// `ctx` of `init`, `on_event`: the current time, this LP, sends, its random stream, counters.
-#[pyclass(unsendable, module = "chronon_pdes")]
+#[pyclass(module = "chronon_pdes")]
 pub struct EventContext {
     ctx: Scoped<EventCtx>,
     /// The `Rng` object `rng()` returns (made once: it reads the stream through this context).
-    rng: std::cell::OnceCell<Py<Rng>>,
+    rng: std::sync::OnceLock<Py<Rng>>,
     pickled: bool,
     counters: &'static [&'static str],
 }
@@ -95,7 +107,7 @@ impl EventContext {
         pickled: bool,
         counters: &'static [&'static str],
     ) -> PyResult<Bound<'py, EventContext>> {
-        MINE.with(|Mine(m)| {
+        MINE.with(|m| {
             if let Some(c) = &*m.borrow() {
                 let b = c.bind(py);
                 // The same run's (a later run of another model gets its own).
@@ -111,7 +123,7 @@ impl EventContext {
                 py,
                 EventContext {
                     ctx: Scoped::new(std::ptr::null_mut()),
-                    rng: std::cell::OnceCell::new(),
+                    rng: std::sync::OnceLock::new(),
                     pickled,
                     counters,
                 },
@@ -133,14 +145,14 @@ impl EventContext {
         let expected = 2 + isize::from(rng.is_some());
         let kept = refs(c.as_ptr()) > expected || rng.is_some_and(|n| n > 1);
         if kept {
-            MINE.with(|Mine(m)| *m.borrow_mut() = None);
+            MINE.with(|m| *m.borrow_mut() = None);
         }
     }
 
     /// Points the context at `p` for one handler call.
     pub(crate) fn open<'a>(&self, p: *mut Ctx<'a, PyModel>) {
         // The lifetime is erased; `Scoped` keeps the address only while the borrow lives.
-        self.ctx.0.set(p.cast::<EventCtx>());
+        self.ctx.set(p.cast::<EventCtx>());
     }
 
     pub(crate) fn close(&self) {
@@ -229,7 +241,7 @@ impl EventContext {
 }
 
 /// An LP's random stream (`ctx.rng()`), valid while its handler runs.
-#[pyclass(unsendable, module = "chronon_pdes")]
+#[pyclass(module = "chronon_pdes")]
 pub struct Rng {
     ctx: Py<EventContext>,
 }
@@ -309,7 +321,7 @@ impl Rng {
 
 /// `ctx` of `on_global`: the time, every LP's state (read only), statistics, series and the
 /// next global event.
-#[pyclass(unsendable, module = "chronon_pdes")]
+#[pyclass(module = "chronon_pdes")]
 pub struct GlobalContext {
     ctx: Scoped<GlobalEventCtx>,
 }
@@ -383,7 +395,7 @@ impl GlobalContext {
 
 /// The statistics `finish` adds to (the report's `model_stats`): sums, values, minima, maxima
 /// over every LP, the same under every executor.
-#[pyclass(unsendable, module = "chronon_pdes")]
+#[pyclass(module = "chronon_pdes")]
 pub struct Stats {
     stats: Scoped<ModelStats>,
 }

@@ -8,6 +8,7 @@
 
 use std::cell::Cell;
 use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Mutex;
 
 use pyo3::prelude::*;
 
@@ -19,6 +20,30 @@ thread_local! {
 
 /// A sequential run holds the GIL on its thread (see [`hold`]).
 static SEQUENTIAL: AtomicBool = AtomicBool::new(false);
+
+/// Python's identifiers of the threads that took a Python state in [`attach`] since
+/// [`forget_threads`]: the threads of the run going on, for [`interrupt_threads`].
+static THREADS: Mutex<Vec<std::ffi::c_ulong>> = Mutex::new(Vec::new());
+
+/// Starts a new list of the run's threads (the last run's are gone).
+pub(crate) fn forget_threads() {
+    THREADS.lock().unwrap_or_else(|e| e.into_inner()).clear();
+}
+
+/// Raises `KeyboardInterrupt` in every thread of the run going on, at its next Python
+/// instruction: a handler that never returns ends, and with it the run.
+pub(crate) fn interrupt_threads(_py: Python<'_>) {
+    for &id in THREADS.lock().unwrap_or_else(|e| e.into_inner()).iter() {
+        // Safety: the GIL is held (`_py`); an identifier that names no thread any more is
+        // ignored by Python.
+        unsafe {
+            pyo3::ffi::PyThreadState_SetAsyncExc(
+                id as std::ffi::c_long,
+                pyo3::ffi::PyExc_KeyboardInterrupt,
+            );
+        }
+    }
+}
 
 /// `Python::attach(f)`, with this thread's Python thread state kept between calls.
 pub(crate) fn attach<F, R>(f: F) -> R
@@ -40,6 +65,8 @@ where
             // own, inside `Python::attach`) is never here: see the check below.
             unsafe {
                 let _state = pyo3::ffi::PyGILState_Ensure();
+                let id = pyo3::ffi::PyThread_get_thread_ident();
+                THREADS.lock().unwrap_or_else(|e| e.into_inner()).push(id);
                 pyo3::ffi::PyEval_SaveThread();
             }
             kept.set(true);

@@ -54,6 +54,12 @@ impl RunHandle {
         self.progress.request_stop();
     }
 
+    /// Raises `KeyboardInterrupt` in the run's threads (a second Ctrl-C, for a handler that
+    /// never returns).
+    fn interrupt(&self, py: Python<'_>) {
+        gil::interrupt_threads(py);
+    }
+
     /// Whether a stop was asked for.
     fn stopped(&self) -> bool {
         self.progress.stop_requested()
@@ -94,6 +100,7 @@ pub(crate) fn run_here(
             .map_err(|p| panic_text(p.as_ref()))
     } else {
         gil::known_thread();
+        gil::forget_threads();
         on_a_thread(py, handle, argv, model, name, progress)
     };
     match outcome {
