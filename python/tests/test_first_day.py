@@ -429,3 +429,27 @@ def test_a_second_ctrl_c_ends_a_handler_that_never_returns(opts):
         chronon.run(Loops(), progress=False, **opts)
     assert time.monotonic() - started < 10
     assert signal.getsignal(signal.SIGINT) is signal.default_int_handler
+
+
+class CtxInAThread(KeepsCtxForLater):
+    def on_event(self, n, ev, ctx):
+        seen = []
+
+        def use():
+            try:
+                ctx.now()
+            except RuntimeError as e:
+                seen.append(str(e))
+
+        t = threading.Thread(target=use)
+        t.start()
+        t.join()
+        self.seen = seen
+        return n
+
+
+def test_a_ctx_used_from_another_thread_raises():
+    m = CtxInAThread()
+    chronon.run(m, end=1.5)
+    assert m.seen == ["this context belongs to a handler running on another thread; use it only "
+                      "inside its handler"]
