@@ -231,8 +231,18 @@ def _run_child(args, obj, end, output, options, program, bar) -> Report:
         target = output if output is not None else child.path("out") + os.sep
         child.args += args + ["--output", target]
         started = time.time() - 1.0  # file times may be coarser than time.time()
+        def on_line(line: str) -> bool:
+            # Progress is drawn; error lines make the exception; anything else (a handler's
+            # logging in a worker process, a stall warning) is the caller's stderr.
+            if bar(line):
+                return True
+            if not line.startswith(("error: ", "interrupted: ")):
+                sys.stderr.write(line + "\n")
+                sys.stderr.flush()
+            return False
+
         try:
-            code, _ = child.run(on_line=bar)
+            code, _ = child.run(on_line=on_line)
         finally:
             bar.close()
         report_path = os.path.join(target, "report.json") if target.endswith(os.sep) else target

@@ -191,9 +191,12 @@ def test_prints_and_attributes_of_an_in_process_run(capsys, opts):
 
 def test_prints_of_worker_processes_reach_the_caller(tmp_path):
     path = script(tmp_path, """
+        import logging
         class Loud(Pair):
             def on_event(self, n, hop, ctx):
                 print("HOP", ctx.me(), hop)
+                if hop == 3:
+                    logging.warning("LOGGED at hop 3 on LP %d", ctx.me())
                 return super().on_event(n, hop, ctx)
         if __name__ == "__main__":
             r = chronon.run(Loud(), end=20, sync="window", procs=2, progress=False)
@@ -208,6 +211,7 @@ def test_prints_of_worker_processes_reach_the_caller(tmp_path):
     assert len(hops) == committed > 10
     assert {l.split()[1] for l in hops} == {"0", "1"}
     assert not any(l.startswith("fingerprint") for l in lines)
+    assert out.stderr.count("LOGGED at hop 3 on LP") == 2, out.stderr
 
 
 class Ends:
