@@ -64,16 +64,24 @@ def test_a_flat_script_runs_sequentially(tmp_path):
     assert os.listdir(tmp) == []
 
 
-def test_a_flat_script_with_procs_is_refused_in_one_line(tmp_path):
-    path = script(tmp_path, """
+CHILD_CALLS = {
+    "run": 'chronon.run(Pair(), end=50, sync="window", procs=2, progress=False)',
+    "check": "chronon.check(Pair(), runs=1, end=20)",
+    "sweep": 'chronon.sweep(Pair(), "study", end=20, progress=False)',
+}
+
+
+@pytest.mark.parametrize("call", sorted(CHILD_CALLS))
+def test_a_flat_script_with_procs_is_refused_in_one_line(tmp_path, call):
+    path = script(tmp_path, f"""
         a = chronon.run(Pair(), end=50, progress=False)
-        b = chronon.run(Pair(), end=50, sync="window", procs=2, progress=False)
-        print("RESULT", a.fingerprint == b.fingerprint)
+        b = {CHILD_CALLS[call]}
+        print("RESULT", b)
     """)
     env, tmp = scratch_env(tmp_path)
     started = time.monotonic()
     out = subprocess.run([sys.executable, str(path)], capture_output=True, text=True, env=env,
-                         timeout=120)
+                         timeout=120, cwd=tmp_path)
     took = time.monotonic() - started
     assert out.returncode != 0
     assert "RESULT" not in out.stdout
