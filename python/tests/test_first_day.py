@@ -465,3 +465,28 @@ def test_a_ctx_used_from_another_thread_raises():
     chronon.run(m, end=1.5)
     assert m.seen == ["this context belongs to a handler running on another thread; use it only "
                       "inside its handler"]
+
+
+def test_ctrl_c_after_an_in_process_run_is_pythons_again(tmp_path):
+    path = script(tmp_path, """
+        import time
+        chronon.run(Pair(), end=20, progress=False)
+        chronon.run("phold", lps=8, end=2, sync="window", threads=2, progress=False)
+        print("READY", flush=True)
+        try:
+            time.sleep(60)
+        except KeyboardInterrupt:
+            print("INTERRUPTED", flush=True)
+    """, name="after.py")
+    p = subprocess.Popen([sys.executable, str(path)], stdout=subprocess.PIPE,
+                         stderr=subprocess.PIPE, text=True)
+    try:
+        assert p.stdout.readline().strip() == "READY"
+        time.sleep(0.3)
+        p.send_signal(signal.SIGINT)
+        out, err = p.communicate(timeout=10)
+        assert out.strip() == "INTERRUPTED", out + err
+    finally:
+        if p.poll() is None:
+            p.kill()
+            p.wait()
