@@ -105,13 +105,18 @@ def _agree_on_end(model: Any, end: Optional[float], params: Optional[Dict[str, A
     return params
 
 
+def _settable_end(obj: Any) -> bool:
+    """Whether the model has an ``end`` attribute the package may set (not a property)."""
+    return hasattr(obj, "end") and not isinstance(getattr(type(obj), "end", None), property)
+
+
 class _EndSet:
     """Sets the user's model object's ``end`` to the run's end for the run (when the object has
     one and no ``params`` copy is made), and puts the old value back afterwards."""
 
     def __init__(self, obj: Any, end: Optional[float]):
         self.obj, self.old = None, None
-        if obj is not None and end is not None and hasattr(obj, "end"):
+        if obj is not None and end is not None and _settable_end(obj):
             old = getattr(obj, "end")
             if old is None or float(old) != end:
                 self.obj, self.old = obj, old
@@ -164,7 +169,7 @@ def run(model: Any, end: Optional[float] = None, *, params: Optional[Dict[str, A
     params = _agree_on_end(model, end, params)
     run_end = _end_of(model, end, params)
     name, obj, extra = _model_args(model, params)
-    if obj is not None and params and run_end is not None and hasattr(obj, "end") \
+    if obj is not None and params and run_end is not None and _settable_end(obj) \
             and "end" not in params:
         extra += ["--param", f"end={run_end!r}"]
     args = ["run"] + ([name] if name is not None else []) + extra + _runner.flags(options)
