@@ -241,6 +241,8 @@ def _run_child(args, obj, end, output, options, program, bar) -> Report:
             # logging in a worker process, a stall warning) is the caller's stderr.
             if bar(line):
                 return True
+            if line.startswith("warning: "):  # chronon's own (a stall)
+                line = _runner.python_words(line)
             if not line.startswith(("error: ", "interrupted: ")):
                 sys.stderr.write(line + "\n")
                 sys.stderr.flush()

@@ -11,41 +11,47 @@ run's threads.
 """
 
 import signal
+import sys
 import threading
 from typing import Any, Callable, List, Optional, Tuple
 
-from . import _child
+from . import _child, _runner
 
 # How often the progress is drawn, in seconds.
 DRAW_EVERY = 0.25
 
 
 class _Drawer:
-    """A thread that draws the run's progress with ``draw(now, end, events)`` every
-    ``DRAW_EVERY`` seconds once the run knows its end."""
+    """A thread that, every ``DRAW_EVERY`` seconds, shows on ``sys.stderr`` what the run printed
+    (a stall warning) and draws its progress with ``draw(now, end, events)`` once the run knows
+    its end."""
 
     def __init__(self, handle, draw: Optional[Callable[[float, float, int], None]]):
         self.handle = handle
         self.draw = draw
         self.done = threading.Event()
-        self.thread = None
-        if draw is not None:
-            self.thread = threading.Thread(target=self._loop, name="chronon-progress", daemon=True)
-            self.thread.start()
+        self.thread = threading.Thread(target=self._loop, name="chronon-progress", daemon=True)
+        self.thread.start()
+
+    def _say(self) -> None:
+        for line in self.handle.messages():
+            sys.stderr.write(_runner.python_words(line) + "\n")
+            sys.stderr.flush()
 
     def _loop(self) -> None:
         while not self.done.wait(DRAW_EVERY):
+            self._say()
             end = self.handle.end()
-            if end is not None:
+            if self.draw is not None and end is not None:
                 try:
                     self.draw(self.handle.now(), end, self.handle.events())
                 except Exception:
-                    return
+                    self.draw = None
 
     def close(self) -> None:
         self.done.set()
-        if self.thread is not None:
-            self.thread.join()
+        self.thread.join()
+        self._say()
 
 
 def _on_sigint(handle, sequential: bool):

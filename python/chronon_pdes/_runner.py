@@ -263,6 +263,7 @@ def python_words(line: str) -> str:
     line = re.sub(r"unexpected argument '--([a-z0-9-]+)' found \(see --help for the allowed flags\)",
                   lambda m: f"unknown option {m.group(1).replace('-', '_')}= (the options are "
                             f"chronon run's flags, docs/cli.md, with _ for -)", line)
+    line = re.sub(r"(?<![\w-])--sync ([a-z][a-z-]*)", r'sync="\1"', line)
     line = re.sub(r"(?<![\w-])--([a-z][a-z0-9-]*)( (?=')|)",
                   lambda m: m.group(1).replace("-", "_") + "=", line)
     return line

@@ -490,3 +490,21 @@ def test_ctrl_c_after_an_in_process_run_is_pythons_again(tmp_path):
         if p.poll() is None:
             p.kill()
             p.wait()
+
+
+class Naps(Ends):
+    """One long handler: no simulated progress for about a second."""
+
+    def on_event(self, n, ev, ctx):
+        if ctx.now() == 2.0 and ctx.me() == 0:
+            time.sleep(1.2)
+        return super().on_event(n, ev, ctx)
+
+
+@pytest.mark.parametrize("opts", [dict(), dict(sync="window", threads=2)], ids=["seq", "window"])
+def test_a_stall_warning_in_process_reaches_sys_stderr(capsys, opts):
+    r = chronon.run(Naps(), end=5, progress=False, stall_secs=0.3, **opts)
+    assert r.complete
+    err = capsys.readouterr().err
+    assert "warning: simulated time has advanced only" in err, err
+    assert "--" not in err and 'sync="window" rather than null messages' in err

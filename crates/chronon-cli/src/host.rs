@@ -37,6 +37,27 @@ pub(crate) fn set_end(end: f64) {
     }
 }
 
+/// What a hosted run has to say while it goes on (a stall warning), for its host to show.
+static MESSAGES: Mutex<Vec<String>> = Mutex::new(Vec::new());
+
+/// The lines the hosted run going on printed since the last call (a host shows them where its
+/// user reads: a notebook's cell).
+pub fn hosted_messages() -> Vec<String> {
+    std::mem::take(&mut *MESSAGES.lock().unwrap_or_else(|e| e.into_inner()))
+}
+
+/// Keeps `line` for the host of the run going on; false when the run is not hosted.
+pub(crate) fn say(line: &str) -> bool {
+    if progress().is_none() {
+        return false;
+    }
+    MESSAGES
+        .lock()
+        .unwrap_or_else(|e| e.into_inner())
+        .push(line.to_string());
+    true
+}
+
 /// The host's `Progress` while a hosted run goes on (None for a run from the command line).
 pub(crate) fn progress() -> Option<Arc<Progress>> {
     HOSTED.lock().unwrap_or_else(|e| e.into_inner()).clone()

@@ -54,7 +54,7 @@ mod sweep;
 mod sys;
 
 pub use app::{App, Draw, Flags, ModelSpec, RunnableEvent, RunnableState, SimHook};
-pub use host::{hosted_end, Outcome};
+pub use host::{hosted_end, hosted_messages, Outcome};
 
 /// Exit code for bad input (flags, config, or a model breaking the engine's rules).
 pub(crate) const EXIT_BAD_INPUT: u8 = 2;

@@ -49,6 +49,13 @@ impl RunHandle {
         chronon_cli::hosted_end()
     }
 
+    /// The lines the run printed since the last call (a stall warning), for the caller's
+    /// stderr.
+    #[staticmethod]
+    fn messages() -> Vec<String> {
+        chronon_cli::hosted_messages()
+    }
+
     /// Asks the run to stop: it ends at its next look at the flag, with an incomplete report.
     fn stop(&self) {
         self.progress.request_stop();

@@ -69,7 +69,9 @@ pub(super) fn spawn_progress_bar(
             }
             let (t, events, now) = (std::time::Instant::now(), progress.events(), progress.now());
             if let Some(warning) = stall.as_mut().and_then(|s| s.observe(t, now)) {
-                bar.suspend(|| eprintln!("{warning}"));
+                if !crate::host::say(&warning) {
+                    bar.suspend(|| eprintln!("{warning}"));
+                }
             }
             // The rates over the last interval, so start-up does not skew them.
             let dt = (t - last.0).as_secs_f64().max(1e-3);
