@@ -19,7 +19,7 @@ import sys
 import time
 from typing import Any, Dict, Iterable, Optional, Union
 
-from . import _runner
+from . import _child, _here, _runner
 from .errors import CheckFailed, ChrononError, ConfigError, ModelError, StoppedError
 from .measure import Tally, TimeAverage
 from .model import Model
@@ -77,16 +77,67 @@ def _model_args(model: Any, params: Optional[Dict[str, Any]]):
     _validate(model)
     name = _runner.model_name(model)
     extra = []
+    for k in params or {}:
+        if not hasattr(model, k):
+            raise ConfigError(f"params: the model has no attribute {k!r} (params change the "
+                              "model's attributes for one run)")
     for k, v in (params or {}).items():
         extra += ["--param", f"{k}={v!r}"]
     return name, model, extra
 
 
-def _end_of(model: Any, end: Optional[float]) -> Optional[float]:
-    if end is not None or isinstance(model, str):
+def _end_of(model: Any, end: Optional[float],
+            params: Optional[Dict[str, Any]] = None) -> Optional[float]:
+    """The run's end: ``end``, else an ``end`` in ``params``, else the model's ``end``
+    attribute (None for a built-in model: its own default)."""
+    if end is not None or isinstance(model, str) or model is None:
         return end
+    given = (params or {}).get("end")
+    if given is not None and not isinstance(given, (list, tuple, range)):
+        return float(given)
     e = getattr(model, "end", None)
     return float(e) if e is not None else None
+
+
+def _agree_on_end(model: Any, end: Optional[float], params: Optional[Dict[str, Any]]):
+    """``params`` with the run's end in it for a Python model that has an ``end`` attribute,
+    so that the model sees the end it runs to; refuses ``end=`` and ``params={"end": ...}``
+    that disagree."""
+    given = (params or {}).get("end")
+    if end is not None and given is not None and float(given) != float(end):
+        raise ConfigError(f"end={end!r} and params={{'end': {given!r}}} disagree: give one")
+    return params
+
+
+def _settable_end(obj: Any) -> bool:
+    """Whether the model has an ``end`` attribute the package may set (not a property)."""
+    return hasattr(obj, "end") and not isinstance(getattr(type(obj), "end", None), property)
+
+
+class _EndSet:
+    """Sets the user's model object's ``end`` to the run's end for the run (when the object has
+    one and no ``params`` copy is made), and puts the old value back afterwards."""
+
+    def __init__(self, obj: Any, end: Optional[float]):
+        self.obj, self.old = None, None
+        if obj is not None and end is not None and _settable_end(obj):
+            old = getattr(obj, "end")
+            if old is None or float(old) != end:
+                self.obj, self.old = obj, old
+                obj.end = end
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc) -> None:
+        if self.obj is not None:
+            self.obj.end = self.old
+
+
+def _in_process(options: Dict[str, Any], program: Optional[str]) -> bool:
+    """Whether a run goes on in the caller's process: anything but worker processes, MPI ranks,
+    a config file (which may ask for them) and another program."""
+    return program is None and not any(options.get(k) for k in ("procs", "ranks", "config"))
 
 
 def run(model: Any, end: Optional[float] = None, *, params: Optional[Dict[str, Any]] = None,
@@ -96,53 +147,118 @@ def run(model: Any, end: Optional[float] = None, *, params: Optional[Dict[str, A
 
     ``model`` is a model's name (``"phold"``, ``"pcs"``...; its parameters as keywords:
     ``lps=1024``) or a Python model object (its attributes changed for this run by ``params``).
-    ``end`` is the end time (a Python model's ``end`` attribute, a built-in model's default,
-    when left out). Every option of ``chronon run`` is a keyword: ``sync="timewarp"``,
-    ``threads=2``, ``procs=2``, ``seed=7``, ``queue="heap"``... (``--state-saving`` is
-    ``state_saving``; checkpoints: ``checkpoint_every=5, checkpoint_dir="ckpt"`` saves the run
-    at t = 5, 10, ... in ``ckpt/t5``..., ``restore="ckpt/t10"`` continues from one, ``reseed=3``
-    with it branches the random streams there). ``output`` keeps the report file (or, ending in ``/``, the directory of
-    report.json, progress.csv, series.csv) there too. ``program`` runs the models of another
-    program made with chronon's runner (a Rust ``chronon_cli::App``, its path; ``model=None``
-    for a program of one model) instead of this package's.
+    ``end`` is the end time (an ``end`` in ``params``, else the model's ``end`` attribute, else
+    a built-in model's default, when left out); a Python model's ``end`` attribute is the run's
+    end while it runs (and is set back afterwards). Every option of ``chronon run`` is a
+    keyword: ``sync="timewarp"``, ``threads=2``, ``procs=2``, ``seed=7``, ``queue="heap"``...
+    (``--state-saving`` is ``state_saving``; checkpoints: ``checkpoint_every=5,
+    checkpoint_dir="ckpt"`` saves the run at t = 5, 10, ... in ``ckpt/t5``...,
+    ``restore="ckpt/t10"`` continues from one, ``reseed=3`` with it branches the random streams
+    there). ``output`` keeps the report file (or, ending in ``/``, the directory of report.json,
+    progress.csv, series.csv) there too. ``program`` runs the models of another program made
+    with chronon's runner (a Rust ``chronon_cli::App``, its path; ``model=None`` for a program
+    of one model) instead of this package's.
+
+    Without ``procs``, ``ranks``, ``config`` or ``program`` the run goes on in this process
+    (with the model object itself when there are no ``params``); with them, in a child process.
 
     Ctrl-C (a notebook's stop button) stops the run and returns its incomplete report
     (``complete`` is False). A refused option raises :class:`ConfigError`; a model that fails,
-    :class:`ModelError` (with ``lp``, ``time`` and the handler's own exception as its cause).
-    A checkpoint that cannot be written stops the run at its cut and raises
-    :class:`ChrononError`, whose ``report`` is the run's report up to the cut (its
+    :class:`ModelError` (with ``lp``, ``time`` and the handler's own exception, with its
+    traceback, as its cause). A checkpoint that cannot be written stops the run at its cut and
+    raises :class:`ChrononError`, whose ``report`` is the run's report up to the cut (its
     ``checkpoint_error`` says why).
     """
+    _child.refuse_in_main_script("run")
+    params = _agree_on_end(model, end, params)
+    run_end = _end_of(model, end, params)
     name, obj, extra = _model_args(model, params)
-    end = _end_of(model, end)
+    if obj is not None and params and run_end is not None and _settable_end(obj) \
+            and "end" not in params:
+        extra += ["--param", f"end={run_end!r}"]
+    args = ["run"] + ([name] if name is not None else []) + extra + _runner.flags(options)
+    if run_end is not None:
+        args += ["--end", repr(float(run_end))]
+    bar = _runner.Progress(_show_progress(progress))
+    with _EndSet(None if params else obj, run_end):
+        if _in_process(options, program):
+            return _run_here(args, obj, name, run_end, output, options, bar)
+        return _run_child(args, obj, run_end, output, options, program, bar)
+
+
+def _sequential(options: Dict[str, Any]) -> bool:
+    return options.get("sync") in (None, "seq") and not options.get("threads")
+
+
+def _read_report(path: str, obj: Any) -> Report:
+    """The run's report, the model's counters (whole counts) as ints; a warning when the run
+    was stopped."""
+    with open(path) as f:
+        report = Report(json.load(f))
+    stats = report.get("model_stats")
+    for name in report.get("model_counters") or []:
+        v = stats.get(name) if isinstance(stats, dict) else None
+        if isinstance(v, float) and v.is_integer():
+            stats[name] = int(v)
+    if not report.get("complete", True):
+        import warnings
+
+        warnings.warn("the run was stopped: its report covers the events committed before the stop",
+                      stacklevel=4)
+    return report
+
+
+def _run_here(args, obj, name, end, output, options, bar) -> Report:
+    import tempfile
+
+    with tempfile.TemporaryDirectory(prefix="chronon-") as scratch:
+        target = output if output is not None else os.path.join(scratch, "out") + os.sep
+        argv = ["chronon"] + args + ["--output", target]
+        started = time.time() - 1.0  # file times may be coarser than time.time()
+        sequential = obj is not None and _sequential(options)
+        try:
+            code, line, saved = _here.run(argv, obj, name, end, sequential,
+                                          bar.draw if bar.show else None)
+        finally:
+            bar.close()
+        report_path = os.path.join(target, "report.json") if target.endswith(os.sep) else target
+        if code in (0, _runner.EXIT_INTERRUPTED) and line is None and os.path.exists(report_path):
+            return _read_report(report_path, obj)
+        err = _runner.error_for(code, line or f"the run ended with code {code}", saved)
+        if isinstance(err, KeyboardInterrupt):
+            raise err
+        err.report = _failed_report(report_path, started)
+        raise err
+
+
+def _run_child(args, obj, end, output, options, program, bar) -> Report:
     child = _runner.Child([], model=obj, end=end, progress=True, program=program)
-    sequential = options.get("sync") in (None, "seq") and not any(
-        options.get(k) for k in ("procs", "ranks", "config", "threads"))
-    if obj is not None and sequential:
+    if obj is not None and _sequential(options) and not options.get("procs"):
         # Every handler runs on the child's main thread, which then keeps the GIL.
         child.env["CHRONON_PY_SEQUENTIAL"] = "1"
     try:
         target = output if output is not None else child.path("out") + os.sep
-        args = ["run"] + ([name] if name is not None else []) + extra + _runner.flags(options)
-        if end is not None:
-            args += ["--end", repr(float(end))]
         child.args += args + ["--output", target]
-        bar = _runner.Progress(_show_progress(progress))
         started = time.time() - 1.0  # file times may be coarser than time.time()
+        def on_line(line: str) -> bool:
+            # Progress is drawn; error lines make the exception; anything else (a handler's
+            # logging in a worker process, a stall warning) is the caller's stderr.
+            if bar(line):
+                return True
+            if line.startswith("warning: "):  # chronon's own (a stall)
+                line = _runner.python_words(line)
+            if not line.startswith(("error: ", "interrupted: ")):
+                sys.stderr.write(line + "\n")
+                sys.stderr.flush()
+            return False
+
         try:
-            code, _ = child.run(on_line=bar)
+            code, _ = child.run(on_line=on_line)
         finally:
             bar.close()
         report_path = os.path.join(target, "report.json") if target.endswith(os.sep) else target
         if code in (0, _runner.EXIT_INTERRUPTED) and os.path.exists(report_path):
-            with open(report_path) as f:
-                report = Report(json.load(f))
-            if not report.get("complete", True):
-                import warnings
-
-                warnings.warn("the run was stopped: its report covers the events committed before the stop",
-                              stacklevel=2)
-            return report
+            return _read_report(report_path, obj)
         err = child.fail(code)
         err.report = _failed_report(report_path, started)
         raise err
@@ -182,6 +298,7 @@ def check(model: Any = None, *, seconds: Optional[float] = None, runs: Optional[
     raises :class:`CheckFailed` instead of returning a failed one. ``program``: check the
     models of another program made with chronon's runner (see :func:`run`).
     """
+    _child.refuse_in_main_script("check")
     obj = None
     args = ["check"]
     if model is not None:
@@ -264,6 +381,7 @@ def sweep(model: Any, out: str, end: Optional[float] = None, *, replications: in
     (a rerun with the same ``out`` skips finished runs). A Python model's ``params`` may be a
     list of values for one attribute: ``params={"rate": [0.5, 0.7]}``. ``program``: another
     program made with chronon's runner (see :func:`run`)."""
+    _child.refuse_in_main_script("sweep")
     obj = None
     if model is None or isinstance(model, str):
         name, extra = model, []
@@ -274,7 +392,7 @@ def sweep(model: Any, out: str, end: Optional[float] = None, *, replications: in
         for k, v in (params or {}).items():
             values = v if isinstance(v, (list, tuple, range)) else [v]
             extra += ["--param", ",".join(f"{k}={x!r}" for x in values)]
-    end = _end_of(model, end)
+    end = _end_of(model, end, params)
     args = ["sweep", "--out", out, "--replications", str(replications)]
     if jobs is not None:
         args += ["--jobs", str(jobs)]

@@ -13,13 +13,15 @@ class Model:
     - ``init(ctx)``: builds LP ``ctx.me()``'s state at time 0 (any Python object) and schedules
       its first events with ``ctx.send(dst, delay, event)``.
     - ``on_event(state, event, ctx)``: handles ``event`` at ``ctx.now()`` on LP ``ctx.me()``.
-      Change ``state`` in place, or return a new state (for numbers and tuples).
+      Change ``state`` in place and return None, or return a new state of the state's kind
+      (for numbers and tuples); anything else fails at that event.
 
     Optional:
 
     - ``lookahead``: the smallest delay of a send to *another* LP (conservative executors need
       it; every executor refuses a send below it). A send to the LP itself may take any delay.
-    - ``end``: the default end time.
+    - ``end``: the default end time. While a run goes on it is the run's end (``end=`` or
+      ``params``), and it is set back afterwards.
     - ``counters``: names for ``ctx.count(name, delta)``; their totals are in the report's
       ``model_stats``.
     - ``topology(lp)``: the LPs ``lp`` may send to, as ``[(other, lookahead), ...]``, or None.
@@ -44,8 +46,10 @@ class Model:
     Under Time Warp an LP's state is copied before each event (by a pickle round trip, or
     ``copy.deepcopy`` when pickle refuses it) unless the model has ``reverse``. With
     ``procs=P`` every worker process has its own interpreter: the model object, its states and
-    its events must pickle, and the class must be importable (defined in a module or in the
-    main script, not in a notebook unless ``cloudpickle`` is installed).
+    its events must pickle, the class must be importable (defined in a module or in the main
+    script under ``if __name__ == "__main__":``, not in a notebook unless ``cloudpickle`` is
+    installed), and attributes set by handlers stay in the workers. Without ``procs`` the run
+    goes on in the caller's process, with this very object.
     """
 
     lps: int = 1

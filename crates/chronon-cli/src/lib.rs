@@ -41,6 +41,7 @@ mod choices;
 #[cfg(feature = "models")]
 mod experiment;
 mod flags;
+mod host;
 mod lockstep_runtime;
 mod mpi;
 mod output;
@@ -53,6 +54,7 @@ mod sweep;
 mod sys;
 
 pub use app::{App, Draw, Flags, ModelSpec, RunnableEvent, RunnableState, SimHook};
+pub use host::{hosted_end, hosted_messages, Outcome};
 
 /// Exit code for bad input (flags, config, or a model breaking the engine's rules).
 pub(crate) const EXIT_BAD_INPUT: u8 = 2;

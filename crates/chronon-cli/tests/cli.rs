@@ -89,6 +89,7 @@ fn output_writes_the_report_json() {
         assert!(v.get(key).is_some(), "report lacks {key}: {v}");
     }
     assert_eq!(v["model"], "phold");
+    assert_eq!(v["model_counters"], serde_json::json!(["remote_sends"]));
     assert_eq!(v["sync"], "seq");
     assert_eq!(v["complete"], true);
     assert_eq!(v["config"]["lps"], 32);

@@ -13,6 +13,11 @@ use crate::model::PyModel;
 use crate::values::{codec, PyEvent};
 
 type EventCtx = Ctx<'static, PyModel>;
+
+thread_local! {
+    /// This thread's event context (see [`EventContext::for_thread`]).
+    static MINE: std::cell::RefCell<Option<Py<EventContext>>> = const { std::cell::RefCell::new(None) };
+}
 type GlobalEventCtx = GlobalCtx<'static, PyModel>;
 
 fn gone() -> PyErr {
@@ -21,61 +26,104 @@ fn gone() -> PyErr {
     )
 }
 
-/// The address of an engine object while one handler runs.
-struct Scoped<T>(Cell<*mut T>);
+fn elsewhere() -> PyErr {
+    PyRuntimeError::new_err(
+        "this context belongs to a handler running on another thread; use it only inside its handler",
+    )
+}
+
+thread_local! {
+    /// Its address tells this thread from the others, cheaply.
+    static TOKEN: u8 = const { 0 };
+}
+
+fn this_thread() -> usize {
+    TOKEN.with(|t| t as *const u8 as usize)
+}
+
+/// The address of an engine object while one handler runs, and the thread it runs on.
+struct Scoped<T> {
+    ptr: Cell<*mut T>,
+    thread: Cell<usize>,
+}
+
+// Safety: the Python objects holding a `Scoped` may be reached, and dropped, from any thread
+// (a traceback keeps a handler's `ctx` after the run, on the caller's thread), but the address
+// is only followed by `with`, on the thread that set it (see there); the cells are read and
+// written only under the GIL, which orders every access.
+unsafe impl<T> Send for Scoped<T> {}
+// Safety: as for `Send` above.
+unsafe impl<T> Sync for Scoped<T> {}
 
 impl<T> Scoped<T> {
     fn new(p: *mut T) -> Self {
-        Scoped(Cell::new(p))
+        Scoped {
+            ptr: Cell::new(p),
+            thread: Cell::new(this_thread()),
+        }
+    }
+
+    /// Points at `p`, on this thread.
+    fn set(&self, p: *mut T) {
+        self.ptr.set(p);
+        self.thread.set(this_thread());
     }
 
     fn with<R>(&self, f: impl FnOnce(&mut T) -> R) -> PyResult<R> {
-        let p = self.0.get();
+        let p = self.ptr.get();
         if p.is_null() {
             return Err(gone());
         }
-        // Safety: the pointer is set from a live `&mut T` (`PyModel`'s handlers) and cleared before
-        // that borrow ends; the object is `unsendable`, so only the handler's thread reaches
-        // it, and the handler does not run two of these calls at once (each returns before the
-        // next starts), so no two `&mut` overlap.
+        if self.thread.get() != this_thread() {
+            return Err(elsewhere());
+        }
+        // Safety: the pointer is set from a live `&mut T` (`PyModel`'s handlers) and cleared
+        // before that borrow ends; it is followed only on the handler's own thread (checked
+        // above), and the handler does not run two of these calls at once (each returns before
+        // the next starts), so no two `&mut` overlap.
         Ok(f(unsafe { &mut *p }))
     }
 
     fn clear(&self) {
-        self.0.set(std::ptr::null_mut());
+        self.ptr.set(std::ptr::null_mut());
     }
 }
 
 /// `ctx` of `init`, `on_event`: the current time, this LP, sends, its random stream, counters.
-#[pyclass(unsendable, module = "chronon_pdes")]
+#[pyclass(module = "chronon_pdes")]
 pub struct EventContext {
     ctx: Scoped<EventCtx>,
     /// The `Rng` object `rng()` returns (made once: it reads the stream through this context).
-    rng: std::cell::OnceCell<Py<Rng>>,
+    rng: std::sync::OnceLock<Py<Rng>>,
     pickled: bool,
     counters: &'static [&'static str],
 }
 
 impl EventContext {
-    /// This thread's context object (one per thread, reused by every handler call: a handler
-    /// call allocates no context), closed.
+    /// This thread's context object (one per thread, reused by every handler call that does
+    /// not keep it: a handler call allocates no context), closed.
     pub(crate) fn for_thread<'py>(
         py: Python<'py>,
         pickled: bool,
         counters: &'static [&'static str],
     ) -> PyResult<Bound<'py, EventContext>> {
-        thread_local! {
-            static MINE: std::cell::RefCell<Option<Py<EventContext>>> = const { std::cell::RefCell::new(None) };
-        }
         MINE.with(|m| {
             if let Some(c) = &*m.borrow() {
-                return Ok(c.bind(py).clone());
+                let b = c.bind(py);
+                // The same run's (a later run of another model gets its own).
+                let same = {
+                    let me = b.borrow();
+                    me.pickled == pickled && std::ptr::eq(me.counters, counters)
+                };
+                if same {
+                    return Ok(b.clone());
+                }
             }
             let c = Bound::new(
                 py,
                 EventContext {
                     ctx: Scoped::new(std::ptr::null_mut()),
-                    rng: std::cell::OnceCell::new(),
+                    rng: std::sync::OnceLock::new(),
                     pickled,
                     counters,
                 },
@@ -85,10 +133,26 @@ impl EventContext {
         })
     }
 
+    /// After a handler call: `c` (this thread's context, closed) is used again by the next
+    /// call unless the handler kept it (or its `rng()`) somewhere, in which case the next call
+    /// gets a new one and the kept one stays closed: using it raises.
+    pub(crate) fn reuse_unless_kept(c: Bound<'_, EventContext>) {
+        // Safety: both pointers are of live objects (`c` is a reference held here, the `Rng`
+        // is held by the context), and the GIL is held (`c` is bound to it).
+        let refs = |p: *mut pyo3::ffi::PyObject| unsafe { pyo3::ffi::Py_REFCNT(p) };
+        // The references a context nobody kept has: `MINE`'s, `c`'s, and its `Rng`'s.
+        let rng = c.borrow().rng.get().map(|r| refs(r.as_ptr()));
+        let expected = 2 + isize::from(rng.is_some());
+        let kept = refs(c.as_ptr()) > expected || rng.is_some_and(|n| n > 1);
+        if kept {
+            MINE.with(|m| *m.borrow_mut() = None);
+        }
+    }
+
     /// Points the context at `p` for one handler call.
     pub(crate) fn open<'a>(&self, p: *mut Ctx<'a, PyModel>) {
         // The lifetime is erased; `Scoped` keeps the address only while the borrow lives.
-        self.ctx.0.set(p.cast::<EventCtx>());
+        self.ctx.set(p.cast::<EventCtx>());
     }
 
     pub(crate) fn close(&self) {
@@ -177,7 +241,7 @@ impl EventContext {
 }
 
 /// An LP's random stream (`ctx.rng()`), valid while its handler runs.
-#[pyclass(unsendable, module = "chronon_pdes")]
+#[pyclass(module = "chronon_pdes")]
 pub struct Rng {
     ctx: Py<EventContext>,
 }
@@ -257,7 +321,7 @@ impl Rng {
 
 /// `ctx` of `on_global`: the time, every LP's state (read only), statistics, series and the
 /// next global event.
-#[pyclass(unsendable, module = "chronon_pdes")]
+#[pyclass(module = "chronon_pdes")]
 pub struct GlobalContext {
     ctx: Scoped<GlobalEventCtx>,
 }
@@ -331,7 +395,7 @@ impl GlobalContext {
 
 /// The statistics `finish` adds to (the report's `model_stats`): sums, values, minima, maxima
 /// over every LP, the same under every executor.
-#[pyclass(unsendable, module = "chronon_pdes")]
+#[pyclass(module = "chronon_pdes")]
 pub struct Stats {
     stats: Scoped<ModelStats>,
 }

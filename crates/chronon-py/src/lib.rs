@@ -1,10 +1,12 @@
 //! The native module of chronon's Python package (`chronon_pdes._native`): the whole chronon
-//! runner, started by `python -m chronon_pdes` (and so by every `run`, `check` and `sweep` of
-//! the package, which runs it as a child process), with the process's Python model registered
-//! beside the shipped ones. The Python side is in `python/chronon_pdes/`.
+//! runner, with the process's Python model registered beside the shipped ones. [`run_here`]
+//! runs it in the caller's own process (the package's sequential and threaded runs); `main`
+//! is `python -m chronon_pdes` (the `chronon` command, and the child process of `check`,
+//! `sweep` and runs with worker processes). The Python side is in `python/chronon_pdes/`.
 
 mod ctx;
 mod gil;
+mod here;
 mod model;
 mod serde_values;
 mod spec;
@@ -19,6 +21,9 @@ pub use spec::PySpec;
 
 /// Set by the caller for a sequential run of a Python model (see `main`).
 const SEQUENTIAL_ENV: &str = "CHRONON_PY_SEQUENTIAL";
+/// Set by the package for its child process: no summary on stdout, where the child's stdout
+/// (what the model prints) is forwarded to the caller's.
+const NO_SUMMARY_ENV: &str = "CHRONON_PY_NO_SUMMARY";
 
 /// A Python exception as one line: `TypeName: message`.
 pub(crate) fn error_line(py: Python<'_>, e: &PyErr) -> String {
@@ -35,18 +40,43 @@ pub(crate) fn error_line(py: Python<'_>, e: &PyErr) -> String {
     }
 }
 
-/// A handler's Python exception ends the run: it is kept for the caller (the package re-raises
-/// it, `chronon_pdes/_child.py`), then the handler fails like a Rust handler that panics, and
-/// the engine stops every worker and reports the LP and time.
+/// A handler's Python exception ends the run: it is kept for the caller with its traceback
+/// (the package re-raises it, `chronon_pdes/_child.py`), then the handler fails like a Rust
+/// handler that panics, and the engine stops every worker and reports the LP and time.
 pub(crate) fn raise_in_handler(py: Python<'_>, e: PyErr, handler: &str, lp: u32, now: f64) -> ! {
     let line = error_line(py, &e);
     if let Ok(save) = py
         .import("chronon_pdes._child")
         .and_then(|m| m.getattr("save_error"))
     {
-        let _ = save.call1((e.value(py), handler, lp, now));
+        let _ = save.call1((e.value(py), e.traceback(py), handler, lp, now));
     }
     panic!("{handler} raised {line}")
+}
+
+/// The runner with the shipped models and, when `model` is given, the Python model `(object,
+/// end)` registered as `name` (cleared again by [`ModelGuard`]).
+fn app_with(model: Option<(Py<PyAny>, Option<f64>)>, name: Option<String>) -> chronon_cli::App {
+    let app = chronon_cli::App::new("chronon")
+        .about("chronon, a parallel discrete-event simulator (Python package)")
+        .builtins()
+        .engine_tools();
+    match model {
+        Some(m) => {
+            spec::set_model(Some(m));
+            app.model::<PySpec>(&name.unwrap_or_else(|| "python".to_string()))
+        }
+        None => app,
+    }
+}
+
+/// Clears the process's Python model when a run ends, however it ends.
+struct ModelGuard;
+
+impl Drop for ModelGuard {
+    fn drop(&mut self) {
+        spec::set_model(None);
+    }
 }
 
 /// Runs the chronon command line `argv` (`argv[0]` the program's name) and returns its exit
@@ -69,14 +99,10 @@ fn main(
         prefix: prefix.into_iter().map(OsString::from).collect(),
         args: argv.iter().skip(1).map(OsString::from).collect(),
     });
-    let mut app = chronon_cli::App::new("chronon")
-        .about("chronon, a parallel discrete-event simulator (Python package)")
-        .builtins()
-        .engine_tools();
-    if let Some(obj) = model {
-        let name = name.unwrap_or_else(|| "python".to_string());
-        let _ = spec::MODEL.set((obj, end));
-        app = app.model::<PySpec>(&name);
+    let _clear = ModelGuard;
+    let mut app = app_with(model.map(|m| (m, end)), name);
+    if std::env::var_os(NO_SUMMARY_ENV).is_some() {
+        app = app.without_summary();
     }
     // A sequential run of a Python model, as the caller knows (`run` with no executor, no
     // processes, no config file): every handler runs on this thread, which keeps the GIL. The
@@ -84,7 +110,7 @@ fn main(
     let sequential = std::env::var_os(SEQUENTIAL_ENV).is_some();
     std::env::remove_var(SEQUENTIAL_ENV);
     if sequential {
-        gil::hold();
+        let _holding = gil::hold();
         return Ok(app.run_from(argv));
     }
     // The run's threads take the GIL for each Python call; this thread lets it go meanwhile.
@@ -96,6 +122,8 @@ fn main(
 #[pymodule]
 fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(main, m)?)?;
+    m.add_function(wrap_pyfunction!(here::run_here, m)?)?;
+    m.add_class::<here::RunHandle>()?;
     m.add_class::<ctx::EventContext>()?;
     m.add_class::<ctx::GlobalContext>()?;
     m.add_class::<ctx::Stats>()?;

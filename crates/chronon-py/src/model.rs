@@ -6,7 +6,7 @@
 //! documents them for users). Every call takes the GIL: handlers of parallel threads run one at
 //! a time in one process; worker processes (`--procs`) each have their own interpreter.
 
-use std::sync::OnceLock;
+use std::sync::Mutex;
 
 use chronon::{Ctx, GlobalCtx, LpId, Model, ModelStats, ReverseCtx, ReverseFn, Time};
 use pyo3::prelude::*;
@@ -15,8 +15,24 @@ use pyo3::types::PyTuple;
 use crate::ctx::{EventContext, GlobalContext, Stats};
 use crate::values::{codec, PyEvent, PyState};
 
-/// The model's counter names, once per process (the engine asks for `&'static` names).
-static COUNTERS: OnceLock<&'static [&'static str]> = OnceLock::new();
+/// Every list of counter names a model of this process had (the engine asks for `&'static`
+/// names): each distinct list is leaked once, however many runs use it.
+static COUNTERS: Mutex<Vec<&'static [&'static str]>> = Mutex::new(Vec::new());
+
+/// The `&'static` copy of the counter names `names`.
+fn counter_names(names: Vec<String>) -> &'static [&'static str] {
+    let mut known = COUNTERS.lock().unwrap_or_else(|e| e.into_inner());
+    if let Some(k) = known.iter().find(|k| k.iter().eq(names.iter())) {
+        return k;
+    }
+    let leaked: Vec<&'static str> = names
+        .into_iter()
+        .map(|n| &*Box::leak(n.into_boxed_str()))
+        .collect();
+    let list: &'static [&'static str] = Box::leak(leaked.into_boxed_slice());
+    known.push(list);
+    list
+}
 
 /// What the Python object offers, read once when the model is built.
 pub struct PyModel {
@@ -47,6 +63,33 @@ fn value_of<'py>(obj: &Bound<'py, PyAny>, name: &str) -> PyResult<Option<Bound<'
     } else {
         Ok(Some(v))
     }
+}
+
+/// Whether `new`, which `on_event` returned, may replace the state `old`: an object of the
+/// state's kind (its type, a subclass or superclass of it, or a number for a number), not
+/// something else returned by mistake (`return True`), which would fail one event later with
+/// an unrelated message.
+fn new_state(old: &Bound<'_, PyAny>, new: &Bound<'_, PyAny>) -> PyResult<()> {
+    use pyo3::types::{PyBool, PyFloat, PyInt};
+    let number = |v: &Bound<'_, PyAny>| {
+        (v.is_instance_of::<PyInt>() || v.is_instance_of::<PyFloat>())
+            && !v.is_instance_of::<PyBool>()
+    };
+    let (old_t, new_t) = (old.get_type(), new.get_type());
+    if new.is_instance(&old_t)? || old.is_instance(&new_t)? || (number(old) && number(new)) {
+        return Ok(());
+    }
+    let name = |t: &Bound<'_, pyo3::types::PyType>| {
+        t.qualname()
+            .map_or_else(|_| "?".to_string(), |n| n.to_string())
+    };
+    let shown: String = new.repr().map_or_else(|_| "?".into(), |r| r.to_string());
+    let shown: String = shown.chars().take(60).collect();
+    Err(pyo3::exceptions::PyTypeError::new_err(format!(
+        "on_event returned {shown} ({}) while the state is a {}: return None after changing the state in place, or a new state of its kind",
+        name(&new_t),
+        name(&old_t)
+    )))
 }
 
 fn method(obj: &Bound<'_, PyAny>, name: &str) -> PyResult<bool> {
@@ -86,15 +129,7 @@ impl PyModel {
                 let names: Vec<String> = v.extract().map_err(|_| {
                     format!("the model's counters is {v}; it must be a list of names")
                 })?;
-                COUNTERS
-                    .get_or_init(|| {
-                        let leaked: Vec<&'static str> = names
-                            .into_iter()
-                            .map(|n| &*Box::leak(n.into_boxed_str()))
-                            .collect();
-                        Box::leak(leaked.into_boxed_slice())
-                    })
-                    .to_owned()
+                counter_names(names)
             }
         };
         codec(py);
@@ -133,6 +168,7 @@ impl PyModel {
             w.borrow().open(ctx as *mut _);
             let r = args(w.clone()).and_then(|a| f.bind(py).call1(a));
             w.borrow().close();
+            EventContext::reuse_unless_kept(w);
             r
         });
         result.unwrap_or_else(|e| crate::raise_in_handler(py, e, name, me, now))
@@ -182,11 +218,15 @@ impl Model for PyModel {
                 .get(py)
                 .unwrap_or_else(|e| crate::raise_in_handler(py, e, "on_event", me, now));
             let st = state.0.bind(py).clone();
+            let old = st.clone();
             let r = self.call_with_ctx(py, ctx, ("on_event", &self.on_event_fn), |c| {
                 PyTuple::new(py, [st, ev, c.into_any()])
             });
             // A handler may return a new state (for states that are numbers or tuples).
             if !r.is_none() {
+                if let Err(e) = new_state(&old, &r) {
+                    crate::raise_in_handler(py, e, "on_event", me, now);
+                }
                 state.0 = r.unbind();
             }
         })

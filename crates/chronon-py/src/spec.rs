@@ -1,16 +1,28 @@
 //! [`PySpec`]: a Python model registered with the runner, so that `run` (every executor,
 //! `--procs`), `check`, `sweep` and `bench` work for it as for a model written in Rust.
 
-use std::sync::OnceLock;
+use std::sync::Mutex;
 
 use chronon_cli::{ModelSpec, SimHook};
 use pyo3::prelude::*;
 
 use crate::model::PyModel;
 
-/// The process's Python model object and its end time, set by `main` before the runner
-/// starts (the runner builds models from parameters alone).
-pub(crate) static MODEL: OnceLock<(Py<PyAny>, Option<f64>)> = OnceLock::new();
+/// The Python model object of the run going on in this process and its end time, set before
+/// the runner starts (the runner builds models from parameters alone) and cleared after it, so
+/// that one process may run one model after another.
+static MODEL: Mutex<Option<(Py<PyAny>, Option<f64>)>> = Mutex::new(None);
+
+/// Sets (or with None clears) the model of the next run in this process.
+pub(crate) fn set_model(model: Option<(Py<PyAny>, Option<f64>)>) {
+    *MODEL.lock().unwrap_or_else(|e| e.into_inner()) = model;
+}
+
+/// The model object of this process's run and its end time.
+fn model(py: Python<'_>) -> Option<(Py<PyAny>, Option<f64>)> {
+    let m = MODEL.lock().unwrap_or_else(|e| e.into_inner());
+    m.as_ref().map(|(obj, end)| (obj.clone_ref(py), *end))
+}
 
 /// The parameters of a Python model on the command line: the object itself comes from the
 /// Python side; `--param NAME=VALUE` sets one of its attributes for this run.
@@ -26,12 +38,12 @@ pub struct PySpec {
 impl PySpec {
     /// A copy of the model object with the parameters set.
     fn object(&self, py: Python<'_>) -> Result<Py<PyAny>, String> {
-        let Some((obj, _)) = MODEL.get() else {
+        let Some((obj, _)) = model(py) else {
             return Err("no Python model was given to this process".into());
         };
         let line = |e: PyErr| crate::error_line(py, &e);
         if self.param.is_empty() {
-            return Ok(obj.clone_ref(py));
+            return Ok(obj);
         }
         let copy = py
             .import("copy")
@@ -70,7 +82,11 @@ impl ModelSpec for PySpec {
     }
 
     fn default_end() -> Option<f64> {
-        MODEL.get().and_then(|(_, end)| *end)
+        MODEL
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .as_ref()
+            .and_then(|(_, end)| *end)
     }
 
     fn about() -> &'static str {

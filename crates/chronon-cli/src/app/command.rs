@@ -139,10 +139,8 @@ pub(super) fn clap_exit(e: clap::Error, app: &App) -> u8 {
     // Under mpirun every rank parsed the same command line: rank 0 prints (the error, the
     // help), every rank exits with the same code.
     let quiet = crate::mpi::quiet();
-    match e.kind() {
-        ErrorKind::DisplayHelp
-        | ErrorKind::DisplayVersion
-        | ErrorKind::DisplayHelpOnMissingArgumentOrSubcommand => {
+    match app.clap_error(&e) {
+        None => {
             if !quiet {
                 let _ = e.print();
             }
@@ -152,24 +150,38 @@ pub(super) fn clap_exit(e: clap::Error, app: &App) -> u8 {
                 0
             }
         }
-        ErrorKind::InvalidValue if invalid_choice(&e).is_some() => {
+        Some(line) => {
             if !quiet {
-                let line = invalid_choice(&e).unwrap_or_default();
-                eprintln!("error: {}", crate::short_numbers(&line));
+                eprintln!("error: {line}");
             }
             EXIT_BAD_INPUT
         }
-        kind => {
-            let line = crate::clap_line(&e);
-            let hint = match kind {
-                ErrorKind::InvalidSubcommand => format!(" (allowed: {})", subcommand_names(app)),
-                ErrorKind::UnknownArgument => " (see --help for the allowed flags)".to_string(),
-                _ => String::new(),
-            };
-            if !quiet {
-                eprintln!("error: {}{hint}", crate::short_numbers(&line));
+    }
+}
+
+impl App {
+    /// A clap usage error as one line (without "error: "); None for help and version.
+    pub(crate) fn clap_error(&self, e: &clap::Error) -> Option<String> {
+        use clap::error::ErrorKind;
+        match e.kind() {
+            ErrorKind::DisplayHelp
+            | ErrorKind::DisplayVersion
+            | ErrorKind::DisplayHelpOnMissingArgumentOrSubcommand => None,
+            ErrorKind::InvalidValue if invalid_choice(e).is_some() => {
+                let line = invalid_choice(e).unwrap_or_default();
+                Some(crate::short_numbers(&line))
             }
-            EXIT_BAD_INPUT
+            kind => {
+                let line = crate::clap_line(e);
+                let hint = match kind {
+                    ErrorKind::InvalidSubcommand => {
+                        format!(" (allowed: {})", subcommand_names(self))
+                    }
+                    ErrorKind::UnknownArgument => " (see --help for the allowed flags)".to_string(),
+                    _ => String::new(),
+                };
+                Some(format!("{}{hint}", crate::short_numbers(&line)))
+            }
         }
     }
 }

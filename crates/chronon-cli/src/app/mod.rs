@@ -164,7 +164,7 @@ impl App {
     }
 
     /// What is wrong with the app itself (no model, a name or flag given twice).
-    fn problems(&self) -> Result<(), String> {
+    pub(crate) fn problems(&self) -> Result<(), String> {
         if self.models.is_empty() {
             return Err(format!(
                 "{} has no model: register one with App::model",
@@ -229,7 +229,7 @@ impl App {
             .map_err(|e| clap_failure(&e))
     }
 
-    fn dispatch(&self, matches: &ArgMatches) -> Result<u8, Failure> {
+    pub(crate) fn dispatch(&self, matches: &ArgMatches) -> Result<u8, Failure> {
         fn parsed<T: FromArgMatches>(m: &ArgMatches) -> Result<T, Failure> {
             T::from_arg_matches(m).map_err(|e| clap_failure(&e))
         }

@@ -85,8 +85,13 @@ where
     let outputs = plan_outputs(&common, &executor)?;
     let checkpoints = checkpoint::Checkpoints::check(&common, name, &model_config, changeable)?;
 
-    let progress = Arc::new(Progress::new());
-    install_ctrlc(&progress);
+    // A hosted run (`App::run_hosted`) is stopped by its host, which owns SIGINT.
+    crate::host::set_end(end);
+    let progress = crate::host::progress().unwrap_or_else(|| {
+        let p = Arc::new(Progress::new());
+        install_ctrlc(&p);
+        p
+    });
     let done = Arc::new(AtomicBool::new(false));
     let stall_after = match common.stall_secs {
         // Under --procs the events run in the worker processes: nothing here to watch (nor on
@@ -103,6 +108,8 @@ where
     let bar = spawn_progress_bar(progress.clone(), done.clone(), end, stall_after);
     let sampler = series::Sampler::start(progress.clone());
 
+    // The report names the model's counters (whole counts among its statistics).
+    let counters = model.counter_names();
     let sim = Simulation::new(model)
         .end_time(end)
         .seed(seed)
@@ -143,13 +150,16 @@ where
 
     let config = report_config(&common, &asked, procs, end, seed, queue, model_config);
     let parallelism = advice::Parallelism::of(&report, mpi.is_none());
-    print_summary(name, &report, &parallelism.lines());
+    if crate::host::summary() {
+        print_summary(name, &report, &parallelism.lines());
+    }
     let changed = &checkpoints.changed;
     // Both files are attempted even when the first fails; the first failure is returned.
     let written = [
         outputs.path("--output").map_or(Ok(()), |p| {
             let par = parallelism.json();
-            write_report(p, name, config, par, &report, &samples, rb, changed)
+            let cfg = (config, counters);
+            write_report(p, name, cfg, par, &report, &samples, rb, changed)
         }),
         outputs.path("--gvt-csv").map_or(Ok(()), |p| {
             output::write_or_rescue("--gvt-csv", p, series::gvt_csv(&report).as_bytes())
@@ -176,7 +186,9 @@ where
     if report.complete {
         Ok(0)
     } else {
-        eprintln!("interrupted: the report covers the events committed before the stop");
+        if crate::host::progress().is_none() {
+            eprintln!("interrupted: the report covers the events committed before the stop");
+        }
         Ok(EXIT_INTERRUPTED)
     }
 }
@@ -228,7 +240,7 @@ fn plan_outputs(common: &CommonArgs, executor: &Executor) -> Result<Outputs, Fai
 fn write_report(
     path: &Path,
     name: &str,
-    config: serde_json::Value,
+    (config, counters): (serde_json::Value, &[&str]),
     parallelism: serde_json::Value,
     report: &Report,
     samples: &[series::Sample],
@@ -242,6 +254,7 @@ fn write_report(
     }
     obj.insert("progress_series".into(), series::json(samples, rollbacks));
     obj.insert("model".into(), name.into());
+    obj.insert("model_counters".into(), counters.into());
     obj.insert("config".into(), config);
     obj.insert("parallelism".into(), parallelism);
     // Under --procs, every process of the run: this one and the worker processes' peaks.

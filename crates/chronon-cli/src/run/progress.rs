@@ -40,8 +40,10 @@ pub(super) fn spawn_progress_bar(
     stall_after: Duration,
 ) -> std::thread::JoinHandle<()> {
     let mut stall = (!stall_after.is_zero()).then(|| StallDetector::new(stall_after, end));
-    // A worker process of --procs draws nothing: its parent owns the terminal.
-    let mine = !chronon::is_worker_process() && !crate::mpi::quiet();
+    // A worker process of --procs draws nothing: its parent owns the terminal; nor does a
+    // hosted run: its host draws.
+    let mine =
+        !chronon::is_worker_process() && !crate::mpi::quiet() && crate::host::progress().is_none();
     let lines = mine && std::env::var_os(PROGRESS_LINES_ENV).is_some();
     let terminal = mine && !lines && std::io::stderr().is_terminal();
     std::thread::spawn(move || {
@@ -67,7 +69,9 @@ pub(super) fn spawn_progress_bar(
             }
             let (t, events, now) = (std::time::Instant::now(), progress.events(), progress.now());
             if let Some(warning) = stall.as_mut().and_then(|s| s.observe(t, now)) {
-                bar.suspend(|| eprintln!("{warning}"));
+                if !crate::host::say(&warning) {
+                    bar.suspend(|| eprintln!("{warning}"));
+                }
             }
             // The rates over the last interval, so start-up does not skew them.
             let dt = (t - last.0).as_secs_f64().max(1e-3);
