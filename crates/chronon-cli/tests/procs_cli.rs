@@ -4,7 +4,7 @@
 //! committed count, `model_stats`, pending events, last time); a worker process killed with
 //! `kill -9` stops the run within 2 s with one line naming it and leaves no process behind;
 //! Ctrl-C to the process group stops every process with an incomplete report (window, null
-//! messages) and, under Time Warp, still writes it; full rings are retried without deadlock;
+//! messages) and, under Time Warp, still writes it; so does SIGINT to the parent alone; full rings are retried without deadlock;
 //! the size check counts the LP table once per process; a handler panic in a worker
 //! process is reported with its LP and time; bad input is one line and a non-zero exit;
 //! `/dev/shm` is unchanged. Histories here; faults, Ctrl-C and refusals in

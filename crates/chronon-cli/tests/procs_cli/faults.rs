@@ -228,6 +228,43 @@ fn ctrl_c_under_time_warp_across_processes_writes_the_incomplete_report() {
     assert!(r["committed"].as_u64().unwrap() > 0);
 }
 
+/// SIGINT to the parent alone (`kill -INT PID`, or a program that runs chronon and stops it)
+/// is passed on to every worker process: the run stops as from a terminal's Ctrl-C, with the
+/// incomplete report, under every protocol family.
+#[test]
+fn sigint_to_the_parent_alone_stops_every_process() {
+    for sync in ["window", "null-message", "timewarp"] {
+        let path = std::env::temp_dir().join(format!(
+            "chronon-procs-parent-int-{sync}-{}.json",
+            std::process::id()
+        ));
+        let mut parent = Command::new(env!("CARGO_BIN_EXE_chronon"))
+            .args([
+                "run", "phold", "--lps", "256", "--end", "1e9", "--sync", sync, "--procs", "2",
+                "--output",
+            ])
+            .arg(&path)
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        let kids = wait_for_workers(&parent, 2);
+        std::thread::sleep(Duration::from_millis(500));
+        signal("-INT", &parent.id().to_string());
+        let status = exits_within(
+            &mut parent,
+            Duration::from_secs(5),
+            &format!("{sync}: no stop within 5 s of SIGINT to the parent"),
+        );
+        assert_eq!(status.code(), Some(130), "{sync}");
+        assert_gone(kids);
+        let r: serde_json::Value =
+            serde_json::from_str(&std::fs::read_to_string(&path).unwrap()).unwrap();
+        let _ = std::fs::remove_file(&path);
+        assert_eq!(r["complete"], false, "{sync}");
+    }
+}
+
 #[test]
 fn a_handler_panic_in_a_worker_process_names_its_lp_and_time() {
     for sync in ["window", "lockstep", "null-message", "timewarp"] {

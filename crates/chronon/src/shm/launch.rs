@@ -47,6 +47,7 @@ pub struct Launcher<'a> {
     fds: Vec<BorrowedFd<'a>>,
     env: Vec<(OsString, OsString)>,
     stop: Option<Arc<AtomicBool>>,
+    interrupt: Option<Arc<crate::progress::Progress>>,
     quiet: bool,
 }
 
@@ -97,6 +98,7 @@ impl<'a> Launcher<'a> {
             fds: Vec::new(),
             env: Vec::new(),
             stop: None,
+            interrupt: None,
             quiet: false,
         }
     }
@@ -135,6 +137,14 @@ impl<'a> Launcher<'a> {
     /// A flag that, once set (e.g. by a Ctrl-C handler), stops every worker.
     pub fn stop_flag(mut self, flag: Arc<AtomicBool>) -> Self {
         self.stop = Some(flag);
+        self
+    }
+
+    /// Passes a stop request on: once `progress` asks the run to stop (a Ctrl-C or SIGINT
+    /// that reached this process alone, or a host that stops the run), every running worker
+    /// gets one SIGINT, as from a terminal's Ctrl-C, and stops cleanly with its report.
+    pub fn interrupt_on(mut self, progress: Arc<crate::progress::Progress>) -> Self {
+        self.interrupt = Some(progress);
         self
     }
 
@@ -187,6 +197,7 @@ impl<'a> Launcher<'a> {
                 }
             }
         }
+        let mut interrupted = false;
         loop {
             let mut running = 0;
             for (index, slot) in children.iter_mut().enumerate() {
@@ -214,6 +225,16 @@ impl<'a> Launcher<'a> {
             if self.stop.as_ref().is_some_and(|s| s.load(Ordering::SeqCst)) {
                 kill_all(&mut children);
                 return Err(LaunchError::Stopped);
+            }
+            if !interrupted && self.interrupt.as_ref().is_some_and(|p| p.stop_requested()) {
+                interrupted = true;
+                for c in children.iter().flatten() {
+                    let pid = rustix::process::Pid::from_raw(c.id() as i32);
+                    if let Some(pid) = pid {
+                        // A worker that already exited is reaped by `try_wait` above.
+                        let _ = rustix::process::kill_process(pid, rustix::process::Signal::INT);
+                    }
+                }
             }
             std::thread::sleep(Duration::from_millis(10));
         }

@@ -102,6 +102,7 @@ pub(crate) fn parent_run<M: Model>(
         let segment = cfg.ckpt.as_ref().map_or(0, |c| c.segment);
         let launched = launch(
             (procs, segment),
+            cfg,
             args,
             control,
             net,
@@ -184,6 +185,7 @@ impl Parts for Pipes {
 #[allow(clippy::too_many_arguments)]
 fn launch(
     (procs, segment): (usize, usize),
+    cfg: &RunConfig,
     args: Vec<OsString>,
     control: &Control,
     net: &crate::shm::Segment,
@@ -201,6 +203,7 @@ fn launch(
             crate::executor::checkpoint::SEGMENT_ENV,
             segment.to_string(),
         )
+        .interrupt_on(cfg.progress.clone())
         .quiet();
     for w in &results_w {
         launcher = launcher.fd(w.as_fd());
