@@ -10,6 +10,7 @@ so the class can be found by name).
 import json
 import os
 import pickle
+import re
 import sys
 import traceback
 from typing import Any, List, Optional
@@ -26,6 +27,9 @@ in_main_script = False
 
 # The handler exceptions of the in-process run going on (None when there is none).
 caught: Optional[List[Any]] = None
+
+# Where a model failed, in chronon's message.
+WHERE = re.compile(r"LP (\d+) at time ([0-9.eE+-]+|inf)")
 
 
 class MainGuardError(Exception):
@@ -90,12 +94,22 @@ def load_model():
         return pickle.load(f)
 
 
+# How many handler exceptions a run keeps (under Time Warp several events may fail on paths a
+# rollback undoes; the one the run reports is picked by its LP and time).
+KEEP = 64
+
+
+def _key_path(path: str, lp, now) -> str:
+    return f"{path}.{lp}.{float(now).hex()}"
+
+
 def save_error(exc, tb, handler, lp, now) -> None:
-    """Keeps the first exception a handler raised for the caller to re-raise: in this process
-    the exception itself with its traceback ``tb``; from a child or worker process its pickle
-    and its traceback as text (best effort)."""
+    """Keeps an exception a handler raised for the caller to re-raise: in this process the
+    exception itself with its traceback ``tb``; from a child or worker process its pickle and
+    its traceback as text (best effort). The first is kept, and each one by its LP and time,
+    so the caller re-raises the one of the event the run failed at."""
     if caught is not None:
-        if not caught:
+        if len(caught) < KEEP:
             if tb is not None and exc.__traceback__ is None:
                 exc = exc.with_traceback(tb)
             caught.append((exc, handler, lp, now))
@@ -111,8 +125,37 @@ def save_error(exc, tb, handler, lp, now) -> None:
         data = pickle.dumps((exc, handler, lp, now, text))
     except Exception:
         data = pickle.dumps((RuntimeError(f"{type(exc).__name__}: {exc}"), handler, lp, now, text))
-    try:
-        with open(path, "xb") as f:
-            f.write(data)
-    except OSError:
-        pass
+    for target in (path, _key_path(path, lp, now)):
+        try:
+            with open(target, "xb") as f:
+                f.write(data)
+        except OSError:
+            pass
+
+
+def pick(saved: List[Any], line: Optional[str]):
+    """The exception (of those ``save_error`` kept here) of the event the error ``line`` names
+    (``LP n at time t``), else the first."""
+    where = WHERE.search(line or "")
+    if where:
+        lp, now = int(where.group(1)), float(where.group(2))
+        for s in saved:
+            if s[2] == lp and float(s[3]) == now:
+                return s
+    return saved[0] if saved else None
+
+
+def load_error(path: str, line: Optional[str]):
+    """What a child or worker process kept (see ``save_error``) for the event the error
+    ``line`` names, else the first it kept; None when nothing was kept or it cannot be read."""
+    where = WHERE.search(line or "")
+    targets = [path]
+    if where:
+        targets.insert(0, _key_path(path, int(where.group(1)), float(where.group(2))))
+    for target in targets:
+        try:
+            with open(target, "rb") as f:
+                return pickle.load(f)
+        except Exception:
+            continue
+    return None

@@ -88,7 +88,7 @@ def run(argv: List[str], obj: Any, name: Optional[str], end: Optional[float], se
     drawer = _Drawer(handle, draw)
     try:
         code, error = _native.run_here(argv, handle, obj, name, end, sequential)
-        saved = _child.caught[0] if _child.caught else None
+        saved = _child.pick(_child.caught, error)
         return code, error, saved
     finally:
         _child.caught = None

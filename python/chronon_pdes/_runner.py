@@ -23,7 +23,7 @@ from .errors import ChrononError, ConfigError, ModelError, StoppedError
 NO_SUMMARY_ENV = "CHRONON_PY_NO_SUMMARY"
 
 # Where a model failed, in chronon's message.
-_WHERE = re.compile(r"LP (\d+) at time ([0-9.eE+-]+|inf)")
+_WHERE = _child.WHERE
 
 # Exit codes of the command line.
 EXIT_BAD_INPUT = 2
@@ -175,14 +175,7 @@ class Child:
         lines = [l for l in self.stderr if l.startswith("error: ")]
         line = lines[-1][len("error: "):] if lines else (
             self.stderr[-1] if self.stderr else f"the run ended with code {code}")
-        saved = None
-        if os.path.exists(self.error_file):
-            try:
-                with open(self.error_file, "rb") as f:
-                    saved = pickle.load(f)
-            except Exception:
-                saved = None
-        return error_for(code, line, saved)
+        return error_for(code, line, _child.load_error(self.error_file, line))
 
     def close(self) -> None:
         self.dir.cleanup()

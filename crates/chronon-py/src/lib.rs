@@ -44,14 +44,20 @@ pub(crate) fn error_line(py: Python<'_>, e: &PyErr) -> String {
 /// (the package re-raises it, `chronon_pdes/_child.py`), then the handler fails like a Rust
 /// handler that panics, and the engine stops every worker and reports the LP and time.
 pub(crate) fn raise_in_handler(py: Python<'_>, e: PyErr, handler: &str, lp: u32, now: f64) -> ! {
-    let line = error_line(py, &e);
+    let line = keep_error(py, &e, handler, lp, now);
+    panic!("{handler} raised {line}")
+}
+
+/// Keeps a handler's exception for the caller, by LP and time (under Time Warp the run may
+/// report another one: a failed event that a rollback undid does not count); returns its line.
+pub(crate) fn keep_error(py: Python<'_>, e: &PyErr, handler: &str, lp: u32, now: f64) -> String {
     if let Ok(save) = py
         .import("chronon_pdes._child")
         .and_then(|m| m.getattr("save_error"))
     {
         let _ = save.call1((e.value(py), e.traceback(py), handler, lp, now));
     }
-    panic!("{handler} raised {line}")
+    error_line(py, e)
 }
 
 /// The runner with the shipped models and, when `model` is given, the Python model `(object,

@@ -46,6 +46,11 @@ pub struct PyModel {
     pickled: bool,
     has_topology: bool,
     has_reverse: bool,
+    /// An exception in `on_event` fails its event (deferred under Time Warp until the event
+    /// commits) rather than ending the run at once: without `reverse` (a rollback restores a
+    /// saved copy), or with a `reverse` that says it undoes a failed event
+    /// (`reverse_undoes_failed_events = True`).
+    defer_errors: bool,
     has_finish: bool,
     has_global: bool,
     counters: &'static [&'static str],
@@ -139,6 +144,10 @@ impl PyModel {
             pickled: chronon::is_worker_process(),
             has_topology: method(b, "topology").map_err(line)?,
             has_reverse: method(b, "reverse").map_err(line)?,
+            defer_errors: !method(b, "reverse").map_err(line)?
+                || value_of(b, "reverse_undoes_failed_events")
+                    .map_err(line)?
+                    .is_some_and(|v| v.is_truthy().unwrap_or(false)),
             has_finish: method(b, "finish").map_err(line)?,
             has_global: method(b, "on_global").map_err(line)?,
             counters,
@@ -154,24 +163,34 @@ impl PyModel {
     }
 
     /// Calls `f(*args)` (`init` or `on_event`) with this thread's event context over `ctx`
-    /// (closed when it returns); a Python exception ends the run as a handler failure naming
-    /// it.
+    /// (closed when it returns).
     fn call_with_ctx<'py>(
         &self,
         py: Python<'py>,
         ctx: &mut Ctx<'_, Self>,
-        (name, f): (&str, &Py<PyAny>),
+        f: &Py<PyAny>,
         args: impl FnOnce(Bound<'py, EventContext>) -> PyResult<Bound<'py, PyTuple>>,
-    ) -> Bound<'py, PyAny> {
-        let (me, now) = (ctx.me(), ctx.now());
-        let result = EventContext::for_thread(py, self.pickled, self.counters).and_then(|w| {
+    ) -> PyResult<Bound<'py, PyAny>> {
+        EventContext::for_thread(py, self.pickled, self.counters).and_then(|w| {
             w.borrow().open(ctx as *mut _);
             let r = args(w.clone()).and_then(|a| f.bind(py).call1(a));
             w.borrow().close();
             EventContext::reuse_unless_kept(w);
             r
-        });
-        result.unwrap_or_else(|e| crate::raise_in_handler(py, e, name, me, now))
+        })
+    }
+
+    /// `on_event` raised `e`: the event fails (see `defer_errors`) with the exception kept for
+    /// the caller; a `BaseException` that is not an `Exception` (KeyboardInterrupt,
+    /// SystemExit) and a model whose `reverse` cannot undo a failed event end the run at once.
+    fn event_failed(&self, py: Python<'_>, e: PyErr, ctx: &mut Ctx<'_, Self>) {
+        let (me, now) = (ctx.me(), ctx.now());
+        let ordinary = e.is_instance_of::<pyo3::exceptions::PyException>(py);
+        if !(self.defer_errors && ordinary) {
+            crate::raise_in_handler(py, e, "on_event", me, now);
+        }
+        let line = crate::keep_error(py, &e, "on_event", me, now);
+        ctx.fail(format!("on_event raised {line}"));
     }
 
     /// `reverse` for the engine: undoes one event.
@@ -199,8 +218,9 @@ impl Model for PyModel {
     fn init(&self, ctx: &mut Ctx<'_, Self>) -> PyState {
         crate::gil::attach(|py| {
             let (me, now) = (ctx.me(), ctx.now());
-            let init = ("init", &self.init_fn);
-            let state = self.call_with_ctx(py, ctx, init, |c| PyTuple::new(py, [c.into_any()]));
+            let state = self
+                .call_with_ctx(py, ctx, &self.init_fn, |c| PyTuple::new(py, [c.into_any()]))
+                .unwrap_or_else(|e| crate::raise_in_handler(py, e, "init", me, now));
             if state.is_none() {
                 let e = pyo3::exceptions::PyTypeError::new_err(
                     "init() returned None: it must return the LP's state (any object but None)",
@@ -219,15 +239,18 @@ impl Model for PyModel {
                 .unwrap_or_else(|e| crate::raise_in_handler(py, e, "on_event", me, now));
             let st = state.0.bind(py).clone();
             let old = st.clone();
-            let r = self.call_with_ctx(py, ctx, ("on_event", &self.on_event_fn), |c| {
+            let r = self.call_with_ctx(py, ctx, &self.on_event_fn, |c| {
                 PyTuple::new(py, [st, ev, c.into_any()])
             });
             // A handler may return a new state (for states that are numbers or tuples).
-            if !r.is_none() {
-                if let Err(e) = new_state(&old, &r) {
-                    crate::raise_in_handler(py, e, "on_event", me, now);
-                }
-                state.0 = r.unbind();
+            let checked = r.and_then(|r| match r.is_none() {
+                true => Ok(r),
+                false => new_state(&old, &r).map(|()| r),
+            });
+            match checked {
+                Ok(r) if !r.is_none() => state.0 = r.unbind(),
+                Ok(_) => {}
+                Err(e) => self.event_failed(py, e, ctx),
             }
         })
     }

@@ -472,6 +472,22 @@ impl<'a, M: Model + ?Sized> Ctx<'a, M> {
         }
     }
 
+    /// Fails this event with `message`: the run ends with a model error naming this LP and
+    /// time (the first error an event records counts; its sends are dropped), as a rejected
+    /// send does. Under Time Warp the error counts only if the event commits: an event that a
+    /// rollback undoes takes its error with it, so an error met on a path that never happens
+    /// (an optimistic event that saw a message a straggler cancels) does not end the run. For a
+    /// handler that finds it cannot go on (a binding's handler that raised); return after it.
+    pub fn fail(&mut self, message: impl Into<String>) {
+        if self.error.is_none() {
+            *self.error = Some(ModelError {
+                lp: self.me,
+                time: self.now,
+                message: message.into(),
+            });
+        }
+    }
+
     #[cold]
     fn reject(&mut self, dst: LpId, delay: Time) {
         if self.error.is_some() {

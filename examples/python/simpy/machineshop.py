@@ -65,10 +65,7 @@ class MachineShop(ProcessModel):
         def mailbox():
             while True:
                 i = yield env.receive()
-                # Under Time Warp a message that a rollback will cancel may arrive first: one
-                # for a machine that is not broken is ignored (an exception would end the run).
-                if i in fixed:
-                    fixed.pop(i).succeed()
+                fixed.pop(i).succeed()
 
         for i in range(self.machines):
             env.process(machine(i))

@@ -231,6 +231,10 @@ class ProcessModel:
     lookahead = 0.0
     counters = []
     keep_log = True
+    # An event whose process raised is undone like any other (its log entry is written before
+    # anything runs, and the live world is rebuilt from the log): under Time Warp the error
+    # counts only if that event commits.
+    reverse_undoes_failed_events = True
 
     def setup(self, env):
         raise NotImplementedError(f"{type(self).__name__}.setup(env)")
@@ -248,12 +252,12 @@ class ProcessModel:
         return state
 
     def on_event(self, state, event, ctx):
-        env = state.env
-        if env is None:
-            env = self._rebuild(state)
         now = ctx.now()
         if state.draws is not None:
             state.log.append((now, event, len(state.draws)))
+        env = state.env
+        if env is None:
+            env = self._rebuild(state, upto=None if state.draws is None else len(state.log) - 1)
         env._ctx = ctx
         try:
             env._handle(now, event)
@@ -276,17 +280,20 @@ class ProcessModel:
         if results is not None:
             results(state.env or self._rebuild(state), stats)
 
-    def _rebuild(self, state):
-        """The LP's live environment, rebuilt by running ``setup`` and every logged event again
-        with sends and counts left out and draws taken from the log."""
+    def _rebuild(self, state, upto=None):
+        """The LP's live environment, rebuilt by running ``setup`` and the logged events (the
+        first ``upto``, default all) again with sends and counts left out and draws taken from
+        the log."""
         env = Environment(self, state)
         self.setup(env)
         env._run(0.0)
-        for now, event, _ in state.log:
+        log = state.log if upto is None else state.log[:upto]
+        for now, event, _ in log:
             env._handle(now, event)
-        if env._cursor != len(state.draws):
+        drawn = len(state.draws) if upto is None or upto == len(state.log) else state.log[upto][2]
+        if env._cursor != drawn:
             raise RuntimeError(f"LP {state.lp}: rebuilt from its log with {env._cursor} random draws "
-                               f"where the run made {len(state.draws)}: setup or a process does not "
+                               f"where the run made {drawn}: setup or a process does not "
                                f"depend only on the model, the events and env.rng")
         state.env = env
         return env
