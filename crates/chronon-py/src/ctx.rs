@@ -52,7 +52,8 @@ pub struct EventContext {
     ctx: Scoped<EventCtx>,
     /// The `Rng` object `rng()` returns (made once: it reads the stream through this context).
     rng: std::cell::OnceCell<Py<Rng>>,
-    pickled: bool,
+    /// Whether an event to an LP of another process is pickled in this call (see `open`).
+    pickled: std::cell::Cell<bool>,
     counters: &'static [&'static str],
 }
 
@@ -61,7 +62,6 @@ impl EventContext {
     /// call allocates no context), closed.
     pub(crate) fn for_thread<'py>(
         py: Python<'py>,
-        pickled: bool,
         counters: &'static [&'static str],
     ) -> PyResult<Bound<'py, EventContext>> {
         thread_local! {
@@ -76,7 +76,7 @@ impl EventContext {
                 EventContext {
                     ctx: Scoped::new(std::ptr::null_mut()),
                     rng: std::cell::OnceCell::new(),
-                    pickled,
+                    pickled: std::cell::Cell::new(false),
                     counters,
                 },
             )?;
@@ -85,8 +85,12 @@ impl EventContext {
         })
     }
 
-    /// Points the context at `p` for one handler call.
-    pub(crate) fn open<'a>(&self, p: *mut Ctx<'a, PyModel>) {
+    /// Points the context at `p` for one handler call; `pickled`: an event this call sends to
+    /// an LP of another process is pickled (a worker process's `on_event`; not `init`, whose
+    /// events never leave the process: every process initializes every LP and keeps the
+    /// initial events of its own LPs only).
+    pub(crate) fn open<'a>(&self, p: *mut Ctx<'a, PyModel>, pickled: bool) {
+        self.pickled.set(pickled);
         // The lifetime is erased; `Scoped` keeps the address only while the borrow lives.
         self.ctx.0.set(p.cast::<EventCtx>());
     }
@@ -113,8 +117,8 @@ impl EventContext {
         self.ctx.with(|c| c.lps())
     }
 
-    /// Sends `event` (any object; pickled between processes) to LP `dst`, to arrive at
-    /// `now() + delay`.
+    /// Sends `event` (any object; pickled only when `dst` is in another worker process) to LP
+    /// `dst`, to arrive at `now() + delay`.
     #[pyo3(signature = (dst, delay, event=None))]
     fn send(
         &self,
@@ -124,7 +128,9 @@ impl EventContext {
         event: Option<Bound<'_, PyAny>>,
     ) -> PyResult<()> {
         let event = event.unwrap_or_else(|| py.None().into_bound(py));
-        if self.pickled {
+        // In a worker process, only an event to an LP of another process travels pickled; one
+        // to an LP of this process stays the object itself (`PyEvent`'s safety comment).
+        if self.pickled.get() && !self.ctx.with(|c| c.same_process(dst))? {
             let bytes = codec(py).pickle(&event).map_err(|e| {
                 let ty = event
                     .get_type()

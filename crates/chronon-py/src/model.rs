@@ -120,7 +120,8 @@ impl PyModel {
 
     /// Calls `f(*args)` (`init` or `on_event`) with this thread's event context over `ctx`
     /// (closed when it returns); a Python exception ends the run as a handler failure naming
-    /// it.
+    /// it. Events to LPs of other processes are pickled in a worker process's `on_event`
+    /// (`init`'s never leave the process: see `EventContext::open`).
     fn call_with_ctx<'py>(
         &self,
         py: Python<'py>,
@@ -129,8 +130,9 @@ impl PyModel {
         args: impl FnOnce(Bound<'py, EventContext>) -> PyResult<Bound<'py, PyTuple>>,
     ) -> Bound<'py, PyAny> {
         let (me, now) = (ctx.me(), ctx.now());
-        let result = EventContext::for_thread(py, self.pickled, self.counters).and_then(|w| {
-            w.borrow().open(ctx as *mut _);
+        let pickled = self.pickled && name != "init";
+        let result = EventContext::for_thread(py, self.counters).and_then(|w| {
+            w.borrow().open(ctx as *mut _, pickled);
             let r = args(w.clone()).and_then(|a| f.bind(py).call1(a));
             w.borrow().close();
             r
