@@ -213,7 +213,7 @@ fn shrink_end(runner: &mut Runner, r: &Rerun, end: f64, left: &dyn Fn() -> bool)
     let (mut good, mut bad) = (end, 0.0);
     while left() && good > 1e-9 {
         let next = good / 2.0;
-        if reproduces(runner, &r, &with_end(&r.flags, next), &r.exec) {
+        if reproduces(runner, r, &with_end(&r.flags, next), &r.exec) {
             good = next;
         } else {
             bad = next;
@@ -225,7 +225,7 @@ fn shrink_end(runner: &mut Runner, r: &Rerun, end: f64, left: &dyn Fn() -> bool)
             break;
         }
         let mid = (good + bad) / 2.0;
-        if reproduces(runner, &r, &with_end(&r.flags, mid), &r.exec) {
+        if reproduces(runner, r, &with_end(&r.flags, mid), &r.exec) {
             good = mid;
         } else {
             bad = mid;
