@@ -103,3 +103,17 @@ def test_sweep_over_two_params_is_their_cross_product(tmp_path):
     for r in rows:
         has_third = str(r["mean_sojourn_2"]) not in ("", "nan")
         assert has_third == (int(r["stations"]) == 3), r
+
+
+def test_the_busy_example_has_one_history_under_procs():
+    import os
+    import sys
+
+    sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "..", "examples", "python"))
+    from busy import Busy
+
+    model = Busy(work=50, end=10.0)
+    seq = chronon.run(model, progress=False)
+    par = chronon.run(model, sync="window", threads=1, procs=2, progress=False)
+    assert par.fingerprint == seq.fingerprint and par.model_stats == seq.model_stats
+    assert 0 < seq.model_stats["remote"] < seq.committed / 10
