@@ -108,7 +108,7 @@ if __name__ == "__main__":
     def per_run(rate):
         """Each replication's mean time in a station at this rate."""
         return [float(r["time_in_station"]) / float(r["served"])
-                for r in rows if r["param"] == f"rate={rate!r}"]
+                for r in rows if float(r["rate"]) == rate]
 
     for rate in rates:
         values = per_run(rate)

@@ -297,8 +297,15 @@ def check(model: Any = None, *, seconds: Optional[float] = None, runs: Optional[
     Returns a :class:`CheckResult` (true when every run agreed); with ``raise_on_failure``,
     raises :class:`CheckFailed` instead of returning a failed one. ``program``: check the
     models of another program made with chronon's runner (see :func:`run`).
+
+    For a Python model a failure's reproduction is printed as a Python call,
+    ``chronon_pdes.run(model, sync='window', threads=2, seed=..., end=...)`` (``model``: the
+    object given to ``check``), and a model whose two sequential runs with one seed differ is
+    named as not deterministic (``result.nondeterministic``).
     """
     _child.refuse_in_main_script("check")
+    from . import _check
+
     obj = None
     args = ["check"]
     if model is not None:
@@ -317,12 +324,18 @@ def check(model: Any = None, *, seconds: Optional[float] = None, runs: Optional[
     if verbose:
         args.append("--verbose")
     child = _runner.Child(args, model=obj, end=end, program=program)
+    expr = _check.model_expr(obj) if obj is not None else None
+
+    def words(line: str) -> str:
+        return _check.rewrite(line, name, expr) if obj is not None else line
+
     try:
         # A failure's block: its FAILED line and the indented lines after it (the diagnosis,
         # the lines that reproduce it).
         in_failure = [False]
 
         def echo(line: str) -> bool:
+            line = words(line)
             if "FAIL" in line:
                 in_failure[0] = True
             elif not line.startswith("check:   "):
@@ -332,13 +345,15 @@ def check(model: Any = None, *, seconds: Optional[float] = None, runs: Optional[
             return False
 
         code, out = child.run(on_line=echo, capture_stdout=True)
-        lines = child.stderr + out.splitlines()
+        lines = [words(l) for l in child.stderr] + out.splitlines()
         counts = [m for m in map(_COUNTS.search, lines) if m]
         if code not in (0, 1) or not counts:
             raise child.fail(code)
         passed, failed = int(counts[-1].group(1)), int(counts[-1].group(2))
         seeds = [m for m in map(_SEED.search, lines) if m]
-        result = CheckResult(passed, failed, int(seeds[0].group(1)) if seeds else None, lines)
+        result = CheckResult(passed, failed, int(seeds[0].group(1)) if seeds else None, lines,
+                             nondeterministic=_check.nondeterministic(lines),
+                             reproductions=_check.reproductions(lines))
         if raise_on_failure and not result.ok:
             raise CheckFailed(f"check: {failed} of {passed + failed} runs differ from the "
                               f"sequential run (seed {result.seed})", result)
@@ -378,9 +393,10 @@ def sweep(model: Any, out: str, end: Optional[float] = None, *, replications: in
     """A study of ``model``: every option given a list (``threads=[1, 2]``) or a ``range`` is
     swept, every point run ``replications`` times with independent seeds; the runs, the summary
     (mean, standard deviation, 95 % confidence interval) and plots go to the directory ``out``
-    (a rerun with the same ``out`` skips finished runs). A Python model's ``params`` may be a
-    list of values for one attribute: ``params={"rate": [0.5, 0.7]}``. ``program``: another
-    program made with chronon's runner (see :func:`run`)."""
+    (a rerun with the same ``out`` skips finished runs). A Python model's ``params`` may give
+    lists of values for several attributes: ``params={"rate": [0.5, 0.7], "servers": [1, 2]}``
+    runs every combination (4 points; the tables have a column per attribute). ``program``:
+    another program made with chronon's runner (see :func:`run`)."""
     _child.refuse_in_main_script("sweep")
     obj = None
     if model is None or isinstance(model, str):

@@ -1,6 +1,6 @@
 """Results as Python objects: a run's :class:`Report` and a check's :class:`CheckResult`."""
 
-from typing import Any, Dict, List
+from typing import Any, Dict, List, Optional
 
 
 def _pandas():
@@ -77,15 +77,20 @@ class Report(Fields):
 
 class CheckResult:
     """What ``check`` found: ``passed`` and ``failed`` parallel runs, the campaign's ``seed``,
-    ``ok`` (no failure), and the ``lines`` it printed (each failure with the command line that
-    reproduces it)."""
+    ``ok`` (no failure), the ``lines`` it printed (each failure with the command line that
+    reproduces it), ``reproductions`` (those command lines; for a Python model, Python calls
+    of ``chronon_pdes.run``) and ``nondeterministic`` (two sequential runs with the same seed
+    differed: the model itself is at fault, not an executor)."""
 
-    def __init__(self, passed: int, failed: int, seed, lines: List[str]):
+    def __init__(self, passed: int, failed: int, seed, lines: List[str], *,
+                 nondeterministic: bool = False, reproductions: Optional[List[str]] = None):
         self.passed = passed
         self.failed = failed
         self.seed = seed
         self.lines = lines
         self.ok = failed == 0 and passed > 0
+        self.nondeterministic = nondeterministic
+        self.reproductions = list(reproductions or [])
 
     @property
     def failures(self) -> List[str]:

@@ -181,3 +181,64 @@ class BadLink(Links):
     def on_event(self, n, hops, ctx):
         ctx.send((ctx.me() + 2) % self.lps, 2.0, hops)
         return n + 1
+
+
+class LocalLambdas:
+    """Four LPs in two pairs (0, 1) and (2, 3), each LP sending events that hold a lambda to its
+    partner only: with two workers (block mapping) no event leaves its worker, so under
+    `procs=2` none needs pickling."""
+
+    lps = 4
+    lookahead = 0.5
+    end = 30.0
+
+    def init(self, ctx):
+        ctx.send(ctx.me() ^ 1, 0.5 + ctx.rng().random(), (1, lambda x: x + 1))
+        return 0
+
+    def on_event(self, n, ev, ctx):
+        hops, step = ev
+        ctx.send(ctx.me() ^ 1, 0.5 + ctx.rng().random(), (step(hops), step))
+        return n + 1
+
+    def finish(self, lp, n, stats):
+        stats.add("events", n)
+
+
+class SharedCounter(Tandem):
+    """Reads and writes a module-level counter in its handlers (state outside the LP): the same
+    in every sequential run, but another history when workers interleave."""
+
+    def on_event(self, st, ev, ctx):
+        global _COUNTER
+        _COUNTER += 1
+        if ev[0] == "gen" and _COUNTER % 3 == 0:
+            ctx.send(0, 0.01, ("arrive",))
+        super().on_event(st, ev, ctx)
+
+
+_COUNTER = 0
+
+
+class SlowOffMain(Tandem):
+    """Correct everywhere, but every event handled off the main thread (any parallel executor)
+    also sleeps `nap` seconds; `hang` makes such a handler sleep until `hang` seconds after the
+    process first got there (a parallel run that never ends within any reasonable limit)."""
+
+    def __init__(self, nap=0.0, hang=None, **kw):
+        super().__init__(**kw)
+        self.nap = nap
+        self.hang = hang
+
+    def on_event(self, st, ev, ctx):
+        import threading
+        import time
+
+        if threading.current_thread() is not threading.main_thread():
+            if self.hang is not None:
+                started = getattr(SlowOffMain, "_started", None) or time.time()
+                SlowOffMain._started = started
+                while time.time() < started + self.hang:
+                    time.sleep(0.05)
+            time.sleep(self.nap)
+        super().on_event(st, ev, ctx)

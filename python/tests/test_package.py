@@ -99,7 +99,7 @@ def test_check_catches_python_random():
     result = chronon.check(models.PythonRandom(end=100.0), runs=2, seed=11)
     assert not result.ok
     assert result.failed > 0
-    assert any("reproduce: chronon run pythonrandom" in l for l in result.lines)
+    assert any("reproduce: chronon_pdes.run(model, " in l for l in result.lines)
     with pytest.raises(chronon.CheckFailed):
         chronon.check(models.PythonRandom(end=100.0), runs=1, seed=11, raise_on_failure=True)
 

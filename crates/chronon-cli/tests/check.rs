@@ -239,6 +239,12 @@ exec "$real" "$@""#
         err.contains("likely cause: the model is not deterministic"),
         "{err}"
     );
+    // The verdict comes first, in the failure's own line.
+    assert!(
+        err.contains("check: FAILED: the model is not deterministic: two sequential runs of"),
+        "{err}"
+    );
+    assert!(err.contains("check:   found when: "), "{err}");
     assert!(err.contains("check:     seq again: "), "{err}");
     assert!(err.contains("and again: chronon run phold"), "{err}");
 }
@@ -270,7 +276,8 @@ exec sleep 30"#
         w.to_str().unwrap(),
     ]);
     assert_eq!(code, 1, "{err}");
-    assert!(err.contains("still running after"), "{err}");
+    assert!(err.contains("slow/hung: killed after"), "{err}");
+    assert!(err.contains("the sequential run took"), "{err}");
     assert!(
         started.elapsed().as_secs() < 20,
         "the hung child was not killed in time"

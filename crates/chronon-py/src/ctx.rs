@@ -95,7 +95,8 @@ pub struct EventContext {
     ctx: Scoped<EventCtx>,
     /// The `Rng` object `rng()` returns (made once: it reads the stream through this context).
     rng: std::sync::OnceLock<Py<Rng>>,
-    pickled: bool,
+    /// Whether an event to an LP of another process is pickled in this call (see `open`).
+    pickled: std::sync::atomic::AtomicBool,
     counters: &'static [&'static str],
 }
 
@@ -104,17 +105,13 @@ impl EventContext {
     /// not keep it: a handler call allocates no context), closed.
     pub(crate) fn for_thread<'py>(
         py: Python<'py>,
-        pickled: bool,
         counters: &'static [&'static str],
     ) -> PyResult<Bound<'py, EventContext>> {
         MINE.with(|m| {
             if let Some(c) = &*m.borrow() {
                 let b = c.bind(py);
                 // The same run's (a later run of another model gets its own).
-                let same = {
-                    let me = b.borrow();
-                    me.pickled == pickled && std::ptr::eq(me.counters, counters)
-                };
+                let same = std::ptr::eq(b.borrow().counters, counters);
                 if same {
                     return Ok(b.clone());
                 }
@@ -124,7 +121,7 @@ impl EventContext {
                 EventContext {
                     ctx: Scoped::new(std::ptr::null_mut()),
                     rng: std::sync::OnceLock::new(),
-                    pickled,
+                    pickled: std::sync::atomic::AtomicBool::new(false),
                     counters,
                 },
             )?;
@@ -149,8 +146,14 @@ impl EventContext {
         }
     }
 
-    /// Points the context at `p` for one handler call.
-    pub(crate) fn open<'a>(&self, p: *mut Ctx<'a, PyModel>) {
+    /// Points the context at `p` for one handler call; `pickled`: an event this call sends to
+    /// an LP of another process is pickled (a worker process's `on_event`; not `init`, whose
+    /// events never leave the process: every process initializes every LP and keeps the
+    /// initial events of its own LPs only).
+    pub(crate) fn open<'a>(&self, p: *mut Ctx<'a, PyModel>, pickled: bool) {
+        // Ordering: read and written only on the handler's thread (`Scoped` checks it).
+        self.pickled
+            .store(pickled, std::sync::atomic::Ordering::Relaxed);
         // The lifetime is erased; `Scoped` keeps the address only while the borrow lives.
         self.ctx.set(p.cast::<EventCtx>());
     }
@@ -177,8 +180,8 @@ impl EventContext {
         self.ctx.with(|c| c.lps())
     }
 
-    /// Sends `event` (any object; pickled between processes) to LP `dst`, to arrive at
-    /// `now() + delay`.
+    /// Sends `event` (any object; pickled only when `dst` is in another worker process) to LP
+    /// `dst`, to arrive at `now() + delay`.
     #[pyo3(signature = (dst, delay, event=None))]
     fn send(
         &self,
@@ -188,7 +191,11 @@ impl EventContext {
         event: Option<Bound<'_, PyAny>>,
     ) -> PyResult<()> {
         let event = event.unwrap_or_else(|| py.None().into_bound(py));
-        if self.pickled {
+        // In a worker process, only an event to an LP of another process travels pickled; one
+        // to an LP of this process stays the object itself (`PyEvent`'s safety comment).
+        // Ordering: see `open`.
+        let pickled = self.pickled.load(std::sync::atomic::Ordering::Relaxed);
+        if pickled && !self.ctx.with(|c| c.same_process(dst))? {
             let bytes = codec(py).pickle(&event).map_err(|e| {
                 let ty = event
                     .get_type()

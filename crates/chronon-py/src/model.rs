@@ -163,16 +163,18 @@ impl PyModel {
     }
 
     /// Calls `f(*args)` (`init` or `on_event`) with this thread's event context over `ctx`
-    /// (closed when it returns).
+    /// (closed when it returns); `pickled`: events to LPs of other processes are pickled (a
+    /// worker process's `on_event`; `init`'s never leave the process: see
+    /// `EventContext::open`).
     fn call_with_ctx<'py>(
         &self,
         py: Python<'py>,
         ctx: &mut Ctx<'_, Self>,
-        f: &Py<PyAny>,
+        (f, pickled): (&Py<PyAny>, bool),
         args: impl FnOnce(Bound<'py, EventContext>) -> PyResult<Bound<'py, PyTuple>>,
     ) -> PyResult<Bound<'py, PyAny>> {
-        EventContext::for_thread(py, self.pickled, self.counters).and_then(|w| {
-            w.borrow().open(ctx as *mut _);
+        EventContext::for_thread(py, self.counters).and_then(|w| {
+            w.borrow().open(ctx as *mut _, pickled);
             let r = args(w.clone()).and_then(|a| f.bind(py).call1(a));
             w.borrow().close();
             EventContext::reuse_unless_kept(w);
@@ -219,7 +221,9 @@ impl Model for PyModel {
         crate::gil::attach(|py| {
             let (me, now) = (ctx.me(), ctx.now());
             let state = self
-                .call_with_ctx(py, ctx, &self.init_fn, |c| PyTuple::new(py, [c.into_any()]))
+                .call_with_ctx(py, ctx, (&self.init_fn, false), |c| {
+                    PyTuple::new(py, [c.into_any()])
+                })
                 .unwrap_or_else(|e| crate::raise_in_handler(py, e, "init", me, now));
             if state.is_none() {
                 let e = pyo3::exceptions::PyTypeError::new_err(
@@ -239,7 +243,7 @@ impl Model for PyModel {
                 .unwrap_or_else(|e| crate::raise_in_handler(py, e, "on_event", me, now));
             let st = state.0.bind(py).clone();
             let old = st.clone();
-            let r = self.call_with_ctx(py, ctx, &self.on_event_fn, |c| {
+            let r = self.call_with_ctx(py, ctx, (&self.on_event_fn, self.pickled), |c| {
                 PyTuple::new(py, [st, ev, c.into_any()])
             });
             // A handler may return a new state (for states that are numbers or tuples).

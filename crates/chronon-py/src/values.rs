@@ -93,22 +93,37 @@ impl std::fmt::Debug for PyState {
     }
 }
 
-/// An event's payload. Inside one process it is the Python object itself (moved, never
-/// copied); in a worker process of a multi-process run it is the object's pickled bytes in this
-/// process's shared heap, which another process reads without a copy (the `BPtr`).
+/// An event's payload: the Python object itself (moved, never copied) when the event stays in
+/// its process, or, for an event a worker process of a multi-process run sends to an LP of
+/// another process, the object's pickled bytes in this process's shared heap, which the other
+/// process reads without a copy (the `BPtr`).
 pub struct PyEvent {
     obj: Option<Py<PyAny>>,
     bytes: Option<BPtr<Bytes>>,
 }
 
-// Safety: `obj` (a pointer into this process's Python heap) is `Some` only in a process that
-// runs every LP of its run: the model pickles every event (`obj: None`) in a worker process of
-// a multi-process run, the only place events are written into shared memory
-// (`PyModel::event`). What crosses processes is then `bytes`, a `BPtr`, which is `ShmSafe`.
+// Safety: `obj` (a pointer into this process's Python heap) is read only in the process that
+// made it. In a worker process of a multi-process run, `EventContext::send` pickles (`obj:
+// None`) every event a handler sends to an LP that `Ctx::same_process` says is in another
+// process; an event `init` sends is not pickled, and none leaves the process (every process
+// initializes every LP and keeps only the initial events of its own LPs, dropping the others);
+// and an event never moves to a process other than its destination's (no load balancing
+// across processes: refused before such a run starts). An event with `obj` may still pass
+// through shared memory (the rings between two threads of one process) but is read only in
+// this process. What crosses processes is `bytes`, a `BPtr`, which is `ShmSafe`.
 unsafe impl ShmSafe for PyEvent {
     unsafe fn fixup_copy(&mut self) {
         // Safety: forwarded under this function's own contract (a byte copy of a live value).
         unsafe { self.bytes.fixup_copy() }
+        // The byte copy shares the original's reference to the object, which the original
+        // releases when it is dropped: the copy takes a reference of its own, written over the
+        // byte copy without releasing it.
+        if let Some(o) = self.obj.as_ref() {
+            let own = crate::gil::attach(|py| o.clone_ref(py));
+            // Safety: `self.obj` is a byte copy that holds no count of its own; it is
+            // overwritten, never dropped.
+            unsafe { std::ptr::write(&mut self.obj, Some(own)) };
+        }
     }
 }
 

@@ -393,6 +393,16 @@ impl<'a, M: Model + ?Sized> Ctx<'a, M> {
         self.platform_return();
     }
 
+    /// Whether LP `dst` is held by this process: always true in a run in one process; in a
+    /// worker process of a multi-process run (`--procs`) or an MPI rank, whether `dst`'s worker
+    /// is one of this process's. An event to such an LP stays in this process's memory (see
+    /// [`partition::in_this_process`](crate::partition::in_this_process)); one to any other LP
+    /// must be [`ShmSafe`](crate::shm::ShmSafe) data that means the same in every process.
+    #[inline]
+    pub fn same_process(&self, dst: LpId) -> bool {
+        crate::partition::in_this_process(dst)
+    }
+
     /// Moves `value` into this worker thread's shared heap and returns the one reference to
     /// it: an 8-byte [`BPtr`](crate::shm::BPtr) that may travel in events to any worker, in
     /// this process or another (`--procs`), without copying `value`. In a single-process run

@@ -86,6 +86,51 @@ pub fn shared_split(owner: &[u32], workers: usize, dedicated: f64, sets: usize) 
         .collect()
 }
 
+/// The LPs this process holds when it runs one part of a run across processes (`--procs`) or
+/// MPI ranks: one bit per LP. `None` while this process runs every LP of its run (threads, or
+/// the sequential executor).
+static THIS_PART: std::sync::RwLock<Option<Vec<u64>>> = std::sync::RwLock::new(None);
+
+/// Records which LPs this process holds for the run being set up: `Some(part_bits(...))` for
+/// one part of a run across processes or ranks, `None` for a run whose every LP is in this
+/// process. Each run's setup calls it before any LP is initialized.
+pub(crate) fn set_this_part(held: Option<Vec<u64>>) {
+    *THIS_PART.write().unwrap_or_else(|e| e.into_inner()) = held;
+}
+
+/// One bit per LP of `lps`: whether its worker (`owner_of(lp)`) is in `mine`.
+pub(crate) fn part_bits(
+    lps: LpId,
+    owner_of: impl Fn(usize) -> u32,
+    mine: std::ops::Range<usize>,
+) -> Vec<u64> {
+    let mut bits = vec![0u64; (lps as usize).div_ceil(64)];
+    for lp in 0..lps as usize {
+        if mine.contains(&(owner_of(lp) as usize)) {
+            bits[lp / 64] |= 1 << (lp % 64);
+        }
+    }
+    bits
+}
+
+fn has_bit(bits: &[u64], lp: LpId) -> bool {
+    bits.get(lp as usize / 64)
+        .is_some_and(|b| b & (1 << (lp % 64)) != 0)
+}
+
+/// Whether LP `lp` is held by this process in the run it takes part in: always true in a run
+/// in one process (threads, the sequential executor); in a worker process of a multi-process
+/// run or an MPI rank, whether `lp`'s worker is one of this process's. An event sent to such an
+/// LP never leaves this process's memory, so it may hold what only this process can read (a
+/// Python model keeps such events as objects and pickles only those that cross processes).
+/// Models ask it through [`Ctx::same_process`](crate::Ctx::same_process).
+pub fn in_this_process(lp: LpId) -> bool {
+    match &*THIS_PART.read().unwrap_or_else(|e| e.into_inner()) {
+        None => true,
+        Some(bits) => has_bit(bits, lp),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -112,5 +157,22 @@ mod tests {
         assert_eq!(half, vec![0, d, 1, d, 2, d, 0, d]);
         let quarter = shared_split(&owner, 2, 0.25, 1);
         assert_eq!(quarter.iter().filter(|&&s| s == DEDICATED).count(), 2);
+    }
+
+    #[test]
+    fn a_part_holds_the_lps_of_its_workers() {
+        // 130 LPs on 4 workers, two per process: process 1 holds workers 2 and 3.
+        let owner = Mapping::Block.owners(130, 4).unwrap();
+        let bits = part_bits(130, |lp| owner[lp], 2..4);
+        for lp in 0..130u32 {
+            assert_eq!(has_bit(&bits, lp), owner[lp as usize] >= 2, "LP {lp}");
+        }
+        assert!(!has_bit(&bits, 130), "an LP past the end is no part's");
+        let rr = Mapping::RoundRobin.owners(6, 2).unwrap();
+        let even = part_bits(6, |lp| rr[lp], 0..1);
+        assert_eq!(
+            (0..6).map(|lp| has_bit(&even, lp)).collect::<Vec<_>>(),
+            [true, false, true, false, true, false]
+        );
     }
 }

@@ -13,7 +13,8 @@ use super::runner::{differences, Failed, Rerun, Runner};
 
 /// Wall time shrinking may take.
 const SHRINK_BUDGET: Duration = Duration::from_secs(30);
-/// Time limit of each run of the diagnosis (check's default slow floor).
+/// The least time limit of each run of the diagnosis (check's default slow floor); a run gets
+/// the parallel run's own limit when that is longer.
 const RUN_LIMIT: Duration = Duration::from_secs(20);
 
 /// One committed event of a trace file: time, sender, the sender's send counter.
@@ -33,7 +34,17 @@ pub(crate) fn explain(runner: &mut Runner, f: Failed, reverse: HasReverse<'_>) -
     };
     let started = Instant::now();
     match diagnose(runner, rerun, reverse) {
-        Ok(more) => {
+        Ok((more, nondeterministic)) => {
+            if nondeterministic {
+                // The verdict first: no executor is at fault.
+                lines = vec![
+                    format!(
+                        "FAILED: {NOT_DETERMINISTIC} of {} with the same seed differ",
+                        rerun.model
+                    ),
+                    format!("  found when: {}", f.what),
+                ];
+            }
             lines.extend(more);
             lines.push(format!(
                 "  (diagnosed in {:.1} s)",
@@ -66,20 +77,25 @@ fn with_trace(exec: &[String], path: &Path) -> Vec<String> {
     e
 }
 
-/// The diagnosis of a parallel run that differs from the sequential one (see module docs).
+/// The verdict when two sequential runs with one seed differ (the Python package recognizes it).
+const NOT_DETERMINISTIC: &str = "the model is not deterministic: two sequential runs";
+
+/// The diagnosis of a parallel run that differs from the sequential one (see module docs), and
+/// whether the cause is that the model is not deterministic (two sequential runs differ).
 fn diagnose(
     runner: &mut Runner,
     r: &Rerun,
     reverse: HasReverse<'_>,
-) -> Result<Vec<String>, String> {
+) -> Result<(Vec<String>, bool), String> {
     let model = r.model.as_str();
-    let first = runner.report_of(model, &r.flags, &seq(), RUN_LIMIT)?;
-    let again = runner.report_of(model, &r.flags, &seq(), RUN_LIMIT)?;
+    let limit = r.limit.max(RUN_LIMIT);
+    let first = runner.report_of(model, &r.flags, &seq(), limit)?;
+    let again = runner.report_of(model, &r.flags, &seq(), limit)?;
     if !differences(&again, &first).is_empty() {
         // Not deterministic: compare two sequential runs.
         let (a, b) = (runner.scratch("seq1.trace"), runner.scratch("seq2.trace"));
-        runner.report_of(model, &r.flags, &with_trace(&seq(), &a), RUN_LIMIT)?;
-        runner.report_of(model, &r.flags, &with_trace(&seq(), &b), RUN_LIMIT)?;
+        runner.report_of(model, &r.flags, &with_trace(&seq(), &a), limit)?;
+        runner.report_of(model, &r.flags, &with_trace(&seq(), &b), limit)?;
         let mut lines = first_difference(&read(&a)?, &read(&b)?, ["seq", "seq again"]);
         lines.push(
             "  likely cause: the model is not deterministic: two sequential runs with one seed \
@@ -91,18 +107,18 @@ fn diagnose(
         lines.push(format!("  reproduce: {cmd} --trace seq1.trace"));
         lines.push(format!("  and again: {cmd} --trace seq2.trace"));
         lines.push("  compare:   diff seq1.trace seq2.trace | head".to_string());
-        return Ok(lines);
+        return Ok((lines, true));
     }
     let end = first["config"]["end"].as_f64();
     let (r, changes) = shrink(runner, r, end);
     let (flags, exec) = (&r.flags, &r.exec);
     let (a, b) = (runner.scratch("seq.trace"), runner.scratch("par.trace"));
-    runner.report_of(model, flags, &with_trace(&seq(), &a), RUN_LIMIT)?;
+    runner.report_of(model, flags, &with_trace(&seq(), &a), limit)?;
     let ta = read(&a)?;
     // A mismatch that depends on timing may not show at once.
     let mut tb = Trace::new();
     for _ in 0..2 * TRIES {
-        runner.report_of(model, flags, &with_trace(exec, &b), RUN_LIMIT)?;
+        runner.report_of(model, flags, &with_trace(exec, &b), limit)?;
         tb = read(&b)?;
         if tb != ta {
             break;
@@ -129,7 +145,7 @@ fn diagnose(
         runner.command_line(model, flags, exec, None)
     ));
     lines.push("  compare:   diff seq.trace par.trace | head".to_string());
-    Ok(lines)
+    Ok((lines, false))
 }
 
 /// The configuration shrunk while the mismatch stays, within `SHRINK_BUDGET`: `--lps` halved
@@ -149,7 +165,7 @@ fn shrink(runner: &mut Runner, r: &Rerun, end: Option<f64>) -> (Rerun, Vec<Strin
             }
             let mut f = r.flags.clone();
             f[i + 1] = (n / 2).to_string();
-            if !reproduces(runner, &r.model, &f, &r.exec) {
+            if !reproduces(runner, &r, &f, &r.exec) {
                 break;
             }
             r.flags = f;
@@ -182,7 +198,7 @@ fn shrink(runner: &mut Runner, r: &Rerun, end: Option<f64>) -> (Rerun, Vec<Strin
                 e.drain(j..(j + 2).min(e.len()));
             }
         }
-        if left() && reproduces(runner, &r.model, &r.flags, &e) {
+        if left() && reproduces(runner, &r, &r.flags, &e) {
             r.exec = e;
             changes.push(format!("no {flag}"));
         }
@@ -197,7 +213,7 @@ fn shrink_end(runner: &mut Runner, r: &Rerun, end: f64, left: &dyn Fn() -> bool)
     let (mut good, mut bad) = (end, 0.0);
     while left() && good > 1e-9 {
         let next = good / 2.0;
-        if reproduces(runner, &r.model, &with_end(&r.flags, next), &r.exec) {
+        if reproduces(runner, r, &with_end(&r.flags, next), &r.exec) {
             good = next;
         } else {
             bad = next;
@@ -209,7 +225,7 @@ fn shrink_end(runner: &mut Runner, r: &Rerun, end: f64, left: &dyn Fn() -> bool)
             break;
         }
         let mid = (good + bad) / 2.0;
-        if reproduces(runner, &r.model, &with_end(&r.flags, mid), &r.exec) {
+        if reproduces(runner, r, &with_end(&r.flags, mid), &r.exec) {
             good = mid;
         } else {
             bad = mid;
@@ -224,13 +240,14 @@ fn shrink_end(runner: &mut Runner, r: &Rerun, end: f64, left: &dyn Fn() -> bool)
 const TRIES: usize = 3;
 
 /// Whether `model` with `flags` under the executor flags `exec` differs from seq (see `TRIES`).
-fn reproduces(runner: &mut Runner, model: &str, flags: &[String], exec: &[String]) -> bool {
-    let Ok(a) = runner.report_of(model, flags, &seq(), RUN_LIMIT) else {
+fn reproduces(runner: &mut Runner, r: &Rerun, flags: &[String], exec: &[String]) -> bool {
+    let (model, limit) = (r.model.as_str(), r.limit.max(RUN_LIMIT));
+    let Ok(a) = runner.report_of(model, flags, &seq(), limit) else {
         return false;
     };
     (0..TRIES).all(|_| {
         runner
-            .report_of(model, flags, exec, RUN_LIMIT)
+            .report_of(model, flags, exec, limit)
             .is_ok_and(|b| !differences(&b, &a).is_empty())
     })
 }
@@ -333,12 +350,13 @@ fn reverse_suspect(
         }
     }
     copy.extend(["--state-saving".to_string(), "copy".to_string()]);
-    let Ok(s) = runner.report_of(&r.model, flags, &seq(), RUN_LIMIT) else {
+    let limit = r.limit.max(RUN_LIMIT);
+    let Ok(s) = runner.report_of(&r.model, flags, &seq(), limit) else {
         return false;
     };
     (0..TRIES).all(|_| {
         runner
-            .report_of(&r.model, flags, &copy, RUN_LIMIT)
+            .report_of(&r.model, flags, &copy, limit)
             .is_ok_and(|c| differences(&c, &s).is_empty())
     })
 }

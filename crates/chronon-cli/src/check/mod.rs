@@ -3,7 +3,8 @@
 //! uneven load), runs each under the sequential executor, then under random parallel executors
 //! with random options, and compares the fingerprint, the committed count and the model
 //! statistics. Every run is a child process (`chronon run ... --output`), so a crash, a hang
-//! (a time limit) or a wrong exit code is caught too, and a mismatch is reported with the exact
+//! (a time limit derived from the sequential run's own time, `child::time_limit`) or a wrong
+//! exit code is caught too, and a mismatch is reported with the exact
 //! command line that reproduces it. The campaign stops after the first failure (`--max-failures
 //! N`, `--keep-going`); a parallel run that committed another history is diagnosed first
 //! (`diagnose.rs`: shrunk, traced, the first differing LP and event, the likely cause).
@@ -58,11 +59,11 @@ pub(crate) struct CheckCmd {
     /// Parallel runs per model configuration.
     #[arg(long, default_value_t = 3)]
     per_config: u32,
-    /// A parallel run that takes longer than max(--slow-floor, this × the sequential run) is a
-    /// failure.
-    #[arg(long, default_value_t = 50.0)]
+    /// A parallel run still running after (--slow-floor + this × the sequential run's time) ×
+    /// max(1, its workers / the cores) is killed and reported as slow/hung (a failure).
+    #[arg(long, default_value_t = 100.0)]
     slow_factor: f64,
-    /// Seconds below which no run counts as slow.
+    /// Seconds every parallel run gets on top of the multiple of the sequential run's time.
     #[arg(long, default_value_t = 20.0)]
     slow_floor: f64,
     /// Print every run's command line and outcome.

@@ -9,7 +9,7 @@ use std::time::{Duration, Instant};
 
 use serde_json::Value;
 
-use super::child::{describe, wait_with_limit, with_end, Ran, ScratchDir};
+use super::child::{describe, time_limit, wait_with_limit, with_end, workers, Ran, ScratchDir};
 use crate::Failure;
 
 /// Refusals that are part of an executor's contract, by a substring of their message. Any
@@ -66,6 +66,8 @@ pub(crate) struct Rerun {
     pub flags: Vec<String>,
     /// The parallel run's executor flags.
     pub exec: Vec<String>,
+    /// The parallel run's time limit.
+    pub limit: Duration,
 }
 
 impl Reference {
@@ -97,6 +99,8 @@ pub(crate) struct Runner {
     dir: ScratchDir,
     slow_factor: f64,
     slow_floor: Duration,
+    /// The cores this process may use (the time limit scales with the oversubscription).
+    cores: usize,
     n: u64,
     /// Checkpoint directories made so far (each gets a fresh name).
     checkpoints: u64,
@@ -119,6 +123,7 @@ impl Runner {
             dir: ScratchDir::new()?,
             slow_factor,
             slow_floor: Duration::from_secs_f64(slow_floor.max(0.0)),
+            cores: crate::sys::cores(),
             n: 0,
             checkpoints: 0,
             summary: Summary::default(),
@@ -198,7 +203,13 @@ impl Runner {
         if verbose {
             eprintln!("check: {cmd}");
         }
-        let outcome = self.child(model, flags, exec, ranks, self.limit(reference));
+        let outcome = self.child(
+            model,
+            flags,
+            exec,
+            ranks,
+            self.limit(reference, exec, ranks),
+        );
         let flags = ranks.is_none().then_some(flags);
         self.judge((model, flags), exec, ranks, outcome, reference, &[cmd]);
     }
@@ -267,12 +278,18 @@ impl Runner {
         if verbose {
             eprintln!("check: {cmd_a}");
         }
-        let limit = self.limit(reference);
-        match self.child(model, &flags_a, &a, ranks_a, limit) {
+        match self.child(
+            model,
+            &flags_a,
+            &a,
+            ranks_a,
+            self.limit(reference, &a, ranks_a),
+        ) {
             Ran::Report(r, _) if r["complete"] == Value::Bool(true) => {
                 if verbose {
                     eprintln!("check: {cmd_b}");
                 }
+                let limit = self.limit(reference, &b, ranks_b);
                 let outcome = self.child(model, &flags_b, &b, ranks_b, limit);
                 let compared = self.summary.compared;
                 self.judge(
@@ -288,19 +305,50 @@ impl Runner {
             Ran::Exit(2, msg) if self.expected_refusal(&msg) => {}
             other => {
                 self.summary.compared += 1;
-                self.fail(
-                    &[cmd_a],
-                    &format!("the run saving a checkpoint {}", describe(&other)),
-                );
+                let what = match other {
+                    Ran::Timeout(limit) => {
+                        format!(": {}", self.slow(limit, reference, &a, ranks_a))
+                    }
+                    _ => format!(" {}", describe(&other)),
+                };
+                self.fail(&[cmd_a], &format!("the run saving a checkpoint{what}"));
             }
         }
         let _ = std::fs::remove_dir_all(&dir);
     }
 
-    /// The time limit of a parallel run.
-    fn limit(&self, reference: &Reference) -> Duration {
-        self.slow_floor
-            .max(reference.wall.mul_f64(self.slow_factor))
+    /// The time limit of a parallel run under `exec` (over `ranks` MPI ranks): see
+    /// `child::time_limit`.
+    fn limit(&self, reference: &Reference, exec: &[String], ranks: Option<usize>) -> Duration {
+        let workers = workers(exec, ranks);
+        time_limit(
+            reference.wall,
+            (workers, self.cores),
+            self.slow_factor,
+            self.slow_floor,
+        )
+    }
+
+    /// What a run killed at its time limit `limit` was: slow or hung, against the sequential
+    /// run's time and with how the limit came about.
+    fn slow(
+        &self,
+        limit: Duration,
+        reference: &Reference,
+        exec: &[String],
+        ranks: Option<usize>,
+    ) -> String {
+        let workers = workers(exec, ranks);
+        format!(
+            "slow/hung: killed after {:.1} s, the sequential run took {:.2} s (the limit: \
+             (--slow-floor {} + --slow-factor {} × seq) × {:.1}, {workers} workers on {} cores)",
+            limit.as_secs_f64(),
+            reference.wall.as_secs_f64(),
+            self.slow_floor.as_secs_f64(),
+            self.slow_factor,
+            (workers as f64 / self.cores.max(1) as f64).max(1.0),
+            self.cores,
+        )
     }
 
     /// A fresh checkpoint directory's path in the scratch directory (the run creates it).
@@ -357,10 +405,12 @@ impl Runner {
                 }
                 wrong.extend(differences(&r, &reference.report));
                 if !wrong.is_empty() {
+                    let limit = self.limit(reference, exec, ranks);
                     let rerun = flags.map(|flags| Rerun {
                         model: model.to_string(),
                         flags: flags.to_vec(),
                         exec: exec.to_vec(),
+                        limit,
                     });
                     self.fail_with(
                         cmds,
@@ -382,6 +432,11 @@ impl Runner {
                         ),
                     );
                 }
+            }
+            Ran::Timeout(limit) => {
+                self.summary.compared += 1;
+                let slow = self.slow(limit, reference, exec, ranks);
+                self.fail(cmds, &format!("{model} under {sync}: {slow}"));
             }
             other => {
                 self.summary.compared += 1;

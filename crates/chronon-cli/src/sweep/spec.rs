@@ -35,6 +35,31 @@ impl Flag {
     pub(crate) fn swept(&self) -> bool {
         self.values.len() > 1
     }
+
+    /// The flag's name in the study's tables and plots: its name, or for a model parameter
+    /// (`--param rate=0.5,rate=0.7`, a model written in Python) the parameter's (`rate`).
+    pub(crate) fn label(&self) -> &str {
+        match self.param_name() {
+            Some(n) => n,
+            None => &self.name,
+        }
+    }
+
+    /// A value as the study's tables show it: a parameter's without its name (`0.5`).
+    pub(crate) fn shown<'v>(&self, value: &'v str) -> &'v str {
+        match self.param_name() {
+            Some(_) => value.split_once('=').map_or(value, |(_, v)| v.trim()),
+            None => value,
+        }
+    }
+
+    /// The parameter a `--param` flag sets (every value names the same one: `parse` checks).
+    fn param_name(&self) -> Option<&str> {
+        if self.name != "param" {
+            return None;
+        }
+        self.values.first()?.split_once('=').map(|(n, _)| n.trim())
+    }
 }
 
 /// The flags of a study's runs, in the order given.
@@ -82,7 +107,7 @@ impl Spec {
                     "--{name} is not a sweep option: {why}"
                 )));
             }
-            if flags.iter().any(|f| f.name == name) {
+            if flags.iter().any(|f| f.name == name) && name != "param" {
                 return Err(Failure::bad_input(format!("--{name} is given twice")));
             }
             let flag = match value {
@@ -101,6 +126,9 @@ impl Spec {
                     valued: true,
                 },
             };
+            if flag.name == "param" {
+                check_param(&flag, &flags)?;
+            }
             flags.push(flag);
         }
         let spec = Spec { flags };
@@ -121,7 +149,7 @@ impl Spec {
         self.flags
             .iter()
             .filter(|f| f.swept())
-            .map(|f| f.name.as_str())
+            .map(|f| f.label())
             .collect()
     }
 
@@ -167,7 +195,7 @@ impl Spec {
                                 args.push(v.to_string());
                             }
                             if f.swept() {
-                                params.push((f.name.clone(), v.to_string()));
+                                params.push((f.label().to_string(), f.shown(v).to_string()));
                             }
                         }
                     }
@@ -176,6 +204,34 @@ impl Spec {
             })
             .collect()
     }
+}
+
+/// A `--param` flag (a model parameter, `NAME=VALUE` each value, one axis of the study): every
+/// value names one parameter, and no earlier `--param` names it (several `--param` flags, each
+/// its own parameter, make the cross product of their values).
+fn check_param(flag: &Flag, earlier: &[Flag]) -> Result<(), Failure> {
+    let names: Vec<Option<&str>> = flag
+        .values
+        .iter()
+        .map(|v| v.split_once('=').map(|(n, _)| n.trim()))
+        .collect();
+    let Some(Some(first)) = names.first().copied() else {
+        return Err(Failure::bad_input(
+            "--param: give NAME=VALUE (a list: rate=0.5,rate=0.7)",
+        ));
+    };
+    if names.iter().any(|n| *n != Some(first)) {
+        return Err(Failure::bad_input(format!(
+            "--param {}: one parameter per --param (every value NAME=VALUE with the same NAME); give another --param for another parameter",
+            flag.values.join(",")
+        )));
+    }
+    if earlier.iter().any(|f| f.param_name() == Some(first)) {
+        return Err(Failure::bad_input(format!(
+            "--param {first} is given twice"
+        )));
+    }
+    Ok(())
 }
 
 /// Whether a token is a flag (and not a value such as `-1` or `-0.5`).
@@ -374,6 +430,36 @@ mod tests {
             let e = expand("load", v).unwrap_err();
             assert!(e.message.contains(want), "{v}: {}", e.message);
             assert!(e.message.contains("--load"), "{}", e.message);
+        }
+    }
+
+    #[test]
+    fn several_params_are_axes_of_their_own() {
+        let spec = Spec::parse(&toks(
+            "--param rate=0.5,rate=0.7 --param servers=1,servers=2 --end 9",
+        ))
+        .unwrap();
+        assert_eq!(spec.swept(), ["rate", "servers"]);
+        let p = spec.points().unwrap();
+        assert_eq!(p.len(), 4);
+        assert_eq!(
+            p[1].params,
+            [
+                ("rate".into(), "0.5".into()),
+                ("servers".into(), "2".into())
+            ]
+        );
+        assert_eq!(
+            p[2].args,
+            toks("--param rate=0.7 --param servers=1 --end 9")
+        );
+        for (bad, want) in [
+            ("--param rate=1 --param rate=2", "given twice"),
+            ("--param rate=1,servers=2", "one parameter per --param"),
+            ("--param 5", "NAME=VALUE"),
+        ] {
+            let e = Spec::parse(&toks(bad)).unwrap_err();
+            assert!(e.message.contains(want), "{bad}: {}", e.message);
         }
     }
 

@@ -56,6 +56,9 @@ pub(crate) fn set_up<'a, M: Model, Q: PendingSet<Event<M::Event>>>(
     let links = Links::new(model, cfg.lps)?;
     let (mut worker_la, link_la) = worker_lookaheads(&links, &owner, workers);
     let whole = mine.start == 0 && mine.end == workers;
+    crate::partition::set_this_part(
+        (!whole).then(|| crate::partition::part_bits(cfg.lps, |lp| owner[lp], mine.clone())),
+    );
     let balance = (whole && cc.dedicated < 1.0).then(|| {
         let set_of = crate::partition::shared_split(&owner, workers, cc.dedicated, cc.shared_sets);
         let shared_la = balance_lookaheads(&links, &owner, &set_of, &mut worker_la);

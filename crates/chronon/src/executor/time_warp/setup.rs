@@ -381,6 +381,10 @@ pub(super) fn build<'a, M: Model, Q: PendingSet<TwEvent<M::Event>>>(
     let (saving, undo) = state_saving(model, opts, check_eq.is_some())?;
     let place = Placement::new(&opts.mapping, cfg.lps, threads)?;
     let here = mine.len();
+    crate::partition::set_this_part(
+        (here != threads)
+            .then(|| crate::partition::part_bits(cfg.lps, |lp| place.owner_of(lp), mine.clone())),
+    );
 
     let init_start = Instant::now();
     let mut counters = vec![0i64; model.counter_names().len()];
