@@ -142,11 +142,7 @@ impl App {
             Ok(Ok(code)) => Outcome { code, error: None },
             Ok(Err(f)) => failed(f.code, &f.message),
             Err(payload) => {
-                let msg = payload
-                    .downcast_ref::<&str>()
-                    .map(|s| s.to_string())
-                    .or_else(|| payload.downcast_ref::<String>().cloned())
-                    .unwrap_or_else(|| "unknown panic".into());
+                let msg = crate::app::panic_text(payload.as_ref());
                 failed(101, &format!("internal error: {msg}"))
             }
         }

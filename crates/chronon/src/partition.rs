@@ -1,6 +1,6 @@
 //! Mapping LPs onto workers.
 
-use crate::model::LpId;
+use crate::types::LpId;
 
 /// How LPs are assigned to workers.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
