@@ -16,11 +16,15 @@ pub const PROGRESS_LINES_ENV: &str = "CHRONON_PROGRESS_LINES";
 pub(super) fn install_ctrlc(progress: &Arc<Progress>) {
     let p = progress.clone();
     let pressed = AtomicBool::new(false);
-    // A second Ctrl-C ends the process at once. Failing to install the handler (another one is
-    // already installed, as in a second run in one process) is harmless.
+    // A second Ctrl-C ends the process at once. Not in a worker process of --procs: it may get
+    // two (the terminal's, to the whole process group, and the one its parent passes on), and
+    // a second Ctrl-C of the user's ends the parent, which takes its workers with it (their
+    // death signal). Failing to install the handler (another one is already installed, as in a
+    // second run in one process) is harmless.
+    let worker = chronon::is_worker_process();
     let _ = ctrlc::set_handler(move || {
         // Ordering: a one-shot flag private to this handler.
-        if pressed.swap(true, Ordering::Relaxed) {
+        if pressed.swap(true, Ordering::Relaxed) && !worker {
             std::process::exit(i32::from(EXIT_INTERRUPTED));
         }
         p.request_stop();
