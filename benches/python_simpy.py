@@ -91,7 +91,7 @@ def main():
     print(f"machine: {platform.machine()}, {os.cpu_count()} cores, Python {platform.python_version()}, "
           f"SimPy {simpy.__version__}, chronon-pdes {chronon.__version__}; "
           f"{time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}; best of {a.reps}; "
-          f"chronon's wall includes the run's child process start\n")
+          f"chronon's wall is the whole run() call (start-up included)\n")
     print("| model | engine | wall s | simulation s | events | result | vs SimPy |")
     print("|---|---|---:|---:|---:|---|---:|")
 

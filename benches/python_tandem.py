@@ -94,7 +94,7 @@ def main():
     print(f"| chronon seq (Python model) | {served:.0f} | {ch_wall:.3f} | {served / ch_wall:,.0f} | "
           f"{ch.events_per_s:,.0f} | {ch.model_stats['time_in_station'] / served:.3f} |")
     print(f"\nchronon / SimPy, services per second: {(served / ch_wall) / (sp['served'] / sp_wall):.2f}x "
-          f"(with the child process's start: {(served / ch_total) / (sp['served'] / sp_wall):.2f}x, "
+          f"(the whole run() call, start-up included: {(served / ch_total) / (sp['served'] / sp_wall):.2f}x, "
           f"{ch_total:.3f} s in all); theory 1/(service-rate) = {1 / (service - rate):.3f}\n")
 
     tick = best(a.reps, lambda: (lambda r: (r.wall_s, r))(chronon.run(Tick(), end=200000.0, progress=False)))[1]

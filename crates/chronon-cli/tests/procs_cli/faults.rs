@@ -228,6 +228,17 @@ fn ctrl_c_under_time_warp_across_processes_writes_the_incomplete_report() {
     assert!(r["committed"].as_u64().unwrap() > 0);
 }
 
+/// A child killed (with its workers, by their death signal) when the test ends, also when it
+/// fails midway.
+struct Reaped(Child);
+
+impl Drop for Reaped {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
 /// SIGINT to the parent alone (`kill -INT PID`, or a program that runs chronon and stops it)
 /// is passed on to every worker process: the run stops as from a terminal's Ctrl-C, with the
 /// incomplete report, under every protocol family.
@@ -238,21 +249,23 @@ fn sigint_to_the_parent_alone_stops_every_process() {
             "chronon-procs-parent-int-{sync}-{}.json",
             std::process::id()
         ));
-        let mut parent = Command::new(env!("CARGO_BIN_EXE_chronon"))
-            .args([
-                "run", "phold", "--lps", "256", "--end", "1e9", "--sync", sync, "--procs", "2",
-                "--output",
-            ])
-            .arg(&path)
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped())
-            .spawn()
-            .unwrap();
-        let kids = wait_for_workers(&parent, 2);
+        let mut parent = Reaped(
+            Command::new(env!("CARGO_BIN_EXE_chronon"))
+                .args([
+                    "run", "phold", "--lps", "256", "--end", "1e9", "--sync", sync, "--procs", "2",
+                    "--output",
+                ])
+                .arg(&path)
+                .stdout(Stdio::null())
+                .stderr(Stdio::null())
+                .spawn()
+                .unwrap(),
+        );
+        let kids = wait_for_workers(&parent.0, 2);
         std::thread::sleep(Duration::from_millis(500));
-        signal("-INT", &parent.id().to_string());
+        signal("-INT", &parent.0.id().to_string());
         let status = exits_within(
-            &mut parent,
+            &mut parent.0,
             Duration::from_secs(5),
             &format!("{sync}: no stop within 5 s of SIGINT to the parent"),
         );
