@@ -142,7 +142,7 @@ impl App {
             Ok(Ok(code)) => Outcome { code, error: None },
             Ok(Err(f)) => failed(f.code, &f.message),
             Err(payload) => {
-                let msg = crate::app::panic_text(payload.as_ref());
+                let msg = chronon::panic_message(payload.as_ref());
                 failed(101, &format!("internal error: {msg}"))
             }
         }

@@ -73,15 +73,6 @@ impl RunHandle {
     }
 }
 
-/// The panic's message.
-fn panic_text(payload: &(dyn std::any::Any + Send)) -> String {
-    payload
-        .downcast_ref::<&str>()
-        .map(|s| s.to_string())
-        .or_else(|| payload.downcast_ref::<String>().cloned())
-        .unwrap_or_else(|| "unknown panic".into())
-}
-
 /// Runs the chronon command line `argv` (`argv[0]` the program's name) in this process and
 /// returns `(exit code, error line or None)`; `model` is a Python model registered as `name`
 /// with `end` its default end time; `sequential`: run on this thread, keeping the GIL (a
@@ -104,7 +95,7 @@ pub(crate) fn run_here(
         let _clear = ModelGuard;
         let app = app_with(model, name);
         catch_unwind(AssertUnwindSafe(|| app.run_hosted(argv, progress)))
-            .map_err(|p| panic_text(p.as_ref()))
+            .map_err(|p| chronon::panic_message(p.as_ref()))
     } else {
         gil::known_thread();
         gil::forget_threads();
@@ -137,7 +128,7 @@ fn on_a_thread(
                 app_with(model, name).run_hosted(argv, progress)
             }));
             waiter.unpark();
-            outcome.map_err(|p| panic_text(p.as_ref()))
+            outcome.map_err(|p| chronon::panic_message(p.as_ref()))
         })
         .map_err(|e| format!("cannot start the run's thread: {e}"))?;
     while !run.is_finished() {
@@ -149,6 +140,6 @@ fn on_a_thread(
         }
     }
     py.detach(|| run.join())
-        .map_err(|p| panic_text(p.as_ref()))
+        .map_err(|p| chronon::panic_message(p.as_ref()))
         .and_then(|r| r)
 }

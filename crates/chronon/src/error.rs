@@ -450,8 +450,9 @@ fn first_line(s: &str) -> &str {
 /// [`SimError::from_panic`] reports it as [`SimError::Resource`], not as a panic of the model.
 pub(crate) struct HeapFull(pub(crate) String);
 
-/// Turns a panic payload into its message.
-pub(crate) fn panic_message(payload: &(dyn std::any::Any + Send)) -> String {
+/// Turns a caught panic's payload into its message (for programs that catch panics around
+/// chronon, as its runner does).
+pub fn panic_message(payload: &(dyn std::any::Any + Send)) -> String {
     if let Some(s) = payload.downcast_ref::<&str>() {
         (*s).to_string()
     } else if let Some(s) = payload.downcast_ref::<String>() {

@@ -319,7 +319,7 @@ pub mod mpi {
     pub use crate::transport::mpi::{lbts_gather_secs, Mpi, RankSafe};
 }
 
-pub use error::{ConfigError, ModelError, Setting, SimError};
+pub use error::{panic_message, ConfigError, ModelError, Setting, SimError};
 pub use event::{Event, EventKey};
 #[cfg(all(target_os = "linux", not(chronon_loom)))]
 pub use executor::conservative::procs::is_worker_process;

@@ -152,7 +152,7 @@ impl App {
                 f.code
             }
             Err(payload) => {
-                let msg = panic_text(payload.as_ref());
+                let msg = chronon::panic_message(payload.as_ref());
                 eprintln!("error: internal error: {}", short_numbers(one_line(&msg)));
                 101
             }
@@ -252,13 +252,4 @@ impl App {
             other => unreachable!("clap accepts only known subcommands: {other:?}"),
         }
     }
-}
-
-/// A caught panic's message (its payload's text).
-pub(crate) fn panic_text(payload: &(dyn std::any::Any + Send)) -> String {
-    payload
-        .downcast_ref::<&str>()
-        .map(|s| s.to_string())
-        .or_else(|| payload.downcast_ref::<String>().cloned())
-        .unwrap_or_else(|| "unknown panic".into())
 }
