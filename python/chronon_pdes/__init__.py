@@ -99,14 +99,11 @@ def _end_of(model: Any, end: Optional[float],
     return float(e) if e is not None else None
 
 
-def _agree_on_end(model: Any, end: Optional[float], params: Optional[Dict[str, Any]]):
-    """``params`` with the run's end in it for a Python model that has an ``end`` attribute,
-    so that the model sees the end it runs to; refuses ``end=`` and ``params={"end": ...}``
-    that disagree."""
+def _check_end(end: Optional[float], params: Optional[Dict[str, Any]]) -> None:
+    """Refuses ``end=`` and ``params={"end": ...}`` that disagree."""
     given = (params or {}).get("end")
     if end is not None and given is not None and float(given) != float(end):
         raise ConfigError(f"end={end!r} and params={{'end': {given!r}}} disagree: give one")
-    return params
 
 
 def _settable_end(obj: Any) -> bool:
@@ -170,7 +167,7 @@ def run(model: Any, end: Optional[float] = None, *, params: Optional[Dict[str, A
     ``checkpoint_error`` says why).
     """
     _child.refuse_in_main_script("run")
-    params = _agree_on_end(model, end, params)
+    _check_end(end, params)
     run_end = _end_of(model, end, params)
     name, obj, extra = _model_args(model, params)
     if obj is not None and params and run_end is not None and _settable_end(obj) \
@@ -190,7 +187,12 @@ def _sequential(options: Dict[str, Any]) -> bool:
     return options.get("sync") in (None, "seq") and not options.get("threads")
 
 
-def _read_report(path: str, obj: Any) -> Report:
+def _report_path(target: str) -> str:
+    """Where a run given ``--output target`` writes its report."""
+    return os.path.join(target, "report.json") if target.endswith(os.sep) else target
+
+
+def _read_report(path: str) -> Report:
     """The run's report, the model's counters (whole counts) as ints; a warning when the run
     was stopped."""
     with open(path) as f:
@@ -221,9 +223,9 @@ def _run_here(args, obj, name, end, output, options, bar) -> Report:
                                           bar.draw if bar.show else None)
         finally:
             bar.close()
-        report_path = os.path.join(target, "report.json") if target.endswith(os.sep) else target
+        report_path = _report_path(target)
         if code in (0, _runner.EXIT_INTERRUPTED) and line is None and os.path.exists(report_path):
-            return _read_report(report_path, obj)
+            return _read_report(report_path)
         err = _runner.error_for(code, line or f"the run ended with code {code}", saved)
         if isinstance(err, KeyboardInterrupt):
             raise err
@@ -256,9 +258,9 @@ def _run_child(args, obj, end, output, options, program, bar) -> Report:
             code, _ = child.run(on_line=on_line)
         finally:
             bar.close()
-        report_path = os.path.join(target, "report.json") if target.endswith(os.sep) else target
+        report_path = _report_path(target)
         if code in (0, _runner.EXIT_INTERRUPTED) and os.path.exists(report_path):
-            return _read_report(report_path, obj)
+            return _read_report(report_path)
         err = child.fail(code)
         err.report = _failed_report(report_path, started)
         raise err
