@@ -138,13 +138,14 @@ impl PyModel {
             }
         };
         codec(py);
+        let has_reverse = method(b, "reverse").map_err(line)?;
         Ok(PyModel {
             lps,
             lookahead,
             pickled: chronon::is_worker_process(),
             has_topology: method(b, "topology").map_err(line)?,
-            has_reverse: method(b, "reverse").map_err(line)?,
-            defer_errors: !method(b, "reverse").map_err(line)?
+            has_reverse,
+            defer_errors: !has_reverse
                 || value_of(b, "reverse_undoes_failed_events")
                     .map_err(line)?
                     .is_some_and(|v| v.is_truthy().unwrap_or(false)),
