@@ -302,6 +302,7 @@ mod progress;
 pub mod queue;
 pub mod refcount;
 mod rng;
+mod run;
 #[cfg(target_os = "linux")]
 pub mod shm;
 mod sim;
@@ -321,8 +322,6 @@ pub mod mpi {
 
 pub use error::{panic_message, ConfigError, ModelError, Setting, SimError};
 pub use event::{Event, EventKey};
-#[cfg(all(target_os = "linux", not(chronon_loom)))]
-pub use executor::conservative::procs::is_worker_process;
 pub use executor::{
     ConservativeConfig, Executor, Runtime, StateSaving, Ticks, TimeWarpConfig,
     DEFAULT_MAX_NULL_MESSAGES, MIN_TICK_US,
@@ -336,6 +335,8 @@ pub use model::{
 pub use progress::{Progress, StallDetector};
 pub use queue::QueueKind;
 pub use rng::LpRng;
+#[cfg(all(target_os = "linux", not(chronon_loom)))]
+pub use run::procs::is_worker_process;
 pub use sim::Simulation;
 pub use stats::Report;
 

@@ -293,3 +293,87 @@ fn without_an_end_time_averages_close_at_the_last_event_time_warp_2_processes() 
         Executor::TimeWarp(TimeWarpConfig::new(1)),
     );
 }
+
+/// The fields a report has across processes only: the transport's own figures.
+const PROCS_ONLY: &[&str] = &[
+    "procs",
+    "procs_total_s",
+    "workers_total",
+    "workers_peak_rss_bytes",
+];
+
+/// The fields a report has on threads only: the barrier the threads met at (worker processes
+/// meet at the shared-memory barrier of the control segment).
+const THREADS_ONLY: &[&str] = &["tree_fan_in"];
+
+/// A family makes its report once, from its parts' outputs, whatever carried them: the same
+/// run on threads and across 2 processes (1 thread each, so the worker counts agree) has the
+/// same run figures and per-worker figures, but for the transport's own.
+fn same_fields(entry: &str, make: impl Fn(usize) -> Executor) {
+    let ex = make(1);
+    let threads = (!chronon::is_worker_process()).then(|| sim(make(2)).run().unwrap());
+    let procs = sim(ex.clone())
+        .processes(2)
+        .process_args([entry, "--exact", "--nocapture", "--test-threads=1"])
+        .run()
+        .unwrap();
+    let threads = threads.expect("only the parent gets a report");
+    assert_eq!(procs.fingerprint, threads.fingerprint, "{ex:?}");
+    let keys = |m: &std::collections::BTreeMap<String, f64>, only: &[&str]| {
+        m.keys()
+            .filter(|k| !only.contains(&k.as_str()))
+            .cloned()
+            .collect::<Vec<_>>()
+    };
+    assert_eq!(
+        keys(&procs.executor_stats, PROCS_ONLY),
+        keys(&threads.executor_stats, THREADS_ONLY),
+        "{ex:?}: executor_stats"
+    );
+    // Per worker: the rings' retries are the shared-memory transport's own figure.
+    let worker = |r: &chronon::Report, only: &[&str]| {
+        r.workers.iter().map(|w| keys(w, only)).collect::<Vec<_>>()
+    };
+    assert_eq!(
+        worker(&procs, &["ring_full_retries"]),
+        worker(&threads, &[]),
+        "{ex:?}: workers"
+    );
+    assert_eq!(
+        procs.gvt_series.is_empty(),
+        threads.gvt_series.is_empty(),
+        "{ex:?}: gvt_series"
+    );
+}
+
+#[test]
+fn window_reports_the_same_fields_on_threads_and_across_processes() {
+    same_fields(
+        "window_reports_the_same_fields_on_threads_and_across_processes",
+        |t| Executor::Window(ConservativeConfig::new(t)),
+    );
+}
+
+#[test]
+fn null_message_reports_the_same_fields_on_threads_and_across_processes() {
+    same_fields(
+        "null_message_reports_the_same_fields_on_threads_and_across_processes",
+        |t| Executor::NullMessage(ConservativeConfig::new(t)),
+    );
+}
+
+#[test]
+fn lockstep_reports_the_same_fields_on_threads_and_across_processes() {
+    same_fields(
+        "lockstep_reports_the_same_fields_on_threads_and_across_processes",
+        |t| Executor::Lockstep(ConservativeConfig::new(t)),
+    );
+}
+
+#[test]
+fn time_warp_reports_the_same_fields_on_threads_and_across_processes() {
+    same_fields(
+        "time_warp_reports_the_same_fields_on_threads_and_across_processes",
+        |t| Executor::TimeWarp(TimeWarpConfig::new(t)),
+    );
+}

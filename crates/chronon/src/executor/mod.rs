@@ -4,8 +4,11 @@
 
 pub(crate) mod checkpoint;
 pub(crate) mod conservative;
+pub(crate) mod family;
 pub(crate) mod global;
 pub(crate) mod links;
+pub(crate) mod over;
+pub(crate) mod part_out;
 pub(crate) mod sequential;
 pub mod time_warp;
 
@@ -298,9 +301,24 @@ pub(crate) fn finish_report<M: Model>(
     end: Time,
     report: &mut Report,
 ) -> Result<(), SimError> {
-    report.fingerprint =
+    let (fingerprint, committed, stats) = lp_totals(model, lps, counters, end)?;
+    report.fingerprint = fingerprint;
+    report.committed = committed;
+    report.model_stats = stats;
+    Ok(())
+}
+
+/// The fingerprint, committed count and model statistics of the final LPs (in LP order);
+/// `Model::finish` sees `end` as the end time ([`RunConfig::stats_end`]).
+pub(crate) fn lp_totals<M: Model>(
+    model: &M,
+    lps: &[LpSlot<M::State>],
+    counters: &[i64],
+    end: Time,
+) -> Result<(Fingerprint, u64, ModelStats), SimError> {
+    let fingerprint =
         Fingerprint::from_digests(lps.iter().enumerate().map(|(i, s)| (i as LpId, &s.digest)));
-    report.committed = lps.iter().map(|s| s.digest.count()).sum();
+    let committed = lps.iter().map(|s| s.digest.count()).sum();
     let mut stats = ModelStats::default();
     stats.set_end_time(Some(end));
     for (name, value) in model.counter_names().iter().zip(counters) {
@@ -312,8 +330,7 @@ pub(crate) fn finish_report<M: Model>(
             model.finish(lp, &s.state, &mut stats)
         })?;
     }
-    report.model_stats = stats;
-    Ok(())
+    Ok((fingerprint, committed, stats))
 }
 
 impl<S> LpStates<S> for Vec<LpSlot<S>> {

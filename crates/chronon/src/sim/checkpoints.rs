@@ -137,9 +137,7 @@ impl<M: Model> Simulation<M> {
         #[cfg(feature = "mpi")]
         let ranks: Option<Box<dyn checkpoint::ChainRanks>> = match self.ranks {
             None => None,
-            Some(_) => Some(Box::new(
-                crate::executor::conservative::ranks::WorldRanks::new()?,
-            )),
+            Some(_) => Some(Box::new(crate::run::ranks::WorldRanks::new()?)),
         };
         #[cfg(not(feature = "mpi"))]
         let ranks: Option<Box<dyn checkpoint::ChainRanks>> = None;
@@ -157,7 +155,7 @@ impl<M: Model> Simulation<M> {
         });
         let mut saved_by = format!("{} with {} thread(s)", chosen.name(), chosen.threads());
         #[cfg(all(target_os = "linux", not(chronon_loom)))]
-        if let Some((o, _, _)) = &self.procs {
+        if let Some((o, _)) = &self.procs {
             saved_by += &format!(" in each of {} processes", o.procs);
         }
         if let Some(r) = &ranks {

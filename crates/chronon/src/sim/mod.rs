@@ -51,15 +51,15 @@ pub struct Simulation<M: Model> {
     /// The shared heaps' size classes ([`Simulation::heap`]); `None`: the default.
     #[cfg(target_os = "linux")]
     heap: Option<crate::shm::HeapConfig>,
+    /// A run across worker processes ([`Simulation::processes`]).
     #[cfg(all(target_os = "linux", not(chronon_loom)))]
     procs: Option<(
-        executor::conservative::procs::ProcsOptions,
-        executor::conservative::procs::ProcsFn<M>,
-        executor::time_warp::procs::TwProcsFn<M>,
+        crate::run::procs::ProcsOptions,
+        crate::run::procs::ProcsFn<M>,
     )>,
     /// A run over MPI ranks ([`Simulation::ranks`]).
     #[cfg(feature = "mpi")]
-    ranks: Option<(RanksFn<M>, executor::time_warp::ranks::run::TwRanksFn<M>)>,
+    ranks: Option<crate::run::ranks::RanksFn<M>>,
     /// Checkpoints to save ([`Simulation::checkpoint_every`], [`Simulation::checkpoint_at`]).
     checkpoints: Option<CheckpointPlan>,
     /// The checkpoint to continue from ([`Simulation::restore`]).
@@ -72,15 +72,6 @@ pub struct Simulation<M: Model> {
     /// The model's name and configuration in checkpoints ([`Simulation::checkpoint_label`]).
     label: Option<(String, serde_json::Value)>,
 }
-
-/// A conservative run over MPI ranks, instantiated where `M::Event: RankSafe` is known.
-#[cfg(feature = "mpi")]
-type RanksFn<M> = fn(
-    &M,
-    &RunConfig,
-    Protocol,
-    &executor::conservative::ConservativeConfig,
-) -> Result<Report, SimError>;
 
 /// Runs over MPI ranks (cargo feature `mpi`): only for models whose events serialize.
 #[cfg(feature = "mpi")]
@@ -96,10 +87,7 @@ where
     /// empty report with the same completeness, or the same error. Needs
     /// [`Mpi::init`](crate::mpi::Mpi::init) first. Events cross ranks through serde (bincode).
     pub fn ranks(mut self) -> Self {
-        self.ranks = Some((
-            crate::executor::conservative::ranks::run::<M>,
-            executor::time_warp::ranks::run::run::<M>,
-        ));
+        self.ranks = Some(crate::run::ranks::run_executor::<M>);
         self
     }
 }
@@ -162,11 +150,10 @@ where
         let (args, copy) = self
             .procs
             .take()
-            .map_or((None, false), |(o, _, _)| (o.args, o.copy));
+            .map_or((None, false), |(o, _)| (o.args, o.copy));
         self.procs = Some((
-            executor::conservative::procs::ProcsOptions { procs, args, copy },
-            executor::conservative::procs::run::<M>,
-            executor::time_warp::procs::run::<M>,
+            crate::run::procs::ProcsOptions { procs, args, copy },
+            crate::run::procs::run_executor::<M>,
         ));
         self
     }
@@ -177,7 +164,7 @@ where
     /// received (the two copies an MPI implementation makes inside one machine), the model's
     /// code unchanged. Call after [`processes`](Simulation::processes).
     pub fn payload_copy(mut self, copy: bool) -> Self {
-        if let Some((o, _, _)) = &mut self.procs {
+        if let Some((o, _)) = &mut self.procs {
             o.copy = copy;
         }
         self
@@ -192,7 +179,7 @@ where
         args: impl IntoIterator<Item = S>,
     ) -> Self {
         let args: Vec<std::ffi::OsString> = args.into_iter().map(Into::into).collect();
-        if let Some((o, _, _)) = &mut self.procs {
+        if let Some((o, _)) = &mut self.procs {
             o.args = Some(args);
         }
         self
@@ -327,7 +314,7 @@ impl<M: Model> Simulation<M> {
     /// each initialize every LP.
     fn lp_copies(&self) -> u64 {
         #[cfg(all(target_os = "linux", not(chronon_loom)))]
-        if let Some((o, _, _)) = &self.procs {
+        if let Some((o, _)) = &self.procs {
             return o.procs.max(1) as u64;
         }
         // Every rank on this machine holds the whole LP table too.
@@ -446,34 +433,12 @@ impl<M: Model> Simulation<M> {
         cfg.enter_thread();
         let (name, threads) = (chosen.name(), chosen.threads());
         #[cfg(feature = "mpi")]
-        if let Some((run, run_tw)) = self.ranks {
-            let (protocol, c) = match &chosen {
-                Executor::Window(c) => (Protocol::Window, c),
-                Executor::NullMessage(c) => (Protocol::NullMessage, c),
-                Executor::Lockstep(c) => (Protocol::Lockstep, c),
-                Executor::TimeWarp(c) => {
-                    return run_tw(&self.model, cfg, c.threads, c);
-                }
-                Executor::Sequential => {
-                    return Err(SimError::config(Setting::Executor, "a run over MPI ranks needs a parallel $executor (window, lockstep, null-message or timewarp), not seq"))
-                }
-            };
-            return run(&self.model, cfg, protocol, c);
+        if let Some(run) = self.ranks {
+            return run(&self.model, cfg, chosen);
         }
         #[cfg(all(target_os = "linux", not(chronon_loom)))]
-        if let Some((opts, run, run_tw)) = &self.procs {
-            let (protocol, c) = match &chosen {
-                Executor::Window(c) => (Protocol::Window, c),
-                Executor::NullMessage(c) => (Protocol::NullMessage, c),
-                Executor::Lockstep(c) => (Protocol::Lockstep, c),
-                Executor::TimeWarp(c) => {
-                    return run_tw(&self.model, cfg, c.threads, c, opts);
-                }
-                Executor::Sequential => {
-                    return Err(SimError::config(Setting::Processes, "$processes needs a parallel $executor (window, lockstep, null-message or timewarp), not seq"))
-                }
-            };
-            return run(&self.model, cfg, protocol, c, opts);
+        if let Some((opts, run)) = &self.procs {
+            return run(&self.model, cfg, chosen, opts);
         }
         let result = match chosen.clone() {
             Executor::Sequential => executor::sequential::run(&self.model, cfg),

@@ -80,7 +80,7 @@ impl CkptRun {
 /// Whether this process is a worker process of a multi-process run.
 fn in_worker_process() -> bool {
     #[cfg(all(target_os = "linux", not(chronon_loom)))]
-    return crate::executor::conservative::procs::is_worker_process();
+    return std::env::var_os(crate::shm::ROLE_ENV).is_some();
     #[cfg(not(all(target_os = "linux", not(chronon_loom))))]
     return false;
 }

@@ -18,9 +18,12 @@
 //! the GSU between threads, shared-memory rings between processes); `shared.rs` is what the
 //! workers share; `part.rs` sets up a part of a run (every worker on threads, or one worker
 //! process or rank: mapping, links, lookaheads, start-up checks, globals, LPs, pending sets)
-//! and runs its threads; `launch.rs` runs the whole run on threads and assembles the report;
-//! `procs/` starts worker processes, runs a part in each (`child.rs::run_part`, which MPI
-//! ranks run too, `ranks.rs`) and gathers their report; `config.rs` the
+//! and runs its threads; `over/` runs the family over each transport (`threads.rs`: the whole run on threads;
+//! `shm.rs`, `mpi.rs`: a part across processes or ranks); `outcome.rs` is what a worker's loop
+//! hands back and its figures;
+//! `parts.rs` is the family as the part runner (`crate::run`) drives it across worker
+//! processes and MPI ranks: one part over its transport, and the one report from the parts'
+//! outputs (a run on threads makes it too); `config.rs` the
 //! settings; `lp_table.rs`, `balance.rs`, `claim.rs` LP ownership and load balancing. Each
 //! worker keeps one pending set for all its LPs and pops it in key order below its safe bound,
 //! exactly like the sequential executor restricted to its LPs; remote events travel as batches,
@@ -29,16 +32,14 @@
 mod balance;
 mod claim;
 mod config;
-mod launch;
 mod lockstep;
 mod lookahead;
 mod lp_table;
 mod null_message;
+mod outcome;
+mod over;
 mod part;
-#[cfg(all(target_os = "linux", not(chronon_loom)))]
-pub(crate) mod procs;
-#[cfg(feature = "mpi")]
-pub(crate) mod ranks;
+mod parts;
 mod rounds;
 mod shared;
 mod work_stealing;
@@ -47,6 +48,8 @@ mod zero_links;
 
 pub(crate) use config::Protocol;
 pub use config::{ConservativeConfig, Runtime, DEFAULT_MAX_NULL_MESSAGES};
-pub(crate) use launch::{run, Outcome};
+pub(crate) use outcome::Outcome;
+pub(crate) use over::threads::run;
+pub(crate) use parts::Conservative;
 pub(crate) use shared::{Shared, WorkerStats};
 pub(crate) use worker::Worker;

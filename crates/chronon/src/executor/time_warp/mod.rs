@@ -1,5 +1,5 @@
-//! Time Warp (Jefferson 1985) on threads, worker processes (`procs.rs`) or MPI ranks
-//! (`ranks/`), organised as in seed 003 §2.1–2.2: each worker owns a set of LPs and dispatches
+//! Time Warp (Jefferson 1985) on threads, worker processes or MPI ranks (the
+//! family as the part runner drives it: `parts.rs`, `ranks/`), organised as in seed 003 §2.1–2.2: each worker owns a set of LPs and dispatches
 //! the lowest-timestamp event among them (LTF); workers exchange events and anti-messages
 //! through per-worker mailboxes (the bottom-half queues, whose `min` register is BH_min; rings
 //! between processes, MPI records between ranks, behind one seam: `transport/tw.rs`); an LP
@@ -28,13 +28,14 @@ mod interval;
 mod lp;
 mod mail;
 mod memory;
+mod on_threads;
 mod optimism;
 mod options;
+mod over;
+mod parts;
 mod preempt;
-#[cfg(all(target_os = "linux", not(chronon_loom)))]
-pub(crate) mod procs;
 #[cfg(feature = "mpi")]
-pub(crate) mod ranks;
+mod ranks;
 mod report;
 mod rollback;
 mod round;
@@ -46,5 +47,6 @@ mod stats;
 mod worker;
 
 pub use options::{StateSaving, Ticks, TimeWarpConfig, MIN_TICK_US};
+pub(crate) use parts::TimeWarp;
 pub(crate) use setup::run;
 pub(crate) use shared::StateEq;

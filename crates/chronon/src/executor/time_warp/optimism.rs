@@ -299,10 +299,10 @@ impl Optimism {
     }
 
     /// The figures for the report.
-    pub(crate) fn summary(self) -> Summary {
-        match self.ctl.into_inner() {
-            Ok(c) => c.summary,
-            Err(p) => p.into_inner().summary,
+    pub(crate) fn summary(&self) -> Summary {
+        match self.ctl.lock() {
+            Ok(c) => c.summary.clone(),
+            Err(p) => p.into_inner().summary.clone(),
         }
     }
 }

@@ -1,18 +1,12 @@
-//! The Time Warp run report: the LPs reassembled in order, totals, the workers' figures.
-
-use std::sync::atomic::Ordering;
+//! The Time Warp report's pieces: a worker's figures (rollbacks, commits, CPU, preemption,
+//! ticks), their totals over the workers, and the events pending at the end.
 
 use super::cancelled::Cancelled;
 use super::lp::{TwCold, TwLp};
 use super::options::Saving;
-use super::options::TimeWarpConfig;
-use super::shared::Shared;
 use super::stats::Stats;
-use crate::error::SimError;
-use crate::executor::{finish_report, LpSlot, RunConfig};
 use crate::model::Model;
 use crate::queue::PendingSet;
-use crate::stats::Report;
 use crate::transport::tw::TwTransport;
 use crate::transport::tw::Wires;
 use crate::tw_msg::{Msg, TwEvent};
@@ -27,226 +21,6 @@ pub(super) type WorkerResult<M, Q> = (
     bool,
     (Q, Cancelled),
 );
-
-#[allow(clippy::too_many_arguments)]
-pub(super) fn finish<M: Model, Q: PendingSet<TwEvent<M::Event>>>(
-    model: &M,
-    cfg: &RunConfig,
-    opts: &TimeWarpConfig,
-    sh: Shared<'_, M>,
-    results: Vec<WorkerResult<M, Q>>,
-    mut counters: Vec<i64>,
-    mut report: Report,
-    wall: f64,
-    saving: Saving,
-) -> Result<Report, SimError> {
-    // A run that ends at a checkpoint's cut: its pending events, every worker's. Every event
-    // pending at a cut has the one-key order stack of an event sent with a positive delay (its
-    // sender ran before the cut, it runs at or after it), so its entry holds its own key.
-    let to_part = cfg.saving() && results.iter().all(|r| r.4);
-    let Gathered {
-        lps,
-        stats,
-        pending,
-        complete,
-        saved,
-    } = gather(cfg, &sh, results, &mut counters, to_part);
-    let last_time = stats.iter().map(|s| s.last_committed).fold(0.0, f64::max);
-    let end = cfg.stats_end(complete, last_time);
-    finish_report(model, &lps, &counters, end, &mut report)?;
-    if to_part {
-        let globals = sh.globals.queue.lock().unwrap_or_else(|p| p.into_inner());
-        crate::executor::checkpoint::write_split::<M>(
-            cfg,
-            (0, usize::MAX),
-            lps,
-            saved,
-            &counters,
-            Some(&globals),
-        );
-    }
-    let sum = |f: fn(&Stats) -> u64| stats.iter().map(f).sum::<u64>();
-    report.processed = sum(|s| s.processed);
-    report.rolled_back = sum(|s| s.rolled_back);
-    report.complete = complete;
-    report.last_time = last_time;
-    report.pending_at_end = pending;
-    report.set_wall(wall);
-    sh.globals
-        .queue
-        .lock()
-        .unwrap_or_else(|p| p.into_inner())
-        .add_to(&mut report);
-    insert_figures(&mut report, &stats, &sh, opts, saving);
-    let window = sh.optimism.summary();
-    window.insert_into(&mut report.executor_stats);
-    report.workers = stats
-        .iter()
-        .map(|s| {
-            let mut m = worker_figures(s, saving);
-            if let Some(p) = sh.preempt {
-                insert_preempt(&mut m, &s.preempt, p.ticks.is_some());
-            }
-            m
-        })
-        .collect();
-    report.placement = sh.pinner.placement();
-    report.gvt_series = sh.series.into_inner().unwrap_or_default();
-    report.window_series = window.series;
-    Ok(report)
-}
-
-/// What the workers handed back, put together: the LPs in LP order, each worker's figures,
-/// the pending events at the end (and, at a checkpoint's cut, the events themselves), and
-/// whether every worker saw the run complete.
-struct Gathered<S, P> {
-    lps: Vec<LpSlot<S>>,
-    stats: Vec<Stats>,
-    pending: u64,
-    complete: bool,
-    saved: Vec<crate::event::Event<P>>,
-}
-
-/// Puts the workers' results together (`counters`: the committed counters, to which each
-/// worker's are added; `to_part`: keep the pending events for a checkpoint's part).
-fn gather<M: Model, Q: PendingSet<TwEvent<M::Event>>>(
-    cfg: &RunConfig,
-    sh: &Shared<'_, M>,
-    results: Vec<WorkerResult<M, Q>>,
-    counters: &mut [i64],
-    to_part: bool,
-) -> Gathered<M::State, M::Event> {
-    let mut complete = true;
-    // In LP order as they come (block mapping: no second table of LPs at the end, which with
-    // millions of LPs would raise the peak footprint); scattered through a table otherwise.
-    let mut in_order: Vec<LpSlot<M::State>> = Vec::with_capacity(cfg.lps as usize);
-    let mut all: Vec<Option<LpSlot<M::State>>> = Vec::new();
-    let mut stats = Vec::new();
-    let mut pending = 0;
-    let mut saved = Vec::new();
-    for (w, (lps, cold, c, st, done, (queue, cancelled))) in results.into_iter().enumerate() {
-        complete &= done;
-        let mut left = Vec::new();
-        pending += pending_at_end(queue, cancelled, &sh.wires, w, |e| {
-            if to_part {
-                left.push(e)
-            }
-        });
-        for (a, b) in counters.iter_mut().zip(&c) {
-            *a += b;
-        }
-        drop(cold);
-        for e in left {
-            debug_assert!(!e.stacked(), "an event pending at a cut is not stacked");
-            let key = e.head();
-            saved.push(crate::event::Event::new(key, e.dst, e.payload));
-        }
-        for (li, lp) in lps.into_iter().enumerate() {
-            let id = sh.lp_id(w, li);
-            let slot = LpSlot {
-                state: lp.state,
-                meta: lp.meta,
-                digest: lp.digest,
-            };
-            if all.is_empty() && id as usize == in_order.len() {
-                in_order.push(slot);
-                continue;
-            }
-            if all.is_empty() {
-                all = (0..cfg.lps).map(|_| None).collect();
-                for (i, s) in in_order.drain(..).enumerate() {
-                    all[i] = Some(s);
-                }
-            }
-            all[id as usize] = Some(slot);
-        }
-        stats.push(st);
-    }
-    let lps = if all.is_empty() {
-        in_order
-    } else {
-        all.into_iter()
-            .map(|s| s.expect("every LP returns"))
-            .collect()
-    };
-    Gathered {
-        lps,
-        stats,
-        pending,
-        complete,
-        saved,
-    }
-}
-
-/// The run's Time Warp figures (`executor_stats`): rollbacks, commits, GVT, memory, CPU and
-/// preemption, summed over the workers' `stats`.
-fn insert_figures<M: Model>(
-    report: &mut Report,
-    stats: &[Stats],
-    sh: &Shared<'_, M>,
-    opts: &TimeWarpConfig,
-    saving: Saving,
-) {
-    let sum = |f: fn(&Stats) -> u64| stats.iter().map(f).sum::<u64>();
-    let es = &mut report.executor_stats;
-    let processed = report.processed.max(1) as f64;
-    es.insert("efficiency".into(), report.committed as f64 / processed);
-    es.insert("primary_rollbacks".into(), sum(|s| s.primary) as f64);
-    es.insert("secondary_rollbacks".into(), sum(|s| s.secondary) as f64);
-    es.insert("anti_messages".into(), sum(|s| s.antis) as f64);
-    let longest = stats.iter().map(|s| s.rollback_max).max().unwrap_or(0);
-    insert_rollback_lengths(
-        es,
-        report.rolled_back,
-        sum(|s| s.primary + s.secondary),
-        longest,
-        sum(|s| s.rollback_ns),
-    );
-    es.insert("coasted_events".into(), sum(|s| s.coasted) as f64);
-    es.insert("safe_commits".into(), sum(|s| s.safe) as f64);
-    es.insert("early_commits".into(), sum(|s| s.safe_early) as f64);
-    es.insert("checkpoints".into(), sum(|s| s.checkpoints) as f64);
-    es.insert("gvt_rounds".into(), sh.gvt.rounds() as f64);
-    es.insert(
-        "peak_tracked_bytes".into(),
-        sh.peak.load(Ordering::SeqCst) as f64,
-    );
-    es.insert(
-        "reverse_computation".into(),
-        f64::from(u8::from(saving == Saving::Reverse)),
-    );
-    if let Some(m) = opts.max_memory {
-        es.insert("max_memory".into(), m as f64);
-        let ms = sh.mem.summary();
-        es.insert("memory_fixed_bytes".into(), ms.fixed as f64);
-        es.insert("memory_correction_bytes".into(), ms.correction as f64);
-        es.insert("memory_peak_estimate".into(), ms.peak_estimate as f64);
-        es.insert("memory_cap_min".into(), ms.min_cap as f64);
-        es.insert("memory_capped_rounds".into(), ms.capped_rounds as f64);
-        es.insert("memory_rss_samples".into(), ms.rss_samples as f64);
-        es.insert("memory_trims".into(), ms.trims as f64);
-    }
-    let (user, sys) = stats
-        .iter()
-        .fold((0.0, 0.0), |(u, y), s| (u + s.cpu_user, y + s.cpu_sys));
-    insert_cpu(es, user, sys, report.committed);
-    if sh.preempt.is_some() {
-        for (name, f) in PREEMPT_FIGURES {
-            es.insert(
-                name.to_string(),
-                stats.iter().map(|s| f(&s.preempt)).sum::<u64>() as f64,
-            );
-        }
-        if sh.preempt.is_some_and(|p| p.ticks.is_some()) {
-            let delivered: u64 = stats.iter().map(|s| s.preempt.ticks_delivered).sum();
-            let on: f64 = stats.iter().map(|s| s.preempt.ticks_on_s).sum();
-            es.insert("ticks_delivered".into(), delivered as f64);
-            let acted: u64 = stats.iter().map(|s| s.preempt.ticks_acted_on).sum();
-            es.insert("ticks_acted_on".into(), acted as f64);
-            es.insert("ticks_on_s".into(), on);
-        }
-    }
-}
 
 type Figure = fn(&super::preempt::PreemptStats) -> u64;
 
@@ -263,9 +37,8 @@ const PREEMPT_FIGURES: [(&str, Figure); 9] = [
     ("preempt_restores", |p| p.restores),
 ];
 
-/// Across processes (procs.rs): the totals of the rollback-length, preemption and tick figures
-/// from the workers' figures (each process sends its workers' maps to the parent).
-#[cfg_attr(chronon_loom, allow(dead_code))] // procs.rs is not built under loom
+/// The totals of the rollback-length, preemption and tick figures from the workers' figures
+/// (a part sends its workers' maps to the coordinator).
 pub(super) fn totals_from_workers(
     es: &mut std::collections::BTreeMap<String, f64>,
     workers: &[std::collections::BTreeMap<String, f64>],

@@ -13,4 +13,4 @@
 
 pub(super) mod driver;
 pub(super) mod pump;
-pub(crate) mod run;
+mod run;

@@ -1,11 +1,10 @@
-//! A Time Warp run over the ranks of an `mpirun` ([`Simulation::ranks`] with
-//! `Executor::TimeWarp`): every rank builds the model, initializes every LP (deterministic, so
-//! initial event ids agree), keeps its workers' LPs and events, runs its workers and its driver
-//! (`driver.rs`), and reports a `ChildOut` (the record of a worker process, `procs.rs`); rank 0
-//! gathers them, computes `model_stats` in LP order and makes the one report
-//! (`executor::conservative::ranks::finish_rank_part`, shared with the conservative runs over ranks). Each
-//! LP commits in its owner rank only, so commit hooks run once; `init`'s counters are counted by
-//! rank 0 only.
+//! Time Warp over the ranks of an `mpirun` ([`Simulation::ranks`] with `Executor::TimeWarp`),
+//! the family's part for the part runner (`crate::run::ranks`): every rank builds the model,
+//! initializes every LP (deterministic, so initial event ids agree), keeps its workers' LPs and
+//! events, runs its workers and its driver (`driver.rs`), and returns a `PartOut` (the record
+//! of a worker process); rank 0 gathers them, computes `model_stats` in LP order and has the
+//! family make the one report (`parts.rs`). Each LP commits in its owner rank only, so commit
+//! hooks run once; `init`'s counters are counted by rank 0 only.
 //!
 //! [`Simulation::ranks`]: crate::Simulation::ranks
 
@@ -15,62 +14,70 @@ use std::time::Instant;
 
 use super::super::gvt::GvtRegisters;
 use super::super::options::TimeWarpConfig;
-use super::super::procs::{gather, part_out};
+use super::super::parts::{part_out, TimeWarp};
 use super::super::setup::{build, spawn, Built};
 use super::super::shared::Pump;
 use super::driver::{drive, Driver, DriverOut};
 use super::pump::Pumped;
-use crate::error::{guard, ConfigError, Setting, SimError};
-use crate::executor::conservative::procs::{ChildOut, ABORTED};
-use crate::executor::conservative::ranks::{finish_rank_part, on_rank, on_world, RankPart};
+use crate::error::SimError;
+use crate::executor::over::mpi::OverRanks;
+use crate::executor::part_out::{PartOut, ABORTED};
 use crate::executor::RunConfig;
 use crate::model::Model;
 use crate::queue::{HeapQueue, LadderQueue, PendingSet, QueueKind};
-use crate::stats::Report;
 use crate::transport::mpi::comm::RankComm;
 use crate::transport::mpi::RankSafe;
 use crate::transport::mpi::RankWires;
 use crate::transport::tw::Wires;
 use crate::tw_msg::TwEvent;
 
-/// A Time Warp run over ranks, as a function pointer (instantiated where `M::Event: RankSafe`
-/// is known).
-pub(crate) type TwRanksFn<M> =
-    fn(&M, &RunConfig, usize, &TimeWarpConfig) -> Result<Report, SimError>;
-
-/// Runs `model` under Time Warp over every rank of the MPI world, `threads` workers each.
-/// Every rank calls it with the same configuration; rank 0's result carries the report, the
-/// others' an empty report with the same completeness (or the same error).
-pub(crate) fn run<M: Model>(
-    model: &M,
-    cfg: &RunConfig,
-    threads: usize,
-    opts: &TimeWarpConfig,
-) -> Result<Report, SimError>
+impl<M: Model> OverRanks<M> for TimeWarp<'_>
 where
     M::Event: RankSafe,
 {
-    on_world(
-        |comm| {
-            check(model, threads, opts)?;
-            Ok(format!(
-                "lps={} end={:x} seed={} queue={} sync=timewarp threads={threads} ranks={} options={opts:?}",
-                cfg.lps,
-                cfg.end.to_bits(),
-                cfg.seed,
-                cfg.queue.name(),
-                comm.size(),
-            ))
-        },
-        |comm| match cfg.queue {
+    fn run_part(
+        &self,
+        model: &M,
+        cfg: &RunConfig,
+        comm: &RankComm,
+        states: &mut Vec<Option<M::State>>,
+    ) -> Result<PartOut, SimError> {
+        let (threads, opts) = (self.threads, self.opts);
+        let (out, d) = match cfg.queue {
             QueueKind::Heap => {
-                rank_run::<M, HeapQueue<TwEvent<M::Event>>>(model, cfg, threads, opts, comm)
+                part::<M, HeapQueue<TwEvent<M::Event>>>(model, cfg, threads, opts, comm, states)
             }
             QueueKind::Ladder => {
-                rank_run::<M, LadderQueue<TwEvent<M::Event>>>(model, cfg, threads, opts, comm)
+                part::<M, LadderQueue<TwEvent<M::Event>>>(model, cfg, threads, opts, comm, states)
             }
-        },
-    )
+        };
+        // An error reached every rank already (the driver's `failed` in the reductions, the
+        // rank layer's abort) or is one every rank found (configuration).
+        let mut out = out?;
+        if let Some(d) = &d {
+            out.figures.insert("gvt_rounds".into(), d.gvt.rounds as f64);
+            if let Some(w) = out.workers.first_mut() {
+                let g = &d.gvt;
+                for (k, v) in [
+                    ("gvt_rank_rounds", g.rounds as f64),
+                    ("gvt_reductions", g.reductions as f64),
+                    ("gvt_local_rounds", g.local_rounds as f64),
+                    ("gvt_reduce_s", g.reduce_time.as_secs_f64()),
+                    ("tw_records_sent", d.records_sent as f64),
+                    ("tw_msgs_sent", d.msgs_sent as f64),
+                    ("tw_msgs_received", d.msgs_received as f64),
+                    // 1: a driver thread talked MPI; 0: the worker did (`driver_mode`).
+                    (
+                        "tw_driver_thread",
+                        f64::from(u8::from(driver_mode(threads) == DriverMode::Thread)),
+                    ),
+                ] {
+                    w.insert(k.into(), v);
+                }
+            }
+        }
+        Ok(out)
+    }
 }
 
 /// Whether `ok` holds on every rank (a non-blocking all-gather that receives nothing meanwhile:
@@ -81,80 +88,6 @@ fn agree(comm: &RankComm, ok: bool) -> bool {
         .all(|&x| x == 1)
 }
 
-/// What Time Warp over ranks cannot do, refused in one line before anything starts (the same
-/// on every rank).
-fn check<M: Model>(model: &M, threads: usize, opts: &TimeWarpConfig) -> Result<(), SimError> {
-    if threads == 0 {
-        return Err(ConfigError::new(Setting::Threads, 0, "it must be at least 1").into());
-    }
-    if opts.preempt {
-        return Err(SimError::config(
-            Setting::Preempt,
-            "$preempt does not run over MPI ranks; leave out $preempt (or run without mpirun)",
-        ));
-    }
-    if opts.check_reverse {
-        return Err(SimError::config(Setting::CheckReverse, "$check_reverse does not run over MPI ranks; leave out $check_reverse (or run without mpirun)"));
-    }
-    let globals = guard("Model::global_events", None, || model.global_events())?;
-    if !globals.is_empty() {
-        return Err(SimError::config(Setting::Threads, "this model has global events, which read every LP's state; no rank holds every LP's state, so it cannot run over MPI ranks (run it with $threads)"));
-    }
-    Ok(())
-}
-
-fn rank_run<M: Model, Q: PendingSet<TwEvent<M::Event>>>(
-    model: &M,
-    cfg: &RunConfig,
-    threads: usize,
-    opts: &TimeWarpConfig,
-    comm: &RankComm,
-) -> Result<Report, SimError>
-where
-    M::Event: RankSafe,
-{
-    let start = Instant::now();
-    let rank = comm.rank();
-    let mut states: Vec<Option<M::State>> = Vec::new();
-    let (out, d) = part::<M, Q>(model, cfg, threads, opts, comm, &mut states);
-    // An error reached every rank already (the driver's `failed` in the reductions, the rank
-    // layer's abort) or is one every rank found (configuration).
-    let mut out = match out {
-        Ok(o) => o,
-        Err(e) => ChildOut::failed(on_rank(e, rank)),
-    };
-    let gvt_rounds = d.as_ref().map_or(0, |d| d.gvt.rounds);
-    if let (Some(d), Some(w)) = (&d, out.workers.first_mut()) {
-        let g = &d.gvt;
-        for (k, v) in [
-            ("gvt_rank_rounds", g.rounds as f64),
-            ("gvt_reductions", g.reductions as f64),
-            ("gvt_local_rounds", g.local_rounds as f64),
-            ("gvt_reduce_s", g.reduce_time.as_secs_f64()),
-            ("tw_records_sent", d.records_sent as f64),
-            ("tw_msgs_sent", d.msgs_sent as f64),
-            ("tw_msgs_received", d.msgs_received as f64),
-            // 1: a driver thread talked MPI; 0: the worker did (`driver_mode`).
-            (
-                "tw_driver_thread",
-                f64::from(u8::from(driver_mode(threads) == DriverMode::Thread)),
-            ),
-        ] {
-            w.insert(k.into(), v);
-        }
-    }
-    let part = RankPart {
-        comm,
-        states: &states,
-        mapping: &opts.mapping,
-        threads,
-        start,
-    };
-    finish_rank_part(model, cfg, part, out, |outs, stats| {
-        Ok(gather(model, cfg, threads, opts, outs, stats, gvt_rounds))
-    })
-}
-
 /// This rank's part: its workers and its driver, until the run ends on every rank.
 fn part<'a, M: Model, Q: PendingSet<TwEvent<M::Event>>>(
     model: &'a M,
@@ -163,7 +96,7 @@ fn part<'a, M: Model, Q: PendingSet<TwEvent<M::Event>>>(
     opts: &TimeWarpConfig,
     comm: &'a RankComm,
     states: &mut Vec<Option<M::State>>,
-) -> (Result<ChildOut, SimError>, Option<DriverOut>)
+) -> (Result<PartOut, SimError>, Option<DriverOut>)
 where
     M::Event: RankSafe,
 {
@@ -251,7 +184,7 @@ where
         base,
         (report.init_s, wall_s),
         states,
-        saving,
+        (opts, saving),
     );
     (out, d)
 }

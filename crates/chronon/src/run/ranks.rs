@@ -1,31 +1,27 @@
-//! A conservative run over the ranks of an `mpirun` ([`Simulation::ranks`]), and the rank-0
-//! gather every run over ranks ends with (Time Warp's too): each rank reports a `ChildOut`
-//! (`executor/conservative/procs/report.rs`, the same record worker processes send their
-//! parent), rank 0 computes `model_stats` in LP order exactly as the multi-process parent does
-//! (`procs::coordinate`, asking the owner rank to run `Model::finish` where it reads figures),
-//! builds the one report (`procs::gather`), and broadcasts the outcome so that every rank
-//! returns the same error (or success).
+//! Runs over the ranks of an `mpirun` ([`Simulation::ranks`]), for every protocol family:
+//! every rank checks the run and must have reached the same one, runs the family's part
+//! ([`OverRanks::run_part`]), and reports a `PartOut` (the record a worker process sends its
+//! parent); rank 0 computes `model_stats` in LP order exactly as the multi-process parent does
+//! (`coordinate.rs`, asking the owner rank to run `Model::finish` where it reads figures), has
+//! the family build the one report, and broadcasts the outcome so that every rank returns the
+//! same error (or success).
 //!
 //! [`Simulation::ranks`]: crate::Simulation::ranks
+//! [`OverRanks::run_part`]: crate::executor::family::OverRanks::run_part
 
 use std::collections::VecDeque;
 use std::time::Instant;
 
 use mpi::topology::SimpleCommunicator;
 
-use super::procs::{
-    self, coordinate, decode, encode, first_error, run_part, serve_finish, ChildOut, Parts,
-};
-use super::{ConservativeConfig, Protocol};
+use super::coordinate::{coordinate, first_error, serve_finish, Parts};
 use crate::error::{Setting, SimError};
-use crate::event::Event;
-use crate::executor::RunConfig;
+use crate::executor::over::mpi::OverRanks;
+use crate::executor::part_out::{decode, encode, PartOut};
+use crate::executor::{Executor, RunConfig};
 use crate::model::{Model, ModelStats};
-use crate::partition::Mapping;
-use crate::queue::{HeapQueue, LadderQueue, PendingSet, QueueKind};
 use crate::stats::Report;
 use crate::transport::mpi::comm::RankComm;
-use crate::transport::mpi::net::MpiNet;
 use crate::transport::mpi::RankSafe;
 
 /// The ranks of the MPI world as a chain of runs with checkpoints needs them (its own
@@ -53,37 +49,69 @@ impl crate::executor::checkpoint::ChainRanks for WorldRanks {
     }
 }
 
-/// Runs `model` with `protocol` over every rank of the MPI world, `cc.threads` workers each.
-/// Every rank calls it with the same configuration; rank 0's result carries the report, the
-/// others' an empty report with the same completeness (or the same error).
-pub(crate) fn run<M: Model>(
+/// A run over MPI ranks, as a function pointer (instantiated where `M::Event: RankSafe` is
+/// known).
+pub(crate) type RanksFn<M> = fn(&M, &RunConfig, &Executor) -> Result<Report, SimError>;
+
+/// Runs `model` with `executor` over every rank of the MPI world (see [`run`]).
+pub(crate) fn run_executor<M: Model>(
     model: &M,
     cfg: &RunConfig,
-    protocol: Protocol,
-    cc: &ConservativeConfig,
+    executor: &Executor,
+) -> Result<Report, SimError>
+where
+    M::Event: RankSafe,
+{
+    match super::Families::of(executor, Setting::Ranks)? {
+        super::Families::Conservative(f) => run(model, cfg, &f),
+        super::Families::TimeWarp(f) => run(model, cfg, &f),
+    }
+}
+
+/// Runs `model` with `family` over every rank of the MPI world. Every rank calls it with the
+/// same configuration; rank 0's result carries the report, the others' an empty report with
+/// the same completeness (or the same error).
+fn run<M: Model, F: OverRanks<M>>(
+    model: &M,
+    cfg: &RunConfig,
+    family: &F,
 ) -> Result<Report, SimError>
 where
     M::Event: RankSafe,
 {
     on_world(
+        |comm| super::checks::across_parts(model, cfg, family, Setting::Ranks, comm.size()),
         |comm| {
+            let start = Instant::now();
+            let (rank, threads) = (comm.rank(), family.threads());
+            let mut states: Vec<Option<M::State>> = Vec::new();
+            let mut out = family
+                .run_part(model, cfg, comm, &mut states)
+                .unwrap_or_else(|e| PartOut::failed(on_rank(e, rank)));
+            add_rank_figures(comm, &mut out);
             let ranks = comm.size();
-            procs::check(model, protocol, cc, Setting::Ranks, ranks)?;
-            if protocol == Protocol::NullMessage && !cfg.end.is_finite() && ranks > 1 {
-                return Err(SimError::config(
-                    Setting::Executor,
-                    "$executor null-message over several ranks needs a finite end time",
-                ));
-            }
-            Ok(procs::signature(cfg, protocol, cc, ranks))
-        },
-        |comm| match cfg.queue {
-            QueueKind::Heap => {
-                rank_run::<M, HeapQueue<Event<M::Event>>>(model, cfg, protocol, cc, comm)
-            }
-            QueueKind::Ladder => {
-                rank_run::<M, LadderQueue<Event<M::Event>>>(model, cfg, protocol, cc, comm)
-            }
+            let owner = family
+                .mapping()
+                .owners(cfg.lps, ranks * threads)
+                .map_err(|m| SimError::config(Setting::Mapping, m))?;
+            finish_on_ranks(
+                model,
+                cfg,
+                comm,
+                out,
+                &states,
+                &owner,
+                threads,
+                |outs, stats| {
+                    let peak_rss: u64 = outs.iter().map(|o| o.peak_rss).sum();
+                    let mut report = family.report(model, cfg, outs, stats)?;
+                    let st = &mut report.executor_stats;
+                    st.insert("ranks".into(), ranks as f64);
+                    st.insert("ranks_total_s".into(), start.elapsed().as_secs_f64());
+                    super::transport_figures(&mut report, ranks * threads, peak_rss);
+                    Ok(report)
+                },
+            )
         },
     )
 }
@@ -93,7 +121,7 @@ where
 /// signature (the same configuration gives every rank the same error, which only rank 0's
 /// caller prints); every rank must have reached the same run; `body` does this rank's part;
 /// then no message is left unmatched when MPI finalizes, and the thread's shared heap goes.
-pub(crate) fn on_world<T>(
+fn on_world<T>(
     check: impl FnOnce(&RankComm) -> Result<String, SimError>,
     body: impl FnOnce(&RankComm) -> Result<T, SimError>,
 ) -> Result<T, SimError> {
@@ -126,112 +154,10 @@ fn same_run_everywhere(comm: &RankComm, sig: &str) -> Result<(), SimError> {
     }
 }
 
-fn rank_run<M: Model, Q: PendingSet<Event<M::Event>>>(
-    model: &M,
-    cfg: &RunConfig,
-    protocol: Protocol,
-    cc: &ConservativeConfig,
-    comm: &RankComm,
-) -> Result<Report, SimError>
-where
-    M::Event: RankSafe,
-{
-    let start = Instant::now();
-    let (rank, ranks, threads) = (comm.rank(), comm.size(), cc.threads);
-    let net = MpiNet::<M::Event>::new(comm, threads, protocol == Protocol::NullMessage);
-    let base = rank * threads;
-    let mut states: Vec<Option<M::State>> = Vec::new();
-    let out = run_part::<M, Q, _>(model, cfg, protocol, cc, (rank, ranks), &mut states, &|g| {
-        net.endpoint(g - base)
-    });
-    let out = match (out, net.decode_error()) {
-        (_, Some(e)) => ChildOut::failed(SimError::Process(format!("rank {rank}: {e}"))),
-        (Ok(o), None) => o,
-        // An error reached every rank already (a flag in the round protocols' snapshot, the
-        // abort word under null messages) or is one every rank found (configuration).
-        (Err(e), None) => ChildOut::failed(on_rank(e, rank)),
-    };
-    let part = RankPart {
-        comm,
-        states: &states,
-        mapping: &cc.mapping,
-        threads,
-        start,
-    };
-    finish_rank_part(model, cfg, part, out, |outs, stats| {
-        let mut report = procs::gather(
-            cfg,
-            protocol,
-            cc,
-            ranks,
-            outs,
-            stats,
-            start.elapsed().as_secs_f64(),
-        )?;
-        let st = &mut report.executor_stats;
-        st.remove("procs");
-        st.remove("procs_total_s");
-        Ok(report)
-    })
-}
-
-/// A rank's finished part of a run, as [`finish_rank_part`] needs it.
-pub(crate) struct RankPart<'a, S> {
-    pub(crate) comm: &'a RankComm,
-    /// The final states of this rank's LPs (`None` for the other ranks' LPs).
-    pub(crate) states: &'a [Option<S>],
-    /// The run's LP to worker mapping (over `ranks * threads` workers).
-    pub(crate) mapping: &'a Mapping,
-    /// Worker threads per rank.
-    pub(crate) threads: usize,
-    /// When this rank started the run.
-    pub(crate) start: Instant,
-}
-
-/// Ends a rank's part the same way under every executor: adds this rank's transport figures to
-/// `out`, then gathers every rank's part on rank 0 ([`finish_on_ranks`]), where `report` builds
-/// the report from them; the report gets the rank count and rank 0's total seconds.
-pub(crate) fn finish_rank_part<M: Model>(
-    model: &M,
-    cfg: &RunConfig,
-    part: RankPart<'_, M::State>,
-    mut out: ChildOut,
-    report: impl FnOnce(Vec<ChildOut>, ModelStats) -> Result<Report, SimError>,
-) -> Result<Report, SimError> {
-    let RankPart {
-        comm,
-        states,
-        mapping,
-        threads,
-        start,
-    } = part;
-    add_rank_figures(comm, &mut out);
-    let ranks = comm.size();
-    let owner = mapping
-        .owners(cfg.lps, ranks * threads)
-        .map_err(|m| SimError::config(Setting::Mapping, m))?;
-    finish_on_ranks(
-        model,
-        cfg,
-        comm,
-        out,
-        states,
-        &owner,
-        threads,
-        |outs, stats| {
-            let mut report = report(outs, stats)?;
-            let st = &mut report.executor_stats;
-            st.insert("ranks".into(), ranks as f64);
-            st.insert("ranks_total_s".into(), start.elapsed().as_secs_f64());
-            Ok(report)
-        },
-    )
-}
-
 /// This rank's transport figures, on its first worker's record (so the report has them per
 /// rank): batches and bytes sent and received, records posted, collectives and the time spent
 /// waiting in them.
-pub(crate) fn add_rank_figures(comm: &RankComm, out: &mut ChildOut) {
+fn add_rank_figures(comm: &RankComm, out: &mut PartOut) {
     use std::sync::atomic::Ordering::SeqCst;
     let s = &comm.stats;
     let sent = s.msgs_sent.load(SeqCst) as f64;
@@ -312,15 +238,15 @@ impl<M: Model> Parts for RankParts<'_, M> {
 /// the report with `report` and broadcasts the outcome; every rank returns it (rank 0 with the
 /// report, the others with an empty one of the same completeness).
 #[allow(clippy::too_many_arguments)]
-pub(crate) fn finish_on_ranks<M: Model>(
+fn finish_on_ranks<M: Model>(
     model: &M,
     cfg: &RunConfig,
     comm: &RankComm,
-    out: ChildOut,
+    out: PartOut,
     states: &[Option<M::State>],
     owner: &[u32],
     threads: usize,
-    report: impl FnOnce(Vec<ChildOut>, ModelStats) -> Result<Report, SimError>,
+    report: impl FnOnce(Vec<PartOut>, ModelStats) -> Result<Report, SimError>,
 ) -> Result<Report, SimError> {
     let result = if comm.rank() == 0 {
         let mut parts = RankParts {
@@ -362,12 +288,12 @@ pub(crate) fn finish_on_ranks<M: Model>(
     // The outcome, from rank 0 to every rank.
     let outcome = match &result {
         Ok(r) => {
-            let mut o = ChildOut::failed(SimError::Process(String::new()));
+            let mut o = PartOut::failed(SimError::Process(String::new()));
             o.result = Ok(());
             o.stopped = !r.complete;
             o
         }
-        Err(e) => ChildOut::failed(e.clone()),
+        Err(e) => PartOut::failed(e.clone()),
     };
     let bytes = comm.broadcast(&encode(&outcome));
     if comm.rank() == 0 {

@@ -1,18 +1,22 @@
-//! What a worker process reports to its parent, and its encoding (`transport::wire`).
+//! What a part of a run across parts (a worker process of `--procs`, an MPI rank) hands the
+//! part runner (`crate::run`) once its workers stopped, for every protocol family, and its
+//! encoding (`transport::wire`): errors, its LPs' fingerprint part and committed count,
+//! counters, the operations `Model::finish` made per LP (replayed in LP order by the
+//! coordinator), the family's part figures and per-worker figures.
 
 use std::collections::BTreeMap;
 
-use crate::error::{ConfigError, ModelError, Setting, SimError};
+use crate::error::{guard, ConfigError, ModelError, Setting, SimError};
 use crate::event::EventKey;
-use crate::model::{LpId, ModelStats, StatKind, StatOp};
+use crate::model::{LpId, Model, ModelStats, StatKind, StatOp, Time};
 use crate::transport::wire::{Reader, Writer};
 
 /// Per LP: the operations its `finish` made, or `None` where it read figures.
 pub(crate) type FinishOps = Vec<(LpId, Option<Vec<StatOp>>)>;
 
-/// What a child reports.
+/// What a part reports.
 #[derive(Debug)]
-pub(crate) struct ChildOut {
+pub(crate) struct PartOut {
     pub(crate) result: Result<(), SimError>,
     pub(crate) fingerprint: u64,
     pub(crate) committed: u64,
@@ -30,14 +34,19 @@ pub(crate) struct ChildOut {
     /// Per LP of this process: the operations its `finish` made, or `None` where `finish`
     /// read figures (the parent then asks this process to run it on the figures so far).
     pub(crate) finish: FinishOps,
+    /// The family's figures of this part as a whole (not per worker): the family's report
+    /// merges them (`Family::report`).
+    pub(crate) figures: BTreeMap<String, f64>,
+    /// The family's time series of this part (name, (wall seconds, simulated time)).
+    pub(crate) series: Vec<(String, Vec<(f64, f64)>)>,
     pub(crate) workers: Vec<BTreeMap<String, f64>>,
     /// The committed-event trace of this process's LPs (`crate::trace`; empty when off).
     pub(crate) trace: Vec<(LpId, Vec<EventKey>)>,
 }
 
-impl ChildOut {
+impl PartOut {
     pub(crate) fn failed(e: SimError) -> Self {
-        ChildOut {
+        PartOut {
             result: Err(e),
             fingerprint: 0,
             committed: 0,
@@ -52,6 +61,8 @@ impl ChildOut {
             peak_rss: 0,
             counters: Vec::new(),
             finish: Vec::new(),
+            figures: BTreeMap::new(),
+            series: Vec::new(),
             workers: Vec::new(),
             trace: Vec::new(),
         }
@@ -59,7 +70,7 @@ impl ChildOut {
 }
 
 /// Writes the figures and the end time (NaN: none).
-pub(super) fn put_stats(w: &mut Writer, stats: &ModelStats) {
+pub(crate) fn put_stats(w: &mut Writer, stats: &ModelStats) {
     w.f64(stats.end_time().unwrap_or(f64::NAN));
     let all: Vec<(&str, f64)> = stats.iter().collect();
     w.u64(all.len() as u64);
@@ -69,7 +80,7 @@ pub(super) fn put_stats(w: &mut Writer, stats: &ModelStats) {
     }
 }
 
-pub(super) fn get_stats(r: &mut Reader<'_>) -> Option<ModelStats> {
+pub(crate) fn get_stats(r: &mut Reader<'_>) -> Option<ModelStats> {
     let mut stats = ModelStats::default();
     let end = r.f64()?;
     stats.set_end_time((!end.is_nan()).then_some(end));
@@ -80,7 +91,7 @@ pub(super) fn get_stats(r: &mut Reader<'_>) -> Option<ModelStats> {
     Some(stats)
 }
 
-pub(crate) fn encode(o: &ChildOut) -> Vec<u8> {
+pub(crate) fn encode(o: &PartOut) -> Vec<u8> {
     let mut w = Writer::default();
     match &o.result {
         Ok(()) => w.u64(0),
@@ -132,13 +143,19 @@ pub(crate) fn encode(o: &ChildOut) -> Vec<u8> {
             }
         }
     }
+    put_map(&mut w, &o.figures);
+    w.u64(o.series.len() as u64);
+    for (name, points) in &o.series {
+        w.str(name);
+        w.u64(points.len() as u64);
+        for (a, b) in points {
+            w.f64(*a);
+            w.f64(*b);
+        }
+    }
     w.u64(o.workers.len() as u64);
     for m in &o.workers {
-        w.u64(m.len() as u64);
-        for (k, v) in m {
-            w.str(k);
-            w.f64(*v);
-        }
+        put_map(&mut w, m);
     }
     w.u64(o.trace.len() as u64);
     for (lp, keys) in &o.trace {
@@ -153,7 +170,7 @@ pub(crate) fn encode(o: &ChildOut) -> Vec<u8> {
     w.0
 }
 
-pub(crate) fn decode(b: &[u8]) -> Option<ChildOut> {
+pub(crate) fn decode(b: &[u8]) -> Option<PartOut> {
     let mut r = Reader::new(b);
     let result = match r.u64()? {
         0 => Ok(()),
@@ -176,7 +193,7 @@ pub(crate) fn decode(b: &[u8]) -> Option<ChildOut> {
             })
         }
     };
-    let mut o = ChildOut::failed(SimError::Process(String::new()));
+    let mut o = PartOut::failed(SimError::Process(String::new()));
     o.result = result;
     o.fingerprint = r.u64()?;
     o.committed = r.u64()?;
@@ -206,13 +223,18 @@ pub(crate) fn decode(b: &[u8]) -> Option<ChildOut> {
         };
         o.finish.push((lp, ops));
     }
+    o.figures = get_map(&mut r)?;
+    for _ in 0..r.u64()? {
+        let name = r.str()?;
+        let k = r.u64()?;
+        let points = (0..k)
+            .map(|_| Some((r.f64()?, r.f64()?)))
+            .collect::<Option<Vec<_>>>()?;
+        o.series.push((name, points));
+    }
     let n = r.u64()?;
     for _ in 0..n {
-        let k = r.u64()?;
-        let m = (0..k)
-            .map(|_| Some((r.str()?, r.f64()?)))
-            .collect::<Option<_>>()?;
-        o.workers.push(m);
+        o.workers.push(get_map(&mut r)?);
     }
     let n = r.u64()?;
     for _ in 0..n {
@@ -230,4 +252,68 @@ pub(crate) fn decode(b: &[u8]) -> Option<ChildOut> {
         o.trace.push((lp, keys));
     }
     Some(o)
+}
+
+fn put_map(w: &mut Writer, m: &BTreeMap<String, f64>) {
+    w.u64(m.len() as u64);
+    for (k, v) in m {
+        w.str(k);
+        w.f64(*v);
+    }
+}
+
+fn get_map(r: &mut Reader<'_>) -> Option<BTreeMap<String, f64>> {
+    let k = r.u64()?;
+    (0..k).map(|_| Some((r.str()?, r.f64()?))).collect()
+}
+
+/// The error a Time Warp part reports when another part stopped the run (conservative parts
+/// report a stop as an incomplete run instead).
+pub(crate) const ABORTED: &str = "another worker process stopped the run";
+
+/// Runs `Model::finish` for each LP of this part, recording its operations (`None` where
+/// it read figures: the coordinator has it run on the real figures later). `end`: the end time
+/// `finish` sees ([`RunConfig::known_end`](super::RunConfig::known_end)); `None` where only
+/// the coordinator knows it (a run stopped early or without an end time: the latest event of
+/// every part), and the coordinator has every LP's `finish` run on its figures.
+pub(crate) fn finish_ops<'s, M: Model>(
+    model: &M,
+    end: Option<Time>,
+    lps: impl Iterator<Item = (LpId, &'s M::State)>,
+) -> Result<FinishOps, SimError>
+where
+    M::State: 's,
+{
+    let mut finish = Vec::new();
+    let Some(end) = end else {
+        return Ok(lps.map(|(lp, _)| (lp, None)).collect());
+    };
+    for (lp, state) in lps {
+        let mut st = ModelStats::recording();
+        st.set_end_time(Some(end));
+        let ran = guard("Model::finish", Some(lp), || {
+            model.finish(lp, state, &mut st)
+        });
+        // A `finish` that read figures saw only its own: its operations (or its panic) mean
+        // nothing, and the coordinator will have it run on the real figures.
+        match (st.take_log(), ran) {
+            (Ok(ops), Ok(())) => finish.push((lp, Some(ops))),
+            (Err(()), _) => finish.push((lp, None)),
+            (Ok(_), Err(e)) => return Err(e),
+        }
+    }
+    Ok(finish)
+}
+
+/// This process's peak resident set (VmHWM in /proc/self/status), bytes; 0 where unknown.
+pub(crate) fn peak_rss_bytes() -> u64 {
+    std::fs::read_to_string("/proc/self/status")
+        .ok()
+        .and_then(|s| {
+            s.lines()
+                .find(|l| l.starts_with("VmHWM:"))
+                .and_then(|l| l.split_whitespace().nth(1))
+                .and_then(|v| v.parse::<u64>().ok())
+        })
+        .map_or(0, |kib| kib * 1024)
 }

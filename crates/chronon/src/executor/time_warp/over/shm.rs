@@ -1,0 +1,146 @@
+//! Time Warp's part over worker processes: Time Warp's records on the shared-memory ring mesh
+//! (`transport/shm/tw.rs`), the GVT registers in its header, and the end barrier every worker of
+//! every process passes before anyone takes its leftovers.
+
+use std::time::Instant;
+
+use super::super::gvt::GvtRegisters;
+use super::super::options::TimeWarpConfig;
+use super::super::parts::{part_out, TimeWarp};
+use super::super::setup::{build, spawn, Built};
+use crate::error::SimError;
+use crate::executor::over::shm::OverProcs;
+use crate::executor::part_out::{PartOut, ABORTED};
+use crate::executor::RunConfig;
+use crate::model::Model;
+use crate::queue::{HeapQueue, LadderQueue, PendingSet, QueueKind};
+use crate::transport::shm::ShmWires;
+use crate::transport::tw::Wires;
+use crate::tw_msg::TwEvent;
+
+impl<M: Model> OverProcs<M> for TimeWarp<'_>
+where
+    M::Event: crate::shm::ShmSafe,
+{
+    fn create_net(&self, workers: usize) -> std::io::Result<crate::shm::Segment> {
+        let header = GvtRegisters::shared_bytes(workers);
+        let seg = ShmWires::<M::Event>::create(workers, header)?;
+        // Safety: the registers are the mesh's header, at the start of the fresh segment,
+        // page-aligned, `shared_bytes` long, and no process has attached yet.
+        unsafe { GvtRegisters::init_shared(seg.base(), workers) };
+        Ok(seg)
+    }
+
+    fn run_part(
+        &self,
+        model: &M,
+        cfg: &RunConfig,
+        w: &mut crate::shm::Worker,
+        control: &crate::shm::Control,
+        states: &mut Vec<Option<M::State>>,
+        copy: bool,
+    ) -> Result<PartOut, SimError> {
+        let (threads, opts) = (self.threads, self.opts);
+        match cfg.queue {
+            QueueKind::Heap => child_run::<M, HeapQueue<TwEvent<M::Event>>>(
+                model, cfg, threads, opts, w, control, states, copy,
+            ),
+            QueueKind::Ladder => child_run::<M, LadderQueue<TwEvent<M::Event>>>(
+                model, cfg, threads, opts, w, control, states, copy,
+            ),
+        }
+    }
+}
+
+#[allow(clippy::too_many_arguments)]
+fn child_run<M: Model, Q: PendingSet<TwEvent<M::Event>>>(
+    model: &M,
+    cfg: &RunConfig,
+    threads: usize,
+    opts: &TimeWarpConfig,
+    w: &mut crate::shm::Worker,
+    control: &crate::shm::Control,
+    states: &mut Vec<Option<M::State>>,
+    copy: bool,
+) -> Result<PartOut, SimError>
+where
+    M::Event: crate::shm::ShmSafe,
+{
+    let (p, procs) = (w.index, w.procs);
+    let (n, base) = (procs * threads, p * threads);
+    let seg = w
+        .segment(1)
+        .map_err(|e| SimError::Process(format!("worker process: the rings segment: {e}")))?;
+    let header = GvtRegisters::shared_bytes(n);
+    let mut wires = ShmWires::<M::Event>::attach(
+        seg,
+        header,
+        control.clone(),
+        n,
+        p as u32,
+        base,
+        threads,
+        copy,
+    )
+    .map_err(|e| SimError::Process(format!("worker process: the rings segment: {e}")))?;
+    // Safety: the parent initialized the registers in the mesh's header for `n` workers
+    // before starting this process; `keep` keeps the segment mapped.
+    let gvt = unsafe { GvtRegisters::attach_shared(wires.header(), n, wires.keep()) };
+    wires.keep_at_end = cfg.saving();
+    let Built {
+        sh,
+        parts,
+        counters: mut init_counters,
+        report,
+        saving,
+    } = build::<M, Q>(
+        model,
+        cfg,
+        n,
+        opts,
+        None,
+        base..base + threads,
+        Some((Wires::Procs(wires), gvt)),
+    )?;
+    // The counters `init` moved are counted once, by process 0.
+    if p != 0 {
+        init_counters.iter_mut().for_each(|c| *c = 0);
+    }
+    let start = Instant::now();
+    let results = spawn(&sh, base, parts, |w| {
+        if let Some(net) = sh.wires.procs() {
+            // Every worker of every process stops sending before anyone takes its leftovers.
+            let _ = net.end_barrier(w);
+        }
+    });
+    let wall_s = start.elapsed().as_secs_f64();
+    if let Some(e) = sh.take_error() {
+        return Err(e);
+    }
+    if results.iter().any(|r| !r.4) && control.aborted().is_some() {
+        return Err(SimError::Process(ABORTED.into()));
+    }
+    let pending = sh.wires.procs().map_or(0, |net| net.unsent());
+    let mut out = part_out(
+        model,
+        cfg,
+        &sh,
+        results,
+        init_counters,
+        pending,
+        base,
+        (report.init_s, wall_s),
+        states,
+        (opts, saving),
+    )?;
+    if let Some(net) = sh.wires.procs() {
+        // The transport's own figure, per worker (as under the conservative protocols).
+        for (k, figures) in out.workers.iter_mut().enumerate() {
+            figures.insert(
+                "ring_full_retries".into(),
+                net.full_retries(base + k) as f64,
+            );
+        }
+    }
+    Ok(out)
+}
