@@ -23,7 +23,7 @@
 //! - **Shared sets** (window load balancing): at most `max(LPs, 64)` (a set beyond the LP count
 //!   is always empty).
 
-use crate::error::{Setting, SimError};
+use crate::error::{ConfigError, Setting, SimError};
 
 /// The most worker threads a run may have.
 pub const MAX_THREADS: usize = 4096;
@@ -190,6 +190,9 @@ pub(crate) struct RunSize {
 
 /// Checks threads and shared sets against the LP count and [`MAX_THREADS`].
 pub(crate) fn check_workers(s: &RunSize) -> Result<(), SimError> {
+    if s.threads == 0 {
+        return Err(ConfigError::new(Setting::Threads, 0, "it must be at least 1").into());
+    }
     let most = s.lps.max(IDLE_WORKERS_ALLOWED);
     if s.threads > most {
         return Err(SimError::config(Setting::Threads, format!(

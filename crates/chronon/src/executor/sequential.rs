@@ -11,17 +11,14 @@ use crate::error::{ModelError, SimError};
 use crate::event::{Event, Keyed};
 use crate::model::{CommitCtx, Ctx, Model};
 use crate::prefetch::prefetch;
-use crate::queue::{HeapQueue, LadderQueue, PendingSet, QueueKind};
+use crate::queue::{with_queue, PendingSet};
 use crate::stats::Report;
 
 /// How many events run between two looks at the progress figures and the stop flag.
 const POLL_EVERY: u64 = 1 << 13;
 
 pub(crate) fn run<M: Model>(model: &M, cfg: &RunConfig) -> Result<Report, SimError> {
-    match cfg.queue {
-        QueueKind::Heap => run_with::<M, HeapQueue<Event<M::Event>>>(model, cfg),
-        QueueKind::Ladder => run_with::<M, LadderQueue<Event<M::Event>>>(model, cfg),
-    }
+    with_queue!(cfg.queue, run_with::<M>(model, cfg))
 }
 
 fn run_with<M: Model, Q: PendingSet<Event<M::Event>>>(

@@ -44,6 +44,22 @@ pub trait PendingSet<T: Keyed>: Send {
     }
 }
 
+/// `$f::<$m, Q, …>(args)` with `Q` the pending set that `$kind` (a [`QueueKind`]) names, its
+/// element type inferred from `$f`'s bound: the one place where a run picks its pending set.
+macro_rules! with_queue {
+    ($kind:expr, $f:ident :: <$m:ty $(, $rest:ty)*> ($($arg:expr),* $(,)?)) => {
+        match $kind {
+            $crate::queue::QueueKind::Heap => {
+                $f::<$m, $crate::queue::HeapQueue<_> $(, $rest)*>($($arg),*)
+            }
+            $crate::queue::QueueKind::Ladder => {
+                $f::<$m, $crate::queue::LadderQueue<_> $(, $rest)*>($($arg),*)
+            }
+        }
+    };
+}
+pub(crate) use with_queue;
+
 /// Which pending-event set an executor uses.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, serde::Serialize)]
 #[serde(rename_all = "kebab-case")]

@@ -21,9 +21,6 @@ pub(crate) fn across_parts<M: Model, F: Family<M>>(
         return Err(ConfigError::new(Setting::Processes, 0, problem).into());
     }
     let threads = family.threads();
-    if threads == 0 {
-        return Err(ConfigError::new(Setting::Threads, 0, "it must be at least 1").into());
-    }
     let (count, what) = across_words(across);
     let n = parts.saturating_mul(threads);
     if n > MAX_WORKERS {

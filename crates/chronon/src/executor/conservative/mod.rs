@@ -17,13 +17,13 @@
 //! worker, flushed through the worker's transport endpoint (`crate::transport`: mailboxes and
 //! the GSU between threads, shared-memory rings between processes); `shared.rs` is what the
 //! workers share; `part.rs` sets up a part of a run (every worker on threads, or one worker
-//! process or rank: mapping, links, lookaheads, start-up checks, globals, LPs, pending sets)
-//! and runs its threads; `over/` runs the family over each transport (`threads.rs`: the whole run on threads;
-//! `shm.rs`, `mpi.rs`: a part across processes or ranks); `outcome.rs` is what a worker's loop
-//! hands back and its figures;
-//! `parts.rs` is the family as the part runner (`crate::run`) drives it across worker
-//! processes and MPI ranks: one part over its transport, and the one report from the parts'
-//! outputs (a run on threads makes it too); `config.rs` the
+//! process or rank: mapping, links, lookaheads, start-up checks, globals, LPs, pending sets);
+//! `parts.rs` is the family as the part runner (`crate::run`) sees it: its checks, a part's
+//! threads and output, and the one report from the parts' outputs (a run on threads makes it
+//! too); `over/` runs the family over each transport (`threads.rs`: the whole run on threads;
+//! `shm.rs`, `mpi.rs`: a part across processes or ranks), the only files of the family that
+//! name a concrete transport; `outcome.rs` is what a worker's loop hands back and its figures;
+//! `config.rs` the
 //! settings; `lp_table.rs`, `balance.rs`, `claim.rs` LP ownership and load balancing. Each
 //! worker keeps one pending set for all its LPs and pops it in key order below its safe bound,
 //! exactly like the sequential executor restricted to its LPs; remote events travel as batches,

@@ -34,7 +34,7 @@ use std::time::Instant;
 
 use super::shared::cap_key;
 use super::ConservativeConfig;
-use crate::error::{ConfigError, ModelError, Setting, SimError};
+use crate::error::{ModelError, Setting, SimError};
 use crate::event::{Event, EventKey, Keyed, ENGINE_SENDER};
 use crate::executor::global::GlobalQueue;
 use crate::executor::links::Links;
@@ -126,9 +126,6 @@ pub(super) fn run<M: Model, Q: PendingSet<Event<M::Event>> + Send>(
     threshold: usize,
 ) -> Result<Report, SimError> {
     let threads = cc.threads;
-    if threads == 0 {
-        return Err(ConfigError::new(Setting::Threads, 0, "it must be at least 1").into());
-    }
     let pool = pool(cfg, threads)?;
     let links = Links::new(model, cfg.lps)?;
     let la_out = out_lookaheads(&links, cfg.lps);

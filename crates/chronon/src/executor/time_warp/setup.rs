@@ -17,12 +17,12 @@ use super::options::{PreemptConfig, Saving, StateSaving, TimeWarpConfig};
 use super::report::WorkerResult;
 use super::shared::{Shared, StateEq};
 use super::worker::Worker;
-use crate::error::{ConfigError, Setting, SimError};
+use crate::error::{Setting, SimError};
 use crate::executor::{init_lps_each, run_part_threads, RunConfig};
 use crate::model::{LpId, Model, ReverseFn};
 use crate::partition::Mapping;
 use crate::placement::{touch_queue, touch_vec};
-use crate::queue::{HeapQueue, LadderQueue, PendingSet, QueueKind};
+use crate::queue::{with_queue, PendingSet};
 use crate::stats::Report;
 use crate::transport::tw::Wires;
 use crate::tw_msg::TwEvent;
@@ -35,14 +35,10 @@ pub(crate) fn run<M: Model>(
     opts: &TimeWarpConfig,
     check_eq: Option<StateEq<M::State>>,
 ) -> Result<Report, SimError> {
-    match cfg.queue {
-        QueueKind::Heap => {
-            run_with::<M, HeapQueue<TwEvent<M::Event>>>(model, cfg, threads, opts, check_eq)
-        }
-        QueueKind::Ladder => {
-            run_with::<M, LadderQueue<TwEvent<M::Event>>>(model, cfg, threads, opts, check_eq)
-        }
-    }
+    with_queue!(
+        cfg.queue,
+        run_with::<M>(model, cfg, threads, opts, check_eq)
+    )
 }
 
 pub(super) fn run_with<M: Model, Q: PendingSet<TwEvent<M::Event>>>(
@@ -368,9 +364,6 @@ pub(super) fn build<'a, M: Model, Q: PendingSet<TwEvent<M::Event>>>(
     net: Option<(Wires<M::Event>, GvtRegisters)>,
 ) -> Result<Built<'a, M, Q>, SimError> {
     opts.validate()?;
-    if threads == 0 {
-        return Err(ConfigError::new(Setting::Threads, 0, "it must be at least 1").into());
-    }
     let globals = crate::executor::global::GlobalQueue::for_run(model, cfg)?;
     let links = crate::executor::links::Links::new(model, cfg.lps)?;
     if threads >= 1 << 15 {

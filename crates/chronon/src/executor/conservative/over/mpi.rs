@@ -8,6 +8,7 @@ use crate::executor::over::mpi::OverRanks;
 use crate::executor::part_out::PartOut;
 use crate::executor::RunConfig;
 use crate::model::Model;
+use crate::queue::with_queue;
 
 impl<M: Model> OverRanks<M> for Conservative<'_>
 where
@@ -24,16 +25,11 @@ where
         let null = self.protocol == Protocol::NullMessage;
         let net = crate::transport::mpi::net::MpiNet::<M::Event>::new(comm, threads, null);
         let base = rank * threads;
+        let part = (rank, ranks);
         let endpoint = |g| net.endpoint(g - base);
         let out = with_queue!(
-            cfg,
-            run_part::<M>,
-            model,
-            cfg,
-            self,
-            (rank, ranks),
-            states,
-            &endpoint
+            cfg.queue,
+            run_part::<M, _>(model, cfg, self, part, states, &endpoint)
         );
         // A batch that did not decode is this rank's error, whatever its part returned.
         match net.decode_error() {

@@ -7,6 +7,7 @@ use crate::executor::over::shm::OverProcs;
 use crate::executor::part_out::PartOut;
 use crate::executor::RunConfig;
 use crate::model::Model;
+use crate::queue::with_queue;
 
 impl<M: Model> OverProcs<M> for Conservative<'_>
 where
@@ -39,16 +40,11 @@ where
             copy,
         )
         .map_err(rings)?;
+        let part = (p, procs);
         let endpoint = |g| net.endpoint::<M::Event>(g);
         with_queue!(
-            cfg,
-            run_part::<M>,
-            model,
-            cfg,
-            self,
-            (p, procs),
-            states,
-            &endpoint
+            cfg.queue,
+            run_part::<M, _>(model, cfg, self, part, states, &endpoint)
         )
     }
 }

@@ -8,13 +8,13 @@ use super::super::outcome::{run_worker, worker_figures, WorkerResult};
 use super::super::part::{set_up, Part};
 use super::super::parts;
 use super::super::{ConservativeConfig, Protocol, Shared, Worker};
-use crate::error::{ConfigError, Setting, SimError};
+use crate::error::SimError;
 use crate::event::Event;
 use crate::executor::part_out::PartOut;
 use crate::executor::{lp_totals, run_part_threads, LpSlot, RunConfig};
 use crate::model::Model;
 use crate::placement::{touch_queue, Pinner};
-use crate::queue::{HeapQueue, LadderQueue, PendingSet, QueueKind};
+use crate::queue::{with_queue, PendingSet};
 use crate::stats::Report;
 use crate::transport::threads::ThreadNet;
 
@@ -25,10 +25,7 @@ pub(crate) fn run<M: Model>(
     protocol: Protocol,
     cc: &ConservativeConfig,
 ) -> Result<Report, SimError> {
-    match cfg.queue {
-        QueueKind::Heap => run_with::<M, HeapQueue<Event<M::Event>>>(model, cfg, protocol, cc),
-        QueueKind::Ladder => run_with::<M, LadderQueue<Event<M::Event>>>(model, cfg, protocol, cc),
-    }
+    with_queue!(cfg.queue, run_with::<M>(model, cfg, protocol, cc))
 }
 
 fn run_with<M: Model, Q: PendingSet<Event<M::Event>>>(
@@ -38,9 +35,6 @@ fn run_with<M: Model, Q: PendingSet<Event<M::Event>>>(
     cc: &ConservativeConfig,
 ) -> Result<Report, SimError> {
     let w = cc.threads;
-    if w == 0 {
-        return Err(ConfigError::new(Setting::Threads, 0, "it must be at least 1").into());
-    }
     cc.check_balance(protocol)?;
     cc.check_runtime(protocol)?;
     cc.check_barrier(protocol, None)?;

@@ -13,7 +13,7 @@ use crate::executor::over::shm::OverProcs;
 use crate::executor::part_out::{PartOut, ABORTED};
 use crate::executor::RunConfig;
 use crate::model::Model;
-use crate::queue::{HeapQueue, LadderQueue, PendingSet, QueueKind};
+use crate::queue::{with_queue, PendingSet};
 use crate::transport::shm::ShmWires;
 use crate::transport::tw::Wires;
 use crate::tw_msg::TwEvent;
@@ -41,27 +41,21 @@ where
         copy: bool,
     ) -> Result<PartOut, SimError> {
         let (threads, opts) = (self.threads, self.opts);
-        match cfg.queue {
-            QueueKind::Heap => child_run::<M, HeapQueue<TwEvent<M::Event>>>(
-                model, cfg, threads, opts, w, control, states, copy,
-            ),
-            QueueKind::Ladder => child_run::<M, LadderQueue<TwEvent<M::Event>>>(
-                model, cfg, threads, opts, w, control, states, copy,
-            ),
-        }
+        let args = (threads, opts, copy);
+        with_queue!(
+            cfg.queue,
+            child_run::<M>(model, cfg, args, w, control, states)
+        )
     }
 }
 
-#[allow(clippy::too_many_arguments)]
 fn child_run<M: Model, Q: PendingSet<TwEvent<M::Event>>>(
     model: &M,
     cfg: &RunConfig,
-    threads: usize,
-    opts: &TimeWarpConfig,
+    (threads, opts, copy): (usize, &TimeWarpConfig, bool),
     w: &mut crate::shm::Worker,
     control: &crate::shm::Control,
     states: &mut Vec<Option<M::State>>,
-    copy: bool,
 ) -> Result<PartOut, SimError>
 where
     M::Event: crate::shm::ShmSafe,

@@ -24,7 +24,7 @@ use crate::executor::over::mpi::OverRanks;
 use crate::executor::part_out::{PartOut, ABORTED};
 use crate::executor::RunConfig;
 use crate::model::Model;
-use crate::queue::{HeapQueue, LadderQueue, PendingSet, QueueKind};
+use crate::queue::{with_queue, PendingSet};
 use crate::transport::mpi::comm::RankComm;
 use crate::transport::mpi::RankSafe;
 use crate::transport::mpi::RankWires;
@@ -43,14 +43,10 @@ where
         states: &mut Vec<Option<M::State>>,
     ) -> Result<PartOut, SimError> {
         let (threads, opts) = (self.threads, self.opts);
-        let (out, d) = match cfg.queue {
-            QueueKind::Heap => {
-                part::<M, HeapQueue<TwEvent<M::Event>>>(model, cfg, threads, opts, comm, states)
-            }
-            QueueKind::Ladder => {
-                part::<M, LadderQueue<TwEvent<M::Event>>>(model, cfg, threads, opts, comm, states)
-            }
-        };
+        let (out, d) = with_queue!(
+            cfg.queue,
+            part::<M>(model, cfg, threads, opts, comm, states)
+        );
         // An error reached every rank already (the driver's `failed` in the reductions, the
         // rank layer's abort) or is one every rank found (configuration).
         let mut out = out?;
