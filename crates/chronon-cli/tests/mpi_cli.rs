@@ -499,3 +499,74 @@ fn checkpoints_are_saved_and_restored_over_ranks() {
     assert_eq!(history(&report(None, &args)), seq);
     std::fs::remove_dir_all(&dir).unwrap();
 }
+
+/// The keys of a JSON object, less `transport`'s own.
+fn keys_less(v: &serde_json::Value, transport: &[&str]) -> Vec<String> {
+    v.as_object()
+        .unwrap()
+        .keys()
+        .filter(|k| !transport.contains(&k.as_str()) && !k.starts_with("mpi_"))
+        .cloned()
+        .collect()
+}
+
+/// Every family makes its report once from its parts' outputs: one run on 2 threads, over 2
+/// worker processes and over 2 ranks (1 thread each) has the same run figures and per-worker
+/// figures, but for each transport's own (listed here: the barrier the threads met at; the
+/// processes' and ranks' counts, totals and resident sets; the rings' retries; a rank's
+/// number, its MPI figures and its GVT driver's).
+#[test]
+fn every_family_reports_the_same_fields_on_threads_processes_and_ranks() {
+    const RUN: &[&str] = &[
+        "tree_fan_in",
+        "procs",
+        "procs_total_s",
+        "ranks",
+        "ranks_total_s",
+        "workers_total",
+        "workers_peak_rss_bytes",
+    ];
+    const WORKER: &[&str] = &[
+        "ring_full_retries",
+        "rank",
+        "gvt_rank_rounds",
+        "gvt_reductions",
+        "gvt_local_rounds",
+        "gvt_reduce_s",
+        "tw_records_sent",
+        "tw_msgs_sent",
+        "tw_msgs_received",
+        "tw_driver_thread",
+    ];
+    let model = ["run", "phold", "--lps", "16", "--end", "10"];
+    for sync in ["window", "lockstep", "null-message", "timewarp"] {
+        let with = |extra: &[&'static str]| {
+            let mut a = model.to_vec();
+            a.extend(["--sync", sync]);
+            a.extend(extra);
+            a
+        };
+        let threads = report(None, &with(&["--threads", "2"]));
+        let procs = report(None, &with(&["--threads", "1", "--procs", "2"]));
+        let ranks = report(Some(2), &with(&["--threads", "1"]));
+        let fields = |r: &serde_json::Value| {
+            let workers: Vec<_> = r["workers"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .map(|w| keys_less(w, WORKER))
+                .collect();
+            (keys_less(&r["executor_stats"], RUN), workers)
+        };
+        let want = fields(&threads);
+        assert!(!want.0.is_empty(), "{sync}: no figures");
+        assert_eq!(
+            fields(&procs),
+            want,
+            "{sync}: --procs 2 against --threads 2"
+        );
+        assert_eq!(fields(&ranks), want, "{sync}: 2 ranks against --threads 2");
+        assert_eq!(history(&procs), history(&threads), "{sync}");
+        assert_eq!(history(&ranks), history(&threads), "{sync}");
+    }
+}
