@@ -1,5 +1,5 @@
 //! The shared control segment: the GSU register files (MOE, MOM via the rings, TMC; seed 000
-//! §3.1), the GVT registers, a barrier and an abort word, as atomics in one anonymous segment
+//! §3.1), a barrier and an abort word, as atomics in one anonymous segment
 //! that every process maps. The GSU registers are `gsu::Regs` blocks placed in the segment, and
 //! every register operation is `gsu::RegFile`'s over them: the one implementation that
 //! [`crate::gsu::Gsu`] uses over process memory, with its protocol and proof (gsu/README.md).
@@ -28,10 +28,6 @@ struct Globals {
     generation: AtomicU32,
     /// 0, or 1 + the number of the process that asked every process to stop (a futex word).
     abort: AtomicU32,
-    /// Bits of the last GVT (or LBTS) computed.
-    gvt: AtomicU64,
-    /// How many GVT values were published.
-    gvt_round: AtomicU64,
 }
 
 /// The segment's layout: [`Globals`], then one register block per worker (only the first
@@ -54,7 +50,7 @@ pub struct Control {
 }
 
 impl Control {
-    /// Creates a control segment for `workers` workers, every MOE idle, GVT `-inf`.
+    /// Creates a control segment for `workers` workers, every MOE idle.
     pub fn create(workers: usize) -> io::Result<Control> {
         if workers == 0 || workers > MAX_WORKERS {
             return Err(io::Error::other(format!(
@@ -75,7 +71,6 @@ impl Control {
         };
         // The segment is zero-filled: every global is 0, which is a valid value; set the rest.
         let g = c.globals();
-        g.gvt.store(f64::NEG_INFINITY.to_bits(), SeqCst);
         g.workers.store(workers as u64, SeqCst);
         g.magic.store(MAGIC, SeqCst);
         Ok(c)
@@ -162,30 +157,6 @@ impl Control {
     /// minimum of the registers of the rings into it).
     pub fn snapshot(&self, mom: impl Fn(usize) -> f64, out: &mut Snapshot) {
         self.regs().snapshot(mom, out);
-    }
-
-    // ---- GVT registers ----
-
-    /// Publishes a new GVT (or LBTS) value; it never goes down.
-    pub fn publish_gvt(&self, gvt: f64) {
-        let g = &self.globals();
-        // f64 bits of non-negative values order like the values; GVT is >= 0 after start,
-        // and -inf (the initial value) has the sign bit set, so compare as floats.
-        let mut cur = g.gvt.load(SeqCst);
-        while f64::from_bits(cur) < gvt {
-            match g.gvt.compare_exchange(cur, gvt.to_bits(), SeqCst, SeqCst) {
-                Ok(_) => {
-                    g.gvt_round.fetch_add(1, SeqCst);
-                    return;
-                }
-                Err(c) => cur = c,
-            }
-        }
-    }
-
-    /// The last GVT published (`-inf` before the first).
-    pub fn gvt(&self) -> f64 {
-        f64::from_bits(self.globals().gvt.load(SeqCst))
     }
 
     // ---- abort ----

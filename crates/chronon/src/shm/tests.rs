@@ -293,11 +293,6 @@ fn control_barrier_registers_and_abort() {
     c.snapshot(|_| f64::INFINITY, &mut snap);
     assert_eq!((snap.in_transit(), snap.lbts()), (0, 4.0));
 
-    // GVT never goes down.
-    c.publish_gvt(5.0);
-    c.publish_gvt(3.0);
-    assert_eq!(c.gvt(), 5.0);
-
     // A barrier that cannot complete times out; an abort wakes it with the culprit's number.
     assert_eq!(
         c.barrier(3, Duration::from_millis(20)),
