@@ -391,7 +391,13 @@ pub(super) fn build<'a, M: Model, Q: PendingSet<TwEvent<M::Event>>>(
     };
     let lp_bytes = (std::mem::size_of::<TwLp<M::State>>() + cold_size) as f64 * f64::from(cfg.lps);
     check_limits(opts, cfg.lps, counters.len(), lp_bytes)?;
+    let first_part = mine.start == 0;
     let init = init_workers::<M, Q>(model, cfg, &mut counters, &place, mine, copy)?;
+    // Every part runs every LP's `init`; the counters it moved are counted once, by the part
+    // with worker 0.
+    if !first_part {
+        counters.iter_mut().for_each(|c| *c = 0);
+    }
     // A record in the arena and one send in the extras log.
     let record_size =
         (std::mem::size_of::<Option<Rec<M::Event>>>() + std::mem::size_of::<Extra>()) as u64;

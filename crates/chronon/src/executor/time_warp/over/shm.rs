@@ -84,7 +84,7 @@ where
     let Built {
         sh,
         parts,
-        counters: mut init_counters,
+        counters: init_counters,
         report,
         saving,
     } = build::<M, Q>(
@@ -96,10 +96,6 @@ where
         base..base + threads,
         Some((Wires::Procs(wires), gvt)),
     )?;
-    // The counters `init` moved are counted once, by process 0.
-    if p != 0 {
-        init_counters.iter_mut().for_each(|c| *c = 0);
-    }
     let start = Instant::now();
     let results = spawn(&sh, base, parts, |w| {
         if let Some(net) = sh.wires.procs() {

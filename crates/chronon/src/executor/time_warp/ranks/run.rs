@@ -116,14 +116,10 @@ where
     let Built {
         mut sh,
         parts,
-        counters: mut init_counters,
+        counters: init_counters,
         report,
         saving,
     } = built;
-    // The counters `init` moved are counted once, by rank 0.
-    if rank != 0 {
-        init_counters.iter_mut().for_each(|c| *c = 0);
-    }
     let stopped = AtomicUsize::new(0);
     let start = Instant::now();
     // Which thread talks MPI (README.md beside this file): with one worker the worker steps
