@@ -2,7 +2,7 @@
 //! declared links and the lookaheads derived from them, the null-message start-up checks,
 //! lock-step's crossing LPs, the global-event queue, every LP's initial state, and the pending
 //! sets of this part's workers with their first keys. A part is the whole run on threads
-//! (`launch.rs`), or one worker process of `--procs` or one MPI rank (`procs/child.rs`,
+//! (`over/threads.rs`), or one worker process of `--procs` or one MPI rank (`parts.rs`,
 //! `run_part`): the same steps, in the same order, for every transport.
 
 use std::ops::Range;

@@ -1,6 +1,6 @@
 //! The conservative family as the part runner (`crate::run`) drives it: one part of a run
 //! across parts (a worker process, an MPI rank) over its transport, and the one report from
-//! the parts' outputs, which a run on threads makes too (`launch.rs`).
+//! the parts' outputs, which a run on threads makes too (`over/threads.rs`).
 
 use std::time::Instant;
 
