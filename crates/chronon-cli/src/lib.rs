@@ -21,17 +21,7 @@
 
 mod app;
 mod args;
-#[cfg(feature = "models")]
 mod bench;
-#[cfg(feature = "models")]
-mod bench_barriers;
-mod bench_model;
-#[cfg(feature = "models")]
-mod bench_phold;
-#[cfg(feature = "models")]
-mod bench_queue;
-#[cfg(feature = "models")]
-mod bench_refcount;
 #[cfg(feature = "models")]
 mod builtins;
 #[cfg(feature = "models")]

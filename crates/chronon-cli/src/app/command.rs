@@ -28,7 +28,7 @@ impl App {
             ));
         if !self.tools {
             root = root.subcommand(
-                crate::bench_model::ModelBench::augment_args(Command::new("bench")).about(
+                crate::bench::model::ModelBench::augment_args(Command::new("bench")).about(
                     "The model under each executor, thread and process count, side by side, fingerprints compared",
                 ),
             );

@@ -244,7 +244,7 @@ impl App {
             Some(("report", m)) => crate::report::run(parsed(m)?),
             #[cfg(feature = "models")]
             Some(("bench", m)) if self.tools => crate::bench::run(parsed(m)?, self),
-            Some(("bench", m)) => crate::bench_model::run(parsed(m)?, self),
+            Some(("bench", m)) => crate::bench::model::run(parsed(m)?, self),
             #[cfg(feature = "models")]
             Some(("experiment", m)) => crate::experiment::run(parsed(m)?),
             #[cfg(feature = "models")]
