@@ -68,9 +68,9 @@ pub(crate) enum BenchWhich {
 
 /// Runs the benchmark `cmd` names.
 #[cfg(feature = "models")]
-pub(crate) fn run(cmd: BenchCmd, app: &crate::App) -> Result<u8, Failure> {
+pub(crate) fn run(cmd: BenchCmd, models: &crate::registry::Models) -> Result<u8, Failure> {
     match cmd.which {
-        BenchWhich::Model(b) => model::run(b, app),
+        BenchWhich::Model(b) => model::run(b, models),
         BenchWhich::Phold(b) => phold::run(b),
         BenchWhich::BareLoop(a) => phold::bare(a),
         BenchWhich::Barriers(b) => barriers::run(b),
