@@ -1,23 +1,18 @@
-//! Running the app inside another program's process: a host (the Python package, whose
-//! sequential and threaded runs go on in the caller's own interpreter) calls
-//! [`App::run_hosted`] with a [`Progress`] it keeps. The run then installs no Ctrl-C handler
-//! (the host owns SIGINT and stops the run with [`Progress::request_stop`]), draws no
-//! progress (the host reads the same `Progress`), prints no summary, returns its error line
-//! instead of printing it, and leaves the host's panic hook in place afterwards.
+//! What a hosted run (the app run inside another program's process, `App::run_hosted`) shares
+//! with the runner: the host's [`Progress`] (no Ctrl-C handler, no progress drawn: the host
+//! reads and stops the run through it), the end time and the lines the host shows, and whether
+//! a run prints its summary. [`Hosting`] holds a hosted run's place and gives it back, with the
+//! host's panic hook, however the run ends.
 
-use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 
 use chronon::Progress;
 
-use crate::app::App;
-use crate::{one_line, short_numbers, EXIT_BAD_INPUT};
-
 /// The progress of the hosted run going on in this process, if any.
 static HOSTED: Mutex<Option<Arc<Progress>>> = Mutex::new(None);
 
-/// Set by [`App::without_summary`]: a run prints no summary on stdout.
+/// Set by `App::without_summary`: a run prints no summary on stdout.
 static NO_SUMMARY: AtomicBool = AtomicBool::new(false);
 
 /// The end time of the hosted run going on (its bits; NaN until the run knows it).
@@ -63,25 +58,37 @@ pub(crate) fn progress() -> Option<Arc<Progress>> {
     HOSTED.lock().unwrap_or_else(|e| e.into_inner()).clone()
 }
 
+/// Runs print no summary on stdout from now on.
+pub(crate) fn without_summary() {
+    NO_SUMMARY.store(true, Ordering::SeqCst);
+}
+
 /// Whether a run prints its summary on stdout.
 pub(crate) fn summary() -> bool {
     progress().is_none() && !NO_SUMMARY.load(Ordering::SeqCst)
-}
-
-/// How a hosted run ended: the exit code the command line would have had, and its error line
-/// (without "error: ") when it failed.
-#[derive(Debug)]
-pub struct Outcome {
-    pub code: u8,
-    pub error: Option<String>,
 }
 
 /// A panic hook, as `std::panic::take_hook` returns it.
 type PanicHook = Box<dyn Fn(&std::panic::PanicHookInfo<'_>) + Sync + Send + 'static>;
 
 /// Clears the hosted run and puts the host's panic hook back, however the run ends.
-struct Hosting {
+pub(crate) struct Hosting {
     hook: Option<PanicHook>,
+}
+
+impl Hosting {
+    /// Makes `progress` the hosted run's, keeping the host's panic hook to put back; None while
+    /// another hosted run goes on in this process.
+    pub(crate) fn begin(progress: Arc<Progress>) -> Option<Hosting> {
+        let mut hosted = HOSTED.lock().unwrap_or_else(|e| e.into_inner());
+        if hosted.is_some() {
+            return None;
+        }
+        *hosted = Some(progress);
+        Some(Hosting {
+            hook: Some(std::panic::take_hook()),
+        })
+    }
 }
 
 impl Drop for Hosting {
@@ -93,65 +100,5 @@ impl Drop for Hosting {
                 std::panic::set_hook(hook);
             }
         }
-    }
-}
-
-impl App {
-    /// The runs of this app print no summary on stdout (a host that reads the report file and
-    /// forwards what the model prints there).
-    pub fn without_summary(self) -> App {
-        NO_SUMMARY.store(true, Ordering::SeqCst);
-        self
-    }
-
-    /// Runs the command line `args` (the program's name first) in this process for a host: see
-    /// the module's documentation. `progress` is the run's: the host reads its figures and
-    /// stops the run with it. One hosted run at a time: a second one while the first goes on
-    /// is refused.
-    pub fn run_hosted<I, T>(self, args: I, progress: Arc<Progress>) -> Outcome
-    where
-        I: IntoIterator<Item = T>,
-        T: Into<std::ffi::OsString> + Clone,
-    {
-        {
-            let mut hosted = HOSTED.lock().unwrap_or_else(|e| e.into_inner());
-            if hosted.is_some() {
-                return Outcome {
-                    code: EXIT_BAD_INPUT,
-                    error: Some("another run is going on in this process".into()),
-                };
-            }
-            *hosted = Some(progress);
-        }
-        let _hosting = Hosting {
-            hook: Some(std::panic::take_hook()),
-        };
-        // Model panics are caught by the engine and reported as one line.
-        std::panic::set_hook(Box::new(|_| {}));
-        if let Err(why) = self.problems() {
-            return failed(EXIT_BAD_INPUT, &why);
-        }
-        let matches = match self.command().try_get_matches_from(args) {
-            Ok(m) => m,
-            Err(e) => {
-                let line = self.clap_error(&e);
-                return failed(EXIT_BAD_INPUT, line.as_deref().unwrap_or("bad arguments"));
-            }
-        };
-        match catch_unwind(AssertUnwindSafe(|| self.dispatch(&matches))) {
-            Ok(Ok(code)) => Outcome { code, error: None },
-            Ok(Err(f)) => failed(f.code, &f.message),
-            Err(payload) => {
-                let msg = chronon::panic_message(payload.as_ref());
-                failed(101, &format!("internal error: {msg}"))
-            }
-        }
-    }
-}
-
-fn failed(code: u8, message: &str) -> Outcome {
-    Outcome {
-        code,
-        error: Some(short_numbers(one_line(message))),
     }
 }

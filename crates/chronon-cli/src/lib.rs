@@ -21,17 +21,7 @@
 
 mod app;
 mod args;
-#[cfg(feature = "models")]
 mod bench;
-#[cfg(feature = "models")]
-mod bench_barriers;
-mod bench_model;
-#[cfg(feature = "models")]
-mod bench_phold;
-#[cfg(feature = "models")]
-mod bench_queue;
-#[cfg(feature = "models")]
-mod bench_refcount;
 #[cfg(feature = "models")]
 mod builtins;
 #[cfg(feature = "models")]
@@ -47,14 +37,16 @@ mod mpi;
 mod output;
 #[cfg(all(feature = "mpi", target_os = "linux"))]
 mod rank_fault;
+mod registry;
 mod report;
 mod run;
 mod series;
 mod sweep;
 mod sys;
 
-pub use app::{App, Draw, Flags, ModelSpec, RunnableEvent, RunnableState, SimHook};
-pub use host::{hosted_end, hosted_messages, Outcome};
+pub use app::{App, Outcome};
+pub use host::{hosted_end, hosted_messages};
+pub use registry::{Draw, Flags, ModelSpec, RunnableEvent, RunnableState, SimHook};
 
 /// Exit code for bad input (flags, config, or a model breaking the engine's rules).
 pub(crate) const EXIT_BAD_INPUT: u8 = 2;
@@ -80,6 +72,10 @@ impl Failure {
             code: 1,
             message: message.into(),
         }
+    }
+    /// A clap error (a command line that does not parse) as one bad-input line.
+    pub(crate) fn clap(e: &clap::Error) -> Self {
+        Failure::bad_input(clap_line(e))
     }
 }
 

@@ -3,9 +3,7 @@
 
 use clap::{Args, Command};
 
-use super::entry::Entry;
 use super::App;
-use crate::args::CommonArgs;
 use crate::EXIT_BAD_INPUT;
 
 impl App {
@@ -16,7 +14,7 @@ impl App {
             .about(self.about_line())
             .subcommand_required(true)
             .arg_required_else_help(true)
-            .subcommand(self.run_command())
+            .subcommand(self.models.run_command())
             .subcommand(crate::sweep::SweepCmd::augment_args(Command::new("sweep")).about(
                 "A study: any run option may be a list or a range; every point run --replications times; runs.csv, summary (mean, sd, 95 % interval) and plots in --out DIR",
             ))
@@ -28,14 +26,14 @@ impl App {
             ));
         if !self.tools {
             root = root.subcommand(
-                crate::bench_model::ModelBench::augment_args(Command::new("bench")).about(
+                crate::bench::model::ModelBench::augment_args(Command::new("bench")).about(
                     "The model under each executor, thread and process count, side by side, fingerprints compared",
                 ),
             );
         } else {
             root = Self::tool_commands(root);
         }
-        if self.single() {
+        if self.models.single() {
             // `sweep` and `bench` take no model name: every argument is a run option.
             let unnamed = |s: Command| s.mut_arg("args", |a| a.value_name("RUN OPTIONS"));
             root = root.mut_subcommand("sweep", unnamed);
@@ -71,13 +69,13 @@ impl App {
     }
 
     /// The program's line in `--help`: [`App::about`], else the one model's own
-    /// ([`ModelSpec::about`](crate::ModelSpec::about)), then where the runner is documented.
+    /// (`ModelSpec::about`), then where the runner is documented.
     fn about_line(&self) -> String {
         if !self.about.is_empty() {
             return self.about.clone();
         }
-        let model = match self.models.as_slice() {
-            [one] if !one.about().is_empty() => {
+        let model = match self.models.only() {
+            Some(one) if !one.about().is_empty() => {
                 let about = one.about().trim_end();
                 let stop = if about.ends_with('.') { "" } else { "." };
                 format!("{about}{stop} ")
@@ -91,45 +89,6 @@ impl App {
             self.name
         )
     }
-
-    /// `run`: the model's flags and the runner's, or a subcommand per model.
-    fn run_command(&self) -> Command {
-        const ABOUT: &str =
-            "Run a model and print a summary (and write a JSON report with --output)";
-        let run = Command::new("run");
-        if self.single() {
-            let about = self.models[0].about();
-            let about = if about.is_empty() {
-                ABOUT.to_string()
-            } else {
-                format!("{ABOUT}: {about}")
-            };
-            return model_command(self.models[0].as_ref(), run).about(about);
-        }
-        let run = run.about(ABOUT);
-        let run = run.subcommand_required(true);
-        self.models.iter().fold(run, |run, e| {
-            let c = Command::new(e.name().to_string()).hide(e.hidden());
-            run.subcommand(model_command(e.as_ref(), c).about(e.about()))
-        })
-    }
-}
-
-/// `cmd` with the flags of model `e` and the runner's.
-fn model_command(e: &dyn Entry, cmd: Command) -> Command {
-    let end = match e.default_end() {
-        Some(end) => format!("[default: {end}]"),
-        None => "(required: this model has no default end)".to_string(),
-    };
-    let cmd = e.args(
-        cmd.allow_negative_numbers(true)
-            .next_help_heading("Model options"),
-    );
-    CommonArgs::augment_args(cmd.next_help_heading(None::<&str>)).mut_arg("end", |a| {
-        a.help(format!(
-            "End time: events at or after it never execute {end}"
-        ))
-    })
 }
 
 /// Prints a clap outcome: help and version go to stdout with exit 0; a usage error is one line

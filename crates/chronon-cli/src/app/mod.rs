@@ -1,23 +1,21 @@
 //! The runner as a library: [`App`] turns one or more models ([`ModelSpec`]s) into a whole
 //! simulation program with `run` (every executor and option), `check`, `sweep` and `report`.
-//! The `chronon` binary is one such app, with the shipped models and its benchmarks.
+//! The `chronon` binary is one such app, with the shipped models and its benchmarks. The app is
+//! the one part that knows every subcommand: it registers the models (`../registry/`), builds
+//! the command line and routes to the subcommand it names; no subcommand knows the app.
 
 mod command;
-pub(crate) mod entry;
-mod merge;
-pub(crate) mod spec;
+mod hosted;
 
-use std::marker::PhantomData;
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::process::ExitCode;
-use std::sync::OnceLock;
 
 use clap::{ArgMatches, FromArgMatches};
 
+use crate::registry::{set_program, ModelSpec, Models};
+use crate::run::registered::Registered;
 use crate::{mpi, one_line, short_numbers, Failure, EXIT_BAD_INPUT};
-use entry::{clap_failure, Entry, Registered};
-pub(crate) use merge::flag_spelling;
-pub use spec::{Draw, Flags, ModelSpec, RunnableEvent, RunnableState, SimHook};
+pub use hosted::Outcome;
 
 /// A simulation program: its models and the subcommands that run, check and study them.
 ///
@@ -39,16 +37,8 @@ pub struct App {
     name: String,
     about: String,
     version: String,
-    models: Vec<Box<dyn Entry>>,
+    models: Models,
     tools: bool,
-}
-
-/// The program's name (for the command lines shown in messages), set when an app runs.
-static PROGRAM: OnceLock<String> = OnceLock::new();
-
-/// The running program's name: "chronon" unless an [`App`] of another name runs.
-pub(crate) fn program() -> &'static str {
-    PROGRAM.get().map_or("chronon", String::as_str)
 }
 
 impl App {
@@ -58,7 +48,7 @@ impl App {
             name: name.to_string(),
             about: String::new(),
             version: env!("CARGO_PKG_VERSION").to_string(),
-            models: Vec::new(),
+            models: Models::default(),
             tools: false,
         }
     }
@@ -86,11 +76,7 @@ impl App {
     }
 
     fn register<S: ModelSpec>(mut self, name: &str, hidden: bool) -> App {
-        self.models.push(Box::new(Registered::<S> {
-            name: name.to_string(),
-            hidden,
-            spec: PhantomData,
-        }));
+        self.models.add(Registered::<S>::boxed(name, hidden));
         self
     }
 
@@ -98,7 +84,17 @@ impl App {
     /// (feature `models`).
     #[cfg(feature = "models")]
     pub fn builtins(self) -> App {
-        crate::builtins::register(self)
+        use crate::builtins::*;
+        self.model::<PholdArgs>("phold")
+            .model::<PholdPhasesArgs>("phold-phases")
+            .model::<SimplesimArgs>("simplesim")
+            .model::<ManufacturingArgs>("manufacturing")
+            .model::<PcsArgs>("pcs")
+            .model::<DatastoreArgs>("datastore")
+            .model::<StarCliqueArgs>("star-clique")
+            .model::<CampusArgs>("campus")
+            .model::<RandomArgs>("random")
+            .hidden_model::<FaultyArgs>("faulty")
     }
 
     /// The `chronon` binary's own subcommands: `bench` (the engine's benchmarks),
@@ -129,7 +125,7 @@ impl App {
         // README.md); first, while this process has one thread.
         #[cfg(all(feature = "mpi", target_os = "linux"))]
         crate::rank_fault::supervise();
-        let _ = PROGRAM.set(self.name.clone());
+        set_program(&self.name);
         // Model panics are caught by the engine and reported as one line; keep the default
         // hook from printing a second, multi-line message.
         std::panic::set_hook(Box::new(|_| {}));
@@ -161,15 +157,15 @@ impl App {
 
     /// What is wrong with the app itself (no model, a name or flag given twice).
     pub(crate) fn problems(&self) -> Result<(), String> {
-        if self.models.is_empty() {
+        if self.models.all().next().is_none() {
             return Err(format!(
                 "{} has no model: register one with App::model",
                 self.name
             ));
         }
         let common = crate::args::common_flags();
-        for (i, e) in self.models.iter().enumerate() {
-            if self.models[..i].iter().any(|o| o.name() == e.name()) {
+        for (i, e) in self.models.all().enumerate() {
+            if self.models.all().take(i).any(|o| o.name() == e.name()) {
                 return Err(format!("two models are registered as '{}'", e.name()));
             }
             let cmd = e.args(clap::Command::new("model"));
@@ -186,65 +182,29 @@ impl App {
         Ok(())
     }
 
-    /// The models `check` and `sweep` offer.
-    pub(crate) fn visible(&self) -> impl Iterator<Item = &dyn Entry> {
-        self.models
-            .iter()
-            .filter(|e| !e.hidden())
-            .map(|e| e.as_ref())
-    }
-
-    /// The model called `name`.
-    pub(crate) fn entry(&self, name: &str) -> Option<&dyn Entry> {
-        self.models
-            .iter()
-            .find(|e| e.name() == name)
-            .map(|e| e.as_ref())
-    }
-
-    /// Whether the program has one model (whose flags are `run`'s, with no model name).
-    pub(crate) fn single(&self) -> bool {
-        self.models.len() == 1
-    }
-
-    /// The arguments that start a run of `model`: `run MODEL`, or `run` in a one-model app.
-    pub(crate) fn run_args(&self, model: &str) -> Vec<String> {
-        let mut v = vec!["run".to_string()];
-        if !self.single() {
-            v.push(model.to_string());
-        }
-        v
-    }
-
-    /// Whether `args` (after the program name) parse as a command line of this program.
-    pub(crate) fn parses(&self, args: &[String]) -> Result<(), Failure> {
-        let argv = std::iter::once(self.name.clone()).chain(args.iter().cloned());
-        self.command()
-            .try_get_matches_from(argv)
-            .map(|_| ())
-            .map_err(|e| clap_failure(&e))
-    }
-
     pub(crate) fn dispatch(&self, matches: &ArgMatches) -> Result<u8, Failure> {
         fn parsed<T: FromArgMatches>(m: &ArgMatches) -> Result<T, Failure> {
-            T::from_arg_matches(m).map_err(|e| clap_failure(&e))
+            T::from_arg_matches(m).map_err(|e| Failure::clap(&e))
         }
         match matches.subcommand() {
             Some(("run", m)) => {
-                if self.single() {
-                    self.models[0].run(m)
+                if let Some(only) = self.models.only() {
+                    only.run(m)
                 } else {
                     let (name, m) = m.subcommand().expect("run needs a model (clap checks)");
-                    let entry = self.entry(name).expect("clap knows only registered models");
+                    let entry = self
+                        .models
+                        .entry(name)
+                        .expect("clap knows only registered models");
                     entry.run(m)
                 }
             }
-            Some(("check", m)) => crate::check::run(parsed(m)?, self),
-            Some(("sweep", m)) => crate::sweep::run(parsed(m)?, self),
+            Some(("check", m)) => crate::check::run(parsed(m)?, &self.models),
+            Some(("sweep", m)) => crate::sweep::run(parsed(m)?, &self.models),
             Some(("report", m)) => crate::report::run(parsed(m)?),
             #[cfg(feature = "models")]
-            Some(("bench", m)) if self.tools => crate::bench::run(parsed(m)?, self),
-            Some(("bench", m)) => crate::bench_model::run(parsed(m)?, self),
+            Some(("bench", m)) if self.tools => crate::bench::run(parsed(m)?, &self.models),
+            Some(("bench", m)) => crate::bench::model::run(parsed(m)?, &self.models),
             #[cfg(feature = "models")]
             Some(("experiment", m)) => crate::experiment::run(parsed(m)?),
             #[cfg(feature = "models")]

@@ -1,7 +1,7 @@
 //! `chronon check`'s random configurations of the shipped models: small ones that run in well
 //! under a second, `--end` included.
 
-use crate::app::{Draw, Flags};
+use crate::registry::{Draw, Flags};
 
 /// A random small configuration of `random`.
 pub(super) fn random(draw: &mut Draw, flags: &mut Flags) {

@@ -1,28 +1,14 @@
 //! The models shipped with chronon (`chronon_models`), registered with the runner through the
-//! same API as any user's model ([`ModelSpec`]): each has a parameter struct whose fields are its
-//! flags and TOML keys, every one optional with the model's own default.
+//! same API as any user's model ([`ModelSpec`]; `App::builtins` names them): each has a
+//! parameter struct whose fields are its flags and TOML keys, every one optional with the
+//! model's own default.
 
 mod draws;
 
 use clap::Args;
 use serde::{Deserialize, Serialize};
 
-use crate::app::{Draw, Flags, ModelSpec};
-use crate::App;
-
-/// Registers every shipped model under its `chronon run` name.
-pub(crate) fn register(app: App) -> App {
-    app.model::<PholdArgs>("phold")
-        .model::<PholdPhasesArgs>("phold-phases")
-        .model::<SimplesimArgs>("simplesim")
-        .model::<ManufacturingArgs>("manufacturing")
-        .model::<PcsArgs>("pcs")
-        .model::<DatastoreArgs>("datastore")
-        .model::<StarCliqueArgs>("star-clique")
-        .model::<CampusArgs>("campus")
-        .model::<RandomArgs>("random")
-        .hidden_model::<FaultyArgs>("faulty")
-}
+use crate::registry::{Draw, Flags, ModelSpec, SimHook};
 
 /// PHOLD's flags and TOML keys.
 #[derive(Clone, Debug, Default, Args, Deserialize, Serialize)]
@@ -114,7 +100,7 @@ impl ModelSpec for PholdArgs {
         draws::phold(draw, flags)
     }
 
-    fn check_reverse() -> Option<crate::SimHook<Self::Model>> {
+    fn check_reverse() -> Option<SimHook<Self::Model>> {
         Some(chronon::Simulation::check_reverse)
     }
 }

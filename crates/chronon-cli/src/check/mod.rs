@@ -26,7 +26,7 @@
 
 mod child;
 mod diagnose;
-pub(crate) mod draw;
+mod draw;
 mod runner;
 
 use std::path::PathBuf;
@@ -34,8 +34,9 @@ use std::time::{Duration, Instant};
 
 use clap::Args;
 
-use crate::{App, Failure};
-use draw::{Draw, Flags, SYNCS};
+use crate::registry::{Draw, Flags, Models};
+use crate::Failure;
+use draw::SYNCS;
 use runner::Runner;
 
 #[derive(Debug, Args)]
@@ -84,8 +85,8 @@ pub(crate) struct CheckCmd {
     binary: Option<PathBuf>,
 }
 
-pub(crate) fn run(cmd: CheckCmd, app: &App) -> Result<u8, Failure> {
-    let all: Vec<&str> = app.visible().map(|e| e.name()).collect();
+pub(crate) fn run(cmd: CheckCmd, registered: &Models) -> Result<u8, Failure> {
+    let all: Vec<&str> = registered.visible().map(|e| e.name()).collect();
     let models = pick_list(&cmd.models, &all, "--models")?;
     let syncs = pick_list(&cmd.sync, SYNCS, "--sync")?;
     if cmd.runs == Some(0) {
@@ -133,7 +134,7 @@ pub(crate) fn run(cmd: CheckCmd, app: &App) -> Result<u8, Failure> {
         Some(b) => crate::sys::SelfCommand::binary(b),
         None => crate::sys::SelfCommand::this()?,
     };
-    let mut runner = Runner::new(binary, app, cmd.slow_factor, cmd.slow_floor)?;
+    let mut runner = Runner::new(binary, registered, cmd.slow_factor, cmd.slow_floor)?;
     eprintln!(
         "check: seed {seed}; models {}; executors {}{}",
         models.join(","),
@@ -158,13 +159,13 @@ pub(crate) fn run(cmd: CheckCmd, app: &App) -> Result<u8, Failure> {
     loop {
         if cmd.runs.is_some_and(|r| configs >= r)
             || limit.is_some_and(|l| started.elapsed() >= l)
-            || settle(&mut runner, app, &mut shown, max_failures)
+            || settle(&mut runner, registered, &mut shown, max_failures)
         {
             break;
         }
         configs += 1;
         let model = draw.pick(&models);
-        let entry = app.entry(model).expect("the models were checked");
+        let entry = registered.entry(model).expect("the models were checked");
         let mut flags = Flags::default();
         entry.draw(&mut draw, &mut flags);
         flags.set("seed", draw.int(0, u64::from(u32::MAX)));
@@ -194,14 +195,15 @@ pub(crate) fn run(cmd: CheckCmd, app: &App) -> Result<u8, Failure> {
             verbose: cmd.verbose,
         };
         for i in 0..cmd.per_config {
-            if settle(&mut runner, app, &mut shown, max_failures) {
+            if settle(&mut runner, registered, &mut shown, max_failures) {
                 break;
             }
             let pair = pair && i + 1 == cmd.per_config;
             parallel_run(&mut runner, &mut draw, &config, (&syncs, &ranks), pair);
         }
     }
-    let stopped = settle(&mut runner, app, &mut shown, max_failures) && max_failures != u64::MAX;
+    let stopped =
+        settle(&mut runner, registered, &mut shown, max_failures) && max_failures != u64::MAX;
     summary(&runner, (configs, shown), stopped, seed, started)
 }
 
@@ -342,9 +344,12 @@ fn parallel_run(
 }
 
 /// Explains and prints the failures not yet shown, up to `max` in all; whether `max` is reached.
-fn settle(runner: &mut Runner, app: &App, shown: &mut u64, max: u64) -> bool {
-    let reverse =
-        |model: &str, flags: &[String]| app.entry(model).is_some_and(|e| e.has_reverse(flags));
+fn settle(runner: &mut Runner, registered: &Models, shown: &mut u64, max: u64) -> bool {
+    let reverse = |model: &str, flags: &[String]| {
+        registered
+            .entry(model)
+            .is_some_and(|e| e.has_reverse(flags))
+    };
     for f in runner.take_failures() {
         if *shown >= max {
             break;

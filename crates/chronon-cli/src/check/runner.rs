@@ -112,14 +112,14 @@ pub(crate) struct Runner {
 impl Runner {
     pub(crate) fn new(
         binary: crate::sys::SelfCommand,
-        app: &crate::App,
+        models: &crate::registry::Models,
         slow_factor: f64,
         slow_floor: f64,
     ) -> Result<Self, Failure> {
         Ok(Runner {
             binary,
-            program: crate::app::program().to_string(),
-            single: app.single(),
+            program: crate::registry::program().to_string(),
+            single: models.single(),
             dir: ScratchDir::new()?,
             slow_factor,
             slow_floor: Duration::from_secs_f64(slow_floor.max(0.0)),

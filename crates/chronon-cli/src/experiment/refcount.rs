@@ -1,5 +1,5 @@
 //! Seed 001 §3.3, Tables 3–8: thread-safe reference counting. Each cell is one child process,
-//! `chronon bench refcount-once` (crates/chronon-cli/src/bench_refcount.rs): the cost of one
+//! `chronon bench refcount-once` (crates/chronon-cli/src/bench/refcount.rs): the cost of one
 //! clone + drop when every thread works on clones of one item (Tables 3–4), or the run time
 //! of the relay model whose events share payloads (Tables 5–8; 1 thread: sequential executor,
 //! more: window executor). A cell shared by two tables (raw, xadd, B-I 10k) is measured once.

@@ -13,6 +13,7 @@ use chronon::checkpoint::Manifest;
 use chronon::{Model, Simulation};
 
 use crate::args::CommonArgs;
+use crate::registry::{RunnableEvent, RunnableState};
 use crate::Failure;
 
 /// The checkpoint options of a run, checked.
@@ -106,7 +107,7 @@ impl Checkpoints {
         config: &serde_json::Value,
     ) -> Simulation<M>
     where
-        M: Model<State: crate::app::RunnableState, Event: crate::RunnableEvent>,
+        M: Model<State: RunnableState, Event: RunnableEvent>,
     {
         let mut sim = sim.checkpoint_label(name, config.clone());
         if let Some(dir) = &self.dir {
@@ -205,8 +206,8 @@ fn compare(
     changeable: &[&str],
 ) -> Result<Vec<String>, (String, String, String)> {
     let (saved, now) = (
-        &crate::app::flag_spelling(saved.clone()),
-        &crate::app::flag_spelling(now.clone()),
+        &super::merge::flag_spelling(saved.clone()),
+        &super::merge::flag_spelling(now.clone()),
     );
     let empty = serde_json::Map::new();
     let (a, b) = (

@@ -6,7 +6,9 @@
 pub(crate) mod advice;
 mod checkpoint;
 mod checks;
+mod merge;
 mod progress;
+pub(crate) mod registered;
 mod report_cfg;
 mod summary;
 mod trace;
@@ -18,11 +20,10 @@ use std::time::Duration;
 
 use chronon::{Executor, Model, Progress, QueueKind, Report, Simulation, StallDetector};
 
-use crate::app::{RunnableEvent, RunnableState};
 use crate::args::CommonArgs;
 use crate::output::{self, Outputs};
+use crate::registry::{RunnableEvent, RunnableState, SimHook};
 use crate::{series, sys, Failure, EXIT_INTERRUPTED};
-pub(crate) use checkpoint::restored_defaults;
 pub(crate) use checks::executor;
 use checks::{barrier_across, bsp_processes, executor_with, payload_options, time_warp_options};
 use progress::{install_ctrlc, spawn_progress_bar};
@@ -39,14 +40,14 @@ pub(crate) fn run_simulation<M>(
     common: CommonArgs,
     model_config: serde_json::Value,
     default_end: Option<f64>,
-    check_reverse: Option<crate::SimHook<M>>,
+    check_reverse: Option<SimHook<M>>,
     changeable: &[&str],
 ) -> Result<u8, Failure>
 where
     M: Model<Event: RunnableEvent, State: RunnableState>,
 {
     // One spelling for the report, the checkpoints' manifests and the flags.
-    let model_config = crate::app::flag_spelling(model_config);
+    let model_config = merge::flag_spelling(model_config);
     let end = match common.end.or(default_end) {
         Some(end) => end,
         None => {

@@ -21,7 +21,8 @@ use std::time::Instant;
 
 use clap::{Args, Parser};
 
-use crate::{App, Failure, EXIT_INTERRUPTED};
+use crate::registry::Models;
+use crate::{Failure, EXIT_INTERRUPTED};
 use pool::{Ended, Job, Local};
 use results::{Row, Table, RUN_STATS};
 use spec::{Point, Spec};
@@ -119,32 +120,6 @@ fn once<T>(flag: &str, a: Option<T>, b: Option<T>) -> Result<Option<T>, Failure>
     }
 }
 
-/// The model named first in `args` (none in a one-model program: its only model) and the
-/// run options after it, for the subcommand `what`.
-pub(crate) fn model_and_args<'a>(
-    app: &App,
-    args: &'a [String],
-    what: &str,
-) -> Result<(String, &'a [String]), Failure> {
-    if app.single() {
-        let only = app.visible().next().map_or("", |e| e.name());
-        return Ok((only.to_string(), args));
-    }
-    let known: Vec<&str> = app.visible().map(|e| e.name()).collect();
-    match args.split_first() {
-        Some((m, rest)) if known.contains(&m.as_str()) => Ok((m.clone(), rest)),
-        Some((m, _)) if !m.starts_with('-') => Err(Failure::bad_input(format!(
-            "unknown model '{m}' (allowed: {})",
-            known.join(", ")
-        ))),
-        _ => Err(Failure::bad_input(format!(
-            "give the model first: {} {what} MODEL [run options] (models: {})",
-            crate::app::program(),
-            known.join(", ")
-        ))),
-    }
-}
-
 /// A study, checked and planned, before anything is written.
 struct Plan {
     /// The arguments that start a run of the model (`run MODEL`).
@@ -158,8 +133,8 @@ struct Plan {
     def: Definition,
 }
 
-fn plan(cmd: SweepCmd, app: &App) -> Result<Plan, Failure> {
-    let (model, args) = model_and_args(app, &cmd.args, "sweep")?;
+fn plan(cmd: SweepCmd, models: &Models) -> Result<Plan, Failure> {
+    let (model, args) = models.model_and_args(&cmd.args, "sweep")?;
     let (opts, run_args) = pull_own(args, cmd.opts)?;
     let out = opts
         .out
@@ -188,9 +163,9 @@ fn plan(cmd: SweepCmd, app: &App) -> Result<Plan, Failure> {
     let points = spec.points()?;
     // Every point's flags parse as `chronon run`'s (unknown flags, values of the wrong type).
     for (i, p) in points.iter().enumerate() {
-        let mut argv = app.run_args(&model);
+        let mut argv = models.run_args(&model);
         argv.extend(p.args.iter().cloned());
-        if let Err(e) = app.parses(&argv) {
+        if let Err(e) = models.parses(&argv) {
             let at = if points.len() > 1 {
                 format!("point {i} ({}): ", describe(p))
             } else {
@@ -221,7 +196,7 @@ fn plan(cmd: SweepCmd, app: &App) -> Result<Plan, Failure> {
         replications,
     };
     Ok(Plan {
-        run: app.run_args(&model),
+        run: models.run_args(&model),
         spec,
         points,
         replications,
@@ -277,16 +252,16 @@ fn install_ctrlc() {
     let _ = ctrlc::set_handler(|| INTERRUPTED.store(true, Ordering::Relaxed));
 }
 
-pub(crate) fn run(cmd: SweepCmd, app: &App) -> Result<u8, Failure> {
+pub(crate) fn run(cmd: SweepCmd, models: &Models) -> Result<u8, Failure> {
     let launched = chronon::mpi::launched();
     if launched.is_some() && !chronon::mpi::COMPILED {
         return Err(Failure::bad_input(chronon::mpi::NOT_COMPILED));
     }
     #[cfg(feature = "mpi")]
     if launched.is_some() {
-        return ranks::run(cmd, app);
+        return ranks::run(cmd, models);
     }
-    let plan = plan(cmd, app)?;
+    let plan = plan(cmd, models)?;
     study_main(plan, None)
 }
 

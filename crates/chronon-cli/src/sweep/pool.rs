@@ -273,7 +273,7 @@ pub(crate) fn execute(
                         "run {} failed ({}): {line}; it was: {} {}",
                         jobs[j].id,
                         code.map_or("killed by a signal".to_string(), |c| format!("exit {c}")),
-                        crate::app::program(),
+                        crate::registry::program(),
                         jobs[j].args.join(" ")
                     ),
                 }),

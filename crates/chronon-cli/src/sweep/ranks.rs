@@ -42,13 +42,13 @@ fn encode<T: Serialize>(t: &T) -> Vec<u8> {
     serde_json::to_vec(t).expect("sweep messages serialize")
 }
 
-pub(super) fn run(cmd: SweepCmd, app: &crate::App) -> Result<u8, Failure> {
+pub(super) fn run(cmd: SweepCmd, models: &crate::registry::Models) -> Result<u8, Failure> {
     let mpi = Mpi::init().map_err(|e| Failure::runtime(e.to_string()))?;
     #[cfg(target_os = "linux")]
     crate::rank_fault::name_rank(mpi.rank());
     if mpi.rank() == 0 {
         let mut ranks = Ranks::new(&mpi);
-        let result = plan(cmd, app).and_then(|p| study_main(p, Some(&mut ranks)));
+        let result = plan(cmd, models).and_then(|p| study_main(p, Some(&mut ranks)));
         // Whatever happened, every other rank is told to stop (and its last results taken).
         ranks.stop_all();
         if result.is_ok() {
@@ -62,7 +62,7 @@ pub(super) fn run(cmd: SweepCmd, app: &crate::App) -> Result<u8, Failure> {
         }
         result
     } else {
-        let slots = plan(cmd, app).map_or(1, |p| p.jobs);
+        let slots = plan(cmd, models).map_or(1, |p| p.jobs);
         super::install_ctrlc();
         work(&mpi, slots)
     }

@@ -4,7 +4,7 @@ use chronon::{Model, Simulation};
 use serde::de::DeserializeOwned;
 use serde::Serialize;
 
-pub use crate::check::draw::{Draw, Flags};
+use super::draw::{Draw, Flags};
 
 /// What an event type must be for the runner to run its model everywhere: across worker
 /// processes (`--procs`: [`chronon::shm::ShmSafe`], e.g. with [`chronon::impl_shm_safe!`]),

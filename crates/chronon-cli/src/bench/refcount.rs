@@ -14,8 +14,31 @@ use chronon::refcount::{
 };
 use chronon::{ConservativeConfig, Ctx, Executor, LpId, Model, Simulation};
 
-use crate::bench::{tsc, RefcountBench};
+use super::tsc::tsc;
 use crate::Failure;
+
+/// `chronon bench refcount`'s options.
+#[derive(Debug, clap::Args)]
+pub(crate) struct RefcountBench {
+    /// Thread counts (rows).
+    #[arg(long, value_delimiter = ',', default_value = "1,2,4")]
+    pub threads: Vec<usize>,
+    /// Clone + drop pairs per thread in Tables 3 and 4.
+    #[arg(long, default_value_t = 2_000_000)]
+    pub ops: u64,
+    /// LPs of the relay model (Tables 5-8).
+    #[arg(long, default_value_t = 1024)]
+    pub lps: u32,
+    /// End time of the relay model.
+    #[arg(long, default_value_t = 1000.0)]
+    pub end: f64,
+    /// Packets each LP of the relay model keeps.
+    #[arg(long, default_value_t = 4)]
+    pub keep: usize,
+    /// Repetitions of each measurement, interleaved (the fastest is kept).
+    #[arg(long, default_value_t = 2)]
+    pub reps: u32,
+}
 
 /// The seed's "raw" count: a plain integer, not thread-safe. Used only on one thread (the
 /// 1-thread rows), where it is the floor the thread-safe schemes are compared with.

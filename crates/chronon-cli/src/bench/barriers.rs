@@ -6,8 +6,25 @@ use std::time::Instant;
 
 use chronon::barrier::{Barrier, BarrierKind};
 
-use crate::bench::{tsc, BarrierBench};
+use super::tsc::tsc;
 use crate::Failure;
+
+/// `chronon bench barriers`'s options.
+#[derive(Debug, clap::Args)]
+pub(crate) struct BarrierBench {
+    /// Thread counts (rows).
+    #[arg(long, value_delimiter = ',', default_value = "1,2,3,4")]
+    pub threads: Vec<usize>,
+    /// Fan-ins of the tree barrier (Table 1's columns).
+    #[arg(long, value_delimiter = ',', default_value = "1,2,3,4,5")]
+    pub m: Vec<usize>,
+    /// The tree's fan-in in Table 2.
+    #[arg(long, default_value_t = 4)]
+    pub fan_in: usize,
+    /// Waits per thread per measurement.
+    #[arg(long, default_value_t = 100_000)]
+    pub waits: u64,
+}
 
 /// Average (ns, TSC ticks) per wait over `waits` waits of `threads` threads.
 fn measure(kind: BarrierKind, threads: usize, waits: u64) -> (f64, Option<f64>) {

@@ -6,9 +6,8 @@ use clap::parser::ValueSource;
 use clap::{ArgMatches, Command};
 use serde_json::Value;
 
-use super::entry::clap_failure;
-use super::spec::ModelSpec;
 use crate::args::ConfigFile;
+use crate::registry::ModelSpec;
 use crate::Failure;
 
 /// The flags of `S` (long names), which are also its TOML keys.
@@ -55,7 +54,7 @@ pub(crate) fn resolve<S: ModelSpec>(
     file: &ConfigFile,
     saved: Option<&Value>,
 ) -> Result<S, Failure> {
-    let given = S::from_arg_matches(m).map_err(|e| clap_failure(&e))?;
+    let given = S::from_arg_matches(m).map_err(|e| Failure::clap(&e))?;
     let saved = saved.cloned().map(flag_spelling);
     let saved = saved.as_ref().and_then(Value::as_object);
     if file.table().is_empty() && saved.is_none() {

@@ -9,7 +9,8 @@ use std::process::Stdio;
 
 use clap::Args;
 
-use crate::{App, Failure};
+use crate::registry::Models;
+use crate::Failure;
 
 /// `bench` of a registered model.
 #[derive(Debug, Args)]
@@ -67,8 +68,8 @@ impl Row {
 
 const TAKEN: &[&str] = &["sync", "threads", "procs", "output"];
 
-pub(crate) fn run(b: ModelBench, app: &App) -> Result<u8, Failure> {
-    let (model, rest) = crate::sweep::model_and_args(app, &b.args, "bench")?;
+pub(crate) fn run(b: ModelBench, models: &Models) -> Result<u8, Failure> {
+    let (model, rest) = models.model_and_args(&b.args, "bench")?;
     if let Some(f) = rest.iter().find(|a| {
         let name = a.strip_prefix("--").unwrap_or("");
         TAKEN.contains(&name.split_once('=').map_or(name, |(n, _)| n))
@@ -81,9 +82,9 @@ pub(crate) fn run(b: ModelBench, app: &App) -> Result<u8, Failure> {
         return Err(Failure::bad_input("--reps is 0; it must be at least 1"));
     }
     let runners = runners(&b)?;
-    let mut base = app.run_args(&model);
+    let mut base = models.run_args(&model);
     base.extend(rest.iter().cloned());
-    app.parses(&base)?;
+    models.parses(&base)?;
     let dir = std::env::temp_dir().join(format!("chronon-bench-model-{}", std::process::id()));
     std::fs::create_dir_all(&dir)
         .map_err(|e| Failure::runtime(format!("cannot create {}: {e}", dir.display())))?;

@@ -7,8 +7,31 @@ use std::time::Instant;
 use chronon::queue::{HeapQueue, LadderQueue, PendingSet};
 use chronon::{Event, EventKey, LpRng, QueueKind};
 
-use crate::bench::QueueBench;
 use crate::Failure;
+
+/// `chronon bench queue`'s options.
+#[derive(Debug, clap::Args)]
+pub(crate) struct QueueBench {
+    /// Patterns: hold, equal, rollback, bands.
+    #[arg(
+        long,
+        value_delimiter = ',',
+        default_value = "hold,equal,rollback,bands"
+    )]
+    pub patterns: Vec<String>,
+    /// Pending-event sets (the first is the reference of the ratio column).
+    #[arg(long, value_delimiter = ',', default_value = "heap,ladder")]
+    pub queues: Vec<String>,
+    /// Events pending during the hold steps.
+    #[arg(long, default_value_t = 100_000)]
+    pub pending: usize,
+    /// Hold steps (pop one, push one) after the initial pushes.
+    #[arg(long, default_value_t = 1_000_000)]
+    pub steps: usize,
+    /// Repetitions of each measurement, interleaved (the fastest is kept).
+    #[arg(long, default_value_t = 3)]
+    pub reps: u32,
+}
 
 /// What a pattern does; see `PATTERNS`.
 #[derive(Clone, Copy)]

@@ -5,8 +5,35 @@
 use chronon::QueueKind;
 use chronon_models::phold::{bare_heap_loop, Phold};
 
-use crate::bench::PholdBench;
 use crate::{sys, Failure};
+
+/// `chronon bench phold`'s options.
+#[derive(Debug, clap::Args)]
+pub(crate) struct PholdBench {
+    /// Configurations: std (1024 LPs, end 1000), big (16384 LPs, end 100), huge (65536 LPs,
+    /// 100 start events, end 10), work (1024 LPs, end 20, --work-us 10).
+    #[arg(long, value_delimiter = ',', default_value = "std,big,huge")]
+    pub configs: Vec<String>,
+    /// Executors (`--sync` values), each run at every thread count that it accepts.
+    #[arg(long, value_delimiter = ',', default_value = "seq")]
+    pub sync: Vec<String>,
+    /// Thread counts.
+    #[arg(long, value_delimiter = ',', default_value = "1")]
+    pub threads: Vec<usize>,
+    /// Worker process counts for window, lockstep and null-message (each also at every thread
+    /// count, as `--procs P --threads W`); none by default.
+    #[arg(long, value_delimiter = ',')]
+    pub procs: Vec<usize>,
+    /// Pending-event sets for the sequential executor.
+    #[arg(long, value_delimiter = ',', default_value = "heap,ladder")]
+    pub queues: Vec<String>,
+    /// Skip the bare heap loop (it takes minutes on `huge`).
+    #[arg(long)]
+    pub no_bare: bool,
+    /// Repetitions of each measurement (the fastest is kept).
+    #[arg(long, default_value_t = 1)]
+    pub reps: u32,
+}
 
 struct Config {
     name: &'static str,

@@ -1,47 +1,34 @@
-//! A registered model with its parameter type erased: what the subcommands ask of a model.
+//! [`Entry`] for a parameter type `S`: how `run` runs a registered model (its parameters from the
+//! flags, a `--config` file and a restored checkpoint, then [`run_simulation`]), and what
+//! `check` asks of it.
 
 use std::marker::PhantomData;
 
 use clap::{ArgMatches, Args, Command, FromArgMatches};
 
+use super::checkpoint::restored_defaults;
 use super::merge;
-use super::spec::{Draw, Flags, ModelSpec};
+use super::run_simulation;
 use crate::args::{CommonArgs, ConfigFile};
-use crate::run::run_simulation;
+use crate::registry::{Draw, Entry, Flags, ModelSpec};
 use crate::Failure;
-
-/// A model as the subcommands see it.
-pub(crate) trait Entry: Send + Sync {
-    /// The model's name (its `run` subcommand when the app has several).
-    fn name(&self) -> &str;
-    /// Left out of help and of `check`'s draws.
-    fn hidden(&self) -> bool;
-    /// One line for help.
-    fn about(&self) -> &'static str;
-    /// The end time of a run that gives no `--end`.
-    fn default_end(&self) -> Option<f64>;
-    /// `cmd` with the model's flags.
-    fn args(&self, cmd: Command) -> Command;
-    /// Runs the model as the matched `run` command line says.
-    fn run(&self, m: &ArgMatches) -> Result<u8, Failure>;
-    /// Whether the model these flags build (a drawn configuration: model flags, `--end`,
-    /// `--seed`) implements reverse computation; the default model's answer when they do not
-    /// parse or build.
-    fn has_reverse(&self, flags: &[String]) -> bool;
-    /// Whether the model takes `--check-reverse` (its states compare).
-    fn can_check_reverse(&self) -> bool;
-    /// `flags` as `run` takes them: a drawn `--flag true` of a plain `bool` parameter (a
-    /// switch) becomes `--flag`, and `--flag false` is left out.
-    fn switches(&self, flags: Vec<String>) -> Vec<String>;
-    /// `check`'s random model flags.
-    fn draw(&self, draw: &mut Draw, flags: &mut Flags);
-}
 
 /// [`Entry`] for the parameter type `S`.
 pub(crate) struct Registered<S> {
-    pub name: String,
-    pub hidden: bool,
-    pub spec: PhantomData<fn() -> S>,
+    name: String,
+    hidden: bool,
+    spec: PhantomData<fn() -> S>,
+}
+
+impl<S: ModelSpec> Registered<S> {
+    /// The model of parameters `S` under `name`; `hidden`: left out of help and `check`.
+    pub(crate) fn boxed(name: &str, hidden: bool) -> Box<dyn Entry> {
+        Box::new(Registered::<S> {
+            name: name.to_string(),
+            hidden,
+            spec: PhantomData,
+        })
+    }
 }
 
 impl<S: ModelSpec> Entry for Registered<S> {
@@ -66,13 +53,13 @@ impl<S: ModelSpec> Entry for Registered<S> {
     }
 
     fn run(&self, m: &ArgMatches) -> Result<u8, Failure> {
-        let common = CommonArgs::from_arg_matches(m).map_err(|e| clap_failure(&e))?;
+        let common = CommonArgs::from_arg_matches(m).map_err(|e| Failure::clap(&e))?;
         let keys = merge::keys::<S>();
         let keys: Vec<&str> = keys.iter().map(String::as_str).collect();
         let file = ConfigFile::load(common.config.as_deref(), &keys)?;
         let mut common = common.over(file.get()?);
         // A restored run: the checkpoint's parameters, seed and end unless given.
-        let saved = crate::run::restored_defaults(&mut common, &self.name)?;
+        let saved = restored_defaults(&mut common, &self.name)?;
         let spec: S = merge::resolve(m, &file, saved.as_ref().map(|s| &s.config))?;
         let model = spec.build().map_err(Failure::bad_input)?;
         run_simulation(
@@ -131,9 +118,4 @@ impl<S: ModelSpec> Entry for Registered<S> {
     fn draw(&self, draw: &mut Draw, flags: &mut Flags) {
         S::draw(draw, flags)
     }
-}
-
-/// A clap error as one bad-input line.
-pub(crate) fn clap_failure(e: &clap::Error) -> Failure {
-    Failure::bad_input(crate::clap_line(e))
 }
