@@ -39,6 +39,11 @@ pub(super) fn parse_ring_cap(v: Option<&str>) -> usize {
         .unwrap_or(RING_CAP)
 }
 
+/// The error of a process whose shared segments were made for another run.
+pub(super) fn mismatch() -> io::Error {
+    io::Error::other("the shared segments do not match this run (size or worker count)")
+}
+
 /// Where things are in the segment: the header, then the rings, `stride` bytes each.
 #[derive(Clone, Copy, Debug)]
 struct Layout {
@@ -117,9 +122,7 @@ impl Mesh {
     ) -> io::Result<Mesh> {
         let layout = Layout::new::<R>(header, workers);
         if seg.len() < layout.len {
-            return Err(io::Error::other(
-                "the shared segments do not match this run (size or worker count)",
-            ));
+            return Err(mismatch());
         }
         Ok(Mesh {
             seg: Arc::new(seg),

@@ -1,27 +1,28 @@
 //! The conservative protocols' transport between worker processes on one machine: an
-//! [`Endpoint`] over the ring mesh (`mesh.rs`, `ends.rs`). Between every ordered pair of
+//! [`Endpoint`] over the ring mesh (`mesh.rs`, `ends.rs`, `part.rs`). Between every ordered pair of
 //! workers (also two threads of one process, so that every MOM register lives in shared
 //! memory) a bounded SPSC ring of events; the GSU registers (MOE, TMC), the barrier and the
 //! abort word in the shared [`Control`] segment; channel clocks, stash registers and wake-up
 //! words for null messages in the mesh's header. Events are moved through the rings as values,
 //! so `E` must be [`ShmSafe`].
 //!
-//! Making room (the bounded wait of `Ends::push`, and a worker waiting at a barrier):
-//! *absorb* the worker's own inbox into its private stash inside an odd epoch of its GSU
+//! Making room (the full-ring push and the barrier of `part.rs`, as under Time Warp): this
+//! protocol's *absorb* the worker's own inbox into its private stash inside an odd epoch of its GSU
 //! registers, the stash's minimum published in a shared register that counts in its MOM.
 //! Invariants and proof sketch: README.md, "Shared memory".
 
 use std::io;
+use std::ptr::NonNull;
 use std::sync::atomic::{AtomicU32, AtomicU64, Ordering::SeqCst};
 use std::time::Instant;
 
 use super::ends::Ends;
 use super::mesh::{Mesh, Record};
+use super::part::{Copier, MeshPart};
 use super::BARRIER_TIMEOUT;
 use crate::event::Event;
 use crate::gsu::{Published, Snapshot};
 use crate::model::Time;
-use crate::shm::safe::deep_copy;
 use crate::shm::{futex, Control, RingRegister, Segment, ShmSafe};
 use crate::transport::Endpoint;
 
@@ -58,21 +59,18 @@ impl<E: ShmSafe> Record for Event<E> {
 
 /// What the workers of one process share of the shared-memory transport.
 pub(crate) struct ShmNet {
-    /// The rings, with this transport's words as the header; records `Event<E>`.
-    mesh: Mesh,
-    control: Control,
+    /// The rings (with this transport's words as the header; records `Event<E>`), the control
+    /// segment.
+    part: MeshPart,
     /// The register of every ring, `regs[s * N + r]` (`None` on the diagonal).
     regs: Vec<Option<RingRegister>>,
-    /// This process's number (for the abort word).
-    proc_index: u32,
-    /// The copy transport (`--payload copy`): every event's `BPtr` payloads are copied into
-    /// the sender's heap on send and into the receiver's heap on receive.
+    /// The copy transport (`--payload copy`, [`Copier`]).
     copy: bool,
 }
 impl std::fmt::Debug for ShmNet {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("ShmNet")
-            .field("workers", &self.mesh.workers())
+            .field("workers", &self.workers())
             .finish_non_exhaustive()
     }
 }
@@ -99,22 +97,12 @@ impl ShmNet {
         proc_index: u32,
         copy: bool,
     ) -> io::Result<ShmNet> {
-        if control.workers() != workers {
-            return Err(io::Error::other(
-                "the shared segments do not match this run (size or worker count)",
-            ));
-        }
-        let mesh = Mesh::attach::<Event<E>>(seg, header(workers), workers)?;
+        let part =
+            MeshPart::attach::<Event<E>>(seg, header(workers), control, workers, proc_index)?;
         let regs = (0..workers * workers)
-            .map(|i| mesh.register(i / workers, i % workers))
+            .map(|i| part.mesh.register(i / workers, i % workers))
             .collect();
-        Ok(ShmNet {
-            mesh,
-            control,
-            regs,
-            proc_index,
-            copy,
-        })
+        Ok(ShmNet { part, regs, copy })
     }
 
     /// Worker `me`'s endpoint (`E` as given to `attach`). Call at most once per worker over
@@ -122,12 +110,22 @@ impl ShmNet {
     pub(crate) fn endpoint<E: ShmSafe>(&self, me: usize) -> ShmEnd<'_, E> {
         ShmEnd {
             net: self,
-            ends: self.mesh.ends::<Event<E>>(me),
+            ends: self.part.mesh.ends::<Event<E>>(me),
+            copy: Copier::new(self.copy),
         }
     }
 
     fn workers(&self) -> usize {
-        self.mesh.workers()
+        self.part.workers()
+    }
+
+    fn control(&self) -> &Control {
+        &self.part.control
+    }
+
+    /// The mesh's header: this transport's words.
+    fn header(&self) -> NonNull<u8> {
+        self.part.mesh.header()
     }
 
     fn words(&self, w: usize) -> &WorkerWords {
@@ -136,7 +134,7 @@ impl ShmNet {
         // Safety: worker `w`'s words lie at the start of the header (`header`), aligned (the
         // header is page-aligned), atomics for which zero bytes and any stored bits are valid;
         // the mesh keeps the segment mapped for as long as `self` lives.
-        unsafe { &*self.mesh.header().cast::<WorkerWords>().add(w).as_ptr() }
+        unsafe { &*self.header().cast::<WorkerWords>().add(w).as_ptr() }
     }
 
     fn chan(&self, from: usize, to: usize) -> &AtomicU64 {
@@ -146,7 +144,6 @@ impl ShmNet {
         // atomic word for which any bits are valid; the mesh keeps it mapped.
         unsafe {
             &(*self
-                .mesh
                 .header()
                 .add(chans(n))
                 .cast::<Chan>()
@@ -182,6 +179,7 @@ fn words(seg: &Segment, workers: usize, w: usize) -> &WorkerWords {
 pub(crate) struct ShmEnd<'n, E> {
     net: &'n ShmNet,
     ends: Ends<Event<E>>,
+    copy: Copier<Event<E>>,
 }
 
 impl<E> std::fmt::Debug for ShmEnd<'_, E> {
@@ -201,7 +199,7 @@ fn absorb<E: ShmSafe>(net: &ShmNet, ends: &mut Ends<Event<E>>) {
         return;
     }
     let me = ends.me();
-    net.control.bracket(me, || {
+    net.control().bracket(me, || {
         let min = ends.absorb();
         net.words(me).stash_min.fetch_min(min.to_bits(), SeqCst);
     });
@@ -217,22 +215,15 @@ impl<E: ShmSafe> Endpoint<E> for ShmEnd<'_, E> {
         if batch.is_empty() {
             return;
         }
-        if self.net.copy {
-            // Serialize: each payload is copied out of the model's item into a new one (the
-            // stand-in for a copy into the ring); the model's item is released here.
-            batch = batch.into_iter().map(deep_copy).collect();
+        let Self { net, ends, copy } = self;
+        if copy.on() {
+            batch = batch.into_iter().map(|e| copy.sent(e)).collect();
         }
         // (S1) counted in transit first, then (S2) pushed (which lowers the ring's register).
-        self.net.control.count_sent(dst, batch.len());
-        let net = self.net;
-        // A full ring: absorb (the receiver may be waiting for a ring of ours to drain) and
-        // retry; once the run is aborted nobody will read the rest, which is dropped.
-        self.ends.push(
-            dst,
-            &mut batch,
-            |ends| absorb(net, ends),
-            || net.control.aborted().is_some(),
-        );
+        net.control().count_sent(dst, batch.len());
+        // Once the run is aborted nobody will read the rest, which is dropped.
+        net.part
+            .push(ends, dst, &mut batch, |ends| absorb(net, ends), || false);
     }
 
     fn receive<S>(
@@ -241,22 +232,10 @@ impl<E: ShmSafe> Endpoint<E> for ShmEnd<'_, E> {
         mut f: impl FnMut(&mut S, Event<E>),
         after: impl FnOnce(&mut S) -> Published,
     ) -> usize {
-        let Self { net, ends } = self;
+        let Self { net, ends, copy } = self;
         let me = ends.me();
-        let copy = net.copy;
-        // Deserialize: the receiver copies each payload into its own heap (releasing the
-        // sender's copy), as a process that received bytes must, into its receive heap.
-        let mut f = |s: &mut S, e: Event<E>| {
-            let e = if copy {
-                let _into = crate::shm::local::Receiving::enter();
-                deep_copy(e)
-            } else {
-                e
-            };
-            f(s, e)
-        };
-        net.control.receive(me, || {
-            let n = ends.take(true, |_, e| f(state, e));
+        net.control().receive(me, || {
+            let n = ends.take(true, |_, e| f(state, copy.received(e)));
             net.words(me)
                 .stash_min
                 .store(f64::INFINITY.to_bits(), SeqCst);
@@ -265,12 +244,12 @@ impl<E: ShmSafe> Endpoint<E> for ShmEnd<'_, E> {
     }
 
     fn publish(&mut self, p: &Published) {
-        self.net.control.publish(self.ends.me(), p);
+        self.net.control().publish(self.ends.me(), p);
     }
 
     fn snapshot(&mut self, out: &mut Snapshot) {
         let net = self.net;
-        net.control.snapshot(|w| net.mom(w), out);
+        net.control().snapshot(|w| net.mom(w), out);
     }
 
     fn has_mail(&self) -> bool {
@@ -278,11 +257,8 @@ impl<E: ShmSafe> Endpoint<E> for ShmEnd<'_, E> {
     }
 
     fn barrier(&mut self) -> bool {
-        let Self { net, ends } = self;
-        let parties = net.workers() as u32;
-        net.control
-            .barrier_with(parties, BARRIER_TIMEOUT, || absorb(net, ends))
-            .is_ok()
+        let Self { net, ends, .. } = self;
+        net.part.barrier(|| absorb(net, ends))
     }
 
     fn channel(&self, from: usize, to: usize) -> Time {
@@ -305,19 +281,19 @@ impl<E: ShmSafe> Endpoint<E> for ShmEnd<'_, E> {
         // The bell is read before `ready` in every round, and a waker bumps it after making
         // `ready` true, so the futex never sleeps through a wake; 1 ms slices bound the rest.
         futex::wait_until(bell, Instant::now() + BARRIER_TIMEOUT, || {
-            ready(this) || this.net.control.aborted().is_some()
+            ready(this) || this.net.part.aborted()
         });
     }
 
     fn abort(&self) {
-        self.net.control.abort(self.net.proc_index);
+        self.net.part.abort();
         for w in 0..self.net.workers() {
             self.wake(w);
         }
     }
 
     fn aborted(&self) -> bool {
-        self.net.control.aborted().is_some()
+        self.net.part.aborted()
     }
 
     fn figures(&self, out: &mut Vec<(&'static str, f64)>) {

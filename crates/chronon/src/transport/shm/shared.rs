@@ -1,17 +1,15 @@
 //! The ends of one process's workers, shared by its threads: for a protocol whose transport is
 //! one value that every worker thread of the process reaches (Time Warp's wires), each worker's
 //! [`Ends`] behind its own lock, with a slot of the protocol's own per-worker state (its record
-//! decoder, scratch), and the control segment's abort word and end-of-run barrier.
+//! decoder, scratch), beside the process's [`MeshPart`] (the control segment's abort word and
+//! the end-of-run barrier).
 
-use std::any::Any;
 use std::io;
-use std::ptr::NonNull;
-use std::sync::{Arc, Mutex, MutexGuard};
+use std::sync::{Mutex, MutexGuard};
 
 use super::ends::Ends;
-use super::mesh::{Mesh, Record};
-use super::BARRIER_TIMEOUT;
-use crate::shm::{Control, Segment};
+use super::mesh::{mismatch, Record};
+use super::part::MeshPart;
 
 /// One worker's part: its ends and the protocol's state beside them.
 pub(crate) struct Slot<R, S> {
@@ -19,11 +17,9 @@ pub(crate) struct Slot<R, S> {
     pub(crate) local: S,
 }
 
-/// The ends of workers `base..base + threads` of process `proc_index`.
+/// The ends of workers `base..base + threads` of one process.
 pub(crate) struct SharedEnds<R, S> {
-    mesh: Mesh,
-    control: Control,
-    proc_index: u32,
+    part: MeshPart,
     base: usize,
     /// `slots[w - base]`; each locked by its worker only (and once at the end), so never
     /// contended.
@@ -33,48 +29,33 @@ pub(crate) struct SharedEnds<R, S> {
 impl<R, S> std::fmt::Debug for SharedEnds<R, S> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("SharedEnds")
-            .field("workers", &self.mesh.workers())
-            .field("proc", &self.proc_index)
+            .field("part", &self.part)
+            .field("base", &self.base)
             .finish_non_exhaustive()
     }
 }
 
 impl<R: Record, S> SharedEnds<R, S> {
-    /// Attaches to a mesh segment (made by [`Mesh::create::<R>`](Mesh::create) with the same
-    /// header size and worker count) as process `proc_index` whose workers are
-    /// `base..base + threads`; `local(w)` is worker `w`'s protocol state.
-    #[allow(clippy::too_many_arguments)]
-    pub(crate) fn attach(
-        seg: Segment,
-        header: usize,
-        control: Control,
-        workers: usize,
-        proc_index: u32,
+    /// The ends of workers `base..base + threads` of the process that attached `part` (with
+    /// records `R`); `local(w)` is worker `w`'s protocol state.
+    pub(crate) fn new(
+        part: MeshPart,
         base: usize,
         threads: usize,
         local: impl Fn(usize) -> S,
     ) -> io::Result<SharedEnds<R, S>> {
-        if control.workers() != workers || base + threads > workers {
-            return Err(io::Error::other(
-                "the shared segments do not match this run (size or worker count)",
-            ));
+        if base + threads > part.workers() {
+            return Err(mismatch());
         }
-        let mesh = Mesh::attach::<R>(seg, header, workers)?;
         let slots = (base..base + threads)
             .map(|w| {
                 Mutex::new(Slot {
-                    ends: mesh.ends::<R>(w),
+                    ends: part.mesh.ends::<R>(w),
                     local: local(w),
                 })
             })
             .collect();
-        Ok(SharedEnds {
-            mesh,
-            control,
-            proc_index,
-            base,
-            slots,
-        })
+        Ok(SharedEnds { part, base, slots })
     }
 
     /// Worker `w`'s slot (`w` one of this process's workers).
@@ -88,34 +69,16 @@ impl<R: Record, S> SharedEnds<R, S> {
     /// After worker `w` stopped: waits until every worker of every process has (absorbing its
     /// inbox meanwhile, so that no sender stays blocked on it). `false`: the run was aborted.
     pub(crate) fn end_barrier(&self, w: usize) -> bool {
-        let parties = self.mesh.workers() as u32;
-        self.control
-            .barrier_with(parties, BARRIER_TIMEOUT, || {
-                self.lock(w).ends.absorb();
-            })
-            .is_ok()
+        self.part.barrier(|| {
+            self.lock(w).ends.absorb();
+        })
     }
 }
 
 impl<R, S> SharedEnds<R, S> {
-    /// The start of the mesh's header region (the protocol's registers).
-    pub(crate) fn header(&self) -> NonNull<u8> {
-        self.mesh.header()
-    }
-
-    /// A handle that keeps the segment mapped.
-    pub(crate) fn keep(&self) -> Arc<dyn Any + Send + Sync> {
-        self.mesh.keep()
-    }
-
-    /// Whether some process asked every process to stop.
+    /// The process's part of the mesh run (its mapping, the control segment).
     #[inline]
-    pub(crate) fn aborted(&self) -> bool {
-        self.control.aborted().is_some()
-    }
-
-    /// Asks every process to stop (this one failed).
-    pub(crate) fn abort(&self) {
-        self.control.abort(self.proc_index);
+    pub(crate) fn part(&self) -> &MeshPart {
+        &self.part
     }
 }

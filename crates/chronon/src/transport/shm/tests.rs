@@ -6,6 +6,7 @@ use std::sync::atomic::{AtomicUsize, Ordering::SeqCst};
 
 use super::ends::Ends;
 use super::mesh::{parse_ring_cap, Mesh, Record, RING_CAP};
+use super::part::MeshPart;
 use super::SharedEnds;
 use crate::shm::{Control, Segment};
 
@@ -144,14 +145,58 @@ fn two_workers_flooding_each_other_never_deadlock() {
     }
 }
 
-#[test]
-fn shared_ends_lock_per_worker_and_meet_at_the_end_barrier() {
-    let seg = Mesh::create::<u64>(8, 2).unwrap();
+/// Two processes' parts of one mesh run of two workers (a 64-byte header), one control
+/// segment.
+fn two_parts() -> (MeshPart, MeshPart) {
+    let seg = Mesh::create::<u64>(64, 2).unwrap();
     let seg2 = Segment::from_fd(seg.fd().try_clone_to_owned().unwrap()).unwrap();
     let control = Control::create(2).unwrap();
-    let a =
-        SharedEnds::<u64, u32>::attach(seg, 8, control.clone(), 2, 0, 0, 1, |w| w as u32).unwrap();
-    let b = SharedEnds::<u64, u32>::attach(seg2, 8, control, 2, 1, 1, 1, |w| w as u32).unwrap();
+    (
+        MeshPart::attach::<u64>(seg, 64, control.clone(), 2, 0).unwrap(),
+        MeshPart::attach::<u64>(seg2, 64, control, 2, 1).unwrap(),
+    )
+}
+
+#[test]
+fn a_part_of_another_run_is_refused() {
+    let seg = Mesh::create::<u64>(64, 2).unwrap();
+    let control = Control::create(3).unwrap();
+    let e = MeshPart::attach::<u64>(seg, 64, control, 2, 0).unwrap_err();
+    assert!(e.to_string().contains("do not match this run"), "{e}");
+    let (a, _) = two_parts();
+    let e = SharedEnds::<u64, ()>::new(a, 1, 2, |_| ()).unwrap_err();
+    assert!(e.to_string().contains("do not match this run"), "{e}");
+}
+
+/// A part's push on a full ring gives up, with the rest kept in the batch and no absorb,
+/// when the run is over or aborted (by any process); each try counts a full retry.
+#[test]
+fn a_part_push_gives_up_when_the_run_is_over_or_aborted() {
+    let (a, b) = two_parts();
+    let mut e0 = a.mesh.ends::<u64>(0);
+    let cap = a.mesh.cap() as u64;
+    let mut batch: Vec<u64> = (0..cap + 3).collect();
+    let no_absorb = |_: &mut Ends<u64>| panic!("gave up without absorbing");
+    assert!(!a.push(&mut e0, 1, &mut batch, no_absorb, || true));
+    assert_eq!((batch.len(), e0.full_retries()), (3, 1));
+    assert!(!a.aborted());
+    b.abort();
+    assert!(a.aborted() && b.aborted());
+    assert!(!a.push(&mut e0, 1, &mut batch, no_absorb, || false));
+    assert_eq!((batch.len(), e0.full_retries()), (3, 2));
+    // Nothing was lost: the receiver finds the ring's records in order.
+    let got: Vec<u64> = take_all(&mut b.mesh.ends::<u64>(1))
+        .into_iter()
+        .map(|(_, r)| r)
+        .collect();
+    assert_eq!(got, (0..cap).collect::<Vec<_>>());
+}
+
+#[test]
+fn shared_ends_lock_per_worker_and_meet_at_the_end_barrier() {
+    let (a, b) = two_parts();
+    let a = SharedEnds::<u64, u32>::new(a, 0, 1, |w| w as u32).unwrap();
+    let b = SharedEnds::<u64, u32>::new(b, 1, 1, |w| w as u32).unwrap();
     assert_eq!((a.lock(0).local, b.lock(1).local), (0, 1));
     assert!(a.lock(0).ends.push(1, &mut vec![3], |_| {}, || false));
     std::thread::scope(|s| {
@@ -161,9 +206,9 @@ fn shared_ends_lock_per_worker_and_meet_at_the_end_barrier() {
     // The waiting receiver absorbed (or the record is still in its ring): it is there once.
     assert_eq!(b.lock(1).ends.mail_min(), 3.0);
     assert_eq!(take_all(&mut b.lock(1).ends), [(0, 3)]);
-    assert!(!a.aborted());
-    b.abort();
-    assert!(a.aborted());
+    assert!(!a.part().aborted());
+    b.part().abort();
+    assert!(a.part().aborted());
 }
 
 #[test]

@@ -18,10 +18,8 @@
 //!
 //! Zero copy (the default), a `BPtr` payload crosses as the pointer (its item stays in its
 //! owner's shared heap, found through the run's heap directory). The copy transport
-//! (`--payload copy`) does what the conservative endpoint does: the sender copies each event's
-//! payloads into new items (`shm::safe::deep_copy`, `ShmSafe::fixup_copy`) before pushing it,
-//! releasing the model's, and the receiver copies them again into its own receive heap
-//! (`shm::local::Receiving`).
+//! (`--payload copy`) is the conservative endpoint's (`part.rs`, [`Copier`]), applied to each
+//! event's payload: copied by the sender before the push, and again by the receiver.
 
 use std::io;
 use std::sync::atomic::{AtomicU64, Ordering::SeqCst};
@@ -30,10 +28,10 @@ use std::any::Any;
 use std::ptr::NonNull;
 use std::sync::Arc;
 
+use super::part::{Copier, MeshPart};
 use super::{Ends, Mesh, Record, SharedEnds, Slot};
 use crate::comm::Batch;
-use crate::event::{EventKey, Keyed};
-use crate::shm::safe::deep_copy;
+use crate::event::EventKey;
 use crate::shm::{Control, Segment, ShmSafe};
 use crate::transport::tw::TwTransport;
 use crate::tw_msg::{Anti, Msg, TwEvent};
@@ -99,9 +97,9 @@ fn decode<P>(keys: &mut Vec<EventKey>, r: Rec<P>, f: &mut impl FnMut(Msg<P>)) {
     }
 }
 
-/// Encodes one message as records (its stack's keys, then the event), the event's payloads
-/// copied by `copy` (the copy transport).
-fn encode<P>(m: Msg<P>, recs: &mut Vec<Rec<P>>, copy: Option<fn(P) -> P>) {
+/// Encodes one message as records (its stack's keys, then the event), the event's payload as
+/// sent by `copy`.
+fn encode<P>(m: Msg<P>, recs: &mut Vec<Rec<P>>, copy: Copier<P>) {
     match m {
         Msg::Event(mut e, stack) => {
             let keys = match stack {
@@ -111,9 +109,7 @@ fn encode<P>(m: Msg<P>, recs: &mut Vec<Rec<P>>, copy: Option<fn(P) -> P>) {
                 }
                 None => 0,
             };
-            if let Some(c) = copy {
-                e.payload = c(e.payload);
-            }
+            e.payload = copy.sent(e.payload);
             recs.push(Rec(Wire::Event { ev: e, keys }));
         }
         Msg::Anti(a) => recs.push(Rec(Wire::Anti(a))),
@@ -127,8 +123,8 @@ pub(crate) struct ShmWires<P> {
     /// Events that could not be sent because the run was over (aborted, or GVT at the end:
     /// then they are at or after the end), counted as pending at the end.
     unsent: AtomicU64,
-    /// The copy transport: `deep_copy` of a payload (set by `attach`, where `P: ShmSafe`).
-    copy: Option<fn(P) -> P>,
+    /// The copy transport, or zero copy (set by `attach`, where `P: ShmSafe`).
+    copy: Copier<P>,
     /// A run that ends at a checkpoint's cut: at the end, what a full ring holds back is
     /// pushed as the receivers make room (they absorb until every worker is at the end
     /// barrier), not dropped, so that every pending event and anti-message reaches the part
@@ -175,77 +171,40 @@ impl<P: Send + 'static> ShmWires<P> {
             keys: vec![Vec::new(); workers],
             recs: Vec::new(),
         };
-        let ends = SharedEnds::attach(
-            seg, header, control, workers, proc_index, base, threads, codec,
-        )?;
+        let part = MeshPart::attach::<Rec<P>>(seg, header, control, workers, proc_index)?;
         Ok(ShmWires {
-            ends,
+            ends: SharedEnds::new(part, base, threads, codec)?,
             unsent: AtomicU64::new(0),
-            copy: copy.then_some(deep_copy::<P> as fn(P) -> P),
+            copy: Copier::new(copy),
             keep_at_end: false,
         })
     }
 
     /// The start of the header region (the protocol's registers).
     pub(crate) fn header(&self) -> NonNull<u8> {
-        self.ends.header()
+        self.ends.part().mesh.header()
     }
 
     /// What keeps the segment mapped while the protocol's registers in it are used.
     pub(crate) fn keep(&self) -> Arc<dyn Any + Send + Sync> {
-        self.ends.keep()
+        self.ends.part().mesh.keep()
     }
 
-    /// Whether some process asked every process to stop.
-    #[inline]
-    pub(crate) fn aborted(&self) -> bool {
-        self.ends.aborted()
-    }
-
-    /// Asks every process to stop (this one failed).
-    pub(crate) fn abort(&self) {
-        self.ends.abort();
-    }
-
-    /// Hands everything waiting for worker `w` to `f` (per sender, in sending order: its
-    /// records in `w`'s stash, then its ring).
-    pub(crate) fn receive(&self, w: usize, f: impl FnMut(Msg<P>)) {
-        self.take(w, false, f);
-    }
-
-    /// What is left for worker `w` once every worker has stopped (after [`end_barrier`]).
-    ///
-    /// [`end_barrier`]: Self::end_barrier
-    pub(crate) fn leftovers(&self, w: usize, f: impl FnMut(Msg<P>)) {
-        self.take(w, true, f);
-    }
-
-    /// Decodes what waits for worker `w` into `f` (`all`: also rings whose register says
-    /// empty), payloads copied into this thread's heap under the copy transport.
+    /// Decodes what waits for worker `w` into `f` (per sender, in sending order: its records
+    /// in `w`'s stash, then its ring; `all`: also rings whose register says empty), each
+    /// event's payload as received by the copy transport.
     fn take(&self, w: usize, all: bool, mut f: impl FnMut(Msg<P>)) {
         let copy = self.copy;
-        let mut f = move |m| match (m, copy) {
-            (Msg::Event(mut e, stack), Some(c)) => {
-                // Into the receive heap: how many copies of other processes' payloads are
-                // alive depends on how far those processes speculate, which no throttle of
-                // this worker bounds (as for payloads decoded from other ranks).
-                e.payload = {
-                    let _into = crate::shm::local::Receiving::enter();
-                    c(e.payload)
-                };
+        let mut f = move |m| match m {
+            Msg::Event(mut e, stack) => {
+                e.payload = copy.received(e.payload);
                 f(Msg::Event(e, stack))
             }
-            (m, _) => f(m),
+            m => f(m),
         };
         let mut slot = self.ends.lock(w);
         let Slot { ends, local } = &mut *slot;
         ends.take(all, |s, r| decode(&mut local.keys[s], r, &mut f));
-    }
-
-    /// BH_min of worker `w`: the minimum of its incoming rings' registers (each a lower bound
-    /// on what waits in its ring: shm README, ring R2) and of its stash.
-    pub(crate) fn bh_min(&self, w: usize) -> f64 {
-        self.ends.lock(w).ends.mail_min()
     }
 
     /// Events that were never sent because the run was over.
@@ -256,49 +215,6 @@ impl<P: Send + 'static> ShmWires<P> {
     /// How many times worker `w` found a ring full after the bounded wait.
     pub(crate) fn full_retries(&self, w: usize) -> u64 {
         self.ends.lock(w).ends.full_retries()
-    }
-
-    /// Pushes the batches of worker `w` for the workers in `dirty` (taking them from
-    /// `outbox`, emptied batches to `spare`); returns the earliest time pushed. A full ring:
-    /// wait a little, absorb `w`'s own inbox, retry with what is left (bounded wait). If the
-    /// run is over (`over()`, unless it ends at a checkpoint's cut, or another process
-    /// aborted) what is left is dropped and counted as pending.
-    pub(crate) fn flush(
-        &self,
-        w: usize,
-        dirty: &mut Vec<usize>,
-        outbox: &mut [Option<Batch<Msg<P>>>],
-        spare: &mut Vec<Batch<Msg<P>>>,
-        over: impl Fn() -> bool,
-    ) -> f64 {
-        let mut slot = self.ends.lock(w);
-        let Slot { ends, local } = &mut *slot;
-        let recs = &mut local.recs;
-        let mut min = f64::INFINITY;
-        for o in dirty.drain(..) {
-            let Some(mut b) = outbox[o].take() else {
-                continue;
-            };
-            b.drain_into(&mut |m| {
-                min = min.min(m.key().time);
-                encode(m, recs, self.copy);
-            });
-            spare.push(b);
-            let give_up = || self.aborted() || (over() && !self.keep_at_end);
-            // Make room: the receiver may be waiting for a ring of ours to drain.
-            let make_room = |e: &mut Ends<Rec<P>>| {
-                e.absorb();
-            };
-            if !ends.push(o, recs, make_room, give_up) {
-                let n = recs
-                    .iter()
-                    .filter(|r| matches!(r.0, Wire::Event { .. }))
-                    .count();
-                self.unsent.fetch_add(n as u64, SeqCst);
-                recs.clear();
-            }
-        }
-        min
     }
 
     /// After worker `w` stopped: waits until every worker of every process has (absorbing its
@@ -315,19 +231,26 @@ impl<P: Send + 'static> TwTransport<P> for ShmWires<P> {
         true
     }
 
+    /// BH_min of worker `w`: the minimum of its incoming rings' registers (each a lower bound
+    /// on what waits in its ring: shm README, ring R2) and of its stash.
     #[inline]
     fn bh_min(&self, w: usize) -> f64 {
-        ShmWires::bh_min(self, w)
+        self.ends.lock(w).ends.mail_min()
     }
 
     fn receive(&self, w: usize, f: impl FnMut(Msg<P>)) {
-        ShmWires::receive(self, w, f)
+        self.take(w, false, f);
     }
 
+    /// What is left for worker `w` once every worker has stopped (after
+    /// [`end_barrier`](ShmWires::end_barrier)).
     fn leftovers(&self, w: usize, f: impl FnMut(Msg<P>)) {
-        ShmWires::leftovers(self, w, f)
+        self.take(w, true, f);
     }
 
+    /// A full ring: wait a little, absorb `w`'s own inbox, retry with what is left (the
+    /// bounded wait). If the run is over (`over()`, unless it ends at a checkpoint's cut, or
+    /// another process aborted) what is left is dropped and counted as pending.
     fn push(
         &self,
         w: usize,
@@ -336,16 +259,35 @@ impl<P: Send + 'static> TwTransport<P> for ShmWires<P> {
         spare: &mut Vec<Batch<Msg<P>>>,
         over: impl Fn() -> bool,
     ) {
-        self.flush(w, dirty, outbox, spare, over);
+        let mut slot = self.ends.lock(w);
+        let Slot { ends, local } = &mut *slot;
+        let recs = &mut local.recs;
+        for o in dirty.drain(..) {
+            let Some(mut b) = outbox[o].take() else {
+                continue;
+            };
+            b.drain_into(&mut |m| encode(m, recs, self.copy));
+            spare.push(b);
+            let absorb = |e: &mut Ends<Rec<P>>| _ = e.absorb();
+            let over = || over() && !self.keep_at_end;
+            if !self.ends.part().push(ends, o, recs, absorb, over) {
+                let n = recs
+                    .iter()
+                    .filter(|r| matches!(r.0, Wire::Event { .. }))
+                    .count();
+                self.unsent.fetch_add(n as u64, SeqCst);
+                recs.clear();
+            }
+        }
     }
 
     #[inline]
     fn aborted(&self) -> bool {
-        ShmWires::aborted(self)
+        self.ends.part().aborted()
     }
 
     fn abort_others(&self) {
-        self.abort();
+        self.ends.part().abort();
     }
 }
 
@@ -379,20 +321,21 @@ mod tests {
         Msg::Event(ev, stack.map(Box::new))
     }
 
-    fn send(w: &ShmWires<u64>, me: usize, to: usize, msgs: Vec<Msg<u64>>) -> f64 {
+    fn send(w: &ShmWires<u64>, me: usize, to: usize, msgs: Vec<Msg<u64>>) {
         let mut b = Batch::new(me as u32);
         msgs.into_iter().for_each(|m| b.push(m));
         let mut outbox: Vec<Option<Batch<Msg<u64>>>> = vec![None, None];
         outbox[to] = Some(b);
         let mut spare = Vec::new();
-        w.flush(me, &mut vec![to], &mut outbox, &mut spare, || false)
+        w.push(me, &mut vec![to], &mut outbox, &mut spare, || false);
+        assert!(outbox[to].is_none() && spare.len() == 1);
     }
 
     #[test]
     fn events_stacks_and_anti_messages_arrive_in_order() {
         let (a, b) = two();
         let stack = vec![key(2.0, 9), key(2.0, 4), key(2.0, 1)];
-        let min = send(
+        send(
             &a,
             0,
             1,
@@ -406,7 +349,6 @@ mod tests {
                 }),
             ],
         );
-        assert_eq!(min, 2.0);
         assert_eq!(b.bh_min(1), 2.0);
         assert_eq!(a.bh_min(0), f64::INFINITY);
         let mut got = Vec::new();
