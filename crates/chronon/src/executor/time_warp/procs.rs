@@ -32,7 +32,6 @@ use crate::queue::{HeapQueue, LadderQueue, PendingSet, QueueKind};
 use crate::shm::{Control, ShmSafe, MAX_WORKERS};
 use crate::stats::Report;
 use crate::transport::shm::ShmWires;
-use crate::transport::tw::Wires;
 use crate::tw_msg::TwEvent;
 
 /// A multi-process Time Warp run, as a function pointer (instantiated where `M::Event:
@@ -273,7 +272,7 @@ where
         opts,
         None,
         base..base + threads,
-        Some((Wires::Procs(wires), gvt)),
+        Some((Box::new(wires), gvt)),
     )?;
     // The counters `init` moved are counted once, by process 0.
     if p != 0 {
@@ -281,10 +280,8 @@ where
     }
     let start = Instant::now();
     let results = spawn(&sh, base, parts, |w| {
-        if let Some(net) = sh.wires.procs() {
-            // Every worker of every process stops sending before anyone takes its leftovers.
-            let _ = net.end_barrier(w);
-        }
+        // Every worker of every process stops sending before anyone takes its leftovers.
+        let _ = sh.wires.end_barrier(w);
     });
     let wall_s = start.elapsed().as_secs_f64();
     if let Some(e) = sh.take_error() {
@@ -293,7 +290,7 @@ where
     if results.iter().any(|r| !r.4) && control.aborted().is_some() {
         return Err(SimError::Process(ABORTED.into()));
     }
-    let pending = sh.wires.procs().map_or(0, |net| net.unsent());
+    let pending = sh.wires.unsent();
     let mut out = part_out(
         model,
         cfg,
@@ -306,14 +303,12 @@ where
         states,
         saving,
     )?;
-    if let Some(net) = sh.wires.procs() {
-        // The transport's own figure, per worker (as under the conservative protocols).
-        for (k, figures) in out.workers.iter_mut().enumerate() {
-            figures.insert(
-                "ring_full_retries".into(),
-                net.full_retries(base + k) as f64,
-            );
-        }
+    // The transport's own figure, per worker (as under the conservative protocols).
+    for (k, figures) in out.workers.iter_mut().enumerate() {
+        figures.insert(
+            "ring_full_retries".into(),
+            sh.wires.full_retries(base + k) as f64,
+        );
     }
     Ok(out)
 }
@@ -351,7 +346,7 @@ pub(super) fn part_out<M: Model, Q: PendingSet<TwEvent<M::Event>>>(
     for (k, (lps, cold, c, st, done, (queue, cancelled))) in results.into_iter().enumerate() {
         drop(cold);
         complete &= done;
-        pending += pending_at_end(queue, cancelled, &sh.wires, base + k, |e| {
+        pending += pending_at_end(queue, cancelled, &*sh.wires, base + k, |e| {
             if to_part {
                 debug_assert!(!e.stacked(), "an event pending at a cut is not stacked");
                 left.push(crate::event::Event::new(e.head(), e.dst, e.payload));

@@ -13,7 +13,6 @@ use crate::executor::{finish_report, LpSlot, RunConfig};
 use crate::model::Model;
 use crate::queue::PendingSet;
 use crate::stats::Report;
-use crate::transport::tw::TwTransport;
 use crate::transport::tw::Wires;
 use crate::tw_msg::{Msg, TwEvent};
 
@@ -127,7 +126,7 @@ fn gather<M: Model, Q: PendingSet<TwEvent<M::Event>>>(
     for (w, (lps, cold, c, st, done, (queue, cancelled))) in results.into_iter().enumerate() {
         complete &= done;
         let mut left = Vec::new();
-        pending += pending_at_end(queue, cancelled, &sh.wires, w, |e| {
+        pending += pending_at_end(queue, cancelled, &*sh.wires, w, |e| {
             if to_part {
                 left.push(e)
             }
@@ -384,7 +383,7 @@ pub(super) fn insert_rollback_lengths(
 pub(super) fn pending_at_end<P: Send + 'static, Q: PendingSet<TwEvent<P>>>(
     mut queue: Q,
     mut cancelled: Cancelled,
-    wires: &Wires<P>,
+    wires: &dyn Wires<P>,
     w: usize,
     mut keep: impl FnMut(TwEvent<P>),
 ) -> u64 {
@@ -392,7 +391,7 @@ pub(super) fn pending_at_end<P: Send + 'static, Q: PendingSet<TwEvent<P>>>(
     // are counted as they are popped (a list of them cost 16 bytes an event at the run's end:
     // 160 MB at 1 M LPs, above the memory bound).
     let mut mail = Vec::new();
-    wires.leftovers(w, |m| match m {
+    wires.leftovers(w, &mut |m| match m {
         Msg::Event(e, _) => mail.push(e),
         Msg::Anti(a) => cancelled.insert(a.id, a.key.time),
     });

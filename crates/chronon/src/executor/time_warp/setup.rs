@@ -23,7 +23,8 @@ use crate::partition::Mapping;
 use crate::placement::{touch_queue, touch_vec};
 use crate::queue::{HeapQueue, LadderQueue, PendingSet, QueueKind};
 use crate::stats::Report;
-use crate::transport::tw::Wires;
+use crate::transport::threads::Mailboxes;
+use crate::transport::tw::WiresBox;
 use crate::tw_msg::TwEvent;
 
 /// Runs `model` under Time Warp on `threads` workers.
@@ -364,7 +365,7 @@ pub(super) fn build<'a, M: Model, Q: PendingSet<TwEvent<M::Event>>>(
     opts: &TimeWarpConfig,
     check_eq: Option<StateEq<M::State>>,
     mine: std::ops::Range<usize>,
-    net: Option<(Wires<M::Event>, GvtRegisters)>,
+    net: Option<(WiresBox<'a, M::Event>, GvtRegisters)>,
 ) -> Result<Built<'a, M, Q>, SimError> {
     opts.validate()?;
     if threads == 0 {
@@ -408,7 +409,10 @@ pub(super) fn build<'a, M: Model, Q: PendingSet<TwEvent<M::Event>>>(
         super::safe::SafeRule::choose(opts, saving, threads, net.is_some(), model.lookahead());
     let (wires, gvt) = match net {
         Some(net) => net,
-        None => (Wires::threads(threads), GvtRegisters::new(threads)),
+        None => (
+            Box::new(Mailboxes::new(threads)) as WiresBox<M::Event>,
+            GvtRegisters::new(threads),
+        ),
     };
 
     // The machine is read before the run's clock starts.
@@ -459,7 +463,7 @@ pub(super) fn build<'a, M: Model, Q: PendingSet<TwEvent<M::Event>>>(
         tick_flags: (0..threads).map(|_| Default::default()).collect(),
         pinner,
         #[cfg(feature = "mpi")]
-        pump: None,
+        driver: None,
     };
     Ok(Built {
         sh,

@@ -17,9 +17,8 @@ use super::super::gvt::GvtRegisters;
 use super::super::options::TimeWarpConfig;
 use super::super::procs::{gather, part_out};
 use super::super::setup::{build, spawn, Built};
-use super::super::shared::Pump;
 use super::driver::{drive, Driver, DriverOut};
-use super::pump::Pumped;
+use super::pump::Stepped;
 use crate::error::{guard, ConfigError, Setting, SimError};
 use crate::executor::conservative::procs::{ChildOut, ABORTED};
 use crate::executor::conservative::ranks::{finish_rank_part, on_rank, on_world, RankPart};
@@ -28,9 +27,8 @@ use crate::model::Model;
 use crate::queue::{HeapQueue, LadderQueue, PendingSet, QueueKind};
 use crate::stats::Report;
 use crate::transport::mpi::comm::RankComm;
-use crate::transport::mpi::RankSafe;
-use crate::transport::mpi::RankWires;
-use crate::transport::tw::Wires;
+use crate::transport::mpi::{RankLink, RankSafe, RankWires};
+use crate::transport::tw::WiresBox;
 use crate::tw_msg::TwEvent;
 
 /// A Time Warp run over ranks, as a function pointer (instantiated where `M::Event: RankSafe`
@@ -170,8 +168,9 @@ where
     let (rank, ranks) = (comm.rank(), comm.size());
     let (n, base) = (ranks * threads, rank * threads);
     let mine = base..base + threads;
+    let wires = RankWires::new(n, mine.clone());
     let net = (
-        Wires::Ranks(RankWires::new(n, mine.clone())),
+        Box::new(&wires) as WiresBox<M::Event>,
         GvtRegisters::ranked(n, threads),
     );
     let built = build::<M, Q>(model, cfg, n, opts, None, mine, Some(net));
@@ -199,14 +198,16 @@ where
     let start = Instant::now();
     // Which thread talks MPI (README.md beside this file): with one worker the worker steps
     // the driver at its looks; with more, a driver thread of its own does.
-    let pumped = (driver_mode(threads) == DriverMode::Worker)
-        .then(|| Pumped::new(Driver::new(&sh, comm, threads)));
-    sh.pump = pumped.as_ref().map(|p| p as &dyn Pump<M>);
+    let driver = Driver::new(Box::new(RankLink::new(comm, &wires, threads)), threads);
+    let mut driver = Some(driver);
+    if driver_mode(threads) == DriverMode::Worker {
+        sh.driver = driver.take().map(Stepped::new);
+    }
     let (results, d) = std::thread::scope(|s| {
         let sh = &sh;
-        let d = pumped.is_none().then(|| {
+        let d = driver.map(|driver| {
             s.spawn(|| {
-                catch_unwind(AssertUnwindSafe(|| drive(sh, comm, threads, &stopped))).map_err(|p| {
+                catch_unwind(AssertUnwindSafe(|| drive(sh, driver, &stopped))).map_err(|p| {
                     // The driver failed (a payload that does not serialize, say): this
                     // rank's workers stop at their loop tops, the other ranks at once.
                     sh.fail(SimError::from_panic(0, 0.0, p.as_ref()));
@@ -217,12 +218,12 @@ where
         let results = spawn(sh, base, parts, |_| {
             stopped.fetch_add(1, SeqCst);
         });
-        let d = match (d, &pumped) {
+        let d = match (d, &sh.driver) {
             (Some(d), _) => d.join().ok().and_then(Result::ok),
             // The worker stopped: this thread finishes the driver's loop (GVT to its end on
             // every rank, or the failure told to every rank), then the end-of-run exchange.
             (None, Some(p)) => {
-                let mut p = p.lock().unwrap_or_else(|e| e.into_inner());
+                let mut p = p.lock();
                 catch_unwind(AssertUnwindSafe(|| p.driver.run(sh, &stopped)))
                     .map_err(|e| {
                         sh.fail(SimError::from_panic(0, 0.0, e.as_ref()));
