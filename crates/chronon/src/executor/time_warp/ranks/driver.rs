@@ -81,7 +81,7 @@ pub(crate) fn drive<M: Model>(
 
 /// The rank's driver: its state between two steps. A step is one pass of the loop in the
 /// module documentation; the driver thread ([`drive`]) makes them in a loop, a rank without a
-/// driver thread lets its worker make them (`Shared::ranks`, README "Which thread talks MPI").
+/// driver thread lets its worker make them (`Shared::driver`, README "Which thread talks MPI").
 pub(crate) struct Driver<'c> {
     /// The transport between ranks (and the reduction it lends).
     net: Box<dyn RankNet + 'c>,
