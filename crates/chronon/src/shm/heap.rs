@@ -544,8 +544,10 @@ pub fn time() -> f64 {
 
 /// This thread's simulation time (for freed items' time-to-zero) set to a time for as long as
 /// it lives, then put back (on every path out, errors included).
+#[cfg(not(chronon_loom))]
 pub(crate) struct FreedAt(f64);
 
+#[cfg(not(chronon_loom))]
 impl FreedAt {
     pub(crate) fn new(at: f64) -> FreedAt {
         let was = time();
@@ -554,6 +556,7 @@ impl FreedAt {
     }
 }
 
+#[cfg(not(chronon_loom))]
 impl Drop for FreedAt {
     fn drop(&mut self) {
         set_time(self.0);
