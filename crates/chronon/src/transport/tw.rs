@@ -93,7 +93,7 @@ pub(crate) trait TwTransport<P> {
 /// How many summed values a contribution carries: the white messages in transit, the number
 /// of ranks that failed (so that every rank learns of a failure from the next reduction), and
 /// the number of ranks whose workers asked for GVT during the computation (so that every rank
-/// begins the next computation at once, together: [`Outcome::wanted`]).
+/// begins the next computation at once, together: `Outcome::wanted` in `dgvt.rs`).
 pub(crate) const SUMS: usize = 3;
 
 /// A non-blocking all-reduction over every rank: element-wise sum of `sums`, minimum of `min`.
@@ -107,7 +107,7 @@ pub(crate) trait Reduce {
 }
 
 /// The rank's colour book, which the transport between ranks writes as it sends and delivers
-/// records (rules D1, D2): [`Dgvt`] is one.
+/// records (rules D1, D2): `Dgvt` is one.
 #[cfg_attr(not(feature = "mpi"), allow(dead_code))]
 pub(crate) trait Colours {
     /// A record whose earliest message is at `time` leaves this rank now; returns the colour
