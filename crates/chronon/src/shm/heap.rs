@@ -542,6 +542,27 @@ pub fn time() -> f64 {
     NOW.with(Cell::get)
 }
 
+/// This thread's simulation time (for freed items' time-to-zero) set to a time for as long as
+/// it lives, then put back (on every path out, errors included).
+#[cfg(not(chronon_loom))]
+pub(crate) struct FreedAt(f64);
+
+#[cfg(not(chronon_loom))]
+impl FreedAt {
+    pub(crate) fn new(at: f64) -> FreedAt {
+        let was = time();
+        set_time(at);
+        FreedAt(was)
+    }
+}
+
+#[cfg(not(chronon_loom))]
+impl Drop for FreedAt {
+    fn drop(&mut self) {
+        set_time(self.0);
+    }
+}
+
 /// Returns the item at (`heap`, `off`) to its owner: called once, by whoever dropped its last
 /// reference, after dropping the value (README, H1–H2).
 ///

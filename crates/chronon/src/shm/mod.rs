@@ -29,6 +29,8 @@ mod slice;
 
 pub use bptr::BPtr;
 pub use control::{BarrierError, Control, MAX_WORKERS};
+#[cfg(not(chronon_loom))]
+pub(crate) use heap::FreedAt;
 pub use heap::{set_time, time, Heap, HeapConfig, HeapError, HeapStats, ITEM_ALIGN};
 pub use launch::{LaunchError, Launcher, Worker, FDS_ENV, PARENT_ENV, ROLE_ENV};
 pub(crate) use local::set_thread_heap_config;

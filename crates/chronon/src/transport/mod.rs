@@ -3,13 +3,19 @@
 //! against [`Endpoint`], the view one worker has of the transport, and runs unchanged over
 //!
 //! - [`threads`]: the threads of one process (today's mailboxes, [`Gsu`](crate::gsu::Gsu),
-//!   barrier kinds, parking), and
+//!   barrier kinds, parking),
 //! - [`shm`] (Linux): workers that are (process, thread) pairs on one machine, with shared-memory
 //!   rings between every pair, the GSU registers and a barrier in a shared control segment.
-//!   The same ring mesh carries Time Warp's records between processes (`shm/shared.rs`).
+//!   The same ring mesh carries Time Warp's records between processes (`shm/shared.rs`), and
+//! - [`mpi`] (feature `mpi`): workers that are (rank, thread) pairs over the ranks of an
+//!   `mpirun`, mailboxes inside a rank and serialized batches between ranks (`mpi/net.rs`).
+//!
+//! Time Warp's own seam is [`tw`] (the worker's transport, and what GVT across ranks asks of
+//! the transport between ranks), implemented by the same three.
 //!
 //! Dispatch is static (the protocols are generic over the endpoint type): no per-event dynamic
-//! call. Protocol, invariants and proof sketches: `README.md` beside this file.
+//! call. Time Warp's `tw::Wires` is a trait object instead: one dynamic call per flush, drain
+//! and BH_min look (and one per message taken in a drain). Protocol, invariants and proof sketches: `README.md` beside this file.
 
 use crate::event::Event;
 use crate::gsu::{Published, Snapshot};

@@ -12,7 +12,6 @@ use crate::error::SimError;
 use crate::model::{Ctx, Model, Time};
 use crate::preempt::{BhMin, Context, Step, Switch};
 use crate::queue::PendingSet;
-use crate::transport::tw::TwTransport;
 use crate::transport::tw::Wires;
 use crate::tw_msg::TwEvent;
 
@@ -20,7 +19,7 @@ use crate::tw_msg::TwEvent;
 /// processes the minimum of its incoming rings' registers and of its stash (`Wires::bh_min`;
 /// README.md, "BH_min across processes", says why that is a lower bound at the check).
 struct Register<'s, P> {
-    wires: &'s Wires<P>,
+    wires: &'s dyn Wires<P>,
     w: usize,
 }
 
@@ -114,7 +113,7 @@ impl<'s, M: Model, Q: PendingSet<TwEvent<M::Event>>> Worker<'s, '_, M, Q> {
         let ctx = Context::new(stack, move |y| {
             let mut p = parts;
             let register = Register {
-                wires: &sh.wires,
+                wires: &*sh.wires,
                 w,
             };
             let sw = Switch::new(&register, y, flag);

@@ -1,7 +1,9 @@
 //! GVT across ranks: Mattern's two-colour algorithm ("Efficient Algorithms for Distributed
 //! Snapshots and Global Virtual Time Approximation", JPDC 18(4), 1993), driven by non-blocking
 //! all-reductions instead of a control message around a ring. Transport-independent: it needs
-//! a reduction ([`Reduce`]) and a way to take a rank-local minimum over the rank's threads
+//! a reduction ([`Reduce`], which the transport between ranks lends: `transport/tw.rs`), a
+//! colour book the transport writes as it sends and delivers ([`Colours`], which [`Dgvt`]
+//! is) and a way to take a rank-local minimum over the rank's threads
 //! ([`LocalRound`], the in-rank GVT round of `gvt.rs`). No rank and no worker ever waits for
 //! another: the driver (one thread per rank that does the rank's message passing) calls
 //! [`Dgvt::poll`] between its sends and receives, and workers keep processing throughout.
@@ -11,21 +13,9 @@
 use std::collections::BTreeMap;
 use std::time::{Duration, Instant};
 
-/// How many summed values a contribution carries: the white messages in transit, the number
-/// of ranks that failed (so that every rank learns of a failure from the next reduction), and
-/// the number of ranks whose workers asked for GVT during the computation (so that every rank
-/// begins the next computation at once, together: [`Outcome::wanted`]).
-pub(crate) const SUMS: usize = 3;
-
-/// A non-blocking all-reduction over every rank: element-wise sum of `sums`, minimum of `min`.
-/// At most one is in progress per rank; every rank starts them in the same order (they are
-/// collective).
-pub(crate) trait Reduce {
-    fn start(&mut self, sums: [i64; SUMS], min: f64);
-    /// The result of the reduction started last, once every rank contributed (`None`: not
-    /// yet). Called again after it returned `Some`, it returns `None`.
-    fn test(&mut self) -> Option<([i64; SUMS], f64)>;
-}
+#[cfg(test)]
+use crate::transport::tw::SUMS;
+pub(crate) use crate::transport::tw::{Colours, Reduce};
 
 /// A rank-local minimum over the rank's workers (the in-rank GVT round: `gvt.rs`). Its result
 /// must be a lower bound on the time of every event or anti-message of the rank that is
@@ -202,7 +192,7 @@ impl Dgvt {
     /// computation completes.
     pub(crate) fn poll(
         &mut self,
-        comm: &mut impl Reduce,
+        comm: &mut (impl Reduce + ?Sized),
         local: &mut impl LocalRound,
         begin: bool,
     ) -> Option<Outcome> {
@@ -262,6 +252,18 @@ impl Dgvt {
                 })
             }
         }
+    }
+}
+
+impl Colours for Dgvt {
+    fn on_send(&mut self, time: f64) -> u64 {
+        Dgvt::on_send(self, time)
+    }
+    fn on_receive(&mut self, epoch: u64) {
+        Dgvt::on_receive(self, epoch)
+    }
+    fn totals(&self) -> (u64, u64) {
+        Dgvt::totals(self)
     }
 }
 

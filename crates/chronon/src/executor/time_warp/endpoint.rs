@@ -3,7 +3,7 @@
 
 use crate::comm::Batch;
 use crate::event::Keyed;
-use crate::transport::tw::TwTransport;
+use crate::transport::tw::Wires;
 use crate::tw_msg::Msg;
 
 /// One worker's sending side: the batch being filled per destination worker, the
@@ -33,7 +33,7 @@ impl<P: Send + 'static> Endpoint<P> {
 
     /// Queues `m` for worker `o` (pushed at the next [`flush`](Self::flush)).
     #[inline]
-    pub(super) fn send(&mut self, wires: &impl TwTransport<P>, o: usize, m: Msg<P>) {
+    pub(super) fn send(&mut self, wires: &dyn Wires<P>, o: usize, m: Msg<P>) {
         self.earliest = self.earliest.min(m.key().time);
         self.urgent |= matches!(m, Msg::Anti(_));
         let slot = &mut self.outbox[o];
@@ -78,7 +78,7 @@ impl<P: Send + 'static> Endpoint<P> {
     /// `over()`: whether the run is over (across processes, a sender that cannot get ring
     /// space then drops what is left, which is at or after the end time).
     #[inline]
-    pub(super) fn flush(&mut self, wires: &impl TwTransport<P>, over: impl Fn() -> bool) -> f64 {
+    pub(super) fn flush(&mut self, wires: &dyn Wires<P>, over: impl Fn() -> bool) -> f64 {
         if self.dirty.is_empty() {
             // Nothing queued (every event without a remote send): nothing to push.
             return f64::INFINITY;
@@ -90,7 +90,7 @@ impl<P: Send + 'static> Endpoint<P> {
             &mut self.dirty,
             &mut self.outbox,
             &mut self.spare,
-            over,
+            &over,
         );
         min
     }
@@ -141,7 +141,7 @@ mod tests {
         assert!(!end.urgent());
         assert_eq!(wires.bh_min(1), 3.0);
         let mut got = Vec::new();
-        wires.receive(1, |m| got.push(m.key().time));
+        wires.receive(1, &mut |m| got.push(m.key().time));
         got.sort_by(f64::total_cmp);
         assert_eq!(got, [3.0, 4.0, 5.0]);
         assert_eq!(end.flush(&wires, || false), f64::INFINITY);

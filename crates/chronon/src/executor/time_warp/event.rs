@@ -283,7 +283,7 @@ impl<M: Model, Q: PendingSet<TwEvent<M::Event>>> Worker<'_, '_, M, Q> {
                     self.queue.push(tw);
                 } else {
                     let o = sh.owner_of(dst);
-                    self.endpoint.send(&sh.wires, o, Msg::Event(tw, None));
+                    self.endpoint.send(&*sh.wires, o, Msg::Event(tw, None));
                 }
             } else {
                 let (tw, stack) = self.orders.child(ev, Event::new(key, dst, payload), id);
@@ -295,7 +295,7 @@ impl<M: Model, Q: PendingSet<TwEvent<M::Event>>> Worker<'_, '_, M, Q> {
                     self.queue.push(tw);
                 } else {
                     let o = sh.owner_of(dst);
-                    self.endpoint.send(&sh.wires, o, Msg::Event(tw, stack));
+                    self.endpoint.send(&*sh.wires, o, Msg::Event(tw, stack));
                 }
             }
             if !safe {

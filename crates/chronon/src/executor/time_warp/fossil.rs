@@ -90,7 +90,7 @@ impl<'s, 'a, M: Model, Q: PendingSet<TwEvent<M::Event>>> Worker<'s, 'a, M, Q> {
         // drops to zero here is freed at GVT, not at this thread's latest speculative time,
         // which would keep it from reuse until GVT caught up with the speculation.
         #[cfg(all(target_os = "linux", not(chronon_loom)))]
-        let _at_gvt = FreedAt::new(g);
+        let _at_gvt = crate::shm::FreedAt::new(g);
         let reverse = sh.saving == Saving::Reverse;
         let (counters, stats, current) = (&mut self.counters, &mut self.stats, &mut self.current);
         let (cold, census, orders) = (&mut self.cold, &mut self.census, &mut self.orders);
@@ -168,27 +168,6 @@ fn trim_coast<S, P>(c: &mut TwCold<S, P>, census: &mut Census) {
     }
     if c.coast.is_empty() {
         c.coast_base = c.arena_base;
-    }
-}
-
-/// The thread's time-to-zero for freed shared-heap items set to a time for as long as it
-/// lives, then put back (on every path out, errors included).
-#[cfg(all(target_os = "linux", not(chronon_loom)))]
-pub(super) struct FreedAt(f64);
-
-#[cfg(all(target_os = "linux", not(chronon_loom)))]
-impl FreedAt {
-    pub(super) fn new(at: f64) -> FreedAt {
-        let was = crate::shm::time();
-        crate::shm::set_time(at);
-        FreedAt(was)
-    }
-}
-
-#[cfg(all(target_os = "linux", not(chronon_loom)))]
-impl Drop for FreedAt {
-    fn drop(&mut self) {
-        crate::shm::set_time(self.0);
     }
 }
 

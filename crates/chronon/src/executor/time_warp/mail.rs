@@ -5,7 +5,6 @@ use super::worker::Worker;
 use crate::error::SimError;
 use crate::model::Model;
 use crate::queue::PendingSet;
-use crate::transport::tw::TwTransport;
 use crate::tw_msg::{Msg, Stack, TwEvent};
 
 impl<M: Model, Q: PendingSet<TwEvent<M::Event>>> Worker<'_, '_, M, Q> {
@@ -21,10 +20,10 @@ impl<M: Model, Q: PendingSet<TwEvent<M::Event>>> Worker<'_, '_, M, Q> {
         // after GVT + lookahead (safe.rs).
         let safe_until = sh.safe.bound(|| sh.gvt.gvt());
         // Over MPI ranks without a driver thread: send, receive and step GVT here.
-        sh.pump();
+        sh.step_driver();
         if sh.wires.has_mail(self.w) {
             let mut result = Ok(());
-            sh.wires.receive(self.w, |m| match m {
+            sh.wires.receive(self.w, &mut |m| match m {
                 Msg::Event(e, stack) => self.accept(e, stack),
                 Msg::Anti(a) => {
                     if let Err(e) = self.annihilate(a) {
@@ -90,7 +89,7 @@ impl<M: Model, Q: PendingSet<TwEvent<M::Event>>> Worker<'_, '_, M, Q> {
     #[inline(never)]
     fn flush_dirty(&mut self) {
         let sh = self.sh;
-        let min = self.endpoint.flush(&sh.wires, || sh.gvt.gvt() >= sh.end);
+        let min = self.endpoint.flush(&*sh.wires, || sh.gvt.gvt() >= sh.end);
         if min == f64::INFINITY {
             return;
         }

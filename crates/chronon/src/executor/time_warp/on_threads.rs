@@ -120,7 +120,7 @@ fn gather<M: Model, Q: PendingSet<TwEvent<M::Event>>>(
     for (w, (lps, cold, c, st, done, (queue, cancelled))) in results.into_iter().enumerate() {
         complete &= done;
         let mut left = Vec::new();
-        pending += pending_at_end(queue, cancelled, &sh.wires, w, |e| {
+        pending += pending_at_end(queue, cancelled, &*sh.wires, w, |e| {
             if to_part {
                 left.push(e)
             }

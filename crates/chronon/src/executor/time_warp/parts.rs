@@ -239,7 +239,7 @@ pub(super) fn part_out<M: Model, Q: PendingSet<TwEvent<M::Event>>>(
     for (k, (lps, cold, c, st, done, (queue, cancelled))) in results.into_iter().enumerate() {
         drop(cold);
         complete &= done;
-        pending += pending_at_end(queue, cancelled, &sh.wires, base + k, |e| {
+        pending += pending_at_end(queue, cancelled, &*sh.wires, base + k, |e| {
             if to_part {
                 debug_assert!(!e.stacked(), "an event pending at a cut is not stacked");
                 left.push(crate::event::Event::new(e.head(), e.dst, e.payload));

@@ -7,7 +7,6 @@ use super::options::Saving;
 use super::stats::Stats;
 use crate::model::Model;
 use crate::queue::PendingSet;
-use crate::transport::tw::TwTransport;
 use crate::transport::tw::Wires;
 use crate::tw_msg::{Msg, TwEvent};
 
@@ -157,7 +156,7 @@ pub(super) fn insert_rollback_lengths(
 pub(super) fn pending_at_end<P: Send + 'static, Q: PendingSet<TwEvent<P>>>(
     mut queue: Q,
     mut cancelled: Cancelled,
-    wires: &Wires<P>,
+    wires: &dyn Wires<P>,
     w: usize,
     mut keep: impl FnMut(TwEvent<P>),
 ) -> u64 {
@@ -165,7 +164,7 @@ pub(super) fn pending_at_end<P: Send + 'static, Q: PendingSet<TwEvent<P>>>(
     // are counted as they are popped (a list of them cost 16 bytes an event at the run's end:
     // 160 MB at 1 M LPs, above the memory bound).
     let mut mail = Vec::new();
-    wires.leftovers(w, |m| match m {
+    wires.leftovers(w, &mut |m| match m {
         Msg::Event(e, _) => mail.push(e),
         Msg::Anti(a) => cancelled.insert(a.id, a.key.time),
     });

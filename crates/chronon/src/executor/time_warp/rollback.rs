@@ -1,7 +1,5 @@
 //! Rollback, anti-messages and annihilation (README.md, "Rollback, cancellation, annihilation").
 
-#[cfg(all(target_os = "linux", not(chronon_loom)))]
-use super::fossil::FreedAt;
 use super::history::Extra;
 use super::options::Saving;
 use super::worker::Worker;
@@ -149,7 +147,7 @@ impl<M: Model, Q: PendingSet<TwEvent<M::Event>>> Worker<'_, '_, M, Q> {
         // among anti-messages of one rollback is free: each follows its own event, sent
         // before the rollback began.
         while let Some((o, anti)) = self.scratch.remote_antis.pop() {
-            self.endpoint.send(&sh.wires, o, Msg::Anti(anti));
+            self.endpoint.send(&*sh.wires, o, Msg::Anti(anti));
         }
         match self.history.get(lp.last) {
             Some(d) => lp.set_last_key(self.orders.key(&d.ev), !d.ev.stacked()),
@@ -236,6 +234,6 @@ impl<M: Model, Q: PendingSet<TwEvent<M::Event>>> Worker<'_, '_, M, Q> {
 /// back its speculation.
 fn drop_coasted_sends<P>(sends: &mut Vec<crate::event::Event<P>>) {
     #[cfg(all(target_os = "linux", not(chronon_loom)))]
-    let _made_here = FreedAt::new(f64::NEG_INFINITY);
+    let _made_here = crate::shm::FreedAt::new(f64::NEG_INFINITY);
     sends.clear();
 }

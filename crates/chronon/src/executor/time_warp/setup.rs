@@ -24,7 +24,7 @@ use crate::partition::Mapping;
 use crate::placement::{touch_queue, touch_vec};
 use crate::queue::{with_queue, PendingSet};
 use crate::stats::Report;
-use crate::transport::tw::Wires;
+use crate::transport::tw::WiresBox;
 use crate::tw_msg::TwEvent;
 
 /// Runs `model` under Time Warp on `threads` workers.
@@ -361,7 +361,7 @@ pub(super) fn build<'a, M: Model, Q: PendingSet<TwEvent<M::Event>>>(
     opts: &TimeWarpConfig,
     check_eq: Option<StateEq<M::State>>,
     mine: std::ops::Range<usize>,
-    net: Option<(Wires<M::Event>, GvtRegisters)>,
+    net: Option<(WiresBox<'a, M::Event>, GvtRegisters)>,
 ) -> Result<Built<'a, M, Q>, SimError> {
     opts.validate()?;
     let globals = crate::executor::global::GlobalQueue::for_run(model, cfg)?;
@@ -408,7 +408,10 @@ pub(super) fn build<'a, M: Model, Q: PendingSet<TwEvent<M::Event>>>(
         super::safe::SafeRule::choose(opts, saving, threads, net.is_some(), model.lookahead());
     let (wires, gvt) = match net {
         Some(net) => net,
-        None => (Wires::threads(threads), GvtRegisters::new(threads)),
+        None => (
+            crate::transport::tw::threads::<M::Event>(threads),
+            GvtRegisters::new(threads),
+        ),
     };
 
     // The machine is read before the run's clock starts.
@@ -458,8 +461,7 @@ pub(super) fn build<'a, M: Model, Q: PendingSet<TwEvent<M::Event>>>(
         }),
         tick_flags: (0..threads).map(|_| Default::default()).collect(),
         pinner,
-        #[cfg(feature = "mpi")]
-        pump: None,
+        driver: None,
     };
     Ok(Built {
         sh,

@@ -13,8 +13,7 @@ use super::options::{PreemptConfig, Saving};
 use crate::error::SimError;
 use crate::executor::RunConfig;
 use crate::model::{LpId, Model, ReverseFn, Time};
-use crate::transport::tw::TwTransport;
-use crate::transport::tw::Wires;
+use crate::transport::tw::WiresBox;
 
 /// Compares two states (for `--check-reverse`).
 pub(crate) type StateEq<S> = fn(&S, &S) -> bool;
@@ -23,20 +22,6 @@ pub(crate) type StateEq<S> = fn(&S, &S) -> bool;
 pub(super) const POLL_EVERY: u64 = 1 << 13;
 /// How many events run between two updates of the memory figures.
 pub(super) const MEMORY_EVERY: u64 = 16;
-
-/// A rank's driver as its worker reaches it when the rank has no driver thread (one worker
-/// per rank: README, "Which thread talks MPI"). `Shared::pump` holds it as a trait object, so
-/// that the worker loop needs neither the model's `RankSafe` bound nor anything of MPI.
-#[cfg(feature = "mpi")]
-pub(super) trait Pump<M: Model>: Sync {
-    /// One step of the driver's loop (send, receive, GVT), unless the last one was less
-    /// than `ranks::pump::PUMP_GAP` ago or another thread is making one.
-    fn pump(&self, sh: &Shared<'_, M>);
-    /// The worker is idle: steps the driver, then yields (returns `true`) while a GVT
-    /// computation is in progress, at most `ranks::pump::IDLE_YIELDS` times in a row without GVT
-    /// advancing; `false`: the caller naps.
-    fn idle(&self, sh: &Shared<'_, M>) -> bool;
-}
 
 /// What every worker shares.
 pub(super) struct Shared<'a, M: Model> {
@@ -70,7 +55,7 @@ pub(super) struct Shared<'a, M: Model> {
     pub(super) block_first: Vec<u64>,
     pub(super) workers: usize,
     /// How workers reach each other (`transport/tw.rs`).
-    pub(super) wires: Wires<M::Event>,
+    pub(super) wires: WiresBox<'a, M::Event>,
     pub(super) gvt: GvtRegisters,
     /// The model's global events and the phase that runs them (global.rs).
     pub(super) globals: Globals<M::State>,
@@ -93,10 +78,20 @@ pub(super) struct Shared<'a, M: Model> {
     pub(super) tick_flags: Vec<crate::preempt::ticks::Flag>,
     /// Where each worker runs (pinned or not), and its first touch of its LPs' memory.
     pub(super) pinner: crate::placement::Pinner,
-    /// Over MPI ranks without a driver thread: the rank's driver, which the worker steps at
-    /// its looks (ranks/, [`Shared::pump`]).
-    #[cfg(feature = "mpi")]
-    pub(super) pump: Option<&'a dyn Pump<M>>,
+    /// Protocol code the part runs beside its workers that its lone worker steps at its looks
+    /// ([`Shared::step_driver`]): over MPI ranks with one worker each, the rank's driver
+    /// (`ranks/pump.rs`; the transport between ranks is behind its `RankNet`).
+    pub(super) driver: Option<&'a dyn Stepping<M>>,
+}
+
+/// Protocol code a part runs beside its workers, stepped by a lone worker at its looks (over
+/// MPI ranks with one worker per rank: the rank's driver, `ranks/pump.rs`).
+pub(super) trait Stepping<M: Model>: Sync {
+    /// A step, unless the last one was made a moment ago or another thread is making one.
+    fn step(&self, sh: &Shared<'_, M>);
+
+    /// The worker is idle: a step; `true` while the worker should yield rather than nap.
+    fn idle(&self, sh: &Shared<'_, M>) -> bool;
 }
 
 impl<M: Model> Shared<'_, M> {
@@ -136,10 +131,9 @@ impl<M: Model> Shared<'_, M> {
     /// at its looks (`Worker::drain`; ranks/README.md, "Which thread talks MPI"). Otherwise
     /// nothing.
     #[inline(always)]
-    pub(super) fn pump(&self) {
-        #[cfg(feature = "mpi")]
-        if let Some(p) = self.pump {
-            p.pump(self);
+    pub(super) fn step_driver(&self) {
+        if let Some(d) = self.driver {
+            d.step(self);
         }
     }
 
@@ -148,9 +142,8 @@ impl<M: Model> Shared<'_, M> {
     /// computation is in progress the worker yields instead of sleeping, a bounded number of
     /// times (ranks/README.md, "Which thread talks MPI").
     pub(super) fn idle_wait(&self, d: std::time::Duration) {
-        #[cfg(feature = "mpi")]
-        if let Some(p) = self.pump {
-            if p.idle(self) {
+        if let Some(d) = self.driver {
+            if d.idle(self) {
                 return;
             }
         }

@@ -11,9 +11,9 @@
 //! event sent before it on that channel.
 //!
 //! The field codec under these records ([`put_key`], [`put_payload`], [`Reader`]) is the one
-//! every record between ranks is written with, Time Warp's too (`executor/time_warp/ranks/
-//! codec.rs` lays out its own records with it): integers little endian, times as their bits,
-//! payloads in bincode (self-delimiting).
+//! every record between ranks is written with, Time Warp's too (`tw_codec.rs` lays out its own
+//! records with it): integers little endian, times as their bits, payloads in bincode
+//! (self-delimiting).
 
 use serde::de::DeserializeOwned;
 use serde::Serialize;

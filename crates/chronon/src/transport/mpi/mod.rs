@@ -8,8 +8,9 @@
 //! message a build without the `mpi` feature gives. With the feature: [`Mpi`] (MPI's lifetime
 //! in this process), the rank communication layer (`comm.rs`, shared with Time Warp over MPI),
 //! the field codec (`codec.rs`), the conservative endpoint (`net.rs`), and Time Warp's
-//! seam (`tw.rs`, records laid out by `tw_codec.rs`). The runs over ranks
-//! are the executors' (`executor/conservative/ranks.rs`, `executor/time_warp/ranks/`).
+//! worker seam (`tw.rs`) and data path between ranks (`tw_link.rs`: sends, receives, the end's
+//! settling and GVT's reduction; records laid out by `tw_codec.rs`). The runs over ranks are
+//! the executors' (`executor/conservative/ranks.rs`, `executor/time_warp/ranks/`).
 
 #[cfg(feature = "mpi")]
 mod bench;
@@ -22,10 +23,14 @@ pub(crate) mod net;
 #[cfg(feature = "mpi")]
 mod tw;
 #[cfg(feature = "mpi")]
-pub(crate) mod tw_codec;
+mod tw_codec;
+#[cfg(feature = "mpi")]
+mod tw_link;
 
 #[cfg(feature = "mpi")]
 pub(crate) use tw::RankWires;
+#[cfg(feature = "mpi")]
+pub(crate) use tw_link::RankLink;
 
 /// Whether this build has MPI support (the cargo feature `mpi`).
 pub const COMPILED: bool = cfg!(feature = "mpi");

@@ -1,7 +1,7 @@
 //! Time Warp's seam over MPI ranks ([`RankWires`]): inside a rank, the threads transport's
 //! mailboxes among the rank's own workers; a batch for a worker of another rank goes to the
-//! rank's outgoing box, which only Time Warp's rank driver empties (it encodes the messages
-//! with `tw_codec.rs` and sends them through `comm.rs`).
+//! rank's outgoing box, which only the rank's link empties (`tw_link.rs`: it encodes the
+//! messages with `tw_codec.rs` and sends them through `comm.rs`).
 
 use std::ops::Range;
 
@@ -15,7 +15,7 @@ use crate::tw_msg::Msg;
 pub(crate) struct RankWires<P> {
     mine: Range<usize>,
     local: Mailboxes<P>,
-    /// Batches for workers of other ranks, emptied by the driver only. Its register is a
+    /// Batches for workers of other ranks, emptied by the rank's link only. Its register is a
     /// lower bound on what waits there.
     outgoing: Mailbox<Msg<P>>,
 }
@@ -36,24 +36,25 @@ impl<P: Send + 'static> RankWires<P> {
         self.mine.contains(&w)
     }
 
-    /// The driver takes what workers handed over.
+    /// The link takes what workers handed over.
     pub(crate) fn take_outgoing(&self, f: impl FnMut(Batch<Msg<P>>)) {
         self.outgoing.take_batches(f);
     }
 
-    /// Worker `w`'s mailbox (the driver delivers records from other ranks into it).
+    /// Worker `w`'s mailbox (the link delivers records from other ranks into it).
     #[inline]
     pub(crate) fn mailbox(&self, w: usize) -> &Mailbox<Msg<P>> {
         self.local.mailbox(w)
     }
 
-    /// Gives an emptied batch back to its sender's pool (the driver, once it serialized it).
+    /// Gives an emptied batch back to its sender's pool (the link, once it serialized it).
     pub(crate) fn give_back(&self, b: Batch<Msg<P>>) {
         self.local.give_back(b);
     }
 }
 
-impl<P: Send + 'static> TwTransport<P> for RankWires<P> {
+/// On a reference: the rank's link (`tw_link.rs`) holds the same wires as the workers.
+impl<P: Send + 'static> TwTransport<P> for &RankWires<P> {
     #[inline]
     fn has_mail(&self, w: usize) -> bool {
         self.local.has_mail(w)
@@ -85,9 +86,8 @@ impl<P: Send + 'static> TwTransport<P> for RankWires<P> {
         spare: &mut Vec<Batch<Msg<P>>>,
         over: impl Fn() -> bool,
     ) {
-        // For another rank: Time Warp's rank driver sends it
-        // (`executor/time_warp/ranks/driver.rs`). For rule R2 this counts as
-        // pushed (README, "GVT across ranks", D3).
+        // For another rank: the rank's link sends it (`tw_link.rs`, when the rank's driver
+        // steps). For rule R2 this counts as pushed (README, "GVT across ranks", D3).
         dirty.retain(|&o| {
             if self.is_local(o) {
                 return true;

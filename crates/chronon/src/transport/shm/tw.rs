@@ -289,6 +289,18 @@ impl<P: Send + 'static> TwTransport<P> for ShmWires<P> {
     fn abort_others(&self) {
         self.ends.part().abort();
     }
+
+    fn end_barrier(&self, w: usize) -> bool {
+        ShmWires::end_barrier(self, w)
+    }
+
+    fn unsent(&self) -> u64 {
+        ShmWires::unsent(self)
+    }
+
+    fn full_retries(&self, w: usize) -> u64 {
+        ShmWires::full_retries(self, w)
+    }
 }
 
 #[cfg(test)]

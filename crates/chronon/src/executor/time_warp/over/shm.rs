@@ -15,7 +15,6 @@ use crate::executor::RunConfig;
 use crate::model::Model;
 use crate::queue::{with_queue, PendingSet};
 use crate::transport::shm::ShmWires;
-use crate::transport::tw::Wires;
 use crate::tw_msg::TwEvent;
 
 impl<M: Model> OverProcs<M> for TimeWarp<'_>
@@ -94,14 +93,12 @@ where
         opts,
         None,
         base..base + threads,
-        Some((Wires::Procs(wires), gvt)),
+        Some((Box::new(wires), gvt)),
     )?;
     let start = Instant::now();
     let results = spawn(&sh, base, parts, |w| {
-        if let Some(net) = sh.wires.procs() {
-            // Every worker of every process stops sending before anyone takes its leftovers.
-            let _ = net.end_barrier(w);
-        }
+        // Every worker of every process stops sending before anyone takes its leftovers.
+        let _ = sh.wires.end_barrier(w);
     });
     let wall_s = start.elapsed().as_secs_f64();
     if let Some(e) = sh.take_error() {
@@ -110,7 +107,7 @@ where
     if results.iter().any(|r| !r.4) && control.aborted().is_some() {
         return Err(SimError::Process(ABORTED.into()));
     }
-    let pending = sh.wires.procs().map_or(0, |net| net.unsent());
+    let pending = sh.wires.unsent();
     let mut out = part_out(
         model,
         cfg,
@@ -123,14 +120,12 @@ where
         states,
         (opts, saving),
     )?;
-    if let Some(net) = sh.wires.procs() {
-        // The transport's own figure, per worker (as under the conservative protocols).
-        for (k, figures) in out.workers.iter_mut().enumerate() {
-            figures.insert(
-                "ring_full_retries".into(),
-                net.full_retries(base + k) as f64,
-            );
-        }
+    // The transport's own figure, per worker (as under the conservative protocols).
+    for (k, figures) in out.workers.iter_mut().enumerate() {
+        figures.insert(
+            "ring_full_retries".into(),
+            sh.wires.full_retries(base + k) as f64,
+        );
     }
     Ok(out)
 }

@@ -1,13 +1,12 @@
 //! A rank's driver stepped by its worker, for ranks without a driver thread (one worker per
-//! rank: README, "Which thread talks MPI"): the [`Pump`] that `Shared::pump` holds.
+//! rank: README, "Which thread talks MPI"): the [`Stepped`] driver that `Shared::driver` holds.
 
-use std::sync::Mutex;
+use std::sync::{Mutex, MutexGuard};
 use std::time::{Duration, Instant};
 
-use super::super::shared::{Pump, Shared};
+use super::super::shared::{Shared, Stepping};
 use super::driver;
 use crate::model::Model;
-use crate::transport::mpi::RankSafe;
 
 /// The most yields in a row of an idle worker waiting for a GVT computation that does not
 /// advance GVT (then it naps, stepping the driver once per nap).
@@ -26,9 +25,9 @@ pub(super) const PUMP_GAP: Duration = Duration::from_micros(30);
 /// The most driver steps a worker makes per look (while they move something).
 const STEPS_PER_LOOK: usize = 4;
 
-/// The driver and when it last stepped, behind the lock that lets one thread step it.
-pub(super) struct Pumped<'c, M: Model> {
-    pub(super) driver: driver::Driver<'c, M>,
+/// The driver and when it last stepped.
+pub(crate) struct Pumped<'c> {
+    pub(super) driver: driver::Driver<'c>,
     last: Instant,
     gap: Duration,
     /// An idle worker's yields since GVT last advanced, and that GVT.
@@ -36,12 +35,9 @@ pub(super) struct Pumped<'c, M: Model> {
     gvt: f64,
 }
 
-impl<M: Model> Pumped<'_, M>
-where
-    M::Event: RankSafe,
-{
+impl Pumped<'_> {
     /// Up to [`STEPS_PER_LOOK`] driver steps, while they move something.
-    fn steps(&mut self, sh: &Shared<'_, M>) {
+    fn steps<M: Model>(&mut self, sh: &Shared<'_, M>) {
         self.last = Instant::now();
         // The rank's workers are running (the caller is one of them). A step that moved
         // something (a GVT phase, a batch) is followed by another, a few at most: a GVT
@@ -54,29 +50,36 @@ where
     }
 }
 
-impl<'c, M: Model> Pumped<'c, M> {
-    pub(super) fn new(driver: driver::Driver<'c, M>) -> Mutex<Self> {
+/// The driver behind the lock that lets one thread step it: the rank's worker at its looks,
+/// the rank's main thread once the worker stopped.
+pub(crate) struct Stepped<'c>(Mutex<Pumped<'c>>);
+
+impl<'c> Stepped<'c> {
+    pub(super) fn new(driver: driver::Driver<'c>) -> Self {
         let gap = std::env::var("CHRONON_TW_PUMP_US")
             .ok()
             .and_then(|v| v.parse().ok())
             .map_or(PUMP_GAP, Duration::from_micros);
-        Mutex::new(Pumped {
+        Stepped(Mutex::new(Pumped {
             driver,
             last: Instant::now(),
             gap,
             yields: 0,
             gvt: 0.0,
-        })
+        }))
     }
-}
 
-impl<M: Model> Pump<M> for Mutex<Pumped<'_, M>>
-where
-    M::Event: RankSafe,
-{
+    /// The driver, for the rank's main thread once the worker stopped (a worker's panic
+    /// inside a step poisons the lock; its state is used as left: README).
+    pub(super) fn lock(&self) -> MutexGuard<'_, Pumped<'c>> {
+        self.0.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// One step of the driver's loop (send, receive, GVT), unless the last one was less
+    /// than [`PUMP_GAP`] ago or another thread is making one.
     #[inline]
-    fn pump(&self, sh: &Shared<'_, M>) {
-        let Ok(mut p) = self.try_lock() else {
+    fn pump<M: Model>(&self, sh: &Shared<'_, M>) {
+        let Ok(mut p) = self.0.try_lock() else {
             return;
         };
         let now = Instant::now();
@@ -86,8 +89,11 @@ where
         p.steps(sh);
     }
 
-    fn idle(&self, sh: &Shared<'_, M>) -> bool {
-        let Ok(mut p) = self.try_lock() else {
+    /// The worker is idle: steps the driver, then yields (returns `true`) while a GVT
+    /// computation is in progress, at most [`IDLE_YIELDS`] times in a row without GVT
+    /// advancing; `false`: the caller naps.
+    fn idle<M: Model>(&self, sh: &Shared<'_, M>) -> bool {
+        let Ok(mut p) = self.0.try_lock() else {
             return false;
         };
         p.steps(sh);
@@ -103,5 +109,16 @@ where
         drop(p);
         std::thread::yield_now();
         true
+    }
+}
+
+impl<M: Model> Stepping<M> for Stepped<'_> {
+    #[inline]
+    fn step(&self, sh: &Shared<'_, M>) {
+        self.pump(sh);
+    }
+
+    fn idle(&self, sh: &Shared<'_, M>) -> bool {
+        Stepped::idle(self, sh)
     }
 }

@@ -16,9 +16,9 @@ use super::super::gvt::GvtRegisters;
 use super::super::options::TimeWarpConfig;
 use super::super::parts::{part_out, TimeWarp};
 use super::super::setup::{build, spawn, Built};
-use super::super::shared::Pump;
+use super::super::shared::Stepping;
 use super::driver::{drive, Driver, DriverOut};
-use super::pump::Pumped;
+use super::pump::Stepped;
 use crate::error::SimError;
 use crate::executor::over::mpi::OverRanks;
 use crate::executor::part_out::{PartOut, ABORTED};
@@ -26,9 +26,8 @@ use crate::executor::RunConfig;
 use crate::model::Model;
 use crate::queue::{with_queue, PendingSet};
 use crate::transport::mpi::comm::RankComm;
-use crate::transport::mpi::RankSafe;
-use crate::transport::mpi::RankWires;
-use crate::transport::tw::Wires;
+use crate::transport::mpi::{RankLink, RankSafe, RankWires};
+use crate::transport::tw::WiresBox;
 use crate::tw_msg::TwEvent;
 
 impl<M: Model> OverRanks<M> for TimeWarp<'_>
@@ -99,8 +98,16 @@ where
     let (rank, ranks) = (comm.rank(), comm.size());
     let (n, base) = (ranks * threads, rank * threads);
     let mine = base..base + threads;
+    let wires = RankWires::new(n, mine.clone());
+    // Which thread talks MPI (README.md beside this file): with one worker the worker steps
+    // the driver at its looks; with more, a driver thread of its own does.
+    let driver = Driver::new(Box::new(RankLink::new(comm, &wires, threads)), threads);
+    let (mut driver, stepped) = match driver_mode(threads) {
+        DriverMode::Worker => (None, Some(Stepped::new(driver))),
+        DriverMode::Thread => (Some(driver), None),
+    };
     let net = (
-        Wires::Ranks(RankWires::new(n, mine.clone())),
+        Box::new(&wires) as WiresBox<M::Event>,
         GvtRegisters::ranked(n, threads),
     );
     let built = build::<M, Q>(model, cfg, n, opts, None, mine, Some(net));
@@ -122,16 +129,12 @@ where
     } = built;
     let stopped = AtomicUsize::new(0);
     let start = Instant::now();
-    // Which thread talks MPI (README.md beside this file): with one worker the worker steps
-    // the driver at its looks; with more, a driver thread of its own does.
-    let pumped = (driver_mode(threads) == DriverMode::Worker)
-        .then(|| Pumped::new(Driver::new(&sh, comm, threads)));
-    sh.pump = pumped.as_ref().map(|p| p as &dyn Pump<M>);
+    sh.driver = stepped.as_ref().map(|s| s as &dyn Stepping<M>);
     let (results, d) = std::thread::scope(|s| {
         let sh = &sh;
-        let d = pumped.is_none().then(|| {
+        let d = driver.take().map(|driver| {
             s.spawn(|| {
-                catch_unwind(AssertUnwindSafe(|| drive(sh, comm, threads, &stopped))).map_err(|p| {
+                catch_unwind(AssertUnwindSafe(|| drive(sh, driver, &stopped))).map_err(|p| {
                     // The driver failed (a payload that does not serialize, say): this
                     // rank's workers stop at their loop tops, the other ranks at once.
                     sh.fail(SimError::from_panic(0, 0.0, p.as_ref()));
@@ -142,12 +145,12 @@ where
         let results = spawn(sh, base, parts, |_| {
             stopped.fetch_add(1, SeqCst);
         });
-        let d = match (d, &pumped) {
+        let d = match (d, &stepped) {
             (Some(d), _) => d.join().ok().and_then(Result::ok),
             // The worker stopped: this thread finishes the driver's loop (GVT to its end on
             // every rank, or the failure told to every rank), then the end-of-run exchange.
             (None, Some(p)) => {
-                let mut p = p.lock().unwrap_or_else(|e| e.into_inner());
+                let mut p = p.lock();
                 catch_unwind(AssertUnwindSafe(|| p.driver.run(sh, &stopped)))
                     .map_err(|e| {
                         sh.fail(SimError::from_panic(0, 0.0, e.as_ref()));
