@@ -121,7 +121,7 @@ pub(crate) trait Endpoint<E> {
     fn rendezvous(&mut self, last: impl FnOnce(&mut Self)) -> bool;
 
     /// The transport's own per-worker figures for the report (none by default).
-    #[cfg_attr(chronon_loom, allow(dead_code))] // its caller (procs/child.rs) is not built under loom
+    #[cfg_attr(chronon_loom, allow(dead_code))] // its caller (conservative/parts.rs) is not built under loom
     fn figures(&self, out: &mut Vec<(&'static str, f64)>) {
         let _ = out;
     }

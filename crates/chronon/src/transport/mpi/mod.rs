@@ -10,7 +10,8 @@
 //! the field codec (`codec.rs`), the conservative endpoint (`net.rs`), and Time Warp's
 //! worker seam (`tw.rs`) and data path between ranks (`tw_link.rs`: sends, receives, the end's
 //! settling and GVT's reduction; records laid out by `tw_codec.rs`). The runs over ranks are
-//! the executors' (`executor/conservative/ranks.rs`, `executor/time_warp/ranks/`).
+//! the part runner's (`run/ranks.rs`) over each family's part (`executor/conservative/over/`,
+//! `executor/time_warp/ranks/`).
 
 #[cfg(feature = "mpi")]
 mod bench;

@@ -3,7 +3,7 @@
 //! those of this folder (the same code as under the conservative protocols); this file encodes
 //! Time Warp's messages (`tw_msg.rs`) as ring records and decodes them. The mesh's header
 //! region is the protocol's: Time Warp sizes it and places its GVT registers there
-//! (`executor/time_warp/procs.rs`), so that the round algorithm runs unchanged across
+//! (`executor/time_warp/over/shm.rs`), so that the round algorithm runs unchanged across
 //! processes.
 //!
 //! A ring carries [`Wire`] records: an anti-message, or a positive event, preceded by its order
