@@ -9,6 +9,7 @@
 //! `over/` folder, the only place where it names a concrete transport; the seams it implements
 //! are in `executor/over/`.
 
+#![cfg_attr(chronon_loom, allow(dead_code))] // runs across parts are not built under loom
 use crate::error::{Setting, SimError};
 use crate::model::{Model, ModelStats};
 use crate::partition::Mapping;

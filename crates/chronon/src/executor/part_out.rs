@@ -4,11 +4,13 @@
 //! counters, the operations `Model::finish` made per LP (replayed in LP order by the
 //! coordinator), the family's part figures and per-worker figures.
 
+#![cfg_attr(chronon_loom, allow(dead_code, unused_imports))] // runs across parts use the codec
 use std::collections::BTreeMap;
 
 use crate::error::{guard, ConfigError, ModelError, Setting, SimError};
 use crate::event::EventKey;
 use crate::model::{LpId, Model, ModelStats, StatKind, StatOp, Time};
+#[cfg(all(target_os = "linux", not(chronon_loom)))]
 use crate::transport::wire::{Reader, Writer};
 
 /// Per LP: the operations its `finish` made, or `None` where it read figures.
@@ -69,6 +71,7 @@ impl PartOut {
     }
 }
 
+#[cfg(all(target_os = "linux", not(chronon_loom)))]
 /// Writes the figures and the end time (NaN: none).
 pub(crate) fn put_stats(w: &mut Writer, stats: &ModelStats) {
     w.f64(stats.end_time().unwrap_or(f64::NAN));
@@ -80,6 +83,7 @@ pub(crate) fn put_stats(w: &mut Writer, stats: &ModelStats) {
     }
 }
 
+#[cfg(all(target_os = "linux", not(chronon_loom)))]
 pub(crate) fn get_stats(r: &mut Reader<'_>) -> Option<ModelStats> {
     let mut stats = ModelStats::default();
     let end = r.f64()?;
@@ -91,6 +95,7 @@ pub(crate) fn get_stats(r: &mut Reader<'_>) -> Option<ModelStats> {
     Some(stats)
 }
 
+#[cfg(all(target_os = "linux", not(chronon_loom)))]
 pub(crate) fn encode(o: &PartOut) -> Vec<u8> {
     let mut w = Writer::default();
     match &o.result {
@@ -170,6 +175,7 @@ pub(crate) fn encode(o: &PartOut) -> Vec<u8> {
     w.0
 }
 
+#[cfg(all(target_os = "linux", not(chronon_loom)))]
 pub(crate) fn decode(b: &[u8]) -> Option<PartOut> {
     let mut r = Reader::new(b);
     let result = match r.u64()? {
@@ -254,6 +260,7 @@ pub(crate) fn decode(b: &[u8]) -> Option<PartOut> {
     Some(o)
 }
 
+#[cfg(all(target_os = "linux", not(chronon_loom)))]
 fn put_map(w: &mut Writer, m: &BTreeMap<String, f64>) {
     w.u64(m.len() as u64);
     for (k, v) in m {
@@ -262,6 +269,7 @@ fn put_map(w: &mut Writer, m: &BTreeMap<String, f64>) {
     }
 }
 
+#[cfg(all(target_os = "linux", not(chronon_loom)))]
 fn get_map(r: &mut Reader<'_>) -> Option<BTreeMap<String, f64>> {
     let k = r.u64()?;
     (0..k).map(|_| Some((r.str()?, r.f64()?))).collect()

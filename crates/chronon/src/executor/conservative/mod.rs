@@ -50,6 +50,7 @@ pub(crate) use config::Protocol;
 pub use config::{ConservativeConfig, Runtime, DEFAULT_MAX_NULL_MESSAGES};
 pub(crate) use outcome::Outcome;
 pub(crate) use over::threads::run;
+#[cfg_attr(chronon_loom, allow(unused_imports))]
 pub(crate) use parts::Conservative;
 pub(crate) use shared::{Shared, WorkerStats};
 pub(crate) use worker::Worker;

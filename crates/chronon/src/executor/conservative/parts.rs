@@ -2,6 +2,7 @@
 //! across parts (a worker process, an MPI rank) over its transport, and the one report from
 //! the parts' outputs, which a run on threads makes too (`over/threads.rs`).
 
+#![cfg_attr(chronon_loom, allow(dead_code))] // runs across parts are not built under loom
 use std::time::Instant;
 
 use super::outcome::{protocol_figures, run_worker, worker_figures, WorkerResult};

@@ -47,6 +47,7 @@ mod stats;
 mod worker;
 
 pub use options::{StateSaving, Ticks, TimeWarpConfig, MIN_TICK_US};
+#[cfg_attr(chronon_loom, allow(unused_imports))]
 pub(crate) use parts::TimeWarp;
 pub(crate) use setup::run;
 pub(crate) use shared::StateEq;

@@ -3,6 +3,7 @@
 //! (`report.rs`). Each LP commits in its owner part only, so commit hooks run once; `init`'s
 //! counters are counted by part 0 only.
 
+#![cfg_attr(chronon_loom, allow(dead_code))] // runs across parts are not built under loom
 use std::collections::BTreeMap;
 
 use super::options::{StateSaving, TimeWarpConfig};
