@@ -47,16 +47,17 @@ pub(crate) struct PartOut {
 }
 
 impl PartOut {
-    pub(crate) fn failed(e: SimError) -> Self {
+    /// A part that succeeded and has nothing yet: its fields are filled by whoever makes it.
+    pub(crate) fn ok() -> Self {
         PartOut {
-            result: Err(e),
+            result: Ok(()),
             fingerprint: 0,
             committed: 0,
             processed: 0,
             pending: 0,
             in_transit: 0,
             tmc_left: 0,
-            stopped: true,
+            stopped: false,
             last_time: 0.0,
             init_s: 0.0,
             wall_s: 0.0,
@@ -67,6 +68,15 @@ impl PartOut {
             series: Vec::new(),
             workers: Vec::new(),
             trace: Vec::new(),
+        }
+    }
+
+    /// A part that failed with `e` (and so stopped).
+    pub(crate) fn failed(e: SimError) -> Self {
+        PartOut {
+            result: Err(e),
+            stopped: true,
+            ..PartOut::ok()
         }
     }
 }
@@ -199,7 +209,7 @@ pub(crate) fn decode(b: &[u8]) -> Option<PartOut> {
             })
         }
     };
-    let mut o = PartOut::failed(SimError::Process(String::new()));
+    let mut o = PartOut::ok();
     o.result = result;
     o.fingerprint = r.u64()?;
     o.committed = r.u64()?;

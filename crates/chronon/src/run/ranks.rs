@@ -288,8 +288,7 @@ fn finish_on_ranks<M: Model>(
     // The outcome, from rank 0 to every rank.
     let outcome = match &result {
         Ok(r) => {
-            let mut o = PartOut::failed(SimError::Process(String::new()));
-            o.result = Ok(());
+            let mut o = PartOut::ok();
             o.stopped = !r.complete;
             o
         }

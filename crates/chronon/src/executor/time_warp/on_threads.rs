@@ -55,8 +55,7 @@ pub(super) fn finish<M: Model, Q: PendingSet<TwEvent<M::Event>>>(
         );
     }
     let (figures, series) = super::parts::part_figures(&sh, opts);
-    let mut out = PartOut::failed(SimError::Process(String::new()));
-    out.result = Ok(());
+    let mut out = PartOut::ok();
     out.fingerprint = fingerprint.0;
     out.committed = committed;
     out.processed = stats.iter().map(|s| s.processed).sum();

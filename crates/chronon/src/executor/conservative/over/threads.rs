@@ -149,8 +149,7 @@ fn finish<M: Model>(
             Some(&globals),
         );
     }
-    let mut out = PartOut::failed(SimError::Process(String::new()));
-    out.result = Ok(());
+    let mut out = PartOut::ok();
     out.fingerprint = fingerprint.0;
     out.committed = committed;
     out.processed = results.iter().map(|r| r.stats.events).sum();
