@@ -23,9 +23,17 @@ pub(crate) mod procs;
 pub(crate) mod ranks;
 
 #[cfg(any(all(target_os = "linux", not(chronon_loom)), feature = "mpi"))]
-/// The figures every transport across parts adds: the workers over every part, and the parts'
-/// peak resident sets summed (the calling process's own is the CLI's `peak_rss_bytes`).
-fn transport_figures(report: &mut crate::stats::Report, workers: usize, peak_rss: u64) {
+/// What every transport across parts adds to the family's report: where the workers ran (the
+/// plan for `workers` workers and what each part said of its own, `placement::gathered`), the
+/// workers over every part, and the parts' peak resident sets summed (the calling process's own
+/// is the CLI's `peak_rss_bytes`).
+fn transport_figures(
+    report: &mut crate::stats::Report,
+    pin: crate::placement::Pin,
+    workers: usize,
+    peak_rss: u64,
+) {
+    report.placement = crate::placement::gathered(pin, workers, &report.workers);
     let st = &mut report.executor_stats;
     st.insert("workers_total".into(), workers as f64);
     st.insert("workers_peak_rss_bytes".into(), peak_rss as f64);

@@ -108,7 +108,7 @@ where
                     let st = &mut report.executor_stats;
                     st.insert("ranks".into(), ranks as f64);
                     st.insert("ranks_total_s".into(), start.elapsed().as_secs_f64());
-                    super::transport_figures(&mut report, ranks * threads, peak_rss);
+                    super::transport_figures(&mut report, cfg.pin, ranks * threads, peak_rss);
                     Ok(report)
                 },
             )

@@ -287,7 +287,6 @@ pub(crate) fn report(
     outs: Vec<PartOut>,
     stats: ModelStats,
 ) -> Result<Report, SimError> {
-    let n = outs.len() * cc.threads;
     let mut report = Report::new(
         protocol.name(),
         cc.threads,
@@ -315,7 +314,6 @@ pub(crate) fn report(
             report.workers.push(w);
         }
     }
-    report.placement = crate::placement::gathered(cfg.pin, n, &report.workers);
     if tmc_left != 0 {
         return Err(SimError::Process(format!(
             "internal error: {tmc_left} messages counted in transit after every worker drained its rings"

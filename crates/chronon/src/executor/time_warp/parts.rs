@@ -101,7 +101,6 @@ pub(super) fn report<M: Model>(
     outs: Vec<PartOut>,
     stats: ModelStats,
 ) -> Report {
-    let n = outs.len() * threads;
     let mut report = Report::new("timewarp", threads, cfg.queue.name(), cfg.lps, cfg.end);
     let mut fingerprint = 0u64;
     let mut wall = 0f64;
@@ -133,7 +132,6 @@ pub(super) fn report<M: Model>(
             }
         }
     }
-    report.placement = crate::placement::gathered(cfg.pin, n, &report.workers);
     let sum = |k: &str| -> f64 { report.workers.iter().filter_map(|w| w.get(k)).sum() };
     report.rolled_back = sum("rolled_back") as u64;
     let mut es = figures;

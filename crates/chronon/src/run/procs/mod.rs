@@ -135,7 +135,7 @@ where
     let st = &mut report.executor_stats;
     st.insert("procs".into(), procs as f64);
     st.insert("procs_total_s".into(), start.elapsed().as_secs_f64());
-    super::transport_figures(&mut report, n, peak_rss);
+    super::transport_figures(&mut report, cfg.pin, n, peak_rss);
     Ok(report)
 }
 
