@@ -344,6 +344,12 @@ pub enum SimError {
     StoppedInInit,
 }
 
+/// `SimError::Process` for an I/O error while doing `what` ("cannot create a pipe: …"), as a
+/// `map_err` argument.
+pub(crate) fn io_error(what: &str) -> impl Fn(std::io::Error) -> SimError + '_ {
+    move |e| SimError::Process(format!("{what}: {e}"))
+}
+
 impl SimError {
     /// A [`SimError::Config`] about `setting` that is not about one value of it.
     pub(crate) fn config(setting: Setting, problem: impl Into<String>) -> Self {

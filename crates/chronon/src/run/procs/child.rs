@@ -6,7 +6,8 @@
 use std::time::Instant;
 
 use super::parent::{read_msg, write_msg};
-use super::{io_error, RUN_ENV};
+use super::RUN_ENV;
+use crate::error::io_error;
 use crate::error::{Setting, SimError};
 use crate::executor::part_out::{encode, PartOut};
 use crate::model::Model;

@@ -25,7 +25,7 @@ mod parent;
 use std::ffi::OsString;
 use std::time::Instant;
 
-use crate::error::{Setting, SimError};
+use crate::error::{io_error, Setting, SimError};
 use crate::executor::over::shm::OverProcs;
 use crate::executor::{Executor, RunConfig};
 use crate::model::Model;
@@ -137,8 +137,4 @@ where
     st.insert("procs_total_s".into(), start.elapsed().as_secs_f64());
     super::transport_figures(&mut report, cfg.pin, n, peak_rss);
     Ok(report)
-}
-
-pub(crate) fn io_error(what: &str) -> impl Fn(std::io::Error) -> SimError + '_ {
-    move |e| SimError::Process(format!("{what}: {e}"))
 }

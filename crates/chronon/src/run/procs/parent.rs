@@ -5,7 +5,8 @@ use std::ffi::OsString;
 use std::io::{Read, Write};
 use std::os::fd::AsFd;
 
-use super::{io_error, ProcsOptions, RUN_ENV};
+use super::{ProcsOptions, RUN_ENV};
+use crate::error::io_error;
 use crate::error::SimError;
 use crate::executor::part_out::PartOut;
 use crate::executor::RunConfig;

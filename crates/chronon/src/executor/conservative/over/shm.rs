@@ -28,10 +28,8 @@ where
     ) -> Result<PartOut, SimError> {
         let (p, procs) = (w.index, w.procs);
         let n = procs * self.cc.threads;
-        let rings = |e: std::io::Error| {
-            SimError::Process(format!("worker process: the rings segment: {e}"))
-        };
-        let seg = w.segment(1).map_err(rings)?;
+        let rings = crate::error::io_error("worker process: the rings segment");
+        let seg = w.segment(1).map_err(&rings)?;
         let net = crate::transport::shm::ShmNet::attach::<M::Event>(
             seg,
             control.clone(),

@@ -8,7 +8,7 @@ use super::super::gvt::GvtRegisters;
 use super::super::options::TimeWarpConfig;
 use super::super::parts::{part_out, TimeWarp};
 use super::super::setup::{build, spawn, Built};
-use crate::error::SimError;
+use crate::error::{io_error, SimError};
 use crate::executor::over::shm::OverProcs;
 use crate::executor::part_out::{PartOut, ABORTED};
 use crate::executor::RunConfig;
@@ -63,7 +63,7 @@ where
     let (n, base) = (procs * threads, p * threads);
     let seg = w
         .segment(1)
-        .map_err(|e| SimError::Process(format!("worker process: the rings segment: {e}")))?;
+        .map_err(io_error("worker process: the rings segment"))?;
     let header = GvtRegisters::shared_bytes(n);
     let mut wires = ShmWires::<M::Event>::attach(
         seg,
@@ -75,7 +75,7 @@ where
         threads,
         copy,
     )
-    .map_err(|e| SimError::Process(format!("worker process: the rings segment: {e}")))?;
+    .map_err(io_error("worker process: the rings segment"))?;
     // Safety: the parent initialized the registers in the mesh's header for `n` workers
     // before starting this process; `keep` keeps the segment mapped.
     let gvt = unsafe { GvtRegisters::attach_shared(wires.header(), n, wires.keep()) };
