@@ -91,7 +91,7 @@ fn merge(name: &str, a: f64, b: f64) -> f64 {
 
 /// The one report of a Time Warp run from its parts' outputs (one part for a run on threads):
 /// fingerprint parts added, counts summed, per-worker figures concatenated, the parts' own
-/// figures merged, part 0's series, `stats` (computed in LP order by the caller) as
+/// figures merged, the GVT values every part recorded and part 0's window series, `stats` (computed in LP order by the caller) as
 /// `model_stats`.
 pub(super) fn report<M: Model>(
     model: &M,
@@ -122,16 +122,29 @@ pub(super) fn report<M: Model>(
             };
             figures.insert(name, merged);
         }
-        if k == 0 {
-            for (name, points) in o.series {
-                match name.as_str() {
-                    "gvt" => report.gvt_series = points,
-                    "window" => report.window_series = points,
-                    _ => {}
+        for (name, points) in o.series {
+            match name.as_str() {
+                // Each part records the GVT values it published (across processes, the last
+                // reporter of a round publishes it: any process's worker): part 0's points,
+                // then the values only other parts recorded.
+                "gvt" => {
+                    let seen: std::collections::HashSet<u64> =
+                        report.gvt_series.iter().map(|p| p.1.to_bits()).collect();
+                    let new = points
+                        .into_iter()
+                        .filter(|p| !seen.contains(&p.1.to_bits()));
+                    report.gvt_series.extend(new);
                 }
+                // Each part has its own window: part 0's.
+                "window" if k == 0 => report.window_series = points,
+                _ => {}
             }
         }
     }
+    // GVT only rises, so GVT order is time order (a run on threads, one part, keeps its own).
+    report
+        .gvt_series
+        .sort_by(|a, b| a.1.total_cmp(&b.1).then(a.0.total_cmp(&b.0)));
     let sum = |k: &str| -> f64 { report.workers.iter().filter_map(|w| w.get(k)).sum() };
     report.rolled_back = sum("rolled_back") as u64;
     let mut es = figures;
