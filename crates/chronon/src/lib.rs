@@ -295,7 +295,7 @@ pub mod partition;
 pub mod placement;
 mod preempt;
 mod prefetch;
-pub use preempt::{tick_overhead, TickOverhead};
+pub use preempt::{platform_mode, tick_overhead, PlatformAlloc, TickOverhead};
 mod program;
 pub use program::{program, program_args, set_program, Program};
 mod progress;
@@ -350,3 +350,9 @@ struct ReadmeDoctests;
 #[cfg(doctest)]
 #[doc = include_str!("../../../docs/tutorial.md")]
 struct TutorialDoctests;
+
+// The library's own tests run as a program on the runner does: allocation is platform mode, so
+// ticks may preempt by interrupt (preempt/README.md, "Ticks that preempt").
+#[cfg(test)]
+#[global_allocator]
+static TEST_ALLOC: preempt::PlatformAlloc = preempt::PlatformAlloc;

@@ -331,6 +331,14 @@ impl<'a, M: Model + ?Sized> Ctx<'a, M> {
         }
     }
 
+    /// Platform mode for the rest of an engine call, under preemptive Time Warp: a tick then
+    /// switches nothing until the call returns (crate::preempt, "Ticks that preempt").
+    #[inline(always)]
+    fn engine_call(&self) -> Option<crate::preempt::interrupt::Platform> {
+        self.switch
+            .map(|_| crate::preempt::interrupt::Platform::enter())
+    }
+
     /// A place in a long computation where the engine may take the event off the CPU: under
     /// preemptive Time Warp (`--preempt`), when a message or anti-message earlier than this
     /// event waits for one of the worker's LPs, the event is suspended here and either resumed
@@ -340,6 +348,7 @@ impl<'a, M: Model + ?Sized> Ctx<'a, M> {
     /// that a dropped event would leave behind (the usual rule for optimistic execution).
     #[inline(always)]
     pub fn preemption_point(&mut self) {
+        let _p = self.engine_call();
         self.platform_return();
     }
 
@@ -364,6 +373,7 @@ impl<'a, M: Model + ?Sized> Ctx<'a, M> {
     /// This LP's random stream (restored on rollback).
     #[inline(always)]
     pub fn rng(&mut self) -> &mut LpRng {
+        let _p = self.engine_call();
         self.platform_return();
         &mut self.meta.rng
     }
@@ -374,6 +384,7 @@ impl<'a, M: Model + ?Sized> Ctx<'a, M> {
     /// needs the lookahead for it (docs/conservative.md, "Self-sends").
     #[inline(always)]
     pub fn send(&mut self, dst: LpId, delay: Time, payload: M::Event) {
+        let _p = self.engine_call();
         let time = self.now + delay + 0.0; // `+ 0.0` turns a -0.0 into +0.0
         let allowed = delay >= self.min_delay || (dst == self.me && delay >= 0.0);
         if dst >= self.lps || !allowed || !time.is_finite() {
@@ -462,6 +473,7 @@ impl<'a, M: Model + ?Sized> Ctx<'a, M> {
     /// integers so that their totals do not depend on the order in which workers add them.
     #[inline(always)]
     pub fn count(&mut self, index: usize, delta: i64) {
+        let _p = self.engine_call();
         match self.counters.get_mut(index) {
             Some(c) => {
                 *c += delta;
@@ -489,6 +501,7 @@ impl<'a, M: Model + ?Sized> Ctx<'a, M> {
     /// (an optimistic event that saw a message a straggler cancels) does not end the run. For a
     /// handler that finds it cannot go on (a binding's handler that raised); return after it.
     pub fn fail(&mut self, message: impl Into<String>) {
+        let _p = self.engine_call();
         if self.error.is_none() {
             *self.error = Some(ModelError {
                 lp: self.me,

@@ -12,8 +12,10 @@ use corosensei::{Coroutine, CoroutineResult, Yielder};
 use crate::comm::Mailbox;
 use crate::types::Time;
 
+pub(crate) mod interrupt;
 pub(crate) mod ticks;
 
+pub use interrupt::{platform_mode, PlatformAlloc};
 pub use ticks::{tick_overhead, TickOverhead};
 
 /// Stack size of one execution context. Pages are committed on first touch, so an event that
@@ -54,8 +56,10 @@ pub(crate) fn earlier_waits(bh_min: Time, now: Time) -> bool {
 /// the platform context, and the tick flag that lets a preemption point skip the register.
 pub(crate) struct Switch<'y, R: BhMin + ?Sized> {
     register: &'y R,
-    yielder: &'y Yielder<(), ()>,
+    yielder: &'y Yielder<(), bool>,
     ticks: Option<&'y ticks::Flag>,
+    /// The running event's time (the check of a tick's interrupt compares BH_min with it).
+    now: Time,
     /// Checks that read the register (for the report).
     checks: Cell<u64>,
     /// Platform-mode returns so far (APMS, the alpha rule).
@@ -67,13 +71,15 @@ pub(crate) struct Switch<'y, R: BhMin + ?Sized> {
 impl<'y, R: BhMin + ?Sized> Switch<'y, R> {
     pub(crate) fn new(
         register: &'y R,
-        yielder: &'y Yielder<(), ()>,
+        yielder: &'y Yielder<(), bool>,
         ticks: Option<&'y ticks::Flag>,
+        now: Time,
     ) -> Self {
         Switch {
             register,
             yielder,
             ticks,
+            now,
             checks: Cell::new(0),
             returns: Cell::new(0),
             ticked: Cell::new(0),
@@ -94,6 +100,16 @@ impl<'y, R: BhMin + ?Sized> Switch<'y, R> {
     pub(crate) fn ticked(&self) -> u64 {
         self.ticked.get()
     }
+
+    /// Off the CPU: the platform context resumes or drops this context later. The thread's
+    /// mode is the platform context's while it is off (interrupt.rs: `leave`, `restore`).
+    /// `interrupted`: the switch comes from a tick's trampoline (the context can then only be
+    /// dropped without unwinding: `Context::discard`).
+    fn switch_off(&self, interrupted: bool) {
+        let mode = interrupt::leave();
+        self.yielder.suspend(interrupted);
+        interrupt::restore(mode);
+    }
 }
 
 impl<R: BhMin + ?Sized> PlatformReturn for Switch<'_, R> {
@@ -111,16 +127,31 @@ impl<R: BhMin + ?Sized> PlatformReturn for Switch<'_, R> {
         }
         self.checks.set(self.checks.get() + 1);
         if earlier_waits(self.register.bh_min(), now) {
-            // Off the CPU: the platform context resumes or drops this context later.
-            self.yielder.suspend(());
+            self.switch_off(false);
+        }
+    }
+}
+
+impl<R: BhMin + ?Sized> interrupt::InterruptCheck for Switch<'_, R> {
+    fn interrupted(&self) {
+        if let Some(t) = self.ticks {
+            // The tick that interrupted raised the flag: this check takes it.
+            if t.take_tick() == Some(true) {
+                self.ticked.set(self.ticked.get() + 1);
+            }
+        }
+        self.checks.set(self.checks.get() + 1);
+        if earlier_waits(self.register.bh_min(), self.now) {
+            self.switch_off(true);
         }
     }
 }
 
 /// How far a context got when the platform context regained the CPU.
 pub(crate) enum Step<R> {
-    /// It switched off the CPU at a platform-mode return.
-    Suspended,
+    /// It switched off the CPU: at a platform-mode return (`interrupted: false`), or from a
+    /// tick's trampoline in application mode (`true`).
+    Suspended { interrupted: bool },
     /// It returned.
     Done(R),
 }
@@ -134,7 +165,7 @@ pub(crate) enum Step<R> {
 /// destructor on its stack). A context that is leaked instead never runs again, and its stack
 /// (owned, never reused) only leaks.
 pub(crate) struct Context<'s, R> {
-    co: Coroutine<(), (), R, DefaultStack>,
+    co: Coroutine<(), bool, R, DefaultStack>,
     _borrows: PhantomData<&'s ()>,
 }
 
@@ -142,7 +173,7 @@ impl<'s, R> Context<'s, R> {
     /// A context that will run `f` on `stack` (nothing runs before the first `resume`).
     pub(crate) fn new<F>(stack: DefaultStack, f: F) -> Self
     where
-        F: FnOnce(&Yielder<(), ()>) -> R + 's,
+        F: FnOnce(&Yielder<(), bool>) -> R + 's,
     {
         // Safety: `with_stack_unchecked` requires the data `f` borrows to stay valid until the
         // coroutine completes or is dropped. `f: 's` borrows only data living for `'s`, and the
@@ -159,7 +190,7 @@ impl<'s, R> Context<'s, R> {
     /// propagated to the caller (the context is then finished).
     pub(crate) fn resume(&mut self) -> Step<R> {
         match self.co.resume(()) {
-            CoroutineResult::Yield(()) => Step::Suspended,
+            CoroutineResult::Yield(interrupted) => Step::Suspended { interrupted },
             CoroutineResult::Return(r) => Step::Done(r),
         }
     }
@@ -169,10 +200,26 @@ impl<'s, R> Context<'s, R> {
         self.co.started()
     }
 
-    /// Drops whatever the context was doing: unwinds its stack, running the destructors of
-    /// everything on it, and returns the stack for reuse.
-    pub(crate) fn discard(mut self) -> DefaultStack {
-        self.co.force_unwind();
+    /// Drops whatever the context was doing and returns the stack for reuse. A context that
+    /// switched off at a platform-mode return is unwound, running the destructors of
+    /// everything on its stack. One that a tick switched off (`interrupted`) stopped at an
+    /// arbitrary instruction, where no unwinding can start: it is reset without running
+    /// anything more, and what its handler's stack owned is leaked (README.md, "Ticks that
+    /// preempt": the executor keeps the context's own data off its stack, so the leak is only
+    /// what the model's handler had allocated itself).
+    pub(crate) fn discard(mut self, interrupted: bool) -> DefaultStack {
+        if interrupted && self.co.started() && !self.co.done() {
+            // Safety: `force_reset` abandons the coroutine's stack without running the drops
+            // of what is on it. Nothing there may be relied on to be dropped: the engine's own
+            // frames (the closure, the switch, `Ctx`, the trampoline) hold only references and
+            // plain values, the data they point to is owned outside the stack (the Time Warp
+            // job's parts) and dropped by its owner, and the model's objects are leaked, which
+            // is memory-safe; the stack is never executed again before it is reused from the
+            // top by a new coroutine.
+            unsafe { self.co.force_reset() };
+        } else {
+            self.co.force_unwind();
+        }
         self.co.into_stack()
     }
 
@@ -211,6 +258,9 @@ impl StackPool {
 
 #[cfg(test)]
 mod tests;
+
+#[cfg(all(test, target_arch = "x86_64", target_os = "linux"))]
+mod interrupt_tests;
 
 #[cfg(all(test, chronon_loom))]
 mod loom_tests;

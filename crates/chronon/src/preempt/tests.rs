@@ -32,7 +32,7 @@ fn a_context_suspends_at_a_platform_return_and_resumes_with_nothing_lost() {
     let reg = Reg(Cell::new(f64::INFINITY));
     let mut pool = StackPool::default();
     let mut ctx = Context::new(pool.get().unwrap(), |y| {
-        let sw = Switch::new(&reg, y, None);
+        let sw = Switch::new(&reg, y, None, 5.0);
         let mut sum = 0u64;
         for i in 0..10u64 {
             sum += i;
@@ -41,11 +41,14 @@ fn a_context_suspends_at_a_platform_return_and_resumes_with_nothing_lost() {
         sum
     });
     reg.0.set(4.0); // something earlier waits: the first check switches
-    assert!(matches!(ctx.resume(), Step::Suspended));
+    assert!(matches!(
+        ctx.resume(),
+        Step::Suspended { interrupted: false }
+    ));
     reg.0.set(f64::INFINITY);
     match ctx.resume() {
         Step::Done(s) => assert_eq!(s, 45),
-        Step::Suspended => panic!("nothing earlier waits"),
+        Step::Suspended { .. } => panic!("nothing earlier waits"),
     }
     pool.put(ctx.into_stack());
     assert_eq!(pool.created, 1);
@@ -60,13 +63,16 @@ fn a_discarded_context_drops_its_locals_once() {
     let mut ctx = Context::new(pool.get().unwrap(), move |y| {
         l.set(l.get() + 1);
         let _a = Counted(l.clone());
-        let sw = Switch::new(&reg, y, None);
+        let sw = Switch::new(&reg, y, None, 5.0);
         sw.platform_return(1.0);
         unreachable!("discarded while suspended");
     });
-    assert!(matches!(ctx.resume(), Step::Suspended));
+    assert!(matches!(
+        ctx.resume(),
+        Step::Suspended { interrupted: false }
+    ));
     assert_eq!(live.get(), 1);
-    pool.put(ctx.discard());
+    pool.put(ctx.discard(false));
     assert_eq!(
         live.get(),
         0,
@@ -84,11 +90,14 @@ fn a_panic_in_a_resumed_context_reaches_the_platform() {
     let reg = Reg(Cell::new(0.0));
     let mut pool = StackPool::default();
     let mut ctx = Context::new(pool.get().unwrap(), |y| {
-        let sw = Switch::new(&reg, y, None);
+        let sw = Switch::new(&reg, y, None, 5.0);
         sw.platform_return(1.0);
         panic!("boom after resume");
     });
-    assert!(matches!(ctx.resume(), Step::Suspended));
+    assert!(matches!(
+        ctx.resume(),
+        Step::Suspended { interrupted: false }
+    ));
     let r = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
         let _ = ctx.resume();
     }));

@@ -1,6 +1,7 @@
 //! Fine-grain ticks (seed 003 §2.3, App. B): a per-thread POSIX timer (`timer_create` on
 //! `CLOCK_MONOTONIC`, delivered to the worker's own thread with `SIGEV_THREAD_ID`) whose signal
-//! handler only sets the thread's [`Flag`]; a check at the next platform-mode return takes it.
+//! handler sets the thread's [`Flag`], which a check at the next platform-mode return takes, and,
+//! when the thread is in application mode, sends it to the check at once (interrupt.rs).
 //! The alpha rule ([`AlphaRule`]) decides per worker whether the timer runs. README.md says why
 //! the handler does not switch contexts itself.
 
@@ -134,13 +135,15 @@ mod timer {
         static CURRENT: Cell<*const Flag> = const { Cell::new(std::ptr::null()) };
     }
 
-    extern "C" fn on_tick(_: libc::c_int) {
+    extern "C" fn on_tick(_: libc::c_int, _: *mut libc::siginfo_t, uc: *mut libc::c_void) {
         let f = CURRENT.with(Cell::get);
         if !f.is_null() {
             // Safety: `CURRENT` points at a flag that outlives the timer that sends this signal
             // (set in `Timer::new`, cleared in `Drop` after the timer is deleted); a signal
             // still queued after that finds null.
             unsafe { (*f).raise() };
+            // Safety: `uc` is the ucontext the kernel passed to this SA_SIGINFO handler.
+            unsafe { crate::preempt::interrupt::on_tick(uc) };
         }
     }
 
@@ -153,11 +156,13 @@ mod timer {
         let mut err = None;
         ONCE.call_once(|| {
             // Safety: a zeroed `sigaction` is a valid empty value; the handler is an
-            // `extern "C" fn(c_int)` that only does async-signal-safe work.
+            // `extern "C" fn(c_int, *mut siginfo_t, *mut c_void)` (SA_SIGINFO) that only does
+            // async-signal-safe work: atomic stores, TLS reads and writes, and an edit of the
+            // interrupted context's registers (interrupt.rs).
             unsafe {
                 let mut sa: libc::sigaction = std::mem::zeroed();
                 sa.sa_sigaction = on_tick as *const () as libc::sighandler_t;
-                sa.sa_flags = libc::SA_RESTART;
+                sa.sa_flags = libc::SA_RESTART | libc::SA_SIGINFO;
                 libc::sigemptyset(&mut sa.sa_mask);
                 if libc::sigaction(signal(), &sa, std::ptr::null_mut()) != 0 {
                     err = Some(std::io::Error::last_os_error());

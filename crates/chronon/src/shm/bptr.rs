@@ -128,6 +128,8 @@ unsafe fn release<T: ShmSafe>(p: &BPtr<T>, now: f64) {
 
 impl<T: ShmSafe> Drop for BPtr<T> {
     fn drop(&mut self) {
+        // Platform mode: a last drop gives the block back to this thread's heap.
+        let _p = crate::preempt::interrupt::Platform::enter();
         // Safety: `self` is being dropped.
         unsafe { release(self, heap::time()) };
     }

@@ -196,6 +196,9 @@ fn new_heap(deferred: Option<f64>, config: HeapConfig) -> Result<Heap, HeapError
 /// Runs `f` on this thread's heap, creating it on first use (its receive heap while a
 /// [`Receiving`] guard is alive).
 pub fn with_thread_heap<R>(f: impl FnOnce(&mut Heap) -> R) -> Result<R, HeapError> {
+    // The thread's heap is shared by every event context on the thread: no tick may switch a
+    // context off the CPU while it is borrowed (preempt/README.md, "Ticks that preempt").
+    let _p = crate::preempt::interrupt::Platform::enter();
     LOCAL.with(|l| {
         let mut l = l.borrow_mut();
         let l = &mut *l;

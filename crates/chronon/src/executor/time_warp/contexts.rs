@@ -6,14 +6,16 @@ use std::rc::Rc;
 use std::time::Instant;
 
 use super::options::Saving;
-use super::preempt::{Job, Parts};
+use super::preempt::{Job, Parts, PartsBox};
 use super::worker::Worker;
 use crate::error::SimError;
 use crate::model::{Ctx, Model, Time};
+use crate::preempt::interrupt::Arm;
 use crate::preempt::{BhMin, Context, Step, Switch};
 use crate::queue::PendingSet;
 use crate::transport::tw::Wires;
 use crate::tw_msg::TwEvent;
+use corosensei::stack::Stack;
 
 /// Worker `w`'s BH_min as its contexts' checks read it: the mailbox register with threads; across
 /// processes the minimum of its incoming rings' registers and of its stash (`Wires::bh_min`;
@@ -88,7 +90,7 @@ impl<'s, M: Model, Q: PendingSet<TwEvent<M::Event>>> Worker<'s, '_, M, Q> {
         let sh = self.sh;
         let (state, moved) = self.context_state(li);
         let lp = &self.lps[li];
-        let parts = Parts {
+        let parts = PartsBox::new(Parts {
             state,
             meta: lp.meta,
             out: Vec::new(),
@@ -97,7 +99,7 @@ impl<'s, M: Model, Q: PendingSet<TwEvent<M::Event>>> Worker<'s, '_, M, Q> {
             checks: 0,
             returns: 0,
             ticked: 0,
-        };
+        });
         let meta = lp.meta;
         let before = sh.check_eq.map(|_| lp.state.clone());
         let stack = self.preempt.stacks.get().map_err(|e| {
@@ -106,17 +108,22 @@ impl<'s, M: Model, Q: PendingSet<TwEvent<M::Event>>> Worker<'s, '_, M, Q> {
                 crate::preempt::STACK_BYTES >> 10
             ))
         })?;
+        // Ticks preempt by interrupt only with room above the stack's guard page.
+        let limit = self.preempt.interrupts.then(|| stack.limit().get());
         let ev = Rc::new(ev);
         let event = Rc::clone(&ev);
         let w = self.w;
         let flag = self.preempt.tick_flag(&sh.tick_flags[w]);
+        let p = parts.as_ptr();
         let ctx = Context::new(stack, move |y| {
-            let mut p = parts;
+            // Safety: the job owns the parts and touches them only once this closure has
+            // returned or its context was dropped (`PartsBox`); nothing else reaches them.
+            let p = unsafe { &mut *p.as_ptr() };
             let register = Register {
                 wires: &*sh.wires,
                 w,
             };
-            let sw = Switch::new(&register, y, flag);
+            let sw = Switch::new(&register, y, flag, event.time);
             {
                 let mut ctx = Ctx::new(
                     event.time,
@@ -129,16 +136,18 @@ impl<'s, M: Model, Q: PendingSet<TwEvent<M::Event>>> Worker<'s, '_, M, Q> {
                     &mut p.err,
                 );
                 ctx.set_switch(&sw);
+                let _armed = limit.map(|l| Arm::new(&sw, l));
                 sh.model.on_event(&mut p.state, &event.payload, &mut ctx);
             }
             p.checks = sw.checks();
             p.returns = sw.returns();
             p.ticked = sw.ticked();
-            p
         });
         self.preempt.stats.started += 1;
         self.resume_job(Job {
             ctx,
+            parts,
+            interrupted: false,
             ev,
             li,
             meta,
@@ -172,8 +181,10 @@ impl<'s, M: Model, Q: PendingSet<TwEvent<M::Event>>> Worker<'s, '_, M, Q> {
             job.cpu_s += t0.elapsed().as_secs_f64();
         }
         match step {
-            Step::Suspended => {
+            Step::Suspended { interrupted } => {
                 self.preempt.stats.preemptions += 1;
+                self.preempt.stats.interrupts += u64::from(interrupted);
+                job.interrupted = interrupted;
                 // While ticks run, a check happens only when a tick made it due (`Flag::
                 // take_tick`), and only this thread turns them on or off (`tick_rule`, in
                 // platform mode): the timer's state now is the one the check saw.
@@ -183,8 +194,9 @@ impl<'s, M: Model, Q: PendingSet<TwEvent<M::Event>>> Worker<'s, '_, M, Q> {
                 self.preempt.jobs.push(job);
                 Ok(())
             }
-            Step::Done(mut p) => {
+            Step::Done(()) => {
                 self.preempt.stacks.put(job.ctx.into_stack());
+                let mut p = job.parts.into_inner();
                 let ev = Rc::try_unwrap(job.ev)
                     .unwrap_or_else(|_| unreachable!("the context returned its event"));
                 let lp = &mut self.lps[job.li];
@@ -225,7 +237,9 @@ impl<'s, M: Model, Q: PendingSet<TwEvent<M::Event>>> Worker<'s, '_, M, Q> {
     /// restores it itself.
     fn discard_job(&mut self, job: Job<'s, M>, restore: bool) -> Result<(), SimError> {
         self.preempt.stats.discarded += 1;
-        self.preempt.stacks.put(job.ctx.discard());
+        self.preempt.stats.interrupts_dropped += u64::from(job.interrupted);
+        self.preempt.stacks.put(job.ctx.discard(job.interrupted));
+        drop(job.parts);
         let ev = Rc::try_unwrap(job.ev)
             .unwrap_or_else(|_| unreachable!("a discarded context dropped its event"));
         if job.moved && restore {

@@ -264,11 +264,28 @@ pub struct Ticks {
     /// The alpha rule: ticks run on a worker while T / ΔET >= 1 + alpha, where T is the mean
     /// wall time between two platform-mode returns there.
     pub alpha: f64,
+    /// Whether a tick that finds the handler in application mode switches it off the CPU at
+    /// once (preemption by interrupt, seed 003 §2.2), rather than making a check due at its
+    /// next engine call (cooperative). Default `true`; it takes effect where the process can
+    /// (x86-64 Linux with [`PlatformAlloc`](crate::PlatformAlloc) installed; the report's
+    /// `preempt_interrupts_on`), elsewhere ticks stay cooperative.
+    pub interrupts: bool,
 }
 
 impl Ticks {
-    /// Ticks every `period_us` microseconds, enabled by the alpha rule with `alpha`.
+    /// Ticks every `period_us` microseconds, enabled by the alpha rule with `alpha`, that
+    /// preempt by interrupt where the process can.
     pub fn new(period_us: f64, alpha: f64) -> Self {
-        Ticks { period_us, alpha }
+        Ticks {
+            period_us,
+            alpha,
+            interrupts: true,
+        }
+    }
+
+    /// Sets [`interrupts`](Self::interrupts).
+    pub fn interrupts(mut self, on: bool) -> Self {
+        self.interrupts = on;
+        self
     }
 }

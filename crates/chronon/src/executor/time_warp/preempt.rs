@@ -44,8 +44,15 @@ pub(super) struct Parts<S, P> {
 
 /// A started event that has not returned: its context, the event (shared with the context,
 /// which reads the payload), its LP and the LP's bookkeeping before it.
+///
+/// Field order matters: `ctx` is dropped before `parts`, which the context works on.
 pub(super) struct Job<'s, M: Model> {
-    pub(super) ctx: Context<'s, Parts<M::State, M::Event>>,
+    pub(super) ctx: Context<'s, ()>,
+    /// What the context works on, owned here rather than on the context's stack, so that a
+    /// context a tick switched off (dropped without unwinding) leaks none of it.
+    pub(super) parts: PartsBox<M::State, M::Event>,
+    /// Whether the context's last switch came from a tick's interrupt.
+    pub(super) interrupted: bool,
     pub(super) ev: Rc<TwEvent<M::Event>>,
     pub(super) li: usize,
     pub(super) meta: LpMeta,
@@ -55,6 +62,39 @@ pub(super) struct Job<'s, M: Model> {
     pub(super) moved: bool,
     /// Seconds on the CPU so far (measured only with ticks configured).
     pub(super) cpu_s: f64,
+}
+
+/// A context's [`Parts`] on the heap: the context reaches them through a raw pointer while it
+/// lives, the job reads them only once it returned, and drops them in any case.
+pub(super) struct PartsBox<S, P>(std::ptr::NonNull<Parts<S, P>>);
+
+impl<S, P> PartsBox<S, P> {
+    pub(super) fn new(p: Parts<S, P>) -> Self {
+        PartsBox(std::ptr::NonNull::from(Box::leak(Box::new(p))))
+    }
+
+    /// The pointer the context works through.
+    pub(super) fn as_ptr(&self) -> std::ptr::NonNull<Parts<S, P>> {
+        self.0
+    }
+
+    /// The parts, once the context that worked on them has returned or been dropped.
+    pub(super) fn into_inner(self) -> Parts<S, P> {
+        let p = self.0;
+        std::mem::forget(self);
+        // Safety: the box came from `Box::leak` in `new` and is taken back once (`self` is
+        // forgotten); the caller's context no longer exists or has finished, so nothing else
+        // reaches it.
+        *unsafe { Box::from_raw(p.as_ptr()) }
+    }
+}
+
+impl<S, P> Drop for PartsBox<S, P> {
+    fn drop(&mut self) {
+        // Safety: as in `into_inner`: a `PartsBox` is dropped only after its job's context
+        // (the `ctx` field, declared first in `Job`, or discarded before).
+        drop(unsafe { Box::from_raw(self.0.as_ptr()) });
+    }
 }
 
 /// A worker's ticks: its timer, the alpha rule, and how long ticks have run.
@@ -81,6 +121,11 @@ pub(super) struct PreemptStats {
     /// the others came at a return whose check was due with ticks off (seed 003 Fig. 8's
     /// split: timer interrupts vs switches back from platform mode).
     pub(super) preemptions_on_tick: u64,
+    /// Those of `preemptions` a tick made by interrupting the handler in application mode
+    /// (the handler made no engine call: preempt/README.md, "Ticks that preempt").
+    pub(super) interrupts: u64,
+    /// Contexts a tick had interrupted that were then dropped without unwinding.
+    pub(super) interrupts_dropped: u64,
     /// Suspended contexts resumed.
     pub(super) resumed: u64,
     /// Suspended contexts dropped (rollback, straggler for their LP, cancellation, run end).
@@ -99,6 +144,8 @@ pub(super) struct PreemptStats {
     pub(super) ticks_acted_on: u64,
     /// Wall seconds with ticks running.
     pub(super) ticks_on_s: f64,
+    /// Whether ticks preempt by interrupt on this worker.
+    pub(super) interrupts_on: bool,
     /// The alpha rule's means at the end: Δe (seconds) and APMS.
     pub(super) delta_e_s: f64,
     pub(super) apms: f64,
@@ -113,6 +160,8 @@ pub(super) struct Preemption<'s, M: Model> {
     pub(super) spare_states: Vec<M::State>,
     pub(super) stats: PreemptStats,
     ticker: Option<Ticker>,
+    /// Whether this worker's ticks preempt by interrupt (configured, and the process can).
+    pub(super) interrupts: bool,
 }
 
 impl<'s, M: Model> Preemption<'s, M> {
@@ -123,6 +172,7 @@ impl<'s, M: Model> Preemption<'s, M> {
             spare_states: Vec::new(),
             stats: PreemptStats::default(),
             ticker: None,
+            interrupts: false,
         }
     }
 
@@ -180,6 +230,7 @@ impl<'s, M: Model> Preemption<'s, M> {
             samples: 0,
             paused: false,
         });
+        self.interrupts = t.interrupts && crate::preempt::interrupt::available();
         Ok(())
     }
 
@@ -242,6 +293,7 @@ impl<'s, M: Model> Preemption<'s, M> {
             let p = &mut self.stats;
             p.ticks_delivered = flag.delivered();
             p.ticks_on_s = t.on_s;
+            p.interrupts_on = self.interrupts;
             p.delta_e_s = t.rule.delta_e;
             p.apms = t.rule.apms;
         }

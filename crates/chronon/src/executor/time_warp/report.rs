@@ -24,10 +24,12 @@ pub(super) type WorkerResult<M, Q> = (
 type Figure = fn(&super::preempt::PreemptStats) -> u64;
 
 /// The preemption figures of the report (totals and per worker), by name.
-const PREEMPT_FIGURES: [(&str, Figure); 9] = [
+const PREEMPT_FIGURES: [(&str, Figure); 11] = [
     ("preempt_started", |p| p.started),
     ("preemptions", |p| p.preemptions),
     ("preemptions_on_tick", |p| p.preemptions_on_tick),
+    ("preempt_interrupts", |p| p.interrupts),
+    ("preempt_interrupts_dropped", |p| p.interrupts_dropped),
     ("preempt_resumed", |p| p.resumed),
     ("preempt_discarded", |p| p.discarded),
     ("preempt_fallbacks", |p| p.fallbacks),
@@ -56,7 +58,13 @@ pub(super) fn totals_from_workers(
         (sum("rollback_wall_s") * 1e9).round() as u64,
     );
     let names = PREEMPT_FIGURES.iter().map(|(n, _)| *n);
-    for name in names.chain(["ticks_delivered", "ticks_acted_on", "ticks_on_s"]) {
+    let ticks = [
+        "ticks_delivered",
+        "ticks_acted_on",
+        "ticks_on_s",
+        "preempt_interrupts_on",
+    ];
+    for name in names.chain(ticks) {
         if workers.iter().any(|w| w.contains_key(name)) {
             es.insert(name.to_string(), sum(name));
         }
@@ -76,6 +84,10 @@ pub(super) fn insert_preempt(
         m.insert("ticks_delivered".into(), p.ticks_delivered as f64);
         m.insert("ticks_acted_on".into(), p.ticks_acted_on as f64);
         m.insert("ticks_on_s".into(), p.ticks_on_s);
+        m.insert(
+            "preempt_interrupts_on".into(),
+            f64::from(u8::from(p.interrupts_on)),
+        );
         m.insert("delta_e_us".into(), p.delta_e_s * 1e6);
         m.insert("apms".into(), p.apms);
     }
