@@ -19,6 +19,14 @@
 //! }
 //! ```
 
+/// Every program on the runner allocates through `PlatformAlloc`, which marks allocation as
+/// platform mode, so that ticks under `--preempt` can switch a handler off the CPU between any
+/// two instructions of its own code (docs/timewarp.md, "Ticks that preempt"). A program with an
+/// allocator of its own builds the runner with the feature `own-allocator`.
+#[cfg(not(feature = "own-allocator"))]
+#[global_allocator]
+static ALLOCATOR: chronon::PlatformAlloc = chronon::PlatformAlloc;
+
 mod app;
 mod args;
 mod bench;

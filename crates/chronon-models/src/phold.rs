@@ -222,6 +222,49 @@ pub fn spin_for_us_in<M: Model + ?Sized>(us: f64, ctx: &mut Ctx<'_, M>) {
     }
 }
 
+/// About `us` microseconds of CPU work: a loop of a fixed number of steps (this machine's rate,
+/// measured once per process) that never calls the engine, never allocates and never reads the
+/// clock. Time the event spends off the CPU does not count as work done, and only a tick that
+/// preempts by interrupt (`--preempt` with ticks, docs/timewarp.md) switches it off mid-way.
+pub fn work_us(us: f64) {
+    if us > 0.0 {
+        let steps = (us * steps_per_us()).round() as u64;
+        std::hint::black_box(work_steps(steps));
+    }
+}
+
+/// The loop of [`work_us`]: `n` steps of integer mixing.
+#[inline(never)]
+fn work_steps(n: u64) -> u64 {
+    let mut x = 0x9E37_79B9_7F4A_7C15u64;
+    for i in 0..n {
+        x = std::hint::black_box(x.wrapping_mul(0xBF58_476D_1CE4_E5B9) ^ i).rotate_left(17);
+    }
+    x
+}
+
+/// Steps of [`work_steps`] per microsecond on this machine, measured on first use (the fastest
+/// of three 2 ms samples, so a descheduled sample does not count). In platform mode: the
+/// one-time measurement takes a lock that no tick may leave held by a suspended event.
+fn steps_per_us() -> f64 {
+    static RATE: std::sync::OnceLock<f64> = std::sync::OnceLock::new();
+    chronon::platform_mode(|| {
+        *RATE.get_or_init(|| {
+            (0..3)
+                .map(|_| {
+                    let mut chunks = 0u64;
+                    let start = Instant::now();
+                    while start.elapsed() < Duration::from_millis(2) {
+                        std::hint::black_box(work_steps(4096));
+                        chunks += 1;
+                    }
+                    (chunks * 4096) as f64 / (start.elapsed().as_secs_f64() * 1e6)
+                })
+                .fold(1.0, f64::max)
+        })
+    })
+}
+
 /// Work between two preemption points of [`spin_for_us_in`], in microseconds.
 pub const SLICE_US: f64 = 2.0;
 

@@ -4,8 +4,10 @@
 //! `jobs_per_object` jobs. Handling a job sends it to a uniformly chosen mesh neighbour (4-way;
 //! the mesh wraps around into a torus when `wrap` is set) after `lookahead + Exp(mean −
 //! lookahead)`. Virtual time is cut into three phases of `phase_length` each — A, B and C —
-//! whose handlers spin for `work_a_us`, `work_b_us` and `work_c_us` microseconds of wall time
-//! (30, 150 and 300 in the seed). After the third phase the run stays in phase C, so run it
+//! whose handlers compute for `work_a_us`, `work_b_us` and `work_c_us` microseconds of CPU work
+//! (30, 150 and 300 in the seed): a loop that never calls the engine ([`crate::phold::work_us`]),
+//! as the seed's phases are plain application code, so under `--preempt` only a tick that
+//! preempts by interrupt can switch such an event off the CPU. After the third phase the run stays in phase C, so run it
 //! with `--end` = 3 × `phase_length`.
 //!
 //! The model records committed events per phase (`phase_a_events`, …). Per-phase wall time and
@@ -14,7 +16,7 @@
 
 use chronon::{Ctx, LpId, LpRng, Model, ModelStats, ReverseCtx, ReverseFn, SizeHint};
 
-use crate::phold::spin_for_us_in;
+use crate::phold::work_us;
 
 /// The three-phase PHOLD's parameters.
 #[derive(Clone, Debug, PartialEq, serde::Serialize)]
@@ -191,7 +193,7 @@ impl Model for PholdPhases {
         let dst = near[ctx.rng().below(n as u64) as usize];
         let d = self.delay(ctx.rng());
         ctx.send(dst, d, Hop { from: me });
-        spin_for_us_in([self.work_a_us, self.work_b_us, self.work_c_us][phase], ctx);
+        work_us([self.work_a_us, self.work_b_us, self.work_c_us][phase]);
     }
 
     /// Each object keeps `jobs_per_object` jobs pending.

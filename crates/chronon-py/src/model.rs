@@ -237,27 +237,10 @@ impl Model for PyModel {
     }
 
     fn on_event(&self, state: &mut PyState, event: &PyEvent, ctx: &mut Ctx<'_, Self>) {
-        crate::gil::attach(|py| {
-            let (me, now) = (ctx.me(), ctx.now());
-            let ev = event
-                .get(py)
-                .unwrap_or_else(|e| crate::raise_in_handler(py, e, "on_event", me, now));
-            let st = state.0.bind(py).clone();
-            let old = st.clone();
-            let r = self.call_with_ctx(py, ctx, (&self.on_event_fn, self.pickled), |c| {
-                PyTuple::new(py, [st, ev, c.into_any()])
-            });
-            // A handler may return a new state (for states that are numbers or tuples).
-            let checked = r.and_then(|r| match r.is_none() {
-                true => Ok(r),
-                false => new_state(&old, &r).map(|()| r),
-            });
-            match checked {
-                Ok(r) if !r.is_none() => state.0 = r.unbind(),
-                Ok(_) => {}
-                Err(e) => self.event_failed(py, e, ctx),
-            }
-        })
+        // The interpreter is platform code to the engine: its locks and thread state must
+        // never be switched off the CPU by a tick (ticks stay cooperative for Python handlers:
+        // a check at each call into `ctx`).
+        chronon::platform_mode(|| self.on_event_py(state, event, ctx))
     }
 
     fn lookahead(&self) -> Time {
@@ -344,6 +327,33 @@ impl Model for PyModel {
             });
             if let Err(e) = r {
                 crate::raise_in_handler(py, e, "on_global", chronon::event::ENGINE_SENDER, now);
+            }
+        })
+    }
+}
+
+impl PyModel {
+    /// `on_event` under the GIL.
+    fn on_event_py(&self, state: &mut PyState, event: &PyEvent, ctx: &mut Ctx<'_, Self>) {
+        crate::gil::attach(|py| {
+            let (me, now) = (ctx.me(), ctx.now());
+            let ev = event
+                .get(py)
+                .unwrap_or_else(|e| crate::raise_in_handler(py, e, "on_event", me, now));
+            let st = state.0.bind(py).clone();
+            let old = st.clone();
+            let r = self.call_with_ctx(py, ctx, (&self.on_event_fn, self.pickled), |c| {
+                PyTuple::new(py, [st, ev, c.into_any()])
+            });
+            // A handler may return a new state (for states that are numbers or tuples).
+            let checked = r.and_then(|r| match r.is_none() {
+                true => Ok(r),
+                false => new_state(&old, &r).map(|()| r),
+            });
+            match checked {
+                Ok(r) if !r.is_none() => state.0 = r.unbind(),
+                Ok(_) => {}
+                Err(e) => self.event_failed(py, e, ctx),
             }
         })
     }

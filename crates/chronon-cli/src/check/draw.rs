@@ -50,6 +50,20 @@ pub(crate) fn executor_flags(
         if d.chance(0.25) {
             f.set("window", d.pick(&["0.5", "2", "10"]));
         }
+        // Preemptive Time Warp (seed 003): events in contexts, a few suspended per worker;
+        // with ticks that always run (alpha -0.99), which preempt by interrupt in this binary
+        // (it installs chronon::PlatformAlloc): a handler is switched off between any two
+        // instructions of its own code.
+        if d.chance(0.3) {
+            f.0.push("--preempt".to_string());
+            if d.chance(0.4) {
+                f.set("max-suspended", d.int(1, 4));
+            }
+            if d.chance(0.6) {
+                f.set("tick-us", d.pick(&["10", "20", "50"]));
+                f.set("alpha", "-0.99");
+            }
+        }
     } else if sync != "null-message" && !ws {
         // Null messages use no barrier; MPI ranks meet at their own.
         let barrier = d.pick(&["tree", "std", "semaphore", "spin"]);

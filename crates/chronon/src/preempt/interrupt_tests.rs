@@ -123,7 +123,7 @@ fn a_context_a_tick_switched_off_is_dropped_without_running_further() {
     let at_switch = steps.get();
     assert!(at_switch > 0);
     // Dropped without unwinding; the stack goes back to the pool and serves a new context.
-    pool.put(ctx.discard(true));
+    pool.put(ctx.discard());
     assert_eq!(steps.get(), at_switch, "nothing ran after the switch");
     let mut again = Context::new(pool.get().unwrap(), |_| 7);
     assert!(matches!(again.resume(), Step::Done(7)));

@@ -165,7 +165,11 @@ pub(crate) enum Step<R> {
 /// destructor on its stack). A context that is leaked instead never runs again, and its stack
 /// (owned, never reused) only leaks.
 pub(crate) struct Context<'s, R> {
-    co: Coroutine<(), bool, R, DefaultStack>,
+    /// `None` only once the stack was taken back (`discard`, `into_stack`).
+    co: Option<Coroutine<(), bool, R, DefaultStack>>,
+    /// Whether the context's last switch came from a tick's interrupt: then it can only be
+    /// dropped without unwinding (see [`discard`](Self::discard)).
+    interrupted: bool,
     _borrows: PhantomData<&'s ()>,
 }
 
@@ -181,51 +185,89 @@ impl<'s, R> Context<'s, R> {
         // outliving `'s`; so every resume and the unwinding drop happen while `'s` is live.
         let co = unsafe { Coroutine::with_stack_unchecked(stack, move |y, ()| f(y)) };
         Context {
-            co,
+            co: Some(co),
+            interrupted: false,
             _borrows: PhantomData,
         }
+    }
+
+    fn co(&mut self) -> &mut Coroutine<(), bool, R, DefaultStack> {
+        self.co
+            .as_mut()
+            .expect("a context keeps its coroutine until it is taken apart")
     }
 
     /// Runs the context until it switches off the CPU or returns. A panic inside it is
     /// propagated to the caller (the context is then finished).
     pub(crate) fn resume(&mut self) -> Step<R> {
-        match self.co.resume(()) {
-            CoroutineResult::Yield(interrupted) => Step::Suspended { interrupted },
+        self.interrupted = false;
+        match self.co().resume(()) {
+            CoroutineResult::Yield(interrupted) => {
+                self.interrupted = interrupted;
+                Step::Suspended { interrupted }
+            }
             CoroutineResult::Return(r) => Step::Done(r),
         }
     }
 
     /// Whether the context ran before (it is suspended, not new).
     pub(crate) fn started(&self) -> bool {
-        self.co.started()
+        self.co.as_ref().is_some_and(|c| c.started())
     }
 
-    /// Drops whatever the context was doing and returns the stack for reuse. A context that
-    /// switched off at a platform-mode return is unwound, running the destructors of
-    /// everything on its stack. One that a tick switched off (`interrupted`) stopped at an
-    /// arbitrary instruction, where no unwinding can start: it is reset without running
-    /// anything more, and what its handler's stack owned is leaked (README.md, "Ticks that
-    /// preempt": the executor keeps the context's own data off its stack, so the leak is only
-    /// what the model's handler had allocated itself).
-    pub(crate) fn discard(mut self, interrupted: bool) -> DefaultStack {
-        if interrupted && self.co.started() && !self.co.done() {
+    /// Stops whatever the context was doing. One that switched off at a platform-mode return
+    /// is unwound, running the destructors of everything on its stack. One that a tick
+    /// switched off stopped at an arbitrary instruction, where no unwinding can start: it is
+    /// reset without running anything more, and what its handler's stack owned is leaked
+    /// (README.md, "Ticks that preempt": the executor keeps the context's own data off its
+    /// stack, so the leak is only what the model's handler had allocated itself).
+    fn stop(&mut self) {
+        let interrupted = self.interrupted;
+        let Some(co) = self.co.as_mut() else {
+            return;
+        };
+        if !co.started() || co.done() {
+            return;
+        }
+        if interrupted {
             // Safety: `force_reset` abandons the coroutine's stack without running the drops
             // of what is on it. Nothing there may be relied on to be dropped: the engine's own
-            // frames (the closure, the switch, `Ctx`, the trampoline) hold only references and
-            // plain values, the data they point to is owned outside the stack (the Time Warp
-            // job's parts) and dropped by its owner, and the model's objects are leaked, which
-            // is memory-safe; the stack is never executed again before it is reused from the
-            // top by a new coroutine.
-            unsafe { self.co.force_reset() };
+            // frames (the closure, the switch, `Ctx`, the trampoline) hold only references,
+            // raw pointers and plain values; the data they point to is owned outside the stack
+            // (the Time Warp job's parts and event) and dropped by its owner; the model's
+            // objects are leaked, which is memory-safe. The stack is never executed again
+            // before a new coroutine reuses it from the top.
+            unsafe { co.force_reset() };
         } else {
-            self.co.force_unwind();
+            co.force_unwind();
         }
-        self.co.into_stack()
+    }
+
+    /// Drops whatever the context was doing ([`stop`](Self::stop)) and returns the stack for
+    /// reuse.
+    pub(crate) fn discard(mut self) -> DefaultStack {
+        self.stop();
+        self.take_stack()
     }
 
     /// The stack of a context that returned.
-    pub(crate) fn into_stack(self) -> DefaultStack {
-        self.co.into_stack()
+    pub(crate) fn into_stack(mut self) -> DefaultStack {
+        self.take_stack()
+    }
+
+    fn take_stack(&mut self) -> DefaultStack {
+        self.co
+            .take()
+            .expect("a context keeps its coroutine until it is taken apart")
+            .into_stack()
+    }
+}
+
+impl<R> Drop for Context<'_, R> {
+    /// A context dropped without `discard` (a worker unwinding from a panic, say) is stopped
+    /// the same way: never unwound from an interrupt.
+    fn drop(&mut self) {
+        self.stop();
     }
 }
 

@@ -72,7 +72,7 @@ fn a_discarded_context_drops_its_locals_once() {
         Step::Suspended { interrupted: false }
     ));
     assert_eq!(live.get(), 1);
-    pool.put(ctx.discard(false));
+    pool.put(ctx.discard());
     assert_eq!(
         live.get(),
         0,

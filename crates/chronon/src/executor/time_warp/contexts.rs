@@ -111,7 +111,9 @@ impl<'s, M: Model, Q: PendingSet<TwEvent<M::Event>>> Worker<'s, '_, M, Q> {
         // Ticks preempt by interrupt only with room above the stack's guard page.
         let limit = self.preempt.interrupts.then(|| stack.limit().get());
         let ev = Rc::new(ev);
-        let event = Rc::clone(&ev);
+        // The context reads its event through a pointer: the job holds the one `Rc` (a
+        // context dropped without unwinding must not keep a count of it).
+        let event = std::ptr::NonNull::from(&*ev);
         let w = self.w;
         let flag = self.preempt.tick_flag(&sh.tick_flags[w]);
         let p = parts.as_ptr();
@@ -119,6 +121,9 @@ impl<'s, M: Model, Q: PendingSet<TwEvent<M::Event>>> Worker<'s, '_, M, Q> {
             // Safety: the job owns the parts and touches them only once this closure has
             // returned or its context was dropped (`PartsBox`); nothing else reaches them.
             let p = unsafe { &mut *p.as_ptr() };
+            // Safety: the job holds the event's `Rc` until its context returned or was
+            // dropped, and only reads it meanwhile.
+            let event = unsafe { event.as_ref() };
             let register = Register {
                 wires: &*sh.wires,
                 w,
@@ -238,7 +243,7 @@ impl<'s, M: Model, Q: PendingSet<TwEvent<M::Event>>> Worker<'s, '_, M, Q> {
     fn discard_job(&mut self, job: Job<'s, M>, restore: bool) -> Result<(), SimError> {
         self.preempt.stats.discarded += 1;
         self.preempt.stats.interrupts_dropped += u64::from(job.interrupted);
-        self.preempt.stacks.put(job.ctx.discard(job.interrupted));
+        self.preempt.stacks.put(job.ctx.discard());
         drop(job.parts);
         let ev = Rc::try_unwrap(job.ev)
             .unwrap_or_else(|_| unreachable!("a discarded context dropped its event"));
