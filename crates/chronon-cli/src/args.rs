@@ -192,6 +192,11 @@ pub(crate) struct CommonArgs {
     #[arg(long, help_heading = TIME_WARP)]
     #[serde(default, deserialize_with = "number")]
     pub alpha: Option<f64>,
+    /// Preemptive Time Warp with ticks: a tick switches a handler off the CPU between any two
+    /// instructions of its own code (true), or only makes a check due at its next call into
+    /// the engine (false) [default: true].
+    #[arg(long, num_args = 0..=1, default_missing_value = "true", help_heading = TIME_WARP)]
+    pub tick_interrupts: Option<bool>,
     /// Time Warp: write GVT over wall time as CSV here [default: DIR/gvt.csv with --output
     /// DIR/, else none].
     #[arg(long, help_heading = TIME_WARP)]
@@ -319,6 +324,7 @@ impl CommonArgs {
             max_suspended: self.max_suspended.or(file.max_suspended),
             tick_us: self.tick_us.or(file.tick_us),
             alpha: self.alpha.or(file.alpha),
+            tick_interrupts: self.tick_interrupts.or(file.tick_interrupts),
             config: self.config,
             trace: self.trace,
             trace_lps: self.trace_lps,

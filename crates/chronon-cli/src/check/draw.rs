@@ -60,8 +60,11 @@ pub(crate) fn executor_flags(
                 f.set("max-suspended", d.int(1, 4));
             }
             if d.chance(0.6) {
-                f.set("tick-us", d.pick(&["10", "20", "50"]));
+                f.set("tick-us", d.pick(&["50", "100"]));
                 f.set("alpha", "-0.99");
+                if d.chance(0.25) {
+                    f.set("tick-interrupts", "false");
+                }
             }
         }
     } else if sync != "null-message" && !ws {

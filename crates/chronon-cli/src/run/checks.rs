@@ -151,6 +151,7 @@ pub(super) fn time_warp_options(
         ("--max-suspended", common.max_suspended.is_some()),
         ("--tick-us", common.tick_us.is_some()),
         ("--alpha", common.alpha.is_some()),
+        ("--tick-interrupts", common.tick_interrupts.is_some()),
     ];
     let Executor::TimeWarp(tw) = executor else {
         if let Some((flag, _)) = given.iter().find(|(_, g)| *g) {
@@ -180,16 +181,28 @@ pub(super) fn time_warp_options(
         }
     }
     let alpha = common.alpha.unwrap_or(0.5);
-    if common.alpha.is_some() && common.tick_us.is_none() {
-        return Err(Failure::bad_input("--alpha applies to --tick-us only"));
+    for (flag, given) in [
+        ("--alpha", common.alpha.is_some()),
+        ("--tick-interrupts", common.tick_interrupts.is_some()),
+    ] {
+        if given && common.tick_us.is_none() {
+            return Err(Failure::bad_input(format!(
+                "{flag} applies to --tick-us only"
+            )));
+        }
     }
+    let interrupts = common.tick_interrupts.unwrap_or(true);
     let gvt_every = common.gvt_every.unwrap_or(tw.gvt_every);
     Ok(Executor::TimeWarp(
         tw.preempt(preempt)
             .safe_commit(common.safe_commit.unwrap_or(true))
             .gvt_every(gvt_every)
             .max_suspended(common.max_suspended.unwrap_or(64))
-            .ticks(common.tick_us.map(|t| Ticks::new(t, alpha)))
+            .ticks(
+                common
+                    .tick_us
+                    .map(|t| Ticks::new(t, alpha).interrupts(interrupts)),
+            )
             .state_saving(state_saving)
             .save_every(common.save_every)
             .max_memory(max_memory)

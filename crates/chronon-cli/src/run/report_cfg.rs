@@ -105,6 +105,10 @@ pub(super) fn report_config(
                 if let Some(t) = common.tick_us {
                     put("tick-us", json!(t));
                     put("alpha", json!(common.alpha.unwrap_or(0.5)));
+                    put(
+                        "tick-interrupts",
+                        json!(common.tick_interrupts.unwrap_or(true)),
+                    );
                 }
             }
         }

@@ -13,7 +13,7 @@
 use std::alloc::{GlobalAlloc, Layout, System};
 use std::cell::Cell;
 use std::ptr::NonNull;
-use std::sync::atomic::{AtomicBool, Ordering::Relaxed};
+use std::sync::atomic::{compiler_fence, AtomicBool, Ordering::Relaxed, Ordering::SeqCst};
 
 /// The running context's check, as the trampoline reaches it.
 pub(crate) trait InterruptCheck {
@@ -102,6 +102,9 @@ impl Platform {
     pub(crate) fn enter() -> Platform {
         let was = PLATFORM.with(Cell::get);
         PLATFORM.with(|p| p.set(was + 1));
+        // Ordering: the signal handler runs on this thread; the fence keeps the compiler from
+        // moving the platform code below above the store that marks it.
+        compiler_fence(SeqCst);
         Platform { was }
     }
 }
@@ -109,8 +112,17 @@ impl Platform {
 impl Drop for Platform {
     #[inline(always)]
     fn drop(&mut self) {
+        // Ordering: as in `enter`, the platform code above stays before the store.
+        compiler_fence(SeqCst);
         PLATFORM.with(|p| p.set(self.was));
     }
+}
+
+/// Writes the armed check. The handler reads `ARMED` only while `PLATFORM` is 0, so every
+/// write happens in platform mode: a tick can never see half of a (two-word) pointer.
+fn set_armed(a: Armed) {
+    let _p = Platform::enter();
+    ARMED.with(|c| c.set(a));
 }
 
 /// Runs `f` in platform mode: a tick switches nothing while it runs. For model code that must
@@ -139,7 +151,7 @@ impl Arm {
         // and puts it back on resume (`restore`), and a context dropped while suspended never
         // puts it back.
         let p: NonNull<dyn InterruptCheck + 'static> = unsafe { std::mem::transmute(p) };
-        ARMED.with(|a| a.set(Some((p, stack_limit))));
+        set_armed(Some((p, stack_limit)));
         Arm {
             _not_send: std::marker::PhantomData,
         }
@@ -148,7 +160,7 @@ impl Arm {
 
 impl Drop for Arm {
     fn drop(&mut self) {
-        ARMED.with(|a| a.set(None));
+        set_armed(None);
     }
 }
 
@@ -161,20 +173,46 @@ pub(crate) struct Mode {
 
 /// Before a context switches off the CPU: its mode, and the platform context's (nothing
 /// armed, depth 0) put on the thread.
+/// Called in platform mode (an engine call, or the trampoline's check), so no tick acts while
+/// `ARMED` changes; the depth is cleared last.
 #[inline]
 pub(crate) fn leave() -> Mode {
-    let m = Mode {
-        armed: ARMED.with(|a| a.replace(None)),
-        platform: PLATFORM.with(|p| p.replace(0)),
-    };
-    m
+    debug_assert!(
+        PLATFORM.with(Cell::get) > 0,
+        "a switch happens in platform mode"
+    );
+    let armed = ARMED.with(|a| a.replace(None));
+    // Ordering: `ARMED` is cleared before the depth drops to 0 (the handler runs on this
+    // thread and reads the depth first).
+    compiler_fence(SeqCst);
+    let platform = PLATFORM.with(|p| p.replace(0));
+    Mode { armed, platform }
 }
 
-/// After a context is resumed: its mode back on the thread.
+/// After a context is resumed: its mode back on the thread. The depth (at least 1: a context
+/// switches off only in platform mode) goes back first, so no tick acts while `ARMED` changes.
 #[inline]
 pub(crate) fn restore(m: Mode) {
-    ARMED.with(|a| a.set(m.armed));
     PLATFORM.with(|p| p.set(m.platform));
+    // Ordering: as in `leave`, the depth is non-zero before `ARMED` changes.
+    compiler_fence(SeqCst);
+    ARMED.with(|a| a.set(m.armed));
+}
+
+/// Whether a worker of this process ran with ticks that preempt by interrupt.
+static USED: AtomicBool = AtomicBool::new(false);
+
+/// Notes that a worker of this process runs with ticks that preempt by interrupt.
+pub(crate) fn mark_used() {
+    // Ordering: Relaxed — read after the run, once every worker thread was joined.
+    USED.store(true, Relaxed);
+}
+
+/// Whether a worker of this process ran with ticks that preempt by interrupt: a context such a
+/// tick switched off may have been dropped without unwinding, leaking what its handler held.
+pub(crate) fn used() -> bool {
+    // Ordering: Relaxed, as in `mark_used`.
+    USED.load(Relaxed)
 }
 
 /// Whether ticks can preempt by interrupt in this process: x86-64 Linux, a CPU and kernel with
@@ -191,6 +229,9 @@ fn in_application_mode() -> Option<usize> {
     if PLATFORM.with(Cell::get) != 0 {
         return None;
     }
+    // Ordering: the depth is read before `ARMED`, which only changes while the depth is not 0
+    // (`set_armed`, `leave`, `restore`).
+    compiler_fence(SeqCst);
     let (_, limit) = ARMED.with(Cell::get)?;
     if std::thread::panicking() {
         return None;

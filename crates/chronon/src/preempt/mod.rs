@@ -57,6 +57,8 @@ pub(crate) fn earlier_waits(bh_min: Time, now: Time) -> bool {
 pub(crate) struct Switch<'y, R: BhMin + ?Sized> {
     register: &'y R,
     yielder: &'y Yielder<(), bool>,
+    /// Cooperative ticks: a platform-mode return checks only once a tick made it due. `None`
+    /// (no ticks, or ticks that interrupt): every return checks.
     ticks: Option<&'y ticks::Flag>,
     /// The running event's time (the check of a tick's interrupt compares BH_min with it).
     now: Time,
@@ -134,12 +136,8 @@ impl<R: BhMin + ?Sized> PlatformReturn for Switch<'_, R> {
 
 impl<R: BhMin + ?Sized> interrupt::InterruptCheck for Switch<'_, R> {
     fn interrupted(&self) {
-        if let Some(t) = self.ticks {
-            // The tick that interrupted raised the flag: this check takes it.
-            if t.take_tick() == Some(true) {
-                self.ticked.set(self.ticked.get() + 1);
-            }
-        }
+        // A check a tick made due.
+        self.ticked.set(self.ticked.get() + 1);
         self.checks.set(self.checks.get() + 1);
         if earlier_waits(self.register.bh_min(), self.now) {
             self.switch_off(true);

@@ -115,7 +115,13 @@ impl<'s, M: Model, Q: PendingSet<TwEvent<M::Event>>> Worker<'s, '_, M, Q> {
         // context dropped without unwinding must not keep a count of it).
         let event = std::ptr::NonNull::from(&*ev);
         let w = self.w;
-        let flag = self.preempt.tick_flag(&sh.tick_flags[w]);
+        // Ticks that interrupt leave every platform-mode return its check (seed 003 §2.2: the
+        // return checks, the tick interrupts application mode); cooperative ticks gate the
+        // checks at returns instead, so that long computations check once per tick.
+        let gate = match limit {
+            Some(_) => None,
+            None => self.preempt.tick_flag(&sh.tick_flags[w]),
+        };
         let p = parts.as_ptr();
         let ctx = Context::new(stack, move |y| {
             // Safety: the job owns the parts and touches them only once this closure has
@@ -128,7 +134,7 @@ impl<'s, M: Model, Q: PendingSet<TwEvent<M::Event>>> Worker<'s, '_, M, Q> {
                 wires: &*sh.wires,
                 w,
             };
-            let sw = Switch::new(&register, y, flag, event.time);
+            let sw = Switch::new(&register, y, gate, event.time);
             {
                 let mut ctx = Ctx::new(
                     event.time,

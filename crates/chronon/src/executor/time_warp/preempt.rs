@@ -231,6 +231,9 @@ impl<'s, M: Model> Preemption<'s, M> {
             paused: false,
         });
         self.interrupts = t.interrupts && crate::preempt::interrupt::available();
+        if self.interrupts {
+            crate::preempt::interrupt::mark_used();
+        }
         Ok(())
     }
 

@@ -90,6 +90,16 @@ fn check_heaps_at_exit(p: usize) -> ! {
         std::thread::sleep(std::time::Duration::from_millis(1));
         left = crate::shm::local::outstanding_items();
     }
+    if left != 0 && crate::preempt::interrupt::used() {
+        // Every process runs the same configuration: ticks that interrupt ran in all of them,
+        // and an event dropped after an interrupt leaks what its handler held, shared-heap
+        // items included (preempt/README.md, "Ticks that preempt").
+        eprintln!(
+            "chronon: worker process {p}: {left} shared-heap items were not freed; with ticks \
+             that interrupt, events dropped mid-handler leak what their handlers held"
+        );
+        std::process::exit(0)
+    }
     if left != 0 {
         eprintln!(
             "chronon: worker process {p}: {left} shared-heap items were never freed (a BPtr leaked)"
