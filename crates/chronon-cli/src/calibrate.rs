@@ -18,6 +18,19 @@ pub(crate) struct CalibrateCmd {
 enum What {
     /// Tick overhead vs period: a busy loop with and without a per-thread tick timer.
     Ticks(TicksArgs),
+    /// What a tick costs the thread it interrupts: in platform mode (flag only), interrupting
+    /// application mode without a switch, and with a switch off the CPU and back.
+    Preemption(PreemptionArgs),
+}
+
+#[derive(Debug, Args)]
+struct PreemptionArgs {
+    /// Tick periods to measure, in microseconds, comma-separated.
+    #[arg(long, value_delimiter = ',', default_value = "50,100,200,500")]
+    periods: Vec<f64>,
+    /// Milliseconds of work per measurement (four per period).
+    #[arg(long, default_value_t = 300)]
+    ms: u64,
 }
 
 #[derive(Debug, Args)]
@@ -41,9 +54,16 @@ struct TicksArgs {
 }
 
 pub(crate) fn run(cmd: CalibrateCmd) -> Result<u8, Failure> {
-    let What::Ticks(a) = cmd.what;
-    if a.periods.is_empty()
-        || a.periods
+    match cmd.what {
+        What::Ticks(a) => ticks(a),
+        What::Preemption(a) => preemption(a),
+    }
+}
+
+/// `--periods` and `--ms`, checked.
+fn check_periods(periods: &[f64], ms: u64) -> Result<(), Failure> {
+    if periods.is_empty()
+        || periods
             .iter()
             .any(|p| !(*p >= chronon::MIN_TICK_US && p.is_finite()))
     {
@@ -52,9 +72,30 @@ pub(crate) fn run(cmd: CalibrateCmd) -> Result<u8, Failure> {
             chronon::MIN_TICK_US
         )));
     }
-    if a.ms == 0 || a.ms > 60_000 {
+    if ms == 0 || ms > 60_000 {
         return Err(Failure::bad_input("--ms must be between 1 and 60000"));
     }
+    Ok(())
+}
+
+fn preemption(a: PreemptionArgs) -> Result<u8, Failure> {
+    check_periods(&a.periods, a.ms)?;
+    println!(
+        "{:>10} {:>12} {:>14} {:>12} {:>9}",
+        "period µs", "flag µs/tick", "interrupt µs/t", "switch µs/t", "switches"
+    );
+    for &p in &a.periods {
+        let c = chronon::preemption_cost(p, a.ms).map_err(|e| Failure::bad_input(e.to_string()))?;
+        println!(
+            "{p:>10} {:>12.2} {:>14.2} {:>12.2} {:>9}",
+            c.flag_us, c.interrupt_us, c.switch_us, c.switches
+        );
+    }
+    Ok(0)
+}
+
+fn ticks(a: TicksArgs) -> Result<u8, Failure> {
+    check_periods(&a.periods, a.ms)?;
     if !(a.threshold > 0.0 && a.threshold < 1.0) {
         return Err(Failure::bad_input("--threshold must be between 0 and 1"));
     }

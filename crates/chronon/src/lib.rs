@@ -295,7 +295,9 @@ pub mod partition;
 pub mod placement;
 mod preempt;
 mod prefetch;
-pub use preempt::{platform_mode, tick_overhead, PlatformAlloc, TickOverhead};
+pub use preempt::{
+    platform_mode, preemption_cost, tick_overhead, PlatformAlloc, PreemptionCost, TickOverhead,
+};
 mod program;
 pub use program::{program, program_args, set_program, Program};
 mod progress;

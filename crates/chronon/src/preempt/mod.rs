@@ -12,9 +12,11 @@ use corosensei::{Coroutine, CoroutineResult, Yielder};
 use crate::comm::Mailbox;
 use crate::types::Time;
 
+mod cost;
 pub(crate) mod interrupt;
 pub(crate) mod ticks;
 
+pub use cost::{preemption_cost, PreemptionCost};
 pub use interrupt::{platform_mode, PlatformAlloc};
 pub use ticks::{tick_overhead, TickOverhead};
 

@@ -287,7 +287,7 @@ pub(crate) fn nap(d: std::time::Duration) {
 }
 
 /// Work a busy loop gets done in `millis` ms on this thread, in loop iterations.
-fn work_rate(millis: u64) -> f64 {
+pub(super) fn work_rate(millis: u64) -> f64 {
     let until = std::time::Duration::from_millis(millis);
     let start = std::time::Instant::now();
     let mut x = 1u64;
