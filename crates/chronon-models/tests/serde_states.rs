@@ -203,13 +203,19 @@ fn events_with_shared_heap_payloads_round_trip() {
             multicast: false,
         };
         let sent = Body::local(scheme, local).expect("a process-local scheme");
-        let NetEvent::Packet(back) = again(&packet(Some(sent.clone()))) else {
-            panic!("a packet comes back a packet");
-        };
-        let data = back.data.expect("the payload comes back");
-        assert_eq!(data.scheme(), scheme);
-        assert_eq!(data.view(), (7, &[7u8; 40][..], false));
-        assert!(!Body::ptr_eq(&data, &sent), "{scheme:?}: a new item");
+        let event = packet(Some(sent.clone()));
+        // JSON, and bincode: what checkpoints and MPI write (not self-describing).
+        let wire = bincode::serialize(&event).expect("bincode writes it");
+        let from_bincode: NetEvent = bincode::deserialize(&wire).expect("bincode reads it");
+        for back in [again(&event), from_bincode] {
+            let NetEvent::Packet(back) = back else {
+                panic!("a packet comes back a packet");
+            };
+            let data = back.data.expect("the payload comes back");
+            assert_eq!(data.scheme(), scheme);
+            assert_eq!(data.view(), (7, &[7u8; 40][..], false));
+            assert!(!Body::ptr_eq(&data, &sent), "{scheme:?}: a new item");
+        }
     }
     assert!(Body::local(
         Refcount::Heap,

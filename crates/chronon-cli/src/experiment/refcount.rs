@@ -3,9 +3,12 @@
 //! clone + drop when every thread works on clones of one item (Tables 3–4), or the run time
 //! of the relay model whose events share payloads (Tables 5–8; 1 thread: sequential executor,
 //! more: window executor). A cell shared by two tables (raw, xadd, B-I 10k) is measured once.
+//! Tables 5–8 are also measured on the seed's own test case, the campus ring with packet bodies
+//! (`refcount_campus.rs`).
 
 use serde_json::Value;
 
+use super::refcount_campus;
 use super::{fingerprint48, md_table, num, Metrics, Point, Rendered, Results, Settings};
 use crate::report::plot::{figure, Bars, Panel, Series};
 use crate::Failure;
@@ -108,6 +111,7 @@ pub(super) fn plan(s: &Settings) -> Result<Vec<Point>, Failure> {
                 &args,
             ));
         }
+        out.extend(refcount_campus::points(s, &t));
     }
     Ok(out)
 }
@@ -140,7 +144,7 @@ fn threads_label(t: &str) -> String {
 /// One column of a table: its header and the (scheme, buffer) it shows.
 type Col = (&'static str, &'static str, &'static str);
 
-pub(super) fn render(_: &Settings, r: &Results) -> Result<Rendered, Failure> {
+pub(super) fn render(s: &Settings, r: &Results) -> Result<Rendered, Failure> {
     let threads = r.values("threads");
     let key = |m: &'static str, scheme: &'static str, buffer: &'static str, t: &str| {
         r.get(
@@ -283,7 +287,8 @@ pub(super) fn render(_: &Settings, r: &Results) -> Result<Rendered, Failure> {
          Table 7: buffer sizes\n\n{t7}\n\
          Table 8: the remaining schemes. The seed's column CC (a common counter per ns-3 \
          aggregation cycle) belongs to ns-3's object model and has no counterpart in chronon; \
-         the lock-based and compare-and-exchange counts take its place.\n\n{t8}"
+         the lock-based and compare-and-exchange counts take its place.\n\n{t8}\n{}",
+        refcount_campus::tables(s, r)
     );
     let line = |m: &'static str, scheme: &'static str, buffer: &'static str, name: &str| {
         Series::new(
@@ -333,6 +338,12 @@ pub(super) fn render(_: &Settings, r: &Results) -> Result<Rendered, Failure> {
                 y: "run time s".into(),
                 series: model_lines,
             },
+            Panel::Lines {
+                title: "Tables 5, 6, 8: campus ring, packets with bodies".into(),
+                x: "threads".into(),
+                y: "run time s".into(),
+                series: refcount_campus::lines(r),
+            },
             Panel::Grouped {
                 title: "Tables 6-7: buffer size".into(),
                 y: "run time s".into(),
@@ -365,8 +376,13 @@ mod tests {
     #[test]
     fn the_plan_measures_raw_on_one_thread_only_and_every_cell_once() {
         let points = plan(&settings()).unwrap();
-        // 7 + 12 on 1 thread, 6 + 11 on 2.
-        assert_eq!(points.len(), 36);
+        // 7 + 12 (+ 13 campus) on 1 thread, 6 + 11 (+ 13 campus) on 2.
+        assert_eq!(points.len(), 36 + 26);
+        let campus = points
+            .iter()
+            .filter(|p| p.param("measure") == "campus")
+            .count();
+        assert_eq!(campus, 26);
         assert!(points
             .iter()
             .filter(|p| p.param("scheme") == "raw")
@@ -418,6 +434,11 @@ mod tests {
                 } else {
                     1.0
                 };
+                let fp = if p.param("measure") == "campus" && p.param("scheme") == "cas" {
+                    3.0
+                } else {
+                    fp
+                };
                 vec![if p.param("measure") == "pair" {
                     vec![
                         ("ns_per_pair", i as f64),
@@ -435,7 +456,14 @@ mod tests {
             assert!(out.table.contains(&format!("Table {t}")), "Table {t}");
         }
         assert!(out.table.contains("| 2 threads | unsafe |"));
-        assert!(out.table.contains("fingerprints differ"));
+        assert!(out.table.contains("relay runs' fingerprints differ"));
+        assert!(out.table.contains("campus runs' fingerprints differ"));
+        for t in 5..=8 {
+            assert!(
+                out.table.contains(&format!("Campus Table {t}")),
+                "Campus {t}"
+            );
+        }
         assert!(out.figure.starts_with("<svg") && out.figure.contains("B-T ×2"));
     }
 }

@@ -19,8 +19,8 @@ use serde::{Deserialize, Deserializer, Serialize, Serializer};
 use super::NetModel;
 
 /// How the bodies that several events share are counted.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "kebab-case", try_from = "String")]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Deserialize)]
+#[serde(try_from = "String")]
 pub enum Refcount {
     /// A `BPtr` into the engine's shared heap (an atomic count in the item's header), readable
     /// by every process of a multi-process run.
@@ -90,6 +90,13 @@ impl std::str::FromStr for Refcount {
                 let names: Vec<&str> = Refcount::ALL.iter().map(|r| r.name()).collect();
                 format!("unknown refcount '{s}' (allowed: {})", names.join(", "))
             })
+    }
+}
+
+/// Written as its name, in every format (read back through `FromStr`).
+impl Serialize for Refcount {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.serialize_str(self.name())
     }
 }
 
