@@ -147,18 +147,7 @@ type Col = (&'static str, &'static str, &'static str);
 pub(super) fn render(s: &Settings, r: &Results) -> Result<Rendered, Failure> {
     let threads = r.values("threads");
     let key = |m: &'static str, scheme: &'static str, buffer: &'static str, t: &str| {
-        r.get(
-            &[
-                ("measure", m),
-                ("scheme", scheme),
-                ("buffer", buffer),
-                ("threads", t),
-            ],
-            match m {
-                "pair" => "ns_per_pair",
-                _ => "wall_s",
-            },
-        )
+        cell(r, m, scheme, buffer, t)
     };
     let table = |m: &'static str, cols: &[Col]| -> String {
         let mut header = vec![String::new()];
@@ -247,27 +236,7 @@ pub(super) fn render(s: &Settings, r: &Results) -> Result<Rendered, Failure> {
             ("Compare (cas)", "cas", ""),
         ],
     );
-    // Every relay run must commit the same history, whatever the scheme and thread count.
-    let fps: Vec<f64> = r
-        .points
-        .iter()
-        .zip(&r.samples)
-        .filter(|(p, _)| p.param("measure") == "model")
-        .flat_map(|(_, reps)| reps.iter())
-        .filter_map(|m| m.iter().find(|(k, _)| *k == "fingerprint48").map(|x| x.1))
-        .collect();
-    let same = match fps.first() {
-        None => "No relay run recorded a fingerprint.".to_string(),
-        Some(first) if fps.iter().all(|f| f == first) => format!(
-            "Every relay run ({}) committed the same history (fingerprint {:012x}…).",
-            fps.len(),
-            *first as u64
-        ),
-        Some(_) => {
-            eprintln!("warning: the relay runs' fingerprints differ between schemes");
-            "**The relay runs' fingerprints differ between schemes: a determinism bug.**".into()
-        }
-    };
+    let same = relay_history(r);
     let md = format!(
         "Tables 3–4: average cost of one clone + drop on one shared item, every thread working \
          on clones of it, in ns (TSC ticks in parentheses: the constant-rate time-stamp \
@@ -290,6 +259,60 @@ pub(super) fn render(s: &Settings, r: &Results) -> Result<Rendered, Failure> {
          the lock-based and compare-and-exchange counts take its place.\n\n{t8}\n{}",
         refcount_campus::tables(s, r)
     );
+    let svg = svg(r)?;
+    Ok(Rendered {
+        table: md,
+        figure: svg,
+    })
+}
+
+/// One cell's figure: ns per clone + drop for `pair`, else seconds.
+fn cell(r: &Results, m: &str, scheme: &str, buffer: &str, t: &str) -> f64 {
+    r.get(
+        &[
+            ("measure", m),
+            ("scheme", scheme),
+            ("buffer", buffer),
+            ("threads", t),
+        ],
+        match m {
+            "pair" => "ns_per_pair",
+            _ => "wall_s",
+        },
+    )
+}
+
+/// Every relay run must commit the same history, whatever the scheme and thread count: the
+/// sentence that says so, or flags it.
+fn relay_history(r: &Results) -> String {
+    let fps: Vec<f64> = r
+        .points
+        .iter()
+        .zip(&r.samples)
+        .filter(|(p, _)| p.param("measure") == "model")
+        .flat_map(|(_, reps)| reps.iter())
+        .filter_map(|m| m.iter().find(|(k, _)| *k == "fingerprint48").map(|x| x.1))
+        .collect();
+    match fps.first() {
+        None => "No relay run recorded a fingerprint.".to_string(),
+        Some(first) if fps.iter().all(|f| f == first) => format!(
+            "Every relay run ({}) committed the same history (fingerprint {:012x}…).",
+            fps.len(),
+            *first as u64
+        ),
+        Some(_) => {
+            eprintln!("warning: the relay runs' fingerprints differ between schemes");
+            "**The relay runs' fingerprints differ between schemes: a determinism bug.**".into()
+        }
+    }
+}
+
+/// The figure: clone + drop cost, relay and campus run times against threads, buffer sizes.
+fn svg(r: &Results) -> Result<String, Failure> {
+    let threads = r.values("threads");
+    let key = |m: &'static str, scheme: &'static str, buffer: &'static str, t: &str| {
+        cell(r, m, scheme, buffer, t)
+    };
     let line = |m: &'static str, scheme: &'static str, buffer: &'static str, name: &str| {
         Series::new(
             name,
@@ -323,7 +346,7 @@ pub(super) fn render(s: &Settings, r: &Results) -> Result<Rendered, Failure> {
             });
         }
     }
-    let svg = figure(
+    figure(
         "Seed 001 Tables 3-8: thread-safe reference counting",
         &[
             Panel::Lines {
@@ -351,11 +374,7 @@ pub(super) fn render(s: &Settings, r: &Results) -> Result<Rendered, Failure> {
                 groups: by_buffer,
             },
         ],
-    )?;
-    Ok(Rendered {
-        table: md,
-        figure: svg,
-    })
+    )
 }
 
 #[cfg(test)]
