@@ -233,15 +233,17 @@ impl Body {
         ctx: &mut Ctx<'_, M>,
     ) -> Body {
         let fill = (seq & 0xff) as u8;
+        if scheme == Refcount::Heap {
+            return Body::Heap(heap_payload(seq, bytes as usize, multicast, ctx, |b| {
+                b.fill(fill)
+            }));
+        }
         let local = LocalPayload {
             seq,
             bytes: vec![fill; bytes as usize].into_boxed_slice(),
             multicast,
         };
-        match Body::local(scheme, local) {
-            Some(b) => b,
-            None => Body::Heap(heap_payload(seq, bytes as usize, fill, multicast, ctx)),
-        }
+        Body::local(scheme, local).expect("a scheme other than heap keeps bodies in this process")
     }
 
     /// This body, or a shared-heap copy of it when it lives in this process's memory and
@@ -251,20 +253,21 @@ impl Body {
             return self;
         }
         let (seq, bytes, multicast) = self.view();
-        let fill = bytes.first().copied().unwrap_or((seq & 0xff) as u8);
-        let len = bytes.len();
-        Body::Heap(heap_payload(seq, len, fill, multicast, ctx))
+        Body::Heap(heap_payload(seq, bytes.len(), multicast, ctx, |b| {
+            b.copy_from_slice(bytes)
+        }))
     }
 }
 
+/// A shared-heap body of `len` bytes written by `write`.
 fn heap_payload<M: chronon::Model>(
     seq: u64,
     len: usize,
-    fill: u8,
     multicast: bool,
     ctx: &mut Ctx<'_, M>,
+    write: impl FnOnce(&mut [u8]),
 ) -> BPtr<Payload> {
-    let body = ctx.alloc_bytes_with(len, |b| b.fill(fill));
+    let body = ctx.alloc_bytes_with(len, write);
     ctx.alloc_shared(Payload {
         seq,
         body,
