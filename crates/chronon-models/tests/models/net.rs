@@ -268,7 +268,7 @@ fn campus_fingerprints() {
 
 /// Campus packets with bodies (`data`), under every scheme: the events of a packet's hops
 /// share its body. Every body arrives intact, and the history is the one without bodies, under
-/// the sequential, window, null-message and Time Warp executors.
+/// the sequential, window, null-message, Time Warp and preemptive Time Warp executors.
 #[test]
 fn campus_bodies_arrive_intact_and_leave_the_history_alone_under_every_scheme() {
     use chronon::{ConservativeConfig, Executor, Simulation, TimeWarpConfig};
@@ -292,6 +292,7 @@ fn campus_bodies_arrive_intact_and_leave_the_history_alone_under_every_scheme() 
             Executor::Window(ConservativeConfig::new(2)),
             Executor::NullMessage(ConservativeConfig::new(3)),
             Executor::TimeWarp(TimeWarpConfig::new(3)),
+            Executor::TimeWarp(TimeWarpConfig::new(2).preempt(true)),
         ];
         for exec in executors {
             let name = format!("{scheme:?} {exec:?}");
