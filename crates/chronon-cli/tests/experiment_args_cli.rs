@@ -91,6 +91,18 @@ fn a_refcount_measurement_refuses_bad_arguments_in_one_line() {
                 "refcount-once --measure pair --scheme xadd --threads 0",
                 "at least 1",
             ),
+            (
+                "refcount-once --measure campus --scheme raw --threads 1",
+                "unknown --scheme 'raw' for --measure campus",
+            ),
+            (
+                "refcount-once --measure campus --scheme xadd --threads 1 --campuses 0",
+                "at least 1",
+            ),
+            (
+                "refcount-once --measure campus --scheme xadd --threads 1 --end 0",
+                "--end must be a positive number",
+            ),
         ],
     );
 }

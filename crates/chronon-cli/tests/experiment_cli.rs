@@ -63,8 +63,8 @@ fn phold_phases_compares_time_sharing_with_traditional_time_warp() {
 fn refcount_measures_every_scheme_and_every_relay_run_commits_the_same_history() {
     let (rows, md, texts) = quick("001-refcount", &["--threads", "1,2"]);
     // Clone + drop: 7 schemes on 1 thread, 6 on 2 (no raw); relay: 12 cells on 1 thread, 11 on
-    // 2.
-    assert_eq!(rows.len(), 36);
+    // 2; campus: 13 cells on each.
+    assert_eq!(rows.len(), 36 + 26);
     let pairs: Vec<&Row> = rows
         .iter()
         .filter(|r| col(r, "measure") == "pair")
@@ -84,9 +84,30 @@ fn refcount_measures_every_scheme_and_every_relay_run_commits_the_same_history()
         !fps[0].is_empty() && fps.iter().all(|f| *f == fps[0]),
         "one history whatever the scheme: {fps:?}"
     );
+    // The campus ring with packet bodies, under every scheme and without bodies: one history.
+    let campus: Vec<&str> = rows
+        .iter()
+        .filter(|r| col(r, "measure") == "campus")
+        .map(|r| col(r, "fingerprint48"))
+        .collect();
+    assert_eq!(campus.len(), 26);
+    assert!(
+        !campus[0].is_empty() && campus.iter().all(|f| *f == campus[0]),
+        "one campus history whatever the scheme: {campus:?}"
+    );
     for t in 3..=8 {
         assert!(md.contains(&format!("Table {t}:")), "Table {t}: {md}");
     }
+    for t in 5..=8 {
+        assert!(
+            md.contains(&format!("Campus Table {t}:")),
+            "Campus Table {t}: {md}"
+        );
+    }
+    assert!(
+        md.contains("Every campus run (26) committed the same history"),
+        "{md}"
+    );
     assert!(md.contains("committed the same history"), "{md}");
     assert!(md.contains("| 2 threads | unsafe |"), "{md}");
     for s in ["locked", "xadd", "per-thread", "B-I 1k", "B-T ×2", "100k"] {

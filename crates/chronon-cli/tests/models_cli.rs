@@ -227,6 +227,34 @@ fn campus_cli() {
         &["run", "campus", "--campuses", "0"],
         &["campuses", "at least 1"],
     );
+    rejects(
+        &["run", "campus", "--refcount", "rc"],
+        &["unknown refcount 'rc'", "buffered-thread"],
+    );
+    // Bodies counted by a scheme in this process's memory, under Time Warp on 2 threads.
+    let out = runs(&[
+        "run",
+        "campus",
+        "--config",
+        "examples/campus.toml",
+        "--campuses",
+        "2",
+        "--lans-per-net",
+        "1",
+        "--clients-per-lan",
+        "4",
+        "--end",
+        "0.5",
+        "--data",
+        "true",
+        "--refcount",
+        "buffered",
+        "--sync",
+        "timewarp",
+        "--threads",
+        "2",
+    ]);
+    assert!(out.contains("committed"), "{out}");
     let out = runs(&[
         "run",
         "campus",

@@ -68,6 +68,39 @@ fn campus_across_processes_commits_the_sequential_history() {
     differential(&["run", "campus", "--end", "0.5"]);
 }
 
+/// Packet bodies kept in a process's own memory (`--refcount` other than `heap`) are copied
+/// into the shared heap by the node that forwards a packet to another process: such a scheme
+/// crosses processes, zero copy and copy, with the sequential history and every body intact.
+#[test]
+fn process_local_packet_bodies_cross_processes() {
+    differential_with_copy(&[
+        "run",
+        "star-clique",
+        "--stars",
+        "3",
+        "--end",
+        "1",
+        "--refcount",
+        "per-thread",
+    ]);
+    let campus = [
+        "run",
+        "campus",
+        "--end",
+        "0.3",
+        "--data",
+        "true",
+        "--refcount",
+        "buffered-thread",
+    ];
+    differential(&campus);
+    let r = report(&campus);
+    let stat = |name: &str| r["model_stats"][name].as_f64().unwrap_or(f64::NAN);
+    assert!(stat("packets_received") > 0.0);
+    assert_eq!(stat("data_received"), stat("packets_received"));
+    assert_eq!(stat("data_corrupt"), 0.0);
+}
+
 /// A payload larger than the largest size class, or a class that is full with growth
 /// disabled, ends the run with one line naming the LP, the time and what to change.
 #[test]

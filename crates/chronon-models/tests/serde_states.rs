@@ -9,7 +9,9 @@ use chronon::Model;
 use chronon_models::datastore::{Node, StoreEvent};
 use chronon_models::faulty::Faulty;
 use chronon_models::manufacturing::Flow;
-use chronon_models::net::{NetEvent, NetModel, NodeState, Packet, Payload};
+use chronon_models::net::{
+    Body, LocalPayload, NetEvent, NetModel, NodeState, Packet, Payload, Refcount,
+};
 use chronon_models::pcs::{Cell, CellEvent};
 use chronon_models::phold::{Job, PholdLp};
 use chronon_models::phold_phases::{Hop, MeshObject};
@@ -187,10 +189,41 @@ fn events_with_shared_heap_payloads_round_trip() {
     .unwrap();
     again(&NetEvent::Tick { app: 2 });
     again(&packet(None));
-    let NetEvent::Packet(back) = again(&packet(Some(payload))) else {
+    let NetEvent::Packet(back) = again(&packet(Some(Body::Heap(payload)))) else {
         panic!("a packet comes back a packet");
     };
     let data = back.data.expect("the payload comes back");
-    assert_eq!((data.seq, data.multicast), (300, true));
-    assert_eq!(data.body.as_slice(), &body[..]);
+    assert_eq!(data.scheme(), Refcount::Heap);
+    assert_eq!(data.view(), (300, &body[..], true));
+    // A body in this process's memory comes back by value, as a new item of its scheme.
+    for scheme in Refcount::ALL.into_iter().skip(1) {
+        let local = LocalPayload {
+            seq: 7,
+            bytes: vec![7u8; 40].into_boxed_slice(),
+            multicast: false,
+        };
+        let sent = Body::local(scheme, local).expect("a process-local scheme");
+        let event = packet(Some(sent.clone()));
+        // JSON, and bincode: what checkpoints and MPI write (not self-describing).
+        let wire = bincode::serialize(&event).expect("bincode writes it");
+        let from_bincode: NetEvent = bincode::deserialize(&wire).expect("bincode reads it");
+        for back in [again(&event), from_bincode] {
+            let NetEvent::Packet(back) = back else {
+                panic!("a packet comes back a packet");
+            };
+            let data = back.data.expect("the payload comes back");
+            assert_eq!(data.scheme(), scheme);
+            assert_eq!(data.view(), (7, &[7u8; 40][..], false));
+            assert!(!Body::ptr_eq(&data, &sent), "{scheme:?}: a new item");
+        }
+    }
+    assert!(Body::local(
+        Refcount::Heap,
+        LocalPayload {
+            seq: 0,
+            bytes: Box::new([]),
+            multicast: false,
+        }
+    )
+    .is_none());
 }

@@ -14,6 +14,7 @@ use chronon::refcount::{
 };
 use chronon::{ConservativeConfig, Ctx, Executor, LpId, Model, Simulation};
 
+use super::refcount_campus;
 use super::tsc::tsc;
 use crate::Failure;
 
@@ -421,11 +422,12 @@ pub(crate) fn run(b: RefcountBench) -> Result<u8, Failure> {
 /// Flags of the hidden `chronon bench refcount-once`: one cell of Tables 3–8.
 #[derive(Debug, clap::Args)]
 pub(crate) struct OnceArgs {
-    /// `pair` (Tables 3-4: clone + drop cost on one shared item) or `model` (Tables 5-8: the
-    /// relay model's run time).
+    /// `pair` (Tables 3-4: clone + drop cost on one shared item), `model` (Tables 5-8: the
+    /// relay model's run time) or `campus` (Tables 5-8 on the campus ring, packets with bodies).
     #[arg(long)]
     measure: String,
-    /// raw, locked, lock-add, xadd, cas, per-thread, buffered (B-I) or buffered-thread (B-T).
+    /// raw, locked, lock-add, xadd, cas, per-thread, buffered (B-I) or buffered-thread (B-T);
+    /// for `campus`: none (no bodies), heap, or one of those but raw.
     #[arg(long)]
     scheme: String,
     #[arg(long)]
@@ -439,12 +441,15 @@ pub(crate) struct OnceArgs {
     /// LPs of the relay model (`model`).
     #[arg(long, default_value_t = 1024)]
     lps: u32,
-    /// End time of the relay model.
+    /// End time of the relay model or the campus ring.
     #[arg(long, default_value_t = 1000.0)]
     end: f64,
     /// Packets each LP of the relay model keeps.
     #[arg(long, default_value_t = 4)]
     keep: usize,
+    /// Campuses on the ring (`campus`).
+    #[arg(long, default_value_t = 4)]
+    campuses: u32,
     /// Where to write the JSON result.
     #[arg(long)]
     output: std::path::PathBuf,
@@ -470,6 +475,9 @@ const SCHEMES: [(&str, PairFn, ModelFn); 8] = [
 /// and `ticks` per clone + drop (`pair`), or the relay run's `fingerprint` (`model`); `wall_s`
 /// is the whole measurement (for `model`, the run with its final flush: Tables 5-8's figure).
 pub(crate) fn once(a: OnceArgs) -> Result<u8, Failure> {
+    if a.measure == "campus" {
+        return once_campus(a);
+    }
     let names: Vec<&str> = SCHEMES.iter().map(|s| s.0).collect();
     let Some(&(_, pair, model)) = SCHEMES.iter().find(|s| s.0 == a.scheme) else {
         return Err(Failure::bad_input(format!(
@@ -493,7 +501,7 @@ pub(crate) fn once(a: OnceArgs) -> Result<u8, Failure> {
     }
     if a.measure != "pair" && a.measure != "model" {
         return Err(Failure::bad_input(format!(
-            "unknown --measure '{}' (allowed: pair, model)",
+            "unknown --measure '{}' (allowed: pair, model, campus)",
             a.measure
         )));
     }
@@ -515,6 +523,35 @@ pub(crate) fn once(a: OnceArgs) -> Result<u8, Failure> {
         let (secs, fp) = model(&b, a.threads)?;
         serde_json::json!({ "wall_s": secs, "fingerprint": fp })
     };
+    if let Some(p) = outputs.path("--output") {
+        crate::output::write_or_rescue("--output", p, v.to_string().as_bytes())?;
+    }
+    Ok(0)
+}
+
+/// `refcount-once --measure campus`: one campus run, written as JSON (`wall_s`: the run and its
+/// final flush; `fingerprint`).
+fn once_campus(a: OnceArgs) -> Result<u8, Failure> {
+    let names = refcount_campus::schemes();
+    if !names.contains(&a.scheme.as_str()) {
+        return Err(Failure::bad_input(format!(
+            "unknown --scheme '{}' for --measure campus (allowed: {})",
+            a.scheme,
+            names.join(", ")
+        )));
+    }
+    if a.threads == 0 || a.buffer == 0 || a.campuses == 0 {
+        return Err(Failure::bad_input(
+            "--threads, --buffer and --campuses must be at least 1",
+        ));
+    }
+    if !(a.end > 0.0 && a.end.is_finite()) {
+        return Err(Failure::bad_input("--end must be a positive number"));
+    }
+    let outputs = crate::output::Outputs::plan(&[("--output", a.output.clone())], &[])?;
+    set_buffer_capacity(a.buffer);
+    let (secs, fp) = refcount_campus::campus_run(&a.scheme, a.threads, a.campuses, a.end)?;
+    let v = serde_json::json!({ "wall_s": secs, "fingerprint": fp });
     if let Some(p) = outputs.path("--output") {
         crate::output::write_or_rescue("--output", p, v.to_string().as_bytes())?;
     }

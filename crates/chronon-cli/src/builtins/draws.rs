@@ -176,8 +176,21 @@ pub(super) fn star_clique(draw: &mut Draw, flags: &mut Flags) {
         .set("on-mean", draw.pick(&["0.05", "0.1", "0.5"]))
         .set("off-mean", draw.pick(&["0", "0.1", "0.5"]))
         .set("start-window", draw.pick(&["0.05", "0.5"]))
+        .set("refcount", draw.pick(REFCOUNTS))
         .set("end", draw.grid(0.1, 0.4, 0.05));
 }
+
+/// Every `--refcount` of the network models: the history must not depend on it.
+const REFCOUNTS: &[&str] = &[
+    "heap",
+    "locked",
+    "lock-add",
+    "xadd",
+    "cas",
+    "per-thread",
+    "buffered",
+    "buffered-thread",
+];
 
 /// A random small configuration of `campus`.
 pub(super) fn campus(draw: &mut Draw, flags: &mut Flags) {
@@ -192,5 +205,7 @@ pub(super) fn campus(draw: &mut Draw, flags: &mut Flags) {
         .set("off-mean", draw.pick(&["0", "0.5"]))
         .set("start-window", draw.pick(&["0.05", "0.5"]))
         .set("sample-period", draw.pick(&["0", "0", "0.03", "0.1"]))
+        .set("data", draw.pick(&["false", "true", "true"]))
+        .set("refcount", draw.pick(REFCOUNTS))
         .set("end", draw.grid(0.1, 0.4, 0.05));
 }

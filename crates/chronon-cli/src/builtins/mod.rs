@@ -355,9 +355,13 @@ model_spec! {
         off_mean: f64,
         /// Sources start uniformly in [0, this) seconds [default: 0.5].
         start_window: f64,
-        /// Packets carry their bytes of data in shared-heap items (BPtrs), checked at the
-        /// sink; false: a packet's size is only a number [default: true].
+        /// Packets carry their bytes of data in a body the events of every hop share, checked
+        /// at the sink; false: a packet's size is only a number [default: true].
         data: bool,
+        /// How packet bodies are counted: heap (shared-heap BPtrs), or a chronon::refcount
+        /// scheme: locked, lock-add, xadd, cas, per-thread, buffered, buffered-thread
+        /// (seed 001 §3.3) [default: heap].
+        refcount: chronon_models::net::Refcount,
     }
 }
 
@@ -402,6 +406,13 @@ model_spec! {
         /// Seconds between throughput samples (a global event; the report's model_series);
         /// 0 = none [default: 0].
         sample_period: f64,
+        /// Packets carry their bytes of data in a body the events of every hop share, checked
+        /// at the server [default: false].
+        data: bool,
+        /// How packet bodies are counted: heap (shared-heap BPtrs), or a chronon::refcount
+        /// scheme: locked, lock-add, xadd, cas, per-thread, buffered, buffered-thread
+        /// (seed 001 §3.3) [default: heap].
+        refcount: chronon_models::net::Refcount,
     }
 }
 

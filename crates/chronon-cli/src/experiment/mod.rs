@@ -13,6 +13,7 @@ pub(crate) mod gsu;
 mod msg_lbts;
 mod ours;
 mod refcount;
+mod refcount_campus;
 mod registry;
 mod runner;
 pub(crate) mod scaling;

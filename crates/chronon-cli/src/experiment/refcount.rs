@@ -3,9 +3,12 @@
 //! clone + drop when every thread works on clones of one item (Tables 3–4), or the run time
 //! of the relay model whose events share payloads (Tables 5–8; 1 thread: sequential executor,
 //! more: window executor). A cell shared by two tables (raw, xadd, B-I 10k) is measured once.
+//! Tables 5–8 are also measured on the seed's own test case, the campus ring with packet bodies
+//! (`refcount_campus.rs`).
 
 use serde_json::Value;
 
+use super::refcount_campus;
 use super::{fingerprint48, md_table, num, Metrics, Point, Rendered, Results, Settings};
 use crate::report::plot::{figure, Bars, Panel, Series};
 use crate::Failure;
@@ -108,6 +111,7 @@ pub(super) fn plan(s: &Settings) -> Result<Vec<Point>, Failure> {
                 &args,
             ));
         }
+        out.extend(refcount_campus::points(s, &t));
     }
     Ok(out)
 }
@@ -140,21 +144,10 @@ fn threads_label(t: &str) -> String {
 /// One column of a table: its header and the (scheme, buffer) it shows.
 type Col = (&'static str, &'static str, &'static str);
 
-pub(super) fn render(_: &Settings, r: &Results) -> Result<Rendered, Failure> {
+pub(super) fn render(s: &Settings, r: &Results) -> Result<Rendered, Failure> {
     let threads = r.values("threads");
     let key = |m: &'static str, scheme: &'static str, buffer: &'static str, t: &str| {
-        r.get(
-            &[
-                ("measure", m),
-                ("scheme", scheme),
-                ("buffer", buffer),
-                ("threads", t),
-            ],
-            match m {
-                "pair" => "ns_per_pair",
-                _ => "wall_s",
-            },
-        )
+        cell(r, m, scheme, buffer, t)
     };
     let table = |m: &'static str, cols: &[Col]| -> String {
         let mut header = vec![String::new()];
@@ -243,27 +236,7 @@ pub(super) fn render(_: &Settings, r: &Results) -> Result<Rendered, Failure> {
             ("Compare (cas)", "cas", ""),
         ],
     );
-    // Every relay run must commit the same history, whatever the scheme and thread count.
-    let fps: Vec<f64> = r
-        .points
-        .iter()
-        .zip(&r.samples)
-        .filter(|(p, _)| p.param("measure") == "model")
-        .flat_map(|(_, reps)| reps.iter())
-        .filter_map(|m| m.iter().find(|(k, _)| *k == "fingerprint48").map(|x| x.1))
-        .collect();
-    let same = match fps.first() {
-        None => "No relay run recorded a fingerprint.".to_string(),
-        Some(first) if fps.iter().all(|f| f == first) => format!(
-            "Every relay run ({}) committed the same history (fingerprint {:012x}…).",
-            fps.len(),
-            *first as u64
-        ),
-        Some(_) => {
-            eprintln!("warning: the relay runs' fingerprints differ between schemes");
-            "**The relay runs' fingerprints differ between schemes: a determinism bug.**".into()
-        }
-    };
+    let same = relay_history(r);
     let md = format!(
         "Tables 3–4: average cost of one clone + drop on one shared item, every thread working \
          on clones of it, in ns (TSC ticks in parentheses: the constant-rate time-stamp \
@@ -283,8 +256,63 @@ pub(super) fn render(_: &Settings, r: &Results) -> Result<Rendered, Failure> {
          Table 7: buffer sizes\n\n{t7}\n\
          Table 8: the remaining schemes. The seed's column CC (a common counter per ns-3 \
          aggregation cycle) belongs to ns-3's object model and has no counterpart in chronon; \
-         the lock-based and compare-and-exchange counts take its place.\n\n{t8}"
+         the lock-based and compare-and-exchange counts take its place.\n\n{t8}\n{}",
+        refcount_campus::tables(s, r)
     );
+    let svg = svg(r)?;
+    Ok(Rendered {
+        table: md,
+        figure: svg,
+    })
+}
+
+/// One cell's figure: ns per clone + drop for `pair`, else seconds.
+fn cell(r: &Results, m: &str, scheme: &str, buffer: &str, t: &str) -> f64 {
+    r.get(
+        &[
+            ("measure", m),
+            ("scheme", scheme),
+            ("buffer", buffer),
+            ("threads", t),
+        ],
+        match m {
+            "pair" => "ns_per_pair",
+            _ => "wall_s",
+        },
+    )
+}
+
+/// Every relay run must commit the same history, whatever the scheme and thread count: the
+/// sentence that says so, or flags it.
+fn relay_history(r: &Results) -> String {
+    let fps: Vec<f64> = r
+        .points
+        .iter()
+        .zip(&r.samples)
+        .filter(|(p, _)| p.param("measure") == "model")
+        .flat_map(|(_, reps)| reps.iter())
+        .filter_map(|m| m.iter().find(|(k, _)| *k == "fingerprint48").map(|x| x.1))
+        .collect();
+    match fps.first() {
+        None => "No relay run recorded a fingerprint.".to_string(),
+        Some(first) if fps.iter().all(|f| f == first) => format!(
+            "Every relay run ({}) committed the same history (fingerprint {:012x}…).",
+            fps.len(),
+            *first as u64
+        ),
+        Some(_) => {
+            eprintln!("warning: the relay runs' fingerprints differ between schemes");
+            "**The relay runs' fingerprints differ between schemes: a determinism bug.**".into()
+        }
+    }
+}
+
+/// The figure: clone + drop cost, relay and campus run times against threads, buffer sizes.
+fn svg(r: &Results) -> Result<String, Failure> {
+    let threads = r.values("threads");
+    let key = |m: &'static str, scheme: &'static str, buffer: &'static str, t: &str| {
+        cell(r, m, scheme, buffer, t)
+    };
     let line = |m: &'static str, scheme: &'static str, buffer: &'static str, name: &str| {
         Series::new(
             name,
@@ -318,7 +346,7 @@ pub(super) fn render(_: &Settings, r: &Results) -> Result<Rendered, Failure> {
             });
         }
     }
-    let svg = figure(
+    figure(
         "Seed 001 Tables 3-8: thread-safe reference counting",
         &[
             Panel::Lines {
@@ -333,6 +361,12 @@ pub(super) fn render(_: &Settings, r: &Results) -> Result<Rendered, Failure> {
                 y: "run time s".into(),
                 series: model_lines,
             },
+            Panel::Lines {
+                title: "Tables 5, 6, 8: campus ring, packets with bodies".into(),
+                x: "threads".into(),
+                y: "run time s".into(),
+                series: refcount_campus::lines(r),
+            },
             Panel::Grouped {
                 title: "Tables 6-7: buffer size".into(),
                 y: "run time s".into(),
@@ -340,11 +374,7 @@ pub(super) fn render(_: &Settings, r: &Results) -> Result<Rendered, Failure> {
                 groups: by_buffer,
             },
         ],
-    )?;
-    Ok(Rendered {
-        table: md,
-        figure: svg,
-    })
+    )
 }
 
 #[cfg(test)]
@@ -365,8 +395,13 @@ mod tests {
     #[test]
     fn the_plan_measures_raw_on_one_thread_only_and_every_cell_once() {
         let points = plan(&settings()).unwrap();
-        // 7 + 12 on 1 thread, 6 + 11 on 2.
-        assert_eq!(points.len(), 36);
+        // 7 + 12 (+ 13 campus) on 1 thread, 6 + 11 (+ 13 campus) on 2.
+        assert_eq!(points.len(), 36 + 26);
+        let campus = points
+            .iter()
+            .filter(|p| p.param("measure") == "campus")
+            .count();
+        assert_eq!(campus, 26);
         assert!(points
             .iter()
             .filter(|p| p.param("scheme") == "raw")
@@ -418,6 +453,11 @@ mod tests {
                 } else {
                     1.0
                 };
+                let fp = if p.param("measure") == "campus" && p.param("scheme") == "cas" {
+                    3.0
+                } else {
+                    fp
+                };
                 vec![if p.param("measure") == "pair" {
                     vec![
                         ("ns_per_pair", i as f64),
@@ -435,7 +475,14 @@ mod tests {
             assert!(out.table.contains(&format!("Table {t}")), "Table {t}");
         }
         assert!(out.table.contains("| 2 threads | unsafe |"));
-        assert!(out.table.contains("fingerprints differ"));
+        assert!(out.table.contains("relay runs' fingerprints differ"));
+        assert!(out.table.contains("campus runs' fingerprints differ"));
+        for t in 5..=8 {
+            assert!(
+                out.table.contains(&format!("Campus Table {t}")),
+                "Campus {t}"
+            );
+        }
         assert!(out.figure.starts_with("<svg") && out.figure.contains("B-T ×2"));
     }
 }

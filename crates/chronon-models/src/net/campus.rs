@@ -18,7 +18,7 @@
 //! campuses together): `B, R1, R2, S, servers…, N2, N3`, then for Net2 and then Net3 each LAN's
 //! switch followed by its clients.
 
-use super::{LinkSpec, NetModel, Network, NodeId, OnOff};
+use super::{LinkSpec, NetModel, Network, NodeId, OnOff, Refcount};
 
 /// The campus ring's parameters.
 #[derive(Clone, Debug, PartialEq, serde::Serialize)]
@@ -58,6 +58,11 @@ pub struct Campus {
     /// Seconds between throughput samples (a global event; the report's `model_series`);
     /// 0: none.
     pub sample_period: f64,
+    /// Packets carry `packet_bytes` of data in a body that the events of every hop share, as
+    /// ns-3's packets are shared by the events that carry them ([`Network::carry_data`]).
+    pub data: bool,
+    /// How the bodies are counted ([`Network::refcount`]; seed 001 §3.3).
+    pub refcount: Refcount,
 }
 
 impl Default for Campus {
@@ -80,6 +85,8 @@ impl Default for Campus {
             off_mean: 0.5,
             start_window: 0.5,
             sample_period: 0.0,
+            data: false,
+            refcount: Refcount::Heap,
         }
     }
 }
@@ -166,6 +173,8 @@ impl Campus {
         let backbone = spec(self.backbone_bandwidth, self.backbone_delay);
         let ring = spec(self.ring_bandwidth, self.ring_delay);
         let mut net = Network::new(self.lps());
+        net.carry_data(self.data);
+        net.refcount(self.refcount);
         for c in 0..self.campuses {
             let b = self.base(c);
             let (border, r1, r2, s) = (b, b + 1, b + 2, b + 3);

@@ -45,11 +45,13 @@
 //! # Ok::<(), String>(())
 //! ```
 
+mod body;
 pub mod campus;
 mod node;
 pub mod star_clique;
 
-pub use node::{NetEvent, NodeState, Packet, Payload};
+pub use body::{Body, LocalPayload, Payload, Refcount};
+pub use node::{NetEvent, NodeState, Packet};
 
 use std::collections::BinaryHeap;
 
@@ -166,6 +168,7 @@ pub struct Network {
     /// Seconds between throughput samples (0: none).
     sample_period: f64,
     data: bool,
+    refcount: Refcount,
 }
 
 impl Network {
@@ -177,12 +180,21 @@ impl Network {
             groups: vec![Vec::new(); nodes as usize],
             sample_period: 0.0,
             data: false,
+            refcount: Refcount::Heap,
         }
     }
 
-    /// Unicast packets carry `packet_bytes` bytes of application data in a shared-heap item
-    /// (a `BPtr` to a header that holds a `BPtr` to the bytes), checked at the destination;
-    /// off (the default): a unicast packet's size is only a number.
+    /// How the packets' bodies (multicast copies, `carry_data`) are counted: in the engine's
+    /// shared heap (the default) or by one of `chronon::refcount`'s schemes in this process's
+    /// memory (see [`Body`]).
+    pub fn refcount(&mut self, scheme: Refcount) {
+        self.refcount = scheme;
+    }
+
+    /// Unicast packets carry `packet_bytes` bytes of application data in a body shared by the
+    /// events that carry the packet hop by hop ([`Body`], counted by [`Network::refcount`]'s
+    /// scheme), checked at the destination; off (the default): a unicast packet's size is only
+    /// a number.
     pub fn carry_data(&mut self, on: bool) {
         self.data = on;
     }
@@ -273,9 +285,9 @@ impl Network {
     }
 
     /// Adds a multicast source at `src`: every packet it emits goes to each node of `group`
-    /// (`app.dst` is ignored). The copies share one payload (a `chronon::shm::BPtr` into the shared heap, seed
-    /// 001 §3.3): allocated once per emission, its body of `app.packet_bytes` bytes is checked
-    /// by every receiver and freed by the last copy to go.
+    /// (`app.dst` is ignored). The copies share one body ([`Body`], counted by
+    /// [`Network::refcount`]'s scheme, seed 001 §3.3): allocated once per emission, its
+    /// `app.packet_bytes` bytes are checked by every receiver and freed by the last copy to go.
     pub fn multicast(&mut self, src: NodeId, group: &[NodeId], app: OnOff) -> Result<(), String> {
         let n = self.nodes();
         let Some(&first) = group.first() else {
@@ -355,6 +367,7 @@ impl Network {
             groups: self.groups,
             sample_period: self.sample_period,
             data: self.data,
+            refcount: self.refcount,
             core_index,
             core: c,
             next,
@@ -435,6 +448,8 @@ pub struct NetModel {
     sample_period: f64,
     /// Unicast packets carry their data ([`Network::carry_data`]).
     pub(super) data: bool,
+    /// How packet bodies are counted ([`Network::refcount`]).
+    refcount: Refcount,
     core_index: Vec<u32>,
     core: usize,
     next: Vec<u16>,

@@ -3,10 +3,9 @@
 
 use std::collections::VecDeque;
 
-use chronon::shm::{BPtr, Bytes};
 use chronon::{Ctx, GlobalCtx, LpId, Model, ModelStats};
 
-use super::{NetModel, NodeId};
+use super::{Body, NetModel, NodeId};
 
 impl NetModel {
     /// Schedules app `k`'s emissions before `until`.
@@ -27,74 +26,57 @@ impl NetModel {
             if st.next >= until || st.next >= app.stop {
                 break;
             }
-            let packet = |dst, data| {
-                NetEvent::Packet(Packet {
-                    src: me,
-                    dst,
-                    bytes: app.packet_bytes,
-                    created: st.next,
-                    hops: 0,
-                    link: 0,
-                    data,
-                })
-            };
             let group = &self.groups[me as usize][k];
-            if group.is_empty() {
-                // Unicast: with `carry_data`, the packet's own body (a `BPtr` to a header
-                // item that holds a `BPtr` to the bytes, as a packet holds its PDUs).
-                let data = self.data.then(|| {
-                    let seq = st.scheduled;
-                    let body = ctx.alloc_bytes_with(app.packet_bytes as usize, |b| {
-                        b.fill((seq & 0xff) as u8)
-                    });
-                    ctx.alloc_shared(Payload {
-                        seq,
-                        body,
-                        multicast: false,
-                    })
-                });
-                ctx.send(me, st.next - ctx.now(), packet(app.dst, data));
-                st.scheduled += 1;
-            } else {
-                // One payload, shared by the copies to every member of the group.
-                let seq = st.scheduled;
-                let body =
-                    ctx.alloc_bytes_with(app.packet_bytes as usize, |b| b.fill((seq & 0xff) as u8));
-                let payload = ctx.alloc_shared(Payload {
-                    seq,
-                    body,
-                    multicast: true,
-                });
-                for &dst in group {
-                    ctx.send(me, st.next - ctx.now(), packet(dst, Some(payload.clone())));
-                }
-                st.scheduled += group.len() as u64;
+            let multicast = !group.is_empty();
+            let seq = st.scheduled;
+            // Unicast: a body only with `carry_data` (as a packet holds its PDUs); multicast:
+            // one body, shared by the copies to every member of the group.
+            let data = (multicast || self.data)
+                .then(|| Body::new(self.refcount, seq, app.packet_bytes, multicast, ctx));
+            let copies = self.emission(me, k, st.next, data);
+            st.scheduled += copies.len() as u64;
+            for p in copies {
+                ctx.send(me, st.next - ctx.now(), NetEvent::Packet(p));
             }
             st.next += app.interval();
         }
         st.done = st.next >= app.stop;
     }
+
+    /// The packets one emission of source `app` of node `src` sends at time `created`: one to
+    /// the source's destination, or one to each member of its multicast group, every copy
+    /// holding `data` (clones of one body: the copies share it). Empty if there is no such
+    /// source.
+    pub fn emission(
+        &self,
+        src: NodeId,
+        app: usize,
+        created: f64,
+        data: Option<Body>,
+    ) -> Vec<Packet> {
+        let (Some(a), Some(group)) = (
+            self.apps.get(src as usize).and_then(|a| a.get(app)),
+            self.groups.get(src as usize).and_then(|g| g.get(app)),
+        ) else {
+            return Vec::new();
+        };
+        let packet = |dst, data| Packet {
+            src,
+            dst,
+            bytes: a.packet_bytes,
+            created,
+            hops: 0,
+            link: 0,
+            data,
+        };
+        let Some((&last, others)) = group.split_last() else {
+            return vec![packet(a.dst, data)];
+        };
+        let mut out: Vec<Packet> = others.iter().map(|&d| packet(d, data.clone())).collect();
+        out.push(packet(last, data));
+        out
+    }
 }
-
-/// The body a multicast source's packets share (one shared-heap item per emission, plus one
-/// for its bytes: a nested `BPtr`, which the copy transport copies too).
-#[derive(Debug, serde::Serialize, serde::Deserialize)]
-pub struct Payload {
-    /// The emission's number at its source (the body's bytes are its low byte).
-    pub seq: u64,
-    /// The application data: `packet_bytes` bytes.
-    pub body: BPtr<Bytes>,
-    /// Whether it is a multicast body (else a unicast packet's, with `carry_data`).
-    pub multicast: bool,
-}
-
-chronon::impl_item_serde!(Payload);
-
-chronon::impl_shm_safe!(Payload {
-    seq,
-    body,
-    multicast
-});
 
 /// A packet.
 #[derive(Clone, Debug, serde::Serialize, serde::Deserialize)]
@@ -111,8 +93,9 @@ pub struct Packet {
     pub hops: u32,
     /// The interface, at the node it arrives at, of the link it last crossed.
     pub link: u16,
-    /// A multicast packet's shared body (`None` for unicast sources, which carry no data).
-    pub data: Option<BPtr<Payload>>,
+    /// Its body, shared by every event that holds the packet: a multicast emission's copies
+    /// share one; `None` for unicast packets without `carry_data`.
+    pub data: Option<Body>,
 }
 
 chronon::impl_shm_safe!(Packet {
@@ -225,6 +208,9 @@ impl Model for NetModel {
             }
             st.apps.push(a);
         }
+        // The thread that builds the first events may idle for the rest of the run: it must
+        // not hold back the buffered schemes' frees.
+        self.refcount.leave();
         st
     }
 
@@ -251,10 +237,10 @@ impl Model for NetModel {
             st.ifaces[usize::from(p.link)].arrived += 1;
             if p.dst == me {
                 if let Some(data) = &p.data {
-                    let body = data.body.as_slice();
+                    let (seq, body, multicast) = data.view();
                     let intact = body.len() == p.bytes as usize
-                        && body.iter().all(|&b| b == (data.seq & 0xff) as u8);
-                    if data.multicast {
+                        && body.iter().all(|&b| b == (seq & 0xff) as u8);
+                    if multicast {
                         st.multicast_received += 1;
                         st.multicast_corrupt += u64::from(!intact);
                     } else {
@@ -290,6 +276,7 @@ impl Model for NetModel {
         q.sent += 1;
         p.hops += 1;
         p.link = iface.back;
+        p.data = p.data.map(|d| d.for_process_of(iface.peer, ctx));
         // `max`: `end - now` may round an ulp below the transmission time, and the delay must
         // not fall below the link's declared lookahead (delay + smallest transmission).
         let transmit = (end - now).max(iface.spec.transmit_time(p.bytes));

@@ -11,7 +11,7 @@
 //! Node `s · stars` is hub `s`, nodes `s · stars + j` its leaves, so a block partition of the
 //! LPs puts one star on each worker, as in the seed.
 
-use super::{LinkSpec, NetModel, Network, OnOff};
+use super::{LinkSpec, NetModel, Network, OnOff, Refcount};
 
 /// The star-clique network's parameters.
 #[derive(Clone, Debug, PartialEq, serde::Serialize)]
@@ -41,6 +41,8 @@ pub struct StarClique {
     /// Packets carry `packet_bytes` of data in shared-heap items (`BPtr`s), as GTNetS packets
     /// carry their PDUs; what the copy transport copies ([`Network::carry_data`]).
     pub data: bool,
+    /// How the packets' bodies are counted ([`Network::refcount`]; seed 001 §3.3).
+    pub refcount: Refcount,
 }
 
 impl Default for StarClique {
@@ -58,6 +60,7 @@ impl Default for StarClique {
             off_mean: 0.5,
             start_window: 0.5,
             data: true,
+            refcount: Refcount::Heap,
         }
     }
 }
@@ -102,6 +105,7 @@ impl StarClique {
         let n = self.stars;
         let mut net = Network::new(self.lps());
         net.carry_data(self.data);
+        net.refcount(self.refcount);
         let leaf = LinkSpec {
             bandwidth_bps: self.leaf_bandwidth,
             delay: self.leaf_delay,

@@ -1,5 +1,7 @@
 use chronon::{Model, QueueKind};
-use chronon_models::net::{LinkSpec, NetModel, Network, OnOff};
+use chronon_models::net::{
+    Body, LinkSpec, LocalPayload, NetModel, Network, OnOff, Payload, Refcount,
+};
 use chronon_models::{Campus, StarClique};
 
 use crate::{check_fingerprints, pending, rel, run, stat};
@@ -9,6 +11,19 @@ const LINK: LinkSpec = LinkSpec {
     delay: 0.01,
     queue_packets: 10,
 };
+
+/// A shared-heap body with the local payload's contents.
+fn heap_body() -> Body {
+    let bytes = chronon::shm::with_thread_heap(|h| h.alloc_bytes_with(500, |b| b.fill(9)))
+        .unwrap()
+        .unwrap();
+    let payload = Payload {
+        seq: 9,
+        body: bytes,
+        multicast: true,
+    };
+    Body::Heap(chronon::shm::BPtr::new(payload).unwrap())
+}
 
 /// Two nodes, one link, one constant-bit-rate source from `start` to `stop`.
 fn two_nodes(rate_bps: f64, stop: f64) -> NetModel {
@@ -251,6 +266,51 @@ fn campus_fingerprints() {
     check_fingerprints(|| c.build().unwrap(), c.lps(), 0.5);
 }
 
+/// Campus packets with bodies (`data`), under every scheme: the events of a packet's hops
+/// share its body. Every body arrives intact, and the history is the one without bodies, under
+/// the sequential, window, null-message, Time Warp and preemptive Time Warp executors.
+#[test]
+fn campus_bodies_arrive_intact_and_leave_the_history_alone_under_every_scheme() {
+    use chronon::{ConservativeConfig, Executor, Simulation, TimeWarpConfig};
+    let campus = |data, refcount| Campus {
+        campuses: 2,
+        lans_per_net: 1,
+        clients_per_lan: 3,
+        load: 0.01,
+        data,
+        refcount,
+        ..Campus::default()
+    };
+    let bare = campus(false, Refcount::Heap);
+    let lps = bare.lps();
+    let base = run(bare.build().unwrap(), lps, 0.3, 4, QueueKind::Ladder);
+    let received = stat(&base, "packets_received");
+    assert!(received > 100.0, "received {received}");
+    for scheme in Refcount::ALL {
+        let executors = [
+            Executor::Sequential,
+            Executor::Window(ConservativeConfig::new(2)),
+            Executor::NullMessage(ConservativeConfig::new(3)),
+            Executor::TimeWarp(TimeWarpConfig::new(3)),
+            Executor::TimeWarp(TimeWarpConfig::new(2).preempt(true)),
+        ];
+        for exec in executors {
+            let name = format!("{scheme:?} {exec:?}");
+            let r = Simulation::new(campus(true, scheme).build().unwrap())
+                .lps(lps)
+                .end_time(0.3)
+                .seed(4)
+                .executor(exec)
+                .run()
+                .unwrap_or_else(|e| panic!("{name}: {e}"));
+            assert_eq!(r.fingerprint, base.fingerprint, "{name}");
+            assert_eq!(stat(&r, "packets_received"), received, "{name}");
+            assert_eq!(stat(&r, "data_received"), received, "{name}");
+            assert_eq!(stat(&r, "data_corrupt"), 0.0, "{name}");
+        }
+    }
+}
+
 #[test]
 fn bad_parameters_are_named() {
     let e = StarClique {
@@ -277,38 +337,62 @@ fn bad_parameters_are_named() {
     assert!(e.contains("cannot reach"), "{e}");
 }
 
-/// A multicast source sends every packet to three nodes; the copies share one payload
-/// (`chronon::refcount::Shared`). Every member receives every packet the source emitted that
-/// arrived before the end, each body intact, and every executor commits the same history.
+/// A multicast source sends every packet to three nodes; the copies share one payload (a
+/// `chronon::refcount::Shared` with the network's scheme, or a shared-heap `BPtr`): the three
+/// packets of an emission hold one body. Every member receives every packet the source emitted
+/// that arrived before the end, each body intact, and every executor, under every scheme,
+/// commits the same history.
 #[test]
 fn multicast_copies_share_one_payload_under_every_executor() {
-    let make = || {
+    let make = |scheme: Refcount| {
         let mut net = Network::new(5);
         for leaf in 1..5 {
             net.link(0, leaf, LINK).unwrap();
         }
         net.multicast(1, &[2, 3, 4], OnOff::cbr(0, 0.2e6, 500, 0.0, 4.0))
             .unwrap();
+        net.refcount(scheme);
         net.build().unwrap()
     };
-    let seq = run(make(), 5, 5.0, 1, QueueKind::Ladder);
+    let seq = run(make(Refcount::Heap), 5, 5.0, 1, QueueKind::Ladder);
     let emitted = stat(&seq, "packets_sent");
     // 0.2 Mb/s of 500-byte packets for 4 s: 200 emissions, each copied to 3 members.
     assert_eq!(emitted, 600.0);
     assert_eq!(stat(&seq, "multicast_received"), emitted);
     assert_eq!(stat(&seq, "packets_received"), emitted);
     assert_eq!(stat(&seq, "multicast_corrupt"), 0.0);
-    for exec in crate::parallel_executors() {
-        let name = format!("{exec:?}");
-        let r = chronon::Simulation::new(make())
-            .lps(5)
-            .end_time(5.0)
-            .seed(1)
-            .executor(exec)
-            .run()
-            .unwrap_or_else(|e| panic!("{name}: {e}"));
-        assert_eq!(r.fingerprint, seq.fingerprint, "{name}");
-        assert_eq!(r.model_stats, seq.model_stats, "{name}");
+    for scheme in Refcount::ALL {
+        let model = make(scheme);
+        assert_eq!(model.refcount(), scheme);
+        let payload = LocalPayload {
+            seq: 9,
+            bytes: vec![9u8; 500].into_boxed_slice(),
+            multicast: true,
+        };
+        let body = Body::local(scheme, payload).unwrap_or_else(heap_body);
+        let copies = model.emission(1, 0, 0.5, Some(body.clone()));
+        let to: Vec<u32> = copies.iter().map(|p| p.dst).collect();
+        assert_eq!(to, [2, 3, 4], "{scheme:?}");
+        for p in &copies {
+            let data = p.data.as_ref().expect("a multicast copy carries the body");
+            assert!(
+                Body::ptr_eq(data, &body),
+                "{scheme:?}: a copy has a body of its own"
+            );
+            assert_eq!(data.scheme(), scheme);
+        }
+        for exec in crate::parallel_executors() {
+            let name = format!("{scheme:?} {exec:?}");
+            let r = chronon::Simulation::new(make(scheme))
+                .lps(5)
+                .end_time(5.0)
+                .seed(1)
+                .executor(exec)
+                .run()
+                .unwrap_or_else(|e| panic!("{name}: {e}"));
+            assert_eq!(r.fingerprint, seq.fingerprint, "{name}");
+            assert_eq!(r.model_stats, seq.model_stats, "{name}");
+        }
     }
     let mut net = Network::new(3);
     net.link(0, 1, LINK).unwrap();

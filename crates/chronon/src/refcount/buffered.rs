@@ -430,6 +430,26 @@ impl<const D: bool> BufferedScheme<D> {
             }
         }
     }
+
+    /// Pushes this thread's buffers and takes it out of the uid rule's minimum, as if it
+    /// ended: an idle thread then holds back no other thread's unreferences. It registers
+    /// again, with a fresh uid, at its next clone or drop (a thread that ends and a new one).
+    /// For a thread that counts once and then waits (one that builds a model's first events).
+    pub fn leave() {
+        let taken = with_local(D, |b| {
+            b.slot.take().map(|slot| {
+                (
+                    slot,
+                    std::mem::take(&mut b.refs),
+                    std::mem::take(&mut b.unrefs),
+                )
+            })
+        })
+        .flatten();
+        if let Some((slot, refs, unrefs)) = taken {
+            push(D, Some((slot, true)), refs, unrefs);
+        }
+    }
 }
 
 // Safety: see the module docs and the README: a reference is applied before any unreference

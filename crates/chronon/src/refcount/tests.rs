@@ -210,3 +210,33 @@ fn ptr_eq_and_deref() {
     assert_eq!(*b, vec![1, 2, 3]);
     assert_eq!(format!("{a:?}"), "Shared([1, 2, 3])");
 }
+
+#[test]
+fn a_thread_that_leaves_stops_holding_back_frees() {
+    // The worker counts (a clone and a drop, unpushed) and then idles without ending: it holds
+    // back this thread's unreference until it leaves, and not after.
+    let drops = Arc::new(AtomicUsize::new(0));
+    let shared = Shared::<_, Buffered>::new(Tracked::new(&drops));
+    let (to_main, counted) = std::sync::mpsc::channel::<()>();
+    let (to_worker, order) = std::sync::mpsc::channel::<bool>();
+    let mine = shared.clone();
+    let worker = std::thread::spawn(move || {
+        drop(mine.clone());
+        drop(mine);
+        to_main.send(()).expect("main");
+        // `true`: leave and go on idling; `false`: end.
+        while order.recv().expect("order") {
+            Buffered::leave();
+            to_main.send(()).expect("main");
+        }
+    });
+    counted.recv().expect("worker");
+    drop(shared);
+    Buffered::flush();
+    assert_eq!(drops.load(SeqCst), 0, "freed before the idle worker pushed");
+    to_worker.send(true).expect("worker");
+    counted.recv().expect("worker");
+    settle_until::<Buffered>(&drops, 1);
+    to_worker.send(false).expect("worker");
+    worker.join().expect("worker");
+}
