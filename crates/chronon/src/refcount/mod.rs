@@ -154,6 +154,8 @@ unsafe fn free_item<T: Send + Sync + 'static, S: Scheme>(ptr: NonNull<u8>) {
 impl<T: Send + Sync + 'static, S: Scheme> Shared<T, S> {
     /// Allocates `value` with one reference: this handle.
     pub fn new(value: T) -> Self {
+        // Platform mode, as in `clone`.
+        let _p = crate::preempt::interrupt::Platform::enter();
         let item = Box::new(Item::<T, S> {
             header: S::new_header(),
             value,
@@ -190,6 +192,9 @@ impl<T: Send + Sync + 'static, S: Scheme> Deref for Shared<T, S> {
 
 impl<T: Send + Sync + 'static, S: Scheme> Clone for Shared<T, S> {
     fn clone(&self) -> Self {
+        // Platform mode: a scheme may hold a lock or a thread's buffers meanwhile, which no
+        // tick may leave held by a suspended event (preempt/README.md, "Ticks that preempt").
+        let _p = crate::preempt::interrupt::Platform::enter();
         // Safety: this handle keeps the item alive while the reference is counted.
         let local = unsafe { S::clone_ref(&self.item.as_ref().header, &self.local, self.raw()) };
         Shared {
@@ -202,6 +207,8 @@ impl<T: Send + Sync + 'static, S: Scheme> Clone for Shared<T, S> {
 
 impl<T: Send + Sync + 'static, S: Scheme> Drop for Shared<T, S> {
     fn drop(&mut self) {
+        // Platform mode, as in `clone`.
+        let _p = crate::preempt::interrupt::Platform::enter();
         let raw = self.raw();
         // Safety: called once, for this handle.
         unsafe { S::drop_ref(&mut self.local, raw) }
