@@ -29,11 +29,13 @@
 //! exactly like the sequential executor restricted to its LPs; remote events travel as batches,
 //! one per destination worker per flush, payloads moved. Determinism argument: `README.md`.
 
+mod active_threads;
 mod balance;
 mod claim;
 mod config;
 mod lockstep;
 mod lookahead;
+mod lp_step;
 mod lp_table;
 mod null_message;
 mod outcome;
