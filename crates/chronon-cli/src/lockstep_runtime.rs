@@ -36,8 +36,8 @@ pub(crate) fn runtime(sync: Sync, common: &CommonArgs) -> Result<Runtime, Failur
         ];
         if let Some((flag, _)) = given.iter().find(|(_, g)| *g) {
             return Err(Failure::bad_input(format!(
-                "{flag} applies to --runtime threads only (the {name} runtime has no LP owners \
-                 and no --barrier)"
+                "{flag} applies to --runtime threads only (the {name} runtime places its LPs \
+                 itself and has no --barrier)"
             )));
         }
     }

@@ -86,8 +86,12 @@ pub(super) fn run<M: Model, Q: PendingSet<Event<M::Event>> + Send>(
     let mut counters = vec![0i64; n_counters];
     let mut units = lp_step::init_units::<M, Q>(model, cfg, &mut counters)?.into_iter();
     let mut pieces = Vec::new();
-    while units.len() > 0 {
-        pieces.push(Mutex::new(units.by_ref().take(threshold).collect()));
+    loop {
+        let piece: Vec<_> = units.by_ref().take(threshold).collect();
+        if piece.is_empty() {
+            break;
+        }
+        pieces.push(Mutex::new(piece));
     }
     let mut report = Report::new("lockstep", threads, cfg.queue.name(), cfg.lps, cfg.end);
     report.init_s = init_start.elapsed().as_secs_f64();

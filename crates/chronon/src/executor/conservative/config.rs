@@ -130,7 +130,14 @@ impl ConservativeConfig {
         if self.mapping != Mapping::Block {
             return Err(SimError::config(
                 Setting::Mapping,
-                format!("$mapping applies to $runtime threads only (the {name} runtime has no LP owners)"),
+                format!(
+                    "$mapping applies to $runtime threads only (the {name} runtime {})",
+                    match self.runtime {
+                        Runtime::ActiveThreads { .. } =>
+                            "gives LPs to its light-weight threads in blocks of $threshold",
+                        _ => "has no LP owners",
+                    }
+                ),
             ));
         }
         Ok(())
