@@ -28,7 +28,7 @@ use std::cell::{Cell, RefCell};
 use std::sync::Mutex;
 use std::time::Instant;
 
-use super::lp_step::{self, Inboxes, Partial, Step, Totals, Unit};
+use super::lp_step::{self, Inboxes, MUnit, Partial, Step, Totals};
 use super::shared::cap_key;
 use super::ConservativeConfig;
 use crate::barrier::{Barrier, BarrierKind};
@@ -57,7 +57,7 @@ struct Control<'a, M: Model, Q> {
     links: &'a Links,
     la_out: &'a [Time],
     inboxes: &'a Inboxes<M::Event>,
-    pieces: &'a [Mutex<Vec<Unit<M::State, M::Event, Q>>>],
+    pieces: &'a [Mutex<Vec<MUnit<M, Q>>>],
     n_counters: usize,
     threads: usize,
     bound: Mutex<Option<Bound>>,
@@ -219,7 +219,7 @@ fn coordinate<M: Model, Q>(
                 .iter()
                 .map(|p| p.lock().unwrap_or_else(|p| p.into_inner()))
                 .collect();
-            let all: Vec<&[Unit<M::State, M::Event, Q>]> = guards.iter().map(|g| &g[..]).collect();
+            let all: Vec<&[MUnit<M, Q>]> = guards.iter().map(|g| &g[..]).collect();
             let per = all.first().map_or(1, |p| p.len().max(1));
             let states = lp_step::States { pieces: &all, per };
             if let Err(e) = globals.run_before(ctl.model, ctl.lps, &states, t_min, end) {

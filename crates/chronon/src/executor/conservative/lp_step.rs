@@ -39,6 +39,9 @@ pub(super) struct Unit<S, P, Q> {
     buf: Vec<Event<P>>,
 }
 
+/// The unit of an LP of model `M` with pending set `Q`.
+pub(super) type MUnit<M, Q> = Unit<<M as Model>::State, <M as Model>::Event, Q>;
+
 /// Each LP's inbox: what other LPs sent it during the current lock-step. A drained inbox keeps
 /// its capacity for the next lock-step.
 pub(super) struct Inboxes<P>(Vec<Mutex<Vec<Event<P>>>>);
@@ -170,9 +173,9 @@ pub(super) fn init_units<M: Model, Q: PendingSet<Event<M::Event>>>(
     model: &M,
     cfg: &RunConfig,
     counters: &mut [i64],
-) -> Result<Vec<Unit<M::State, M::Event, Q>>, SimError> {
+) -> Result<Vec<MUnit<M, Q>>, SimError> {
     let (slots, initial) = init_lps(model, cfg, counters)?;
-    let mut units: Vec<Unit<M::State, M::Event, Q>> = slots
+    let mut units: Vec<MUnit<M, Q>> = slots
         .into_iter()
         .enumerate()
         .map(|(i, slot)| Unit {
