@@ -7,7 +7,7 @@ use crate::registry::{Draw, Flags};
 pub(crate) const SYNCS: &[&str] = &["window", "null-message", "lockstep", "timewarp"];
 
 /// Random executor flags for `sync`: threads, queue and the options that executor takes;
-/// `over_ranks`: only what runs over MPI ranks (no worker processes, work-stealing runtime,
+/// `over_ranks`: only what runs over MPI ranks (no worker processes, work-stealing or active-threads runtime,
 /// barrier choice or load balancing), 1–2 threads per rank (the ranks share this machine's cores);
 /// `big_heap`: the model's configuration has a large shared heap, so no `--max-memory` (a
 /// drawn bound would be below what the heap takes, and Time Warp would rightly refuse it).
