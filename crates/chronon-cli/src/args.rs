@@ -88,13 +88,15 @@ pub(crate) struct CommonArgs {
     /// [default: 1e10].
     #[arg(long, help_heading = CONSERVATIVE)]
     pub max_null_messages: Option<f64>,
-    /// Lock-step runtime system (seed 002): threads (persistent workers), work-stealing (a
-    /// rayon task per group of --threshold LPs each lock-step) or bsp (--threads N
-    /// single-threaded worker processes that exchange events at the superstep barrier)
-    /// [default: threads].
+    /// Lock-step runtime system (seed 002): threads (persistent workers), work-stealing (the
+    /// seed's Cilk: each lock-step spawns the LPs by divide and conquer down to --threshold LPs
+    /// per task), active-threads (light-weight threads of --threshold LPs each, many per
+    /// worker thread) or bsp (--threads N single-threaded worker processes that exchange events
+    /// at the superstep barrier) [default: threads].
     #[arg(long, help_heading = CONSERVATIVE)]
     pub runtime: Option<crate::choices::Runtime>,
-    /// Work-stealing runtime: LPs per task (>= 1) [default: 50].
+    /// Work-stealing and active-threads runtimes: LPs per task or light-weight thread (>= 1)
+    /// [default: 50].
     #[arg(long, help_heading = CONSERVATIVE)]
     pub threshold: Option<usize>,
     /// Warn on stderr when simulated time has not advanced for this many wall seconds

@@ -83,6 +83,7 @@ choice!(
     Runtime {
         Threads = "threads",
         WorkStealing = "work-stealing",
+        ActiveThreads = "active-threads",
         Bsp = "bsp",
     }
 );

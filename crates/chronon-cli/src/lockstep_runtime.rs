@@ -15,6 +15,9 @@ pub(crate) fn runtime(sync: Sync, common: &CommonArgs) -> Result<Runtime, Failur
         choices::Runtime::WorkStealing => Runtime::WorkStealing {
             threshold: common.threshold.unwrap_or(50),
         },
+        choices::Runtime::ActiveThreads => Runtime::ActiveThreads {
+            threshold: common.threshold.unwrap_or(50),
+        },
         // BSP is lock-step on threads, over single-threaded worker processes
         // (`run::checks::bsp_processes`).
         choices::Runtime::Bsp => Runtime::Threads,
@@ -24,7 +27,8 @@ pub(crate) fn runtime(sync: Sync, common: &CommonArgs) -> Result<Runtime, Failur
             "--runtime {name} applies to --sync lockstep only; got --sync {sync}"
         )));
     }
-    if name == "work-stealing" {
+    let tasks = rt.threshold().is_some();
+    if tasks {
         let given = [
             ("--mapping", common.mapping.is_some()),
             ("--barrier", common.barrier.is_some()),
@@ -32,14 +36,14 @@ pub(crate) fn runtime(sync: Sync, common: &CommonArgs) -> Result<Runtime, Failur
         ];
         if let Some((flag, _)) = given.iter().find(|(_, g)| *g) {
             return Err(Failure::bad_input(format!(
-                "{flag} applies to --runtime threads only (the work-stealing runtime has no LP \
-                 owners and no barrier)"
+                "{flag} applies to --runtime threads only (the {name} runtime places its LPs \
+                 itself and has no --barrier)"
             )));
         }
     }
     match common.threshold {
-        Some(_) if name != "work-stealing" => Err(Failure::bad_input(
-            "--threshold applies to --runtime work-stealing only",
+        Some(_) if !tasks => Err(Failure::bad_input(
+            "--threshold applies to --runtime work-stealing and active-threads only",
         )),
         Some(0) => Err(Failure::bad_input(
             "--threshold is 0; it must be at least 1 LP per task",

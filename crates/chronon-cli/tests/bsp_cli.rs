@@ -114,7 +114,7 @@ fn bad_bsp_combinations_are_one_line_and_exit_2() {
     );
     bad(
         &with(&["--sync", "lockstep", "--runtime", "bsp", "--threshold", "5"]),
-        "--threshold applies to --runtime work-stealing only",
+        "--threshold applies to --runtime work-stealing and active-threads only",
     );
     // Refused before MPI is set up: the same line in a build with or without the feature.
     bad(

@@ -345,20 +345,22 @@ fn bench_refcount_prints_tables_3_to_8_with_one_history() {
 }
 
 #[test]
-fn the_work_stealing_runtime_prints_the_sequential_fingerprint() {
+fn the_work_stealing_and_active_threads_runtimes_print_the_sequential_fingerprint() {
     let seq = run_ok(&[]);
-    for (threads, threshold) in [("1", "1"), ("2", "7"), ("3", "50"), ("4", "7")] {
-        let fp = run_ok(&[
-            "--sync",
-            "lockstep",
-            "--runtime",
-            "work-stealing",
-            "--threshold",
-            threshold,
-            "--threads",
-            threads,
-        ]);
-        assert_eq!(fp, seq, "work-stealing x{threads}, threshold {threshold}");
+    for runtime in ["work-stealing", "active-threads"] {
+        for (threads, threshold) in [("1", "1"), ("2", "7"), ("3", "50"), ("4", "3")] {
+            let fp = run_ok(&[
+                "--sync",
+                "lockstep",
+                "--runtime",
+                runtime,
+                "--threshold",
+                threshold,
+                "--threads",
+                threads,
+            ]);
+            assert_eq!(fp, seq, "{runtime} x{threads}, threshold {threshold}");
+        }
     }
     // The default runtime, named.
     let fp = run_ok(&[
@@ -384,10 +386,22 @@ fn bad_runtime_flags_are_one_line_errors() {
             &["--runtime", "work-stealing", "--threshold", "0"],
             "--threshold is 0",
         ),
+        (
+            &["--runtime", "active-threads", "--threshold", "0"],
+            "--threshold is 0",
+        ),
+        (
+            &["--runtime", "active-threads", "--barrier", "std"],
+            "--barrier applies to --runtime threads only",
+        ),
+        (
+            &["--runtime", "active-threads", "--mapping", "block"],
+            "--mapping applies to --runtime threads only",
+        ),
         (&["--runtime", "fibers"], "unknown --runtime 'fibers'"),
         (
             &["--threshold", "5"],
-            "--threshold applies to --runtime work-stealing only",
+            "--threshold applies to --runtime work-stealing and active-threads only",
         ),
         (
             &["--runtime", "work-stealing", "--mapping", "round-robin"],
@@ -403,18 +417,13 @@ fn bad_runtime_flags_are_one_line_errors() {
         let refs: Vec<&str> = args.iter().map(|s| s.as_str()).collect();
         bad(&refs, needle);
     }
-    for sync in ["window", "null-message", "timewarp", "seq"] {
-        let threads = if sync == "seq" { "1" } else { "2" };
-        let args = with(&[
-            "--sync",
-            sync,
-            "--threads",
-            threads,
-            "--runtime",
-            "work-stealing",
-        ]);
-        let refs: Vec<&str> = args.iter().map(|s| s.as_str()).collect();
-        bad(&refs, "applies to --sync lockstep only");
+    for runtime in ["work-stealing", "active-threads"] {
+        for sync in ["window", "null-message", "timewarp", "seq"] {
+            let threads = if sync == "seq" { "1" } else { "2" };
+            let args = with(&["--sync", sync, "--threads", threads, "--runtime", runtime]);
+            let refs: Vec<&str> = args.iter().map(|s| s.as_str()).collect();
+            bad(&refs, "applies to --sync lockstep only");
+        }
     }
 }
 

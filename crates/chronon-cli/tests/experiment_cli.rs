@@ -207,9 +207,9 @@ fn list_names_every_experiment_and_its_status() {
     }
     // A part not measured yet is named beside "available".
     assert!(
-        line("002-graph2").contains(" available; work-stealing runtime"),
+        line("000-fig7").contains(" available; Boost version"),
         "{}",
-        line("002-graph2")
+        line("000-fig7")
     );
     // Every entry's status renders: one line each after the header, each available.
     let rows: Vec<&str> = out.lines().skip(1).collect();

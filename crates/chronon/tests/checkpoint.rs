@@ -80,12 +80,15 @@ impl Model for Hops {
 fn executors() -> Vec<Executor> {
     let mut ws = ConservativeConfig::new(2);
     ws.runtime = Runtime::WorkStealing { threshold: 4 };
+    let mut at = ConservativeConfig::new(2);
+    at.runtime = Runtime::ActiveThreads { threshold: 5 };
     vec![
         Executor::Sequential,
         Executor::Window(ConservativeConfig::new(2)),
         Executor::NullMessage(ConservativeConfig::new(3)),
         Executor::Lockstep(ConservativeConfig::new(2)),
         Executor::Lockstep(ws),
+        Executor::Lockstep(at),
         Executor::TimeWarp(TimeWarpConfig::new(2)),
     ]
 }

@@ -2,7 +2,7 @@
 //! as the sequential executor on random models (random topology, lookaheads, fan-out, equal
 //! timestamps, zero delays, global events); models that break their declared links get a
 //! clear error. The model is in `conservative/random.rs`; load balancing in
-//! `conservative/balance.rs`; errors, refusals and stops in `conservative/faults.rs`; a tandem
+//! `conservative/balance.rs`; the lock-step runtimes in `conservative/runtimes.rs`; errors, refusals and stops in `conservative/faults.rs`; a tandem
 //! queue whose stations send themselves their service completions in `conservative/tandem.rs`.
 
 #[path = "conservative/balance.rs"]
@@ -11,6 +11,8 @@ mod balance;
 mod faults;
 #[path = "conservative/random.rs"]
 mod random;
+#[path = "conservative/runtimes.rs"]
+mod runtimes;
 #[path = "conservative/tandem.rs"]
 mod tandem;
 

@@ -5,8 +5,8 @@
 
 use chronon::event::ENGINE_SENDER;
 use chronon::{
-    ConservativeConfig, Ctx, Executor, GlobalCtx, LpId, Model, ModelStats, SimError, Simulation,
-    TimeWarpConfig,
+    ConservativeConfig, Ctx, Executor, GlobalCtx, LpId, Model, ModelStats, Runtime, SimError,
+    Simulation, TimeWarpConfig,
 };
 
 /// Which method panics.
@@ -74,13 +74,19 @@ impl Model for Ring {
     }
 }
 
-/// Every executor, at 1 and 2 threads.
+/// Every executor, at 1 and 2 threads (lock-step on each runtime of one process).
 fn executors() -> Vec<Executor> {
     let mut v = vec![Executor::Sequential];
     for t in [1, 2] {
         v.push(Executor::Window(ConservativeConfig::new(t)));
         v.push(Executor::NullMessage(ConservativeConfig::new(t)));
         v.push(Executor::Lockstep(ConservativeConfig::new(t)));
+        for rt in [
+            Runtime::WorkStealing { threshold: 2 },
+            Runtime::ActiveThreads { threshold: 2 },
+        ] {
+            v.push(Executor::Lockstep(ConservativeConfig::new(t).runtime(rt)));
+        }
         v.push(Executor::TimeWarp(TimeWarpConfig::new(t)));
     }
     v

@@ -7,7 +7,7 @@ use crate::registry::{Draw, Flags};
 pub(crate) const SYNCS: &[&str] = &["window", "null-message", "lockstep", "timewarp"];
 
 /// Random executor flags for `sync`: threads, queue and the options that executor takes;
-/// `over_ranks`: only what runs over MPI ranks (no worker processes, work-stealing runtime,
+/// `over_ranks`: only what runs over MPI ranks (no worker processes, work-stealing or active-threads runtime,
 /// barrier choice or load balancing), 1–2 threads per rank (the ranks share this machine's cores);
 /// `big_heap`: the model's configuration has a large shared heap, so no `--max-memory` (a
 /// drawn bound would be below what the heap takes, and Time Warp would rightly refuse it).
@@ -22,12 +22,13 @@ pub(crate) fn executor_flags(
     f.set("sync", sync)
         .set("threads", d.int(1, if over_ranks { 2 } else { 4 }))
         .set("queue", d.pick(&["ladder", "heap"]));
-    // Lock-step on the work-stealing runtime (seed 002), a few LPs per task to many; it has no
-    // LP owners and no barrier, so no --mapping or --barrier.
-    let ws = sync == "lockstep" && !over_ranks && d.chance(0.4);
+    // Lock-step on the work-stealing (Cilk) or active-threads runtime (seed 002), a few LPs
+    // per task to many (small thresholds give several tasks on small drawn models); they have
+    // no LP owners and no --barrier, so no --mapping or --barrier.
+    let ws = sync == "lockstep" && !over_ranks && d.chance(0.5);
     if ws {
-        f.set("runtime", "work-stealing");
-        f.set("threshold", d.pick(&["1", "2", "7", "50"]));
+        f.set("runtime", d.pick(&["work-stealing", "active-threads"]));
+        f.set("threshold", d.pick(&["1", "2", "3", "7", "50"]));
     } else if d.chance(0.3) {
         f.set("mapping", d.pick(&["block", "round-robin"]));
     }

@@ -15,7 +15,8 @@
 //!
 //! `--ranks 2,3` (a build with the `mpi` feature, MPICH's `mpirun` on the PATH) adds the ranks
 //! dimension: every parallel run is `mpirun -n R chronon run ... --ranks R` with R drawn from the
-//! list, and only options that run over ranks are drawn (no `--procs`, work-stealing runtime,
+//! list, and only options that run over ranks are drawn (no `--procs`, work-stealing or
+//! active-threads runtime,
 //! `--barrier` or load balancing); the sequential reference still runs in one process.
 //!
 //! Checkpoints are drawn like any other option, over MPI ranks too: a parallel run in three also saves checkpoints every T (`--checkpoint-every`, 1–4

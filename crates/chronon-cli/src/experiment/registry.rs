@@ -128,7 +128,7 @@ pub(crate) const EXPERIMENTS: &[Experiment] = &[
         seed: "002",
         what: "Graph 2: speedup vs threads (lock-step)",
         needs: "threads",
-        partial: "work-stealing runtime (measured in 002-graph1)",
+        partial: "",
         reps: 3,
         ready: ready(seed002::graph2_plan, seed002::graph2_render),
     },

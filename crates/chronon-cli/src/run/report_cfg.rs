@@ -1,6 +1,6 @@
 //! The report's `config`: the options that shaped a run, under the keys `--config` reads.
 
-use chronon::{Executor, QueueKind, Runtime};
+use chronon::{Executor, QueueKind};
 
 use crate::args::CommonArgs;
 use crate::choices;
@@ -48,7 +48,7 @@ pub(super) fn report_config(
                     put("fan-in", json!(common.fan_in.unwrap_or(4)));
                 }
             }
-            if let Runtime::WorkStealing { threshold } = cc.runtime {
+            if let Some(threshold) = cc.runtime.threshold() {
                 put("runtime", json!(cc.runtime.name()));
                 put("threshold", json!(threshold));
             }

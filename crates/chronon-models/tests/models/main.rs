@@ -65,8 +65,9 @@ pub(crate) fn check_fingerprints<M: Model>(make: impl Fn() -> M, lps: u32, end: 
     }
 }
 
-/// Every parallel executor at 1 to 4 threads (lock-step with both mappings, and on the
-/// work-stealing runtime with 1, 7 and 50 LPs per task), so each model's
+/// Every parallel executor at 1 to 4 threads (lock-step with both mappings, on the
+/// work-stealing runtime with 1, 7 and 50 LPs per task and on the active-threads runtime with
+/// 3 LPs per light-weight thread), so each model's
 /// declared topology is used and checked (a send along an undeclared link, or below its
 /// lookahead, fails the run) with links inside and between workers.
 pub(crate) fn parallel_executors() -> Vec<Executor> {
@@ -83,6 +84,9 @@ pub(crate) fn parallel_executors() -> Vec<Executor> {
                 c.clone().runtime(Runtime::WorkStealing { threshold }),
             ));
         }
+        v.push(Executor::Lockstep(
+            c.clone().runtime(Runtime::ActiveThreads { threshold: 3 }),
+        ));
         v.push(Executor::NullMessage(c));
         v.push(Executor::TimeWarp(TimeWarpConfig::new(t)));
     }

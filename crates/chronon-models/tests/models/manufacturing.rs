@@ -142,6 +142,7 @@ fn zero_transfer_fingerprints() {
             Executor::Lockstep(c.clone()),
             Executor::Lockstep(c.clone().mapping(Mapping::RoundRobin)),
             Executor::Lockstep(c.clone().runtime(Runtime::WorkStealing { threshold: 7 })),
+            Executor::Lockstep(c.clone().runtime(Runtime::ActiveThreads { threshold: 5 })),
             Executor::TimeWarp(TimeWarpConfig::new(t)),
         ] {
             let r = Simulation::new(m.clone())

@@ -1,5 +1,6 @@
 //! Preemptive Time Warp (seed 003 §2): execution contexts for events, check-and-switch at
-//! platform-mode returns, and the pool of stacks they run on. The protocol, its invariants and
+//! platform-mode returns, and the pool of stacks they run on. The lock-step active-threads
+//! runtime runs its light-weight threads on the same contexts and stacks. The protocol, its invariants and
 //! the soundness argument for the one `unsafe` block are in README.md; the Time Warp side (which
 //! context runs, resumes or is dropped) is `executor/time_warp/contexts.rs` and `preempt.rs`.
 

@@ -197,9 +197,13 @@ pub fn executors(threads: usize) -> Vec<Executor> {
     vec![
         Executor::Window(c.clone()),
         Executor::Lockstep(c.clone().mapping(Mapping::RoundRobin)),
-        // The work-stealing runtime with 1, 7 or 50 LPs per task.
+        // The work-stealing (Cilk) runtime with 1, 7 or 50 LPs per task.
         Executor::Lockstep(c.clone().runtime(Runtime::WorkStealing {
             threshold: [1, 7, 50][threads % 3],
+        })),
+        // The active-threads runtime with 2, 5 or 1 LPs per light-weight thread.
+        Executor::Lockstep(c.clone().runtime(Runtime::ActiveThreads {
+            threshold: [2, 5, 1][threads % 3],
         })),
         Executor::NullMessage(c),
     ]

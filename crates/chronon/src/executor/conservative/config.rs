@@ -43,10 +43,19 @@ pub enum Runtime {
     /// events to another process are handed over only at the superstep (lock-step) barrier.
     #[default]
     Threads,
-    /// A rayon work-stealing pool of `threads` threads: each lock-step spawns one task per group
-    /// of `threshold` LPs that have events below SafeTime (the seed's Cilk runtime).
+    /// A rayon work-stealing pool of `threads` threads (the seed's Cilk runtime): each
+    /// lock-step spawns every LP by divide and conquer (`rayon::join`) down to leaf tasks of at
+    /// most `threshold` LPs, which run their LPs' safe events and reduce the next SafeTime on
+    /// the way back.
     WorkStealing {
-        /// LPs per task (at least 1).
+        /// LPs per leaf task (at least 1).
+        threshold: usize,
+    },
+    /// Light-weight threads (the seed's Active threads runtime): stackful coroutines of
+    /// `threshold` LPs each, for the whole run, bound round-robin to `threads` worker threads
+    /// that resume each of theirs once per lock-step.
+    ActiveThreads {
+        /// LPs per light-weight thread (at least 1).
         threshold: usize,
     },
 }
@@ -57,6 +66,17 @@ impl Runtime {
         match self {
             Runtime::Threads => "threads",
             Runtime::WorkStealing { .. } => "work-stealing",
+            Runtime::ActiveThreads { .. } => "active-threads",
+        }
+    }
+
+    /// LPs per task or light-weight thread (`None`: the threads runtime).
+    pub fn threshold(self) -> Option<usize> {
+        match self {
+            Runtime::Threads => None,
+            Runtime::WorkStealing { threshold } | Runtime::ActiveThreads { threshold } => {
+                Some(threshold)
+            }
         }
     }
 }
@@ -88,29 +108,39 @@ impl ConservativeConfig {
 
     /// Checks the runtime against `protocol`.
     pub(super) fn check_runtime(&self, protocol: Protocol) -> Result<(), SimError> {
-        match self.runtime {
-            Runtime::Threads => Ok(()),
-            Runtime::WorkStealing { .. } if protocol != Protocol::Lockstep => {
-                Err(SimError::config(
-                    Setting::Runtime,
-                    format!(
-                        "$runtime work-stealing applies to $executor lockstep only; got $executor {}",
-                        protocol.name()
-                    ),
-                ))
-            }
-            Runtime::WorkStealing { threshold: 0 } => Err(SimError::config(
+        let Some(threshold) = self.runtime.threshold() else {
+            return Ok(());
+        };
+        let name = self.runtime.name();
+        if protocol != Protocol::Lockstep {
+            return Err(SimError::config(
+                Setting::Runtime,
+                format!(
+                    "$runtime {name} applies to $executor lockstep only; got $executor {}",
+                    protocol.name()
+                ),
+            ));
+        }
+        if threshold == 0 {
+            return Err(SimError::config(
                 Setting::Threshold,
                 "$threshold must be at least 1 LP per task; got 0",
-            )),
-            Runtime::WorkStealing { .. } if self.mapping != Mapping::Block => {
-                Err(SimError::config(
-                    Setting::Mapping,
-                    "$mapping applies to $runtime threads only (the work-stealing runtime has no LP owners)",
-                ))
-            }
-            Runtime::WorkStealing { .. } => Ok(()),
+            ));
         }
+        if self.mapping != Mapping::Block {
+            return Err(SimError::config(
+                Setting::Mapping,
+                format!(
+                    "$mapping applies to $runtime threads only (the {name} runtime {})",
+                    match self.runtime {
+                        Runtime::ActiveThreads { .. } =>
+                            "gives LPs to its light-weight threads in blocks of $threshold",
+                        _ => "has no LP owners",
+                    }
+                ),
+            ));
+        }
+        Ok(())
     }
 
     /// Checks the barrier against where it would run: only the worker threads of one process
@@ -131,6 +161,9 @@ impl ConservativeConfig {
             }
             (_, Runtime::WorkStealing { .. }, _) => {
                 "applies to $runtime threads only (the work-stealing runtime has no barrier)"
+            }
+            (_, Runtime::ActiveThreads { .. }, _) => {
+                "applies to $runtime threads only (the active-threads runtime uses its own)"
             }
             (_, _, Some(Setting::Ranks)) => {
                 "applies to the threads of one process; MPI ranks ($ranks) meet at their own barrier"

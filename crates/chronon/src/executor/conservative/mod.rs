@@ -4,8 +4,10 @@
 //! - window: the barrier (YAWNS) algorithm of seed 001 §2.2.2 — one global LBTS per round
 //!   (`rounds.rs`).
 //! - [`lockstep`]: seed 002 Fig. 1 — per-worker SafeTime = max(InClock, GST) per lock-step.
-//!   On the work-stealing runtime (`work_stealing.rs`) the same rule at LP granularity runs
-//!   each lock-step's LPs as rayon tasks of `threshold` LPs.
+//!   On the work-stealing runtime (`work_stealing.rs`, the seed's Cilk) the same rule at LP
+//!   granularity spawns every LP each lock-step by divide and conquer down to rayon tasks of
+//!   `threshold` LPs; on the active-threads runtime (`active_threads.rs`) light-weight threads
+//!   of `threshold` LPs, bound to worker threads, run it; `lp_step.rs` is their shared piece.
 //! - [`null_message`]: Chandy-Misra-Bryant (seed 001 §2.2.1) with per-link lookahead and null
 //!   messages between workers.
 //!
@@ -29,11 +31,13 @@
 //! exactly like the sequential executor restricted to its LPs; remote events travel as batches,
 //! one per destination worker per flush, payloads moved. Determinism argument: `README.md`.
 
+mod active_threads;
 mod balance;
 mod claim;
 mod config;
 mod lockstep;
 mod lookahead;
+mod lp_step;
 mod lp_table;
 mod null_message;
 mod outcome;

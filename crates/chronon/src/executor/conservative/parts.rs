@@ -54,7 +54,8 @@ impl<M: Model> Family<M> for Conservative<'_> {
             return Err(SimError::config(
                 Setting::Runtime,
                 format!(
-                    "$runtime work-stealing does not run across {what}; leave out {count} or $runtime"
+                    "$runtime {} does not run across {what}; leave out {count} or $runtime",
+                    cc.runtime.name()
                 ),
             ));
         }

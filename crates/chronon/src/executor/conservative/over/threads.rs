@@ -42,6 +42,9 @@ fn run_with<M: Model, Q: PendingSet<Event<M::Event>>>(
         super::super::Runtime::WorkStealing { threshold } => {
             return super::super::work_stealing::run::<M, Q>(model, cfg, cc, threshold)
         }
+        super::super::Runtime::ActiveThreads { threshold } => {
+            return super::super::active_threads::run::<M, Q>(model, cfg, cc, threshold)
+        }
         super::super::Runtime::Threads => {}
     }
     let Part {
