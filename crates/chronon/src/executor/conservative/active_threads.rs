@@ -294,7 +294,7 @@ fn worker<M: Model, Q: PendingSet<Event<M::Event>>>(ctl: &Control<'_, M, Q>, w: 
                     lp_step::run_units(&step, &mut units, &mut part);
                 }
                 *out.borrow_mut() = Some(part);
-                y.suspend(());
+                y.suspend(false);
             }
         }));
     }
@@ -305,7 +305,7 @@ fn worker<M: Model, Q: PendingSet<Event<M::Event>>>(ctl: &Control<'_, M, Q>, w: 
         bound.set(b);
         let mut acc = Partial::new(ctl.n_counters);
         for lwt in &mut lwts {
-            if let CoStep::Suspended = lwt.resume() {
+            if let CoStep::Suspended { .. } = lwt.resume() {
                 if let Some(p) = out.borrow_mut().take() {
                     events += p.events;
                     pieces += 1;
