@@ -235,6 +235,11 @@ pub(crate) fn run_metrics(v: &Value) -> Metrics {
         // `--preempt` runs only (NaN otherwise): switches off the CPU, and ticks acted on.
         ("preemptions", f("/executor_stats/preemptions")),
         ("ticks_acted_on", f("/executor_stats/ticks_acted_on")),
+        // Those of the preemptions a tick made by interrupting a handler's own code.
+        (
+            "preempt_interrupts",
+            f("/executor_stats/preempt_interrupts"),
+        ),
     ]
 }
 

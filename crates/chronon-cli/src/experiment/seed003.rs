@@ -35,8 +35,9 @@ fn tw_points(
 }
 
 /// Time-sharing PHOLD-phases runs tick as the seed's (§4.1): every 50 µs with the baseline
-/// α = 0. The seed's PHOLD made no platform calls, so its rule kept ticks on in the long
-/// phases; here the busy work has a preemption point every ~2 µs, so the rule keeps them off.
+/// α = 0. The phases' busy work makes no engine call, as the seed's PHOLD made no platform
+/// calls, so the rule turns ticks on where events are long, and a tick preempts the busy work
+/// by interrupt.
 const PHASES_TICKS: &[&str] = &["--tick-us", "50", "--alpha", "0"];
 
 /// "−12.3 %": how much less wall time time-sharing took than traditional Time Warp.
@@ -129,7 +130,13 @@ pub(super) fn phases_render(_: &Settings, r: &Results) -> Result<Rendered, Failu
         h1.push(format!("{l} efficiency"));
     }
     h1.push(format!("traditional / time-sharing wall ×{top}"));
-    let (mut rows6, mut rows1) = (Vec::new(), Vec::new());
+    let h8 = vec![
+        "phase".to_string(),
+        format!("time-sharing ×{top} preemptions"),
+        format!("by a tick's interrupt ×{top}"),
+        format!("ticks acted on ×{top}"),
+    ];
+    let (mut rows6, mut rows1, mut rows8) = (Vec::new(), Vec::new(), Vec::new());
     for (i, p) in PHASES.iter().enumerate() {
         let mut row6 = vec![p.to_string()];
         let mut row1 = vec![p.to_string()];
@@ -147,6 +154,13 @@ pub(super) fn phases_render(_: &Settings, r: &Results) -> Result<Rendered, Failu
         row1.push(num(tw / ts));
         rows6.push(row6);
         rows1.push(row1);
+        let ts_fig = |m| num(phase("timewarp-preempt", &top, i + 1, m));
+        rows8.push(vec![
+            p.to_string(),
+            ts_fig("preemptions"),
+            ts_fig("preempt_interrupts"),
+            ts_fig("ticks_acted_on"),
+        ]);
     }
     let table = format!(
         "PHOLD in three phases on a 2-D mesh (events of ~30, 150 and 300 µs of busy work), \
@@ -154,9 +168,11 @@ pub(super) fn phases_render(_: &Settings, r: &Results) -> Result<Rendered, Failu
          Per-phase figures are differences of cumulative runs (to the \
          end of phase A, B, C), so a phase's wall time carries the noise of two runs.\n\n\
          Fig. 6: wall time per phase\n\n{}\n\
-         Table I: efficiency per phase (committed / processed events)\n\n{}",
+         Table I: efficiency per phase (committed / processed events)\n\n{}\n         Preemptions per phase, time-sharing (the busy work makes no engine call, so only a \
+         tick's interrupt can switch it off)\n\n{}",
         md_table(&h6, &rows6),
-        md_table(&h1, &rows1)
+        md_table(&h1, &rows1),
+        md_table(&h8, &rows8)
     );
     let groups: Vec<Bars> = runners
         .iter()

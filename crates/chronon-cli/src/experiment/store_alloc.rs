@@ -4,13 +4,11 @@
 //! model) or all at the start of the batch event (`--alloc upfront`, the seed's "varied",
 //! clustered allocation), at every parallel thread count.
 //!
-//! Fig. 8 splits each run's preemptions by what made them happen: `preemptions_on_tick` (the
-//! check at a platform-mode return was due because a tick came: the seed's timer-interrupt
-//! preemptions; chronon acts on a tick at the next platform-mode return, never inside the
-//! signal handler) and the rest (the check was due because ticks were off on that worker at
-//! the time — the alpha rule turns them off when returns come often enough — : the seed's
-//! preemptions at switches back from platform mode). Table II divides the original
-//! configuration's wall time by the varied one's.
+//! Fig. 8 splits each run's preemptions by what made them happen, as the seed does:
+//! `preempt_interrupts` (a tick interrupted the handler's own code and its check switched the
+//! event off: the seed's timer-interrupt preemptions) and the rest (the check at a
+//! platform-mode return switched it: the seed's preemptions at switches back from platform
+//! mode). Table II divides the original configuration's wall time by the varied one's.
 
 use serde_json::Value;
 
@@ -57,14 +55,11 @@ pub(super) fn points(s: &Settings, heavy: &[&str]) -> Vec<Point> {
     out
 }
 
-/// The run metrics, and the preemptions a tick made due (NaN without `--preempt`).
+/// The run metrics (the preemptions by a tick's interrupt among them), and the ticks
+/// delivered (NaN without `--preempt`).
 pub(super) fn extract(v: &Value) -> Metrics {
     let mut m = run_metrics(v);
     let f = |p: &str| v.pointer(p).and_then(Value::as_f64).unwrap_or(f64::NAN);
-    m.push((
-        "preemptions_on_tick",
-        f("/executor_stats/preemptions_on_tick"),
-    ));
     m.push(("ticks_delivered", f("/executor_stats/ticks_delivered")));
     m
 }
@@ -84,7 +79,7 @@ pub(super) fn render(r: &Results) -> (String, Panel) {
         "threads",
         "wall s",
         "preemptions",
-        "on tick / s",
+        "by a tick's interrupt / s",
         "at platform returns / s",
         "total / s",
         "ticks delivered / s",
@@ -99,7 +94,7 @@ pub(super) fn render(r: &Results) -> (String, Panel) {
         for t in &threads {
             let w = at(alloc, t, "wall_s");
             let n = at(alloc, t, "preemptions");
-            let on_tick = at(alloc, t, "preemptions_on_tick");
+            let on_tick = at(alloc, t, "preempt_interrupts");
             rows8.push(vec![
                 format!("{name} ({alloc})"),
                 t.clone(),
@@ -134,11 +129,11 @@ pub(super) fn render(r: &Results) -> (String, Panel) {
          Time Warp with ticks (`--preempt --tick-us 50 --alpha -0.5`); original allocation \
          pattern (round-robin, each request record allocated between slices of work) and \
          varied (`--alloc upfront`: all records at the start of the batch event). Each record's \
-         allocation is a platform-mode return (the seed's intercepted malloc). \"On tick\": \
-         the check that preempted was due because a tick came (the seed's timer-interrupt \
-         preemptions; chronon acts on a tick at the next platform-mode return); \"at platform \
-         returns\": the check was due because ticks were off on that worker then (the alpha \
-         rule), the seed's preemptions at switches back from platform mode.\n\n{}\n\
+         allocation is followed by a platform-mode return (the seed's intercepted malloc). \"By a \
+         tick's interrupt\": a tick interrupted the handler's own code and its check switched \
+         the event off (the seed's timer-interrupt preemptions); \"at platform returns\": the \
+         check at a return from the engine switched it (the seed's switches back from platform \
+         mode).\n\n{}\n\
          Table II: execution time of the original over the varied configuration (heavy, \
          time-sharing with ticks)\n\n{}",
         md_table(&h8, &rows8),
@@ -150,7 +145,7 @@ pub(super) fn render(r: &Results) -> (String, Panel) {
         categories,
         groups: vec![
             Bars {
-                name: "on tick".into(),
+                name: "by a tick's interrupt".into(),
                 values: tick,
             },
             Bars {

@@ -1,4 +1,5 @@
-//! Contexts: suspend and resume, drop-on-discard, panics, and check-and-switch.
+//! Contexts: suspend and resume, drop-on-discard, panics, and check-and-switch. A
+//! platform-mode return is an engine call, so the tests make it in platform mode as `Ctx` does.
 
 use std::cell::Cell;
 use std::rc::Rc;
@@ -36,7 +37,7 @@ fn a_context_suspends_at_a_platform_return_and_resumes_with_nothing_lost() {
         let mut sum = 0u64;
         for i in 0..10u64 {
             sum += i;
-            sw.platform_return(5.0);
+            super::platform_mode(|| sw.platform_return(5.0));
         }
         sum
     });
@@ -64,7 +65,7 @@ fn a_discarded_context_drops_its_locals_once() {
         l.set(l.get() + 1);
         let _a = Counted(l.clone());
         let sw = Switch::new(&reg, y, None, 5.0);
-        sw.platform_return(1.0);
+        super::platform_mode(|| sw.platform_return(1.0));
         unreachable!("discarded while suspended");
     });
     assert!(matches!(
@@ -91,7 +92,7 @@ fn a_panic_in_a_resumed_context_reaches_the_platform() {
     let mut pool = StackPool::default();
     let mut ctx = Context::new(pool.get().unwrap(), |y| {
         let sw = Switch::new(&reg, y, None, 5.0);
-        sw.platform_return(1.0);
+        super::platform_mode(|| sw.platform_return(1.0));
         panic!("boom after resume");
     });
     assert!(matches!(

@@ -2,8 +2,8 @@
 //! `CLOCK_MONOTONIC`, delivered to the worker's own thread with `SIGEV_THREAD_ID`) whose signal
 //! handler sets the thread's [`Flag`], which a check at the next platform-mode return takes, and,
 //! when the thread is in application mode, sends it to the check at once (interrupt.rs).
-//! The alpha rule ([`AlphaRule`]) decides per worker whether the timer runs. README.md says why
-//! the handler does not switch contexts itself.
+//! The alpha rule ([`AlphaRule`]) decides per worker whether the timer runs. README.md ("Ticks
+//! that preempt") says how the handler switches contexts without switching inside itself.
 
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering::Relaxed};
 
