@@ -336,7 +336,7 @@ fn datastore_splits_preemptions_by_cause_and_compares_allocation_patterns() {
     assert!(md.contains("| varied (upfront) | 2 |"), "{md}");
     for t in [
         "Fig. 8: preemptions / s (heavy)",
-        "on tick",
+        "by a tick's interrupt",
         "at platform returns",
     ] {
         assert!(texts.iter().any(|x| x == t), "{t}: {texts:?}");
