@@ -152,16 +152,13 @@ pub(super) fn run<M: Model, Q: PendingSet<Event<M::Event>> + Send>(
     let mut report = lp_step::finish(
         model, cfg, units, &counters, &globals, &totals, report, stopped, wall,
     )?;
-    let st = &mut report.executor_stats;
-    st.insert("runtime_active_threads".into(), 1.0);
-    st.insert("threshold".into(), threshold as f64);
-    st.insert("light_weight_threads".into(), lwts as f64);
-    for (events, tasks) in figures {
-        let mut m = std::collections::BTreeMap::new();
-        m.insert("events".to_string(), events as f64);
-        m.insert("tasks".to_string(), tasks as f64);
-        report.workers.push(m);
-    }
+    lp_step::runtime_figures(
+        &mut report,
+        "active_threads",
+        threshold,
+        ("light_weight_threads", lwts as u64),
+        figures,
+    );
     Ok(report)
 }
 

@@ -371,3 +371,25 @@ pub(super) fn drain_all<S, P, Q: PendingSet<Event<P>>>(
         inboxes.drain_into(u.id, &mut u.queue);
     }
 }
+
+/// A runtime's own figures in its report: its name's marker (`runtime_<name>` = 1), the
+/// threshold, its count of execution units (`unit` = `count`), and per worker thread the
+/// events and tasks it ran.
+pub(super) fn runtime_figures(
+    report: &mut Report,
+    runtime: &str,
+    threshold: usize,
+    unit: (&str, u64),
+    per_worker: impl IntoIterator<Item = (u64, u64)>,
+) {
+    let st = &mut report.executor_stats;
+    st.insert(format!("runtime_{runtime}"), 1.0);
+    st.insert("threshold".into(), threshold as f64);
+    st.insert(unit.0.into(), unit.1 as f64);
+    for (events, tasks) in per_worker {
+        let mut m = std::collections::BTreeMap::new();
+        m.insert("events".to_string(), events as f64);
+        m.insert("tasks".to_string(), tasks as f64);
+        report.workers.push(m);
+    }
+}

@@ -146,16 +146,16 @@ pub(super) fn run<M: Model, Q: PendingSet<Event<M::Event>> + Send>(
     let mut report = lp_step::finish(
         model, cfg, units, &counters, &globals, &totals, report, stopped, wall,
     )?;
-    let st = &mut report.executor_stats;
-    st.insert("runtime_work_stealing".into(), 1.0);
-    st.insert("threshold".into(), threshold as f64);
-    st.insert("leaves".into(), leaves as f64);
-    for (events, tasks) in per_thread.0 {
-        let mut m = std::collections::BTreeMap::new();
-        m.insert("events".to_string(), events.into_inner() as f64);
-        m.insert("tasks".to_string(), tasks.into_inner() as f64);
-        report.workers.push(m);
-    }
+    lp_step::runtime_figures(
+        &mut report,
+        "work_stealing",
+        threshold,
+        ("leaves", leaves),
+        per_thread
+            .0
+            .into_iter()
+            .map(|(e, t)| (e.into_inner(), t.into_inner())),
+    );
     Ok(report)
 }
 
