@@ -8,7 +8,8 @@
 //!    lock-step can arrive below it. SafeTime = max(InClock, GST): every event with time
 //!    `< InClock` runs, and so does the event with key GST (which nothing can precede);
 //! 2. runs global events first when one is due before GST (every LP is quiescent here), and
-//!    caps LP events at the next one, as the threads runtime does (`rounds.rs`);
+//!    caps LP events at the next one, as the threads runtime does (`rounds.rs`); LP events
+//!    they send go into their destinations' sets, and the lock-step starts over from 1;
 //! 3. splits the LPs whose head is below SafeTime, in LP order, into groups of `threshold`
 //!    and spawns one rayon task per group; a task runs each of its LPs' events below SafeTime
 //!    in key order (an LP's sends to itself go back into its own set, so its zero-delay
@@ -71,11 +72,14 @@ struct Step<'a, M> {
     gst: EventKey,
 }
 
-struct States<'a, S, Q>(&'a [Unit<S, Q>]);
+struct States<'a, S, Q>(&'a mut [Unit<S, Q>]);
 
 impl<S, Q> LpStates<S> for States<'_, S, Q> {
     fn state(&self, lp: LpId) -> &S {
         &self.0[lp as usize].slot.state
+    }
+    fn state_mut(&mut self, lp: LpId) -> &mut S {
+        &mut self.0[lp as usize].slot.state
     }
 }
 
@@ -165,9 +169,17 @@ pub(super) fn run<M: Model, Q: PendingSet<Event<M::Event>> + Send>(
         let t_min = gst.map_or(Time::INFINITY, |k| k.time);
         if g < t_min && g < end && t_min.is_finite() {
             // The safe place: every LP event before `t_min` has run, none after it has.
-            let states = States(&units);
-            globals.run_before(model, cfg.lps, &states, t_min, end)?;
+            let mut states = States(&mut units);
+            let mut sent = Vec::new();
+            globals.run_before(model, cfg.lps, &mut states, t_min, end, &mut sent)?;
             g = globals.next_time(end);
+            if !sent.is_empty() {
+                // Maybe before GST: compute it and InClock again.
+                for e in sent {
+                    units[e.dst as usize].queue.push(e);
+                }
+                continue;
+            }
         }
         let Some(gst) = gst else { break };
         if t_min >= end || t_min.is_nan() {
