@@ -11,7 +11,9 @@
 //!   share a timestamp.
 //! - **Zero delays**: a self-send has delay 0 with probability `zero_self`.
 //! - **Uneven load**: the last `hot_lps` LPs spin `hot_work` rounds of a hash per event.
-//! - **Global events** every `global_period` (0: none) read every LP's state.
+//! - **Global events** every `global_period` (0: none) read every LP's state; with
+//!   `global_writes` each also changes two LPs' states and sends one or two LP events (one
+//!   to an LP drawn among all, idle ones included).
 //!
 //! An event sends 0, 1, 1 or 2 events (mean 1), so the population stays about constant. The
 //! statistics (counters, per-LP figures folded in `finish`, and the global events' figures)
@@ -47,6 +49,8 @@ pub struct Random {
     pub hot_work: u32,
     /// Period of the global events; 0 = none.
     pub global_period: f64,
+    /// The global events also change LP states and send LP events.
+    pub global_writes: bool,
     /// Seed of the topology (the run's `--seed` drives the events).
     pub topology_seed: u64,
 }
@@ -66,6 +70,7 @@ impl Default for Random {
             hot_lps: 2,
             hot_work: 200,
             global_period: 0.0,
+            global_writes: false,
             topology_seed: 1,
         }
     }
@@ -155,6 +160,32 @@ impl Random {
 
     fn hot(&self, lp: LpId) -> bool {
         lp >= self.lps - self.hot_lps
+    }
+
+    /// `global_writes`: from the hash `h` of every state, changes two LPs' states (one of
+    /// them twice over, through two `state_mut` calls) and sends one or two LP events with
+    /// delays in `{1, 2, 3} × quantum` (ties with LP events included), whose payloads carry
+    /// the changed hash: any executor that loses a change or misplaces an event shows it in
+    /// the statistics.
+    fn change_and_send(&self, ctx: &mut GlobalCtx<'_, Self>, h: u64) {
+        let n = u64::from(self.lps);
+        let a = (h % n) as LpId;
+        let b = (mix(h) % n) as LpId;
+        let now = ctx.now();
+        let st = ctx.state_mut(a);
+        st.hash = mix(st.hash ^ now.to_bits());
+        st.level.set(now, (st.hash % 7) as f64);
+        let payload = ctx.state(a).hash;
+        ctx.state_mut(b).hash ^= h;
+        ctx.state_mut(a).seen += 1;
+        let sends = 1 + (h >> 33) % 2;
+        for i in 0..sends {
+            let dst = if i == 0 { a } else { ((h >> 13) % n) as LpId };
+            let delay = self.quantum * (1 + (h >> (40 + 2 * i)) % 3) as f64;
+            ctx.send(dst, delay, payload ^ i);
+        }
+        ctx.stats().add("global_sends", sends as f64);
+        ctx.stats().add("global_changed_hash_sum", low32(payload));
     }
 }
 
@@ -283,6 +314,9 @@ impl Model for Random {
         ctx.stats().add("global_calls", 1.0);
         ctx.stats().add("global_seen_sum", seen as f64);
         ctx.stats().add("global_hash_sum", low32(h));
+        if self.global_writes {
+            self.change_and_send(ctx, h);
+        }
         ctx.schedule(self.global_period);
     }
 

@@ -8,7 +8,8 @@ use crate::types::{LpId, Time};
 /// A model broke a rule of the engine inside a handler (bad send, unknown counter).
 #[derive(Clone, Debug, PartialEq)]
 pub struct ModelError {
-    /// The LP whose handler broke the rule.
+    /// The LP whose handler broke the rule, or [`ENGINE_SENDER`](crate::event::ENGINE_SENDER)
+    /// for a global event's handler ([`Model::on_global`](crate::Model::on_global)).
     pub lp: LpId,
     /// The simulated time of the event being handled (0 during `init`).
     pub time: Time,
@@ -18,6 +19,10 @@ pub struct ModelError {
 
 impl fmt::Display for ModelError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        if self.lp == ENGINE_SENDER {
+            // An error of a global event's handler (no LP).
+            return write!(f, "global event at time {}: {}", self.time, self.message);
+        }
         write!(f, "LP {} at time {}: {}", self.lp, self.time, self.message)
     }
 }

@@ -77,7 +77,8 @@
 //! They rely on the model's lookahead — globally ([`Model::lookahead`]) or per link
 //! ([`Model::topology`]). *Global events* belong to no LP ([`Model::global_events`],
 //! [`Model::on_global`]): they see every LP's state at a point where every LP event up to their
-//! time has run and no later one has, on every executor.
+//! time has run and no later one has, on every executor, and may change states
+//! ([`GlobalCtx::state_mut`]) and send LP events ([`GlobalCtx::send`]).
 //!
 //! ```
 //! use chronon::{ConservativeConfig, Ctx, Executor, GlobalCtx, LpId, Model, Simulation};

@@ -102,15 +102,17 @@ pub trait Model: Send + Sync + 'static {
     }
 
     /// The times of the first *global events*: events that belong to no LP (periodic
-    /// statistics, say). Each runs in [`on_global`](Model::on_global) after every LP event at or
-    /// before its time and before any later one, on every executor alike. A global event only
-    /// runs while some LP event is still pending after it, and never at or after the end time.
+    /// statistics, a change of the whole model at a given time). Each runs in
+    /// [`on_global`](Model::on_global) after every LP event at or before its time and before
+    /// any later one, with every LP stopped, on every executor alike. A global event only runs
+    /// while some LP event is still pending after it, and never at or after the end time.
     fn global_events(&self) -> Vec<Time> {
         Vec::new()
     }
 
-    /// Handles a global event: may read every LP's state, write the model's statistics and
-    /// schedule further global events (see [`GlobalCtx`]). Default: nothing.
+    /// Handles a global event: may read and change every LP's state, send LP events, write the
+    /// model's statistics and schedule further global events (see [`GlobalCtx`]).
+    /// Default: nothing.
     fn on_global(&self, ctx: &mut GlobalCtx<'_, Self>) {
         let _ = ctx;
     }
@@ -139,22 +141,42 @@ fn heap_full(e: crate::shm::HeapError) -> ! {
     std::panic::panic_any(crate::error::HeapFull(e.to_string()))
 }
 
-/// Read access to every LP's state, for global events.
+/// Access to every LP's state, for global events (every LP is stopped while they run).
 pub(crate) trait LpStates<S> {
     /// The state of LP `lp`.
     fn state(&self, lp: LpId) -> &S;
+    /// The state of LP `lp`, to change it. An executor that keeps copies of states (Time
+    /// Warp's copy state saving) notes which LPs were asked for.
+    fn state_mut(&mut self, lp: LpId) -> &mut S;
 }
 
-/// What a global event handler ([`Model::on_global`]) sees: the time, every LP's state (read
-/// only), the model's statistics (written into the report's `model_stats`) and a way to
-/// schedule the next global event.
+/// What a global event handler ([`Model::on_global`]) sees and may do: the time, every LP's
+/// state (to read, [`state`](GlobalCtx::state), or change, [`state_mut`](GlobalCtx::state_mut)),
+/// sending LP events ([`send`](GlobalCtx::send)), the model's statistics (written into the
+/// report's `model_stats`) and a way to schedule the next global event.
+///
+/// A global event at time `g` runs with every LP stopped where every LP event at or before
+/// `g` has run and none after `g` has (on every executor: the sequential one, the conservative
+/// ones at a barrier of every worker, Time Warp once GVT has passed `g` and before any LP event
+/// after `g` runs). What it changes is therefore seen by every LP event after `g`, and by
+/// nothing before, on every executor alike.
+///
+/// Keys: an event a global handler sends gets the key `(g + delay, ENGINE_SENDER, c)`
+/// ([`ENGINE_SENDER`](crate::event::ENGINE_SENDER) as sender, `c` the next value of the
+/// global-event queue's counter, taken in the order of the `send` calls and before the global
+/// events the handler schedules): a key no LP ever gives (LPs send under their own ids), the
+/// same under every executor, and kept by checkpoints with the queue. Among LP events at one
+/// time it sorts after those LPs sent. A global event at `g` runs after every LP event at or
+/// before `g`, those other global events sent at `g` included.
 pub struct GlobalCtx<'a, M: Model + ?Sized> {
     pub(crate) now: Time,
     pub(crate) lps: LpId,
-    pub(crate) states: &'a dyn LpStates<M::State>,
+    pub(crate) states: &'a mut dyn LpStates<M::State>,
     pub(crate) stats: &'a mut ModelStats,
     pub(crate) series: &'a mut ModelSeries,
     pub(crate) scheduled: &'a mut Vec<Time>,
+    /// The handler's sends: (destination, delay, payload), checked and keyed when it returns.
+    pub(crate) sends: &'a mut Vec<(LpId, Time, M::Event)>,
 }
 
 /// Time series recorded by global events: name -> (time, value) points in time order. They
@@ -180,15 +202,40 @@ impl<M: Model + ?Sized> GlobalCtx<'_, M> {
         self.lps
     }
 
-    /// LP `lp`'s state after every LP event at or before [`now`](GlobalCtx::now). Panics if
-    /// `lp` does not exist.
-    pub fn state(&self, lp: LpId) -> &M::State {
+    fn check_lp(&self, lp: LpId, what: &str) {
         assert!(
             lp < self.lps,
-            "global event read LP {lp}, but there are {} LPs",
+            "global event {what} LP {lp}, but there are {} LPs",
             self.lps
         );
+    }
+
+    /// LP `lp`'s state after every LP event at or before [`now`](GlobalCtx::now) (and what
+    /// this and earlier global events changed). Panics if `lp` does not exist.
+    pub fn state(&self, lp: LpId) -> &M::State {
+        self.check_lp(lp, "read");
         self.states.state(lp)
+    }
+
+    /// LP `lp`'s state, to change it. The change is the LP's state from this global event on:
+    /// every LP event after [`now`](GlobalCtx::now) sees it, under every executor (Time Warp
+    /// never rolls an LP back to before it). Panics if `lp` does not exist (a panic in a
+    /// global handler ends the run with [`SimError::Panic`](crate::SimError::Panic)).
+    pub fn state_mut(&mut self, lp: LpId) -> &mut M::State {
+        self.check_lp(lp, "changed");
+        self.states.state_mut(lp)
+    }
+
+    /// Sends `payload` to LP `dst`, to arrive at `now() + delay`, like an LP's send but from
+    /// no LP (its key: see [`GlobalCtx`]). The delay must be finite and > 0, and
+    /// `now() + delay` must be later than `now()` in floating point: an event at `now()`
+    /// itself would be an LP event at the global event's time that runs after it, while every
+    /// LP event at that time has run before it. No lookahead or declared link applies (the
+    /// event is placed directly into its destination's pending events while every LP is
+    /// stopped). A bad destination or delay ends the run with a
+    /// [`SimError::Model`](crate::SimError::Model) after the handler returns.
+    pub fn send(&mut self, dst: LpId, delay: Time, payload: M::Event) {
+        self.sends.push((dst, delay, payload));
     }
 
     /// The model's statistics; what is added here appears in the report's `model_stats`.

@@ -25,6 +25,8 @@ pub(super) fn random(draw: &mut Draw, flags: &mut Flags) {
     }
     if draw.chance(0.4) {
         flags.set("global-period", draw.pick(&["1", "2.5", "7"]));
+        // Global events that change states and send LP events, half the time.
+        flags.set("global-writes", draw.chance(0.5));
     }
     flags.set("end", draw.int(5, 40));
 }

@@ -445,6 +445,9 @@ model_spec! {
         hot_work: u32,
         /// Period of the global events; 0 = none [default: 0].
         global_period: f64,
+        /// The global events also change LP states and send LP events: true or false
+        /// [default: false].
+        global_writes: bool,
         /// Seed of the random topology [default: 1].
         topology_seed: u64,
     }

@@ -24,7 +24,7 @@ const EXPECTED_REFUSALS: &[(&str, &str)] = &[
         "null-message: a cycle of zero-lookahead links between workers",
     ),
     (
-        "this model has global events, which read every LP's state",
+        "this model has global events, which read and may change every LP's state",
         "--procs or MPI ranks: a model with global events",
     ),
 ];

@@ -1,17 +1,30 @@
 //! Global events (seed 001 §2.2.3): events outside any LP, kept in their own small queue and run
-//! at a safe point where every LP event before them has run and no later one has.
+//! at a safe point where every LP event before them has run and no later one has, with every LP
+//! stopped. A handler may read and change every LP's state and send LP events.
 //!
-//! Their keys use [`ENGINE_SENDER`] as sender and a counter of their own, so a global event at
-//! time `g` orders after every LP event at `g` (zero-delay cascades included) and before any
+//! Their keys use [`ENGINE_SENDER`] as sender and a counter of their own; they order global
+//! events among themselves. Against LP events only times count: a global event at time `g`
+//! runs after every LP event at or before `g` (zero-delay cascades and events other global
+//! events sent at `g` included: the executors' caps lie above every key at `g`) and before any
 //! LP event after `g`. A global event runs only while an LP event is pending after it and never
 //! at or after the end time, so a periodic statistic cannot keep an otherwise finished run alive.
+//!
+//! **Sends.** An LP event a handler sends gets the key `(g + delay, ENGINE_SENDER, c)`, `c`
+//! the queue's counter (the one global events' keys take: one counter, so keys never repeat,
+//! and a checkpoint that keeps the queue keeps it). The delay must be > 0 and `g + delay > g`:
+//! the safe point at `g` is "every LP event at or before `g` has run", which an event at `g`
+//! sent after it would break (and under Time Warp GVT has passed `g` when the global event runs:
+//! an event at `g` would be below GVT). Since a sent event at `s` must run before any global
+//! event at or after `s`, [`GlobalQueue::run_before`] lowers its bound to the earliest time
+//! sent and stops there; the caller puts the sent events into their owners' pending sets
+//! before any LP event runs, and comes back to the queue at its next safe point.
 
 use std::cmp::Reverse;
 use std::collections::BinaryHeap;
 use std::panic::{catch_unwind, AssertUnwindSafe};
 
 use crate::error::{guard, panic_message, ModelError, Setting, SimError};
-use crate::event::{EventKey, ENGINE_SENDER};
+use crate::event::{Event, EventKey, ENGINE_SENDER};
 use crate::model::{GlobalCtx, LpId, LpStates, Model, ModelStats, Time};
 
 /// The pending global events and the statistics their handlers wrote.
@@ -131,16 +144,22 @@ impl GlobalQueue {
     }
 
     /// Runs, in key order, every global event with time `< before` and `< end` (`before` is the
-    /// time of the earliest pending LP event). Every LP must be quiescent.
+    /// time of the earliest pending LP event). Every LP must be stopped. The LP events the
+    /// handlers send are appended to `sent` (keyed; the caller delivers them to their
+    /// destinations' pending sets before any LP event runs); the first one lowers `before` to
+    /// its time, so no global event at or after an event sent runs before it.
     pub(crate) fn run_before<M: Model>(
         &mut self,
         model: &M,
         lps: LpId,
-        states: &dyn LpStates<M::State>,
+        states: &mut dyn LpStates<M::State>,
         before: Time,
         end: Time,
+        sent: &mut Vec<Event<M::Event>>,
     ) -> Result<(), SimError> {
+        let mut before = before;
         let mut scheduled = Vec::new();
+        let mut sends = Vec::new();
         while let Some(k) = self.next_key() {
             if !(k.time < before && k.time < end) {
                 break;
@@ -154,10 +173,11 @@ impl GlobalQueue {
                 let mut ctx = GlobalCtx::<M> {
                     now,
                     lps,
-                    states,
+                    states: &mut *states,
                     stats: &mut self.stats,
                     series: &mut self.series,
                     scheduled: &mut scheduled,
+                    sends: &mut sends,
                 };
                 model.on_global(&mut ctx);
             }));
@@ -167,6 +187,35 @@ impl GlobalQueue {
                     time: now,
                     message: panic_message(payload.as_ref()),
                 });
+            }
+            for (dst, d, payload) in sends.drain(..) {
+                let t = now + d + 0.0;
+                let problem = if dst >= lps {
+                    Some(format!(
+                        "a global event sent to LP {dst}, but there are {lps} LPs"
+                    ))
+                } else if !(d > 0.0 && t.is_finite() && t > now) {
+                    Some(format!(
+                        "a global event sent an LP event with delay {d}; it must be finite and > 0 (and now + delay > now)"
+                    ))
+                } else {
+                    None
+                };
+                if let Some(message) = problem {
+                    return Err(SimError::Model(ModelError {
+                        lp: ENGINE_SENDER,
+                        time: now,
+                        message,
+                    }));
+                }
+                let key = EventKey {
+                    time: t,
+                    seq: self.seq,
+                    src: ENGINE_SENDER,
+                };
+                self.seq += 1;
+                sent.push(Event::new(key, dst, payload));
+                before = before.min(t);
             }
             for d in scheduled.drain(..) {
                 let t = now + d + 0.0;

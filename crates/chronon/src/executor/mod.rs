@@ -337,4 +337,7 @@ impl<S> LpStates<S> for Vec<LpSlot<S>> {
     fn state(&self, lp: LpId) -> &S {
         &self[lp as usize].state
     }
+    fn state_mut(&mut self, lp: LpId) -> &mut S {
+        &mut self[lp as usize].state
+    }
 }

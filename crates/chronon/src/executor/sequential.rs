@@ -61,7 +61,16 @@ fn run_with<M: Model, Q: PendingSet<Event<M::Event>>>(
             let now = ev.time;
             if !globals.is_empty() && globals.next_time(end) < now {
                 // Global events before this LP event run first (every LP is quiescent here).
-                globals.run_before(model, n, &lps, now, end)?;
+                globals.run_before(model, n, &mut lps, now, end, &mut out)?;
+                if !out.is_empty() {
+                    // They sent LP events (after the global events' time, maybe before this
+                    // one's): pop again.
+                    for e in out.drain(..) {
+                        queue.push(e);
+                    }
+                    queue.push(ev);
+                    continue;
+                }
             }
             if now >= end {
                 queue.push(ev);

@@ -30,7 +30,7 @@ pub(crate) fn across_parts<M: Model, F: Family<M>>(
     }
     let globals = guard("Model::global_events", None, || model.global_events())?;
     if !globals.is_empty() {
-        return Err(SimError::config(across, format!("this model has global events, which read every LP's state; no part holds every LP's state in a run across {what}, so it cannot run with {count} (run it with $threads)")));
+        return Err(SimError::config(across, format!("this model has global events, which read and may change every LP's state; no part holds every LP's state in a run across {what}, so it cannot run with {count} yet (run it with $threads)")));
     }
     family.refuse_across(model, cfg, across, parts)?;
     Ok(format!(

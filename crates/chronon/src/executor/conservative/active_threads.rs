@@ -185,7 +185,7 @@ fn lock_step<M: Model, Q>(ctl: &Control<'_, M, Q>, bound: Bound) -> Partial {
 
 /// The coordinator's loop: SafeTime from the last lock-step's partial, global events at the
 /// safe place, one lock-step. Returns whether the run was stopped.
-fn coordinate<M: Model, Q>(
+fn coordinate<M: Model, Q: PendingSet<Event<M::Event>>>(
     ctl: &Control<'_, M, Q>,
     cfg: &RunConfig,
     globals: &mut GlobalQueue,
@@ -211,23 +211,31 @@ fn coordinate<M: Model, Q>(
         let t_min = heads.gst.map_or(Time::INFINITY, |k| k.time);
         if g < t_min && g < end && t_min.is_finite() {
             // The safe place: every LP event before `t_min` has run, none after it has.
-            let guards: Vec<_> = ctl
+            let mut guards: Vec<_> = ctl
                 .pieces
                 .iter()
                 .map(|p| p.lock().unwrap_or_else(|p| p.into_inner()))
                 .collect();
-            let all: Vec<&[MUnit<M, Q>]> = guards.iter().map(|g| &g[..]).collect();
+            let mut all: Vec<&mut [MUnit<M, Q>]> = guards.iter_mut().map(|g| &mut g[..]).collect();
             let per = all.first().map_or(1, |p| p.len().max(1));
-            let states = lp_step::States { pieces: &all, per };
-            if let Err(e) = globals.run_before(ctl.model, ctl.lps, &states, t_min, end) {
+            let mut states = lp_step::States {
+                pieces: &mut all,
+                per,
+            };
+            let mut sent = Vec::new();
+            if let Err(e) =
+                globals.run_before(ctl.model, ctl.lps, &mut states, t_min, end, &mut sent)
+            {
                 return (false, Err(e));
             }
+            // LP events the global events sent: pending now, so in GST and InClock.
+            states.deliver(sent, ctl.la_out, &mut heads);
             g = globals.next_time(end);
         }
         let Some(gst) = heads.gst else {
             return (false, Ok(()));
         };
-        if t_min >= end || t_min.is_nan() {
+        if gst.time >= end || gst.time.is_nan() {
             return (false, Ok(()));
         }
         bound = Bound {

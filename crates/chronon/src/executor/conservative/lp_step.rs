@@ -114,7 +114,7 @@ impl Partial {
 
     /// Counts `key` as pending on an LP whose smallest out-lookahead is `la`.
     #[inline]
-    fn pending(&mut self, key: EventKey, la: Time) {
+    pub(super) fn pending(&mut self, key: EventKey, la: Time) {
         if self.gst.is_none_or(|m| key < m) {
             self.gst = Some(key);
         }
@@ -191,16 +191,39 @@ pub(super) fn init_units<M: Model, Q: PendingSet<Event<M::Event>>>(
     Ok(units)
 }
 
-/// The states of LPs held as consecutive pieces of `per` LPs (the last may be shorter).
-pub(super) struct States<'a, S, P, Q> {
-    pub(super) pieces: &'a [&'a [Unit<S, P, Q>]],
+/// The LPs held as consecutive pieces of `per` LPs (the last may be shorter), as global events
+/// see them at the safe place (every LP quiescent).
+pub(super) struct States<'a, 'b, S, P, Q> {
+    pub(super) pieces: &'a mut [&'b mut [Unit<S, P, Q>]],
     pub(super) per: usize,
 }
 
-impl<S, P, Q> LpStates<S> for States<'_, S, P, Q> {
+impl<S, P, Q> States<'_, '_, S, P, Q> {
+    fn unit(&mut self, lp: LpId) -> &mut Unit<S, P, Q> {
+        let i = lp as usize;
+        &mut self.pieces[i / self.per][i % self.per]
+    }
+}
+
+impl<S, P, Q: PendingSet<Event<P>>> States<'_, '_, S, P, Q> {
+    /// Hands the LP events that global events sent to their LPs' pending sets and adds their
+    /// keys to `heads`, the partial the next lock-step's SafeTime comes from.
+    pub(super) fn deliver(&mut self, sent: Vec<Event<P>>, la_out: &[Time], heads: &mut Partial) {
+        for e in sent {
+            heads.pending(e.key(), la_out[e.dst as usize]);
+            self.unit(e.dst).queue.push(e);
+        }
+    }
+}
+
+impl<S, P, Q> LpStates<S> for States<'_, '_, S, P, Q> {
     fn state(&self, lp: LpId) -> &S {
         let i = lp as usize;
         &self.pieces[i / self.per][i % self.per].slot.state
+    }
+
+    fn state_mut(&mut self, lp: LpId) -> &mut S {
+        &mut self.unit(lp).slot.state
     }
 }
 

@@ -64,7 +64,7 @@ impl<S> LpTable<S> {
     }
 }
 
-/// Read access to every state, for global events at a safe point.
+/// Access to every state, for global events at a safe point.
 pub(crate) struct AllStates<'a, S>(pub &'a LpTable<S>);
 
 impl<S> LpStates<S> for AllStates<'_, S> {
@@ -73,5 +73,12 @@ impl<S> LpStates<S> for AllStates<'_, S> {
         // a barrier (or rendezvous) whose crossing orders its earlier writes before this read
         // and this read before its later writes.
         unsafe { &(*self.0.slots[lp as usize].get()).state }
+    }
+
+    fn state_mut(&mut self, lp: LpId) -> &mut S {
+        // Safety: as for `state`: at a safe point this thread is the only one touching any
+        // slot, and the returned reference borrows `self` mutably, so no other reference made
+        // through this view is live while it is.
+        unsafe { &mut (*self.0.slots[lp as usize].get()).state }
     }
 }

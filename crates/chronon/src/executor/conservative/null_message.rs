@@ -14,7 +14,11 @@
 //! deadlocks (seed 001 §2.2.1) and equal-time cascades across workers would need key-level
 //! channel clocks, so such links are rejected before the run starts, naming the cycle (or the
 //! link). Global events run at a rendezvous: every worker has executed everything up to the
-//! event and can receive nothing more before it.
+//! event and can receive nothing more before it. A global event at `g` may send an LP event
+//! to any worker at any time after `g`, which that worker takes into its pending set on
+//! leaving the rendezvous; so, while a global event at `g` is pending, a worker's null
+//! messages promise at most `g` + the link's lookahead (its bound is `min(earliest pending,
+//! InClock, g)`): what such an event makes it send is later than `g` + lookahead.
 
 use std::sync::atomic::Ordering::SeqCst;
 use std::time::Instant;
@@ -108,7 +112,7 @@ pub(crate) fn run<M: Model, Q: PendingSet<Event<M::Event>>, X: Endpoint<M::Event
         //    min(earliest pending, InClock) + lookahead, and announcing it now lets the
         //    neighbours run while this worker executes (no leapfrogging).
         let head_t = w.head().map_or(f64::INFINITY, |k| k.time);
-        raise(w, &outs, &mut sent, head_t.min(in_clock));
+        raise(w, &outs, &mut sent, head_t.min(in_clock).min(next_global));
         // 3. Execute below InClock.
         let cap = sh.cap(next_global);
         w.stats.sync_s += t0.elapsed().as_secs_f64();
@@ -135,7 +139,7 @@ pub(crate) fn run<M: Model, Q: PendingSet<Event<M::Event>>, X: Endpoint<M::Event
         let head = w.head();
         let head_t = head.map_or(f64::INFINITY, |k| k.time);
         let lb = head_t.min(in_clock);
-        raise(w, &outs, &mut sent, lb);
+        raise(w, &outs, &mut sent, lb.min(next_global));
         if me == 0 {
             sh.cfg.progress.set_now(lb.min(end));
         }
@@ -217,7 +221,7 @@ fn rendezvous<M: Model, Q: PendingSet<Event<M::Event>>, X: Endpoint<M::Event>>(
         let t_min = snap.lbts();
         let next = if t_min.is_finite() {
             match sh.run_globals(t_min) {
-                Ok(n) => n,
+                Ok((n, _)) => n,
                 Err(e) => {
                     sh.record_error(e);
                     ep.abort();
@@ -230,5 +234,8 @@ fn rendezvous<M: Model, Q: PendingSet<Event<M::Event>>, X: Endpoint<M::Event>>(
         sh.global_next.store(next.to_bits(), SeqCst);
     });
     w.stats.wait_s += tw.elapsed().as_secs_f64();
+    // What the global events sent to this worker's LPs, before it raises a channel or runs
+    // anything.
+    w.take_global_sends();
     f64::from_bits(sh.global_next.load(SeqCst))
 }

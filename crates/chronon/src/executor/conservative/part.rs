@@ -117,6 +117,8 @@ pub(crate) fn set_up<'a, M: Model, Q: PendingSet<Event<M::Event>>>(
         global_next: AtomicU64::new(first_global.to_bits()),
         balance,
         leftover: Mutex::new(Vec::new()),
+        global_sent: std::sync::atomic::AtomicBool::new(false),
+        global_sends: (0..workers).map(|_| Mutex::new(Vec::new())).collect(),
     };
     Ok(Part {
         shared,

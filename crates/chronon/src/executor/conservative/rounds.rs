@@ -9,7 +9,9 @@
 //!    publishes before the next barrier; sends only add events later than every bound);
 //! 3. if the snapshot carries a flag, everyone leaves; if a global event is due before the
 //!    earliest LP event, worker 0 runs it while the others wait at a second barrier (the safe
-//!    place of seed 001 §2.2.3);
+//!    place of seed 001 §2.2.3); after that barrier every worker takes the LP events the global
+//!    events sent to its LPs into its pending set, and if there were any, the round ends here
+//!    (the snapshot's bounds do not cover them: the next round publishes them);
 //! 4. **execute** every event below the worker's bound (and the globally smallest one);
 //!    With load balancing (window only), each worker then claims shared LPs by atomic index
 //!    and runs their events below the same bound (`balance.rs`, README "Load balancing");
@@ -75,7 +77,16 @@ pub(crate) fn run<M: Model, Q: PendingSet<Event<M::Event>>, X: Endpoint<M::Event
         let mut g = snap.workers[0].published.aux;
         if g < t_min && g < end && t_min.is_finite() {
             match safe_place(w, t_min, &mut failed) {
-                Some(next) => g = next,
+                Some((next, false)) => g = next,
+                Some((_, true)) => {
+                    // The global events sent LP events, maybe before `t_min` and below this
+                    // round's bounds: run nothing this round; the next one publishes them.
+                    if !w.ep.round_end() {
+                        outcome.stopped = true;
+                        break;
+                    }
+                    continue;
+                }
                 None => {
                     outcome.stopped = true;
                     break;
@@ -184,33 +195,39 @@ fn receive<M: Model, Q: PendingSet<Event<M::Event>>, X: Endpoint<M::Event>>(
 
 /// Step 3 of a round, at the safe place (every LP event before `t_min` has run, none after
 /// it has): worker 0 runs the global events before `t_min` while the others wait at a
-/// barrier. Returns the next global event's time (`-inf`: a global event failed, and
-/// `failed` is set on worker 0), or `None` when the barrier was aborted.
+/// barrier; after it every worker takes the LP events they sent to its LPs. Returns the next
+/// global event's time (`-inf`: a global event failed, and `failed` is set on worker 0) and
+/// whether the global events sent anything, or `None` when the barrier was aborted.
 fn safe_place<M: Model, Q: PendingSet<Event<M::Event>>, X: Endpoint<M::Event>>(
     w: &mut Worker<'_, '_, M, Q, X>,
     t_min: f64,
     failed: &mut bool,
-) -> Option<f64> {
+) -> Option<(f64, bool)> {
     let sh = w.sh;
     if w.me == 0 {
-        let next = match sh.run_globals(t_min) {
-            Ok(next) => next,
+        let (next, sent) = match sh.run_globals(t_min) {
+            Ok(r) => r,
             Err(e) => {
                 sh.record_error(e);
                 *failed = true;
-                f64::NEG_INFINITY
+                (f64::NEG_INFINITY, false)
             }
         };
-        // Ordering: the barrier below publishes it.
+        // Ordering: the barrier below publishes both.
         sh.global_next.store(next.to_bits(), Ordering::Relaxed);
+        sh.global_sent.store(sent, Ordering::Relaxed);
     }
     let tw = Instant::now();
     if !w.ep.barrier() {
         return None;
     }
     w.stats.wait_s += tw.elapsed().as_secs_f64();
-    // Ordering: written before the barrier above.
-    Some(f64::from_bits(sh.global_next.load(Ordering::Relaxed)))
+    // Ordering: written before the barrier above (the sends under their mutexes too).
+    let sent = sh.global_sent.load(Ordering::Relaxed);
+    if sent {
+        w.take_global_sends();
+    }
+    Some((f64::from_bits(sh.global_next.load(Ordering::Relaxed)), sent))
 }
 
 /// Load balancing's figures on one worker: shared LPs it ran events of, those of them the

@@ -1,7 +1,7 @@
 //! What every worker of a conservative run shares: the LP table, links and lookaheads, the
 //! global-event queue, the first error; and each worker's figures.
 
-use std::sync::atomic::AtomicU64;
+use std::sync::atomic::{AtomicBool, AtomicU64};
 use std::sync::Mutex;
 
 use super::balance::Balance;
@@ -51,11 +51,18 @@ pub(crate) struct Shared<'a, M: Model> {
     /// The next global event's time after the last safe point (bits; written by the thread
     /// that ran the global events, before the barrier or rendezvous that ends the safe point).
     pub global_next: AtomicU64,
+    /// Whether the global events of the last safe point sent LP events (written and read as
+    /// `global_next` is).
+    pub global_sent: AtomicBool,
     /// Window load balancing: the shared LP sets (`None`: every LP is dedicated).
     pub balance: Option<Balance<M::Event>>,
     /// A run that ends at a checkpoint's cut: the workers' pending events, handed over when
     /// they stop.
     pub leftover: Mutex<Vec<crate::event::Event<M::Event>>>,
+    /// Per worker (of the whole run): the LP events the global events of the last safe point
+    /// sent to its LPs, which it takes into its pending set before it runs anything
+    /// ([`Worker::take_global_sends`](super::Worker::take_global_sends)).
+    pub global_sends: Vec<Mutex<Vec<crate::event::Event<M::Event>>>>,
 }
 
 impl<M: Model> std::fmt::Debug for Shared<'_, M> {
@@ -97,22 +104,45 @@ impl<M: Model> Shared<'_, M> {
         cap_key(next_global, self.cfg.end)
     }
 
-    /// Runs the global events before `before` (every worker must be quiescent).
-    pub(crate) fn run_globals(&self, before: Time) -> Result<Time, SimError> {
+    /// Runs the global events before `before` (every worker must be stopped at the safe
+    /// point) and routes the LP events they sent: a shared LP's into its set, the others into
+    /// their owner's [`global_sends`](Self::global_sends). Returns the next global event's
+    /// time and whether anything was sent (then the workers' last snapshot does not cover
+    /// every pending event any more).
+    pub(crate) fn run_globals(&self, before: Time) -> Result<(Time, bool), SimError> {
         let mut g = self.globals.lock().unwrap_or_else(|p| p.into_inner());
-        let view = lp_table::AllStates(&self.lps);
-        g.run_before(self.model, self.cfg.lps, &view, before, self.cfg.end)?;
-        Ok(g.next_time(self.cfg.end))
+        let mut view = lp_table::AllStates(&self.lps);
+        let mut sent = Vec::new();
+        g.run_before(
+            self.model,
+            self.cfg.lps,
+            &mut view,
+            before,
+            self.cfg.end,
+            &mut sent,
+        )?;
+        let any = !sent.is_empty();
+        for e in sent {
+            match &self.balance {
+                Some(b) if b.is_shared(e.dst) => b.push(e),
+                _ => self.global_sends[self.owner[e.dst as usize] as usize]
+                    .lock()
+                    .unwrap_or_else(|p| p.into_inner())
+                    .push(e),
+            }
+        }
+        Ok((g.next_time(self.cfg.end), any))
     }
 }
 
-/// The key below which nothing may run: the next global event `g` (under its engine key, so
-/// LP events at time `g` still run before it), or the end time.
+/// The key below which nothing may run: the next global event `g` (above every LP event's key
+/// at time `g`, so they all still run before it: those global events sent at `g` too, whose
+/// sender is [`ENGINE_SENDER`] with any counter), or the end time.
 pub(crate) fn cap_key(g: Time, end: Time) -> EventKey {
     if g < end {
         EventKey {
             time: g,
-            seq: 0,
+            seq: u64::MAX,
             src: ENGINE_SENDER,
         }
     } else {

@@ -107,16 +107,20 @@ pub(super) fn run<M: Model, Q: PendingSet<Event<M::Event>> + Send>(
         let t_min = heads.gst.map_or(Time::INFINITY, |k| k.time);
         if g < t_min && g < end && t_min.is_finite() {
             // The safe place: every LP event before `t_min` has run, none after it has.
-            let all = [&units[..]];
-            let states = lp_step::States {
-                pieces: &all,
-                per: units.len().max(1),
+            let per = units.len().max(1);
+            let mut all = [&mut units[..]];
+            let mut states = lp_step::States {
+                pieces: &mut all,
+                per,
             };
-            globals.run_before(model, cfg.lps, &states, t_min, end)?;
+            let mut sent = Vec::new();
+            globals.run_before(model, cfg.lps, &mut states, t_min, end, &mut sent)?;
+            // LP events the global events sent: pending now, so in GST and InClock.
+            states.deliver(sent, &la_out, &mut heads);
             g = globals.next_time(end);
         }
         let Some(gst) = heads.gst else { break };
-        if t_min >= end || t_min.is_nan() {
+        if gst.time >= end || gst.time.is_nan() {
             break;
         }
         step.below = heads.in_clock;

@@ -262,6 +262,20 @@ impl<'s, 'a, M: Model, Q: PendingSet<Event<M::Event>>, X: Endpoint<M::Event>>
         Ok(())
     }
 
+    /// Takes into the pending set the LP events that the global events of the last safe point
+    /// sent to this worker's LPs ([`Shared::run_globals`]); every worker calls it after the
+    /// barrier (or rendezvous) that ends the safe point, before it runs anything.
+    pub(crate) fn take_global_sends(&mut self) {
+        let mine = std::mem::take(
+            &mut *self.sh.global_sends[self.me]
+                .lock()
+                .unwrap_or_else(|p| p.into_inner()),
+        );
+        for e in mine {
+            self.queue.push(e);
+        }
+    }
+
     /// Sends every outgoing batch (one per destination worker) through the transport.
     pub(crate) fn flush(&mut self) {
         for w in 0..self.outbox.len() {

@@ -161,6 +161,27 @@ impl<M: Model, Q: PendingSet<TwEvent<M::Event>>> Worker<'_, '_, M, Q> {
         self.census.checkpoints += 1;
     }
 
+    /// Copy state saving: a checkpoint of LP `li` as it is now, replacing one at the same
+    /// event number: a global event changed the state (global.rs), so no rollback may restore
+    /// an older checkpoint and coast forward from it (that would lose the change).
+    pub(super) fn checkpoint_changed(&mut self, li: usize) {
+        let cold = &mut self.cold[li];
+        let at = self.lps[li].next();
+        if cold.checkpoints.back().is_some_and(|c| c.at == at) {
+            cold.checkpoints.pop_back();
+            self.census.checkpoints -= 1;
+        }
+        debug_assert!(cold.checkpoints.back().is_none_or(|c| c.at < at));
+        let lp = &self.lps[li];
+        cold.checkpoints.push_back(Checkpoint {
+            at,
+            state: lp.state.clone(),
+            meta: lp.meta,
+        });
+        self.stats.checkpoints += 1;
+        self.census.checkpoints += 1;
+    }
+
     /// What comes after an event's handler: checks, the record with its sends and counter
     /// deltas (taken from `self.scratch.out`, `self.scratch.deltas`, `self.scratch.err`), and the sends themselves.
     /// `meta` and `before` are the LP's bookkeeping and (for `--check-reverse`) state before.

@@ -18,12 +18,16 @@ impl<'s, 'a, M: Model, Q: PendingSet<TwEvent<M::Event>>> Worker<'s, 'a, M, Q> {
     /// Reports this worker's local minimum in GVT round `r` (the mailbox was just drained).
     pub(super) fn report_gvt(&mut self, r: u64) {
         let sh = self.sh;
-        // Suspended events are unprocessed: they hold GVT back like pending ones.
+        // Suspended events are unprocessed: they hold GVT back like pending ones. Until this
+        // worker has left the phase of the next global event `g`, its report is at most the
+        // smallest time after `g`: the phase may send events after `g` to any worker, one
+        // that already reported in this round included (global.rs, "GVT").
         let pending = self
             .queue
             .peek()
             .map_or(f64::INFINITY, |e| e.time)
-            .min(self.preempt.suspended_min());
+            .min(self.preempt.suspended_min())
+            .min(self.round.global_next.next_up());
         let local_min = self.round.report(r, pending);
         self.update_memory();
         self.stats.reports += 1;

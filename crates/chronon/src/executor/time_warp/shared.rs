@@ -58,7 +58,7 @@ pub(super) struct Shared<'a, M: Model> {
     pub(super) wires: WiresBox<'a, M::Event>,
     pub(super) gvt: GvtRegisters,
     /// The model's global events and the phase that runs them (global.rs).
-    pub(super) globals: Globals<M::State>,
+    pub(super) globals: Globals<M::State, M::Event>,
     pub(super) abort: AtomicBool,
     pub(super) error: Mutex<Option<SimError>>,
     /// Per worker: dynamic bytes counted, the history part of them, history records held.
