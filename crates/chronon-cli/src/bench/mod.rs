@@ -11,6 +11,7 @@ mod phold;
 mod queue;
 #[cfg(feature = "models")]
 mod refcount;
+#[cfg(feature = "models")]
 mod refcount_campus;
 #[cfg(feature = "models")]
 mod tsc;
