@@ -54,8 +54,8 @@ pub(crate) fn executor_flags(
         // Preemptive Time Warp (seed 003): events in contexts, a few suspended per worker;
         // with ticks that always run (alpha -0.99), which preempt by interrupt in this binary
         // (it installs chronon::PlatformAlloc): a handler is switched off between any two
-        // instructions of its own code.
-        if d.chance(0.3) {
+        // instructions of its own code. Not over MPI ranks, which refuse --preempt.
+        if !over_ranks && d.chance(0.3) {
             f.0.push("--preempt".to_string());
             if d.chance(0.4) {
                 f.set("max-suspended", d.int(1, 4));
