@@ -211,6 +211,11 @@ impl<'s, R> Context<'s, R> {
         }
     }
 
+    /// Whether the context's last switch came from a tick's interrupt.
+    pub(crate) fn interrupted(&self) -> bool {
+        self.interrupted
+    }
+
     /// Whether the context ran before (it is suspended, not new).
     pub(crate) fn started(&self) -> bool {
         self.co.as_ref().is_some_and(|c| c.started())

@@ -158,7 +158,6 @@ impl<'s, M: Model, Q: PendingSet<TwEvent<M::Event>>> Worker<'s, '_, M, Q> {
         self.resume_job(Job {
             ctx,
             parts,
-            interrupted: false,
             ev,
             li,
             meta,
@@ -195,7 +194,6 @@ impl<'s, M: Model, Q: PendingSet<TwEvent<M::Event>>> Worker<'s, '_, M, Q> {
             Step::Suspended { interrupted } => {
                 self.preempt.stats.preemptions += 1;
                 self.preempt.stats.interrupts += u64::from(interrupted);
-                job.interrupted = interrupted;
                 // While ticks run, a check happens only when a tick made it due (`Flag::
                 // take_tick`), and only this thread turns them on or off (`tick_rule`, in
                 // platform mode): the timer's state now is the one the check saw.
@@ -248,7 +246,7 @@ impl<'s, M: Model, Q: PendingSet<TwEvent<M::Event>>> Worker<'s, '_, M, Q> {
     /// restores it itself.
     fn discard_job(&mut self, job: Job<'s, M>, restore: bool) -> Result<(), SimError> {
         self.preempt.stats.discarded += 1;
-        self.preempt.stats.interrupts_dropped += u64::from(job.interrupted);
+        self.preempt.stats.interrupts_dropped += u64::from(job.ctx.interrupted());
         self.preempt.stacks.put(job.ctx.discard());
         drop(job.parts);
         let ev = Rc::try_unwrap(job.ev)

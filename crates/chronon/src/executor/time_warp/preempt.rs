@@ -51,8 +51,6 @@ pub(super) struct Job<'s, M: Model> {
     /// What the context works on, owned here rather than on the context's stack, so that a
     /// context a tick switched off (dropped without unwinding) leaks none of it.
     pub(super) parts: PartsBox<M::State, M::Event>,
-    /// Whether the context's last switch came from a tick's interrupt.
-    pub(super) interrupted: bool,
     pub(super) ev: Rc<TwEvent<M::Event>>,
     pub(super) li: usize,
     pub(super) meta: LpMeta,
