@@ -237,9 +237,9 @@ impl Model for PyModel {
     }
 
     fn on_event(&self, state: &mut PyState, event: &PyEvent, ctx: &mut Ctx<'_, Self>) {
-        // The interpreter is platform code to the engine: its locks and thread state must
-        // never be switched off the CPU by a tick (ticks stay cooperative for Python handlers:
-        // a check at each call into `ctx`).
+        // The interpreter is platform code to the engine: its locks and thread state (frames
+        // on this C stack) must never be switched off the CPU, so a Python handler runs whole
+        // (its calls into `ctx` return to platform mode and check nothing).
         chronon::platform_mode(|| self.on_event_py(state, event, ctx))
     }
 

@@ -125,6 +125,15 @@ fn set_armed(a: Armed) {
     ARMED.with(|c| c.set(a));
 }
 
+/// Whether the engine call now ending returns to application mode: the call's own platform
+/// mode is the only one on the thread. A call nested in platform mode (a handler inside
+/// [`platform_mode`], a Python handler) returns to platform code, which is never switched off
+/// the CPU (seed 003's `try_leave_platform_mode` checks only on the way out to the model).
+#[inline(always)]
+pub(crate) fn returns_to_application() -> bool {
+    PLATFORM.with(Cell::get) <= 1
+}
+
 /// Runs `f` in platform mode: a tick switches nothing while it runs. For model code that must
 /// not be interrupted by a switch: code that holds a lock of its own, prints, or borrows a
 /// `RefCell` shared with other events (preempt/README.md, "What a preemptible handler must not

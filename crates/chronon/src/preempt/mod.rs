@@ -120,6 +120,10 @@ impl<'y, R: BhMin + ?Sized> Switch<'y, R> {
 impl<R: BhMin + ?Sized> PlatformReturn for Switch<'_, R> {
     #[inline]
     fn platform_return(&self, now: Time) {
+        if !interrupt::returns_to_application() {
+            // Back into platform code, not the model's: nothing may switch it out.
+            return;
+        }
         self.returns.set(self.returns.get() + 1);
         if let Some(t) = self.ticks {
             // Ticks on: the register is read only once a tick has come since the last check

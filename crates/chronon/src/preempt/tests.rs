@@ -56,6 +56,28 @@ fn a_context_suspends_at_a_platform_return_and_resumes_with_nothing_lost() {
 }
 
 #[test]
+fn a_nested_engine_call_never_switches() {
+    // An engine call inside platform mode (a handler's `platform_mode(f)`, a Python handler)
+    // returns to platform code: even with something earlier waiting, it runs to its end.
+    let reg = Reg(Cell::new(1.0));
+    let mut pool = StackPool::default();
+    let mut ctx = Context::new(pool.get().unwrap(), |y| {
+        let sw = Switch::new(&reg, y, None, 5.0);
+        super::platform_mode(|| {
+            for _ in 0..3 {
+                super::platform_mode(|| sw.platform_return(5.0));
+            }
+        });
+        7
+    });
+    match ctx.resume() {
+        Step::Done(v) => assert_eq!(v, 7),
+        Step::Suspended { .. } => panic!("a nested return switched"),
+    }
+    pool.put(ctx.into_stack());
+}
+
+#[test]
 fn a_discarded_context_drops_its_locals_once() {
     let live = Rc::new(Cell::new(0));
     let reg = Reg(Cell::new(0.0));
