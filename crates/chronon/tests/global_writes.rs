@@ -452,3 +452,205 @@ fn checkpoints_between_changing_global_events_restore_to_the_same_history() {
         std::fs::remove_dir_all(&dir).unwrap();
     }
 }
+
+/// Across worker processes: the run ends at a cut before each global event, which runs on the
+/// whole cut in the parent; every family commits the sequential history. One multi-process
+/// run per test (a worker process re-executes the test binary with `entry`, the test's name,
+/// and must reach the same run).
+#[cfg(all(target_os = "linux", not(chronon_loom)))]
+mod across_processes {
+    use super::*;
+
+    fn sim(m: &Shaken, exec: Executor) -> Simulation<Shaken> {
+        Simulation::new(m.clone())
+            .lps(m.lps)
+            .end_time(12.0)
+            .seed(3)
+            .executor(exec)
+    }
+
+    /// Runs `exec` over `procs` processes (`with`: more settings) and checks it against `seq`.
+    fn check(
+        entry: &str,
+        m: &Shaken,
+        procs: usize,
+        exec: Executor,
+        with: impl Fn(Simulation<Shaken>) -> Simulation<Shaken>,
+    ) -> Option<Report> {
+        let seq = (!chronon::is_worker_process()).then(|| sim(m, Executor::Sequential).run());
+        let r = with(sim(m, exec.clone()).serde_model())
+            .processes(procs)
+            .process_args([entry, "--exact", "--nocapture", "--test-threads=1"])
+            .run()
+            .unwrap_or_else(|e| panic!("{entry}: {e}"));
+        let seq = seq.expect("only the parent gets a report").unwrap();
+        assert!(seq.model_stats.get("calls").unwrap_or(0.0) >= 5.0);
+        assert!(seq.model_stats.get("bumps").unwrap_or(0.0) > 0.0);
+        same(&r, &seq, entry);
+        // A link ended at a cut for every global event run.
+        assert_eq!(
+            r.executor_stats.get("global_cuts"),
+            seq.executor_stats.get("global_events"),
+            "{entry}"
+        );
+        Some(seq)
+    }
+
+    #[test]
+    fn window_2_processes_2_threads() {
+        let c = ConservativeConfig::new(2);
+        check(
+            "across_processes::window_2_processes_2_threads",
+            &Shaken::new(12),
+            2,
+            Executor::Window(c),
+            |s| s,
+        );
+    }
+
+    #[test]
+    fn lockstep_3_processes() {
+        let c = ConservativeConfig::new(1);
+        check(
+            "across_processes::lockstep_3_processes",
+            &Shaken::new(12),
+            3,
+            Executor::Lockstep(c),
+            |s| s,
+        );
+    }
+
+    #[test]
+    fn null_message_2_processes_2_threads() {
+        let c = ConservativeConfig::new(2);
+        let m = Shaken {
+            zero_self: 0.0,
+            ..Shaken::new(12)
+        };
+        check(
+            "across_processes::null_message_2_processes_2_threads",
+            &m,
+            2,
+            Executor::NullMessage(c),
+            |s| s,
+        );
+    }
+
+    #[test]
+    fn time_warp_copy_2_processes_2_threads() {
+        let tw = TimeWarpConfig::new(2).state_saving(StateSaving::Copy);
+        check(
+            "across_processes::time_warp_copy_2_processes_2_threads",
+            &Shaken::new(12),
+            2,
+            Executor::TimeWarp(tw),
+            |s| s,
+        );
+    }
+
+    #[test]
+    fn time_warp_reverse_3_processes() {
+        let tw = TimeWarpConfig::new(1).state_saving(StateSaving::Reverse);
+        check(
+            "across_processes::time_warp_reverse_3_processes",
+            &Shaken::new(12),
+            3,
+            Executor::TimeWarp(tw),
+            |s| s,
+        );
+    }
+
+    #[test]
+    fn checkpoints_across_processes_keep_the_global_events_and_restore_anywhere() {
+        // Cuts at 3.0 (between global events) and 4.5 (a global event's time); the
+        // checkpoints hold the chain's global events, and restore on threads and in processes.
+        let entry = "across_processes::checkpoints_across_processes_keep_the_global_events_and_restore_anywhere";
+        let m = Shaken::new(10);
+        // The parent's process id names the directory in the worker processes too.
+        let parent = match chronon::is_worker_process() {
+            true => std::env::var("CHRONON_SHM_PARENT").unwrap(),
+            false => std::process::id().to_string(),
+        };
+        let dir = std::env::temp_dir().join(format!("chronon-gwp-{parent}"));
+        let exec = Executor::Window(ConservativeConfig::new(1));
+        let Some(seq) = check(entry, &m, 2, exec, |s| {
+            s.checkpoint_at(3.0, &dir).checkpoint_at(4.5, &dir)
+        }) else {
+            return;
+        };
+        let hidden: Vec<_> = std::fs::read_dir(&dir)
+            .unwrap()
+            .flatten()
+            .map(|e| e.file_name().to_string_lossy().into_owned())
+            .filter(|n| n.starts_with('.'))
+            .collect();
+        assert!(
+            hidden.is_empty(),
+            "cuts left in {}: {hidden:?}",
+            dir.display()
+        );
+        for cut in [3.0, 4.5] {
+            for (name, exec) in [
+                ("seq", Executor::Sequential),
+                ("timewarp", Executor::TimeWarp(TimeWarpConfig::new(2))),
+            ] {
+                let rest = sim(&m, exec)
+                    .restore(checkpoint_path(&dir, cut))
+                    .run()
+                    .unwrap_or_else(|e| panic!("{name} at {cut}: {e}"));
+                same(&rest, &seq, &format!("restored under {name} at {cut}"));
+            }
+        }
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    #[test]
+    fn without_serde_a_model_with_global_events_is_refused_in_one_line() {
+        let e = Simulation::new(Shaken::new(12))
+            .lps(12)
+            .end_time(12.0)
+            .executor(Executor::Window(ConservativeConfig::new(1)))
+            .processes(2)
+            .run()
+            .unwrap_err();
+        let shown = e.to_string();
+        assert!(shown.contains("serde_model()"), "{shown}");
+        assert!(!shown.contains('\n'), "{shown}");
+    }
+
+    #[test]
+    fn a_bad_send_of_a_global_event_across_processes_ends_the_run_with_one_line() {
+        let m = Shaken {
+            fault: Fault::ZeroDelay,
+            ..Shaken::new(12)
+        };
+        if chronon::is_worker_process() {
+            // Worker processes reach the run they were started for, and exit inside it.
+            let _ = sim(&m, Executor::Lockstep(ConservativeConfig::new(1)))
+                .serde_model()
+                .processes(2)
+                .run();
+            return;
+        }
+        let e = sim(&m, Executor::Lockstep(ConservativeConfig::new(1)))
+            .serde_model()
+            .processes(2)
+            .process_args([
+                "across_processes::a_bad_send_of_a_global_event_across_processes_ends_the_run_with_one_line",
+                "--exact",
+                "--test-threads=1",
+            ])
+            .run()
+            .unwrap_err();
+        let shown = e.to_string();
+        assert!(
+            shown.contains("delay 0; it must be finite and > 0"),
+            "{shown}"
+        );
+        assert!(!shown.contains('\n'), "{shown}");
+        match e {
+            SimError::Model(m) => assert_eq!(m.time, 2.0),
+            other => panic!("{other:?}"),
+        }
+    }
+}

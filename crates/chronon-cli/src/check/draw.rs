@@ -84,8 +84,7 @@ pub(crate) fn executor_flags(
     }
     // Worker processes for every protocol on persistent workers without load balancing or a
     // chosen barrier (the processes meet at their own), on every model (every shipped model's
-    // events may cross a process boundary); a drawn configuration with global events is
-    // refused in one line and counted as refused.
+    // events may cross a process boundary); global events then run at cuts of the whole model.
     let balanced = f.0.iter().any(|a| a == "--dedicated");
     let barrier = f.0.iter().any(|a| a == "--barrier");
     if matches!(sync, "window" | "lockstep" | "null-message" | "timewarp")

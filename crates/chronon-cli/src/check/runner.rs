@@ -23,10 +23,6 @@ const EXPECTED_REFUSALS: &[(&str, &str)] = &[
         "zero-lookahead",
         "null-message: a cycle of zero-lookahead links between workers",
     ),
-    (
-        "this model has global events, which read and may change every LP's state",
-        "--procs or MPI ranks: a model with global events",
-    ),
 ];
 
 /// The sequential run's figures that every parallel run must reproduce.

@@ -109,7 +109,8 @@ impl Checkpoints {
     where
         M: Model<State: RunnableState, Event: RunnableEvent>,
     {
-        let mut sim = sim.checkpoint_label(name, config.clone());
+        // States and events serialize: global events can run across processes and ranks.
+        let mut sim = sim.checkpoint_label(name, config.clone()).serde_model();
         if let Some(dir) = &self.dir {
             if let Some(t) = self.every {
                 sim = sim.checkpoint_every(t, dir);

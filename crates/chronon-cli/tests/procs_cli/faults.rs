@@ -394,17 +394,4 @@ fn what_cannot_run_across_processes_is_one_line_and_exit_2() {
         "must grow strictly",
     );
     bad(&with(&["--heap-segments", "17"]), "1..=16");
-    bad(
-        &[
-            "run",
-            "pcs",
-            "--sample-period",
-            "1",
-            "--procs",
-            "2",
-            "--sync",
-            "window",
-        ],
-        "global events",
-    );
 }

@@ -52,7 +52,12 @@ pub(crate) struct SavedGlobals {
 impl GlobalQueue {
     /// The global events of the run `cfg`: the model's first ones, or those of the checkpoint
     /// it starts from.
+    /// A link of a run across parts whose chain runs the global events at cuts
+    /// (`checkpoint/globals.rs`) has none of its own.
     pub(crate) fn for_run<M: Model>(model: &M, cfg: &super::RunConfig) -> Result<Self, SimError> {
+        if cfg.globals_at_cuts() {
+            return Ok(GlobalQueue::default());
+        }
         match cfg.restoring() {
             None => Self::new(model),
             Some(from) => Ok(from
@@ -74,7 +79,7 @@ impl GlobalQueue {
         }
     }
 
-    fn from_saved(s: SavedGlobals) -> Self {
+    pub(crate) fn from_saved(s: SavedGlobals) -> Self {
         GlobalQueue {
             heap: s.pending.into_iter().map(Reverse).collect(),
             seq: s.seq,
@@ -85,7 +90,7 @@ impl GlobalQueue {
     }
 
     /// The model's first global events; an invalid time is a configuration error.
-    fn new<M: Model>(model: &M) -> Result<Self, SimError> {
+    pub(crate) fn new<M: Model>(model: &M) -> Result<Self, SimError> {
         let mut q = GlobalQueue::default();
         for t in guard("Model::global_events", None, || model.global_events())? {
             if !(t >= 0.0 && t.is_finite()) {

@@ -111,6 +111,12 @@ impl RunConfig {
         self.ckpt.as_ref().and_then(|c| c.start.as_ref())
     }
 
+    /// Whether this run is a link of a chain that runs the model's global events at cuts
+    /// (a run across parts: `checkpoint/globals.rs`); its executor then runs none.
+    pub(crate) fn globals_at_cuts(&self) -> bool {
+        self.ckpt.as_ref().is_some_and(|c| c.globals_at_cuts)
+    }
+
     /// Whether this run ends at a checkpoint's cut (each part then writes what it owns with
     /// [`part_writer`](Self::part_writer)).
     pub(crate) fn saving(&self) -> bool {

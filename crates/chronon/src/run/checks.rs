@@ -28,9 +28,13 @@ pub(crate) fn across_parts<M: Model, F: Family<M>>(
             "{count} {parts} × $threads {threads} is {n} workers; a run across {what} holds at most {MAX_WORKERS}"
         )));
     }
-    let globals = guard("Model::global_events", None, || model.global_events())?;
-    if !globals.is_empty() {
-        return Err(SimError::config(across, format!("this model has global events, which read and may change every LP's state; no part holds every LP's state in a run across {what}, so it cannot run with {count} yet (run it with $threads)")));
+    // With global events, the chain runs them at cuts (`checkpoint/globals.rs`), which needs
+    // the model's states to serialize.
+    if !cfg.globals_at_cuts() {
+        let globals = guard("Model::global_events", None, || model.global_events())?;
+        if !globals.is_empty() {
+            return Err(SimError::config(across, format!("this model has global events, which read and may change every LP's state; across {what} they run at a cut of the whole model, which needs its states and events to serialize: build the simulation with serde_model() (or any checkpoint setting) to run it with {count}")));
+        }
     }
     family.refuse_across(model, cfg, across, parts)?;
     Ok(format!(

@@ -66,6 +66,17 @@ where
         self
     }
 
+    /// Declares that the model's states and events serialize (serde), as checkpoints need:
+    /// a model with global events can then run across worker processes
+    /// ([`processes`](Self::processes)) and MPI ranks ([`ranks`](Self::ranks)), where the run
+    /// ends at a cut before each global event and the handler runs on the cut's states
+    /// (docs/conservative.md, "Global events"). Every checkpoint method implies it; the
+    /// runner's models (`chronon run`) have it.
+    pub fn serde_model(mut self) -> Self {
+        self.codec = Some(Codec::<M>::serde().erase());
+        self
+    }
+
     /// Continues from the checkpoint in `path` (a `dir/t<T>` directory) instead of
     /// `Model::init`: the run starts at the checkpoint's cut under whatever executor, threads,
     /// processes or ranks it is given, and commits the history the saved run would have
@@ -112,6 +123,14 @@ impl<M: Model> Simulation<M> {
         let Some(codec) = self.codec.clone() else {
             return Ok(None);
         };
+        // A codec alone (`serde_model`) asks for a chain only where global events need cuts.
+        if self.checkpoints.is_none() && self.restore.is_none() {
+            let globals =
+                crate::error::guard("Model::global_events", None, || self.model.global_events())?;
+            if !self.across_parts() || globals.is_empty() {
+                return Ok(None);
+            }
+        }
         if let Some(plan) = &self.checkpoints {
             if let Some(every) = plan.every {
                 if !(every > 0.0 && every.is_finite()) {

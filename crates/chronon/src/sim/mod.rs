@@ -419,12 +419,36 @@ impl<M: Model> Simulation<M> {
         }
         let chain = self.chain_setup(&chosen, end)?;
         let this = &self;
+        // Across parts, the chain runs the model's global events at cuts (no part holds every
+        // LP's state while the link runs).
+        let globals = checkpoint::ModelGlobals {
+            model: &self.model,
+            threads: chosen.threads(),
+        };
+        let at_cuts = self
+            .across_parts()
+            .then_some(&globals as &dyn checkpoint::CutGlobals);
         match chain {
             None => this.dispatch(&chosen, &cfg),
             Some((setup, saved_by)) => {
-                checkpoint::run_chain(&cfg, setup, &saved_by, |c| this.dispatch(&chosen, c))
+                checkpoint::run_chain(&cfg, setup, &saved_by, at_cuts, |c| {
+                    this.dispatch(&chosen, c)
+                })
             }
         }
+    }
+
+    /// Whether the run is across parts (worker processes or MPI ranks).
+    pub(super) fn across_parts(&self) -> bool {
+        #[cfg(feature = "mpi")]
+        if self.ranks.is_some() {
+            return true;
+        }
+        #[cfg(all(target_os = "linux", not(chronon_loom)))]
+        if self.procs.is_some() {
+            return true;
+        }
+        false
     }
 
     /// Runs `cfg` with the chosen executor over the chosen transport.

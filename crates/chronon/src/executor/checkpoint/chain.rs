@@ -8,8 +8,13 @@ use std::sync::{Arc, Mutex};
 use std::time::Instant;
 
 use super::dir::{checkpoint_path, create_staging, finalize, staging_path};
-use super::{CheckpointPlan, Loaded, Manifest, RestoreFrom, RestoredFrom, Saved, SEGMENT_ENV};
+use super::globals::CutGlobals;
+use super::{
+    CheckpointPlan, Loaded, Manifest, RestoreFrom, RestoredFrom, Saved, LINK_END_ENV,
+    LINK_FROM_ENV, LINK_SAVE_ENV, SEGMENT_ENV,
+};
 use crate::error::{Setting, SimError};
+use crate::executor::global::GlobalQueue;
 use crate::executor::RunConfig;
 use crate::stats::Report;
 
@@ -49,6 +54,8 @@ pub(crate) struct CkptRun {
     pub save: Option<PathBuf>,
     /// Which run of the chain this is (worker processes are told it).
     pub segment: usize,
+    /// The chain runs the model's global events at cuts; the link's executor runs none.
+    pub globals_at_cuts: bool,
     /// Errors of parts written in this process.
     pub errors: Mutex<Vec<String>>,
     /// When the first part of this process started writing.
@@ -95,11 +102,14 @@ fn owner() -> u32 {
 }
 
 /// Runs `base` as a chain of runs (`run` runs one) that save the planned checkpoints and start
-/// from the restored one. `saved_by` names the executor for the manifests.
+/// from the restored one. `saved_by` names the executor for the manifests. With `globals` (a
+/// run across parts whose model has global events) a link also ends where a global event is
+/// due, and the chain runs the global events on the cut (`globals.rs`).
 pub(crate) fn run_chain(
     base: &RunConfig,
     setup: ChainSetup,
     saved_by: &str,
+    globals: Option<&dyn CutGlobals>,
     mut run: impl FnMut(&RunConfig) -> Result<Report, SimError>,
 ) -> Result<Report, SimError> {
     // Reading checkpoints counts as initialization (the report's `init_s`).
@@ -120,39 +130,55 @@ pub(crate) fn run_chain(
     let base_committed = restored.as_ref().map_or(0, |r| r.committed);
     // The latest commit before the chain's first link (a link that commits nothing reports 0).
     let before = start.as_ref().map_or(0.0, |l| l.manifest.last_time);
-    let link = |k: usize, start: Option<Loaded>| {
-        let end = cuts.get(k).copied().unwrap_or(base.end);
-        let saves = k < cuts.len() || setup.at_end;
-        let save = dir.as_ref().filter(|_| saves);
-        link_config(
-            base,
-            &setup,
-            k,
-            end,
-            start,
-            save.map(|d| staging_path(d, end, owner)),
-        )
+    // The global events the chain runs at cuts: none when the model has none.
+    let mut queue = match globals {
+        Some(g) => Some(g.first(start.as_ref())?).filter(|q| !q.is_empty() || q.ran > 0),
+        None => None,
     };
+    let at_cuts = queue.is_some();
     let reread =
         |path: PathBuf| Loaded::read(&RestoreFrom { path, reseed: None }, &setup.model, base.lps);
 
     if in_worker_process() {
-        // A worker process runs the link its parent runs, from the same checkpoint.
+        // A worker process runs the link its parent runs, from the same cut, to the same end.
+        let var = |name: &str| std::env::var_os(name);
         let k: usize = std::env::var(SEGMENT_ENV)
             .ok()
             .and_then(|s| s.parse().ok())
             .unwrap_or(0);
-        let from = match (k, &dir) {
+        let end = std::env::var(LINK_END_ENV)
+            .ok()
+            .and_then(|s| u64::from_str_radix(&s, 16).ok())
+            .map(f64::from_bits);
+        let Some(end) = end else {
+            return Err(SimError::config(Setting::Run, NOT_IN_CHAIN));
+        };
+        let from = match (k, var(LINK_FROM_ENV)) {
             (0, _) => start,
-            (k, Some(d)) if k <= cuts.len() => Some(reread(checkpoint_path(d, cuts[k - 1]))?),
+            (_, Some(p)) => Some(reread(PathBuf::from(p))?),
             _ => return Err(SimError::config(Setting::Run, NOT_IN_CHAIN)),
         };
-        return run(&link(k, from).0);
+        let save = var(LINK_SAVE_ENV).map(PathBuf::from);
+        return run(&link_config(base, &setup, (k, at_cuts), end, from, save).0);
     }
 
     if let (Some(d), true) = (&dir, root) {
         remove_stale(d);
     }
+    if at_cuts && root {
+        remove_stale(&std::env::temp_dir());
+    }
+    // Every rank names the directory after rank 0's chain.
+    let n = if at_cuts {
+        coord.tell(super::globals::next_chain())
+    } else {
+        0
+    };
+    let mut cuts_kept = CutsKept {
+        dir: at_cuts.then(|| super::globals::cut_dir(dir.as_deref(), owner, n)),
+        root,
+        kept: Vec::new(),
+    };
     let saver = Saver {
         setup: &setup,
         base,
@@ -164,8 +190,25 @@ pub(crate) fn run_chain(
     let mut total: Option<Report> = None;
     let mut saves = Vec::new();
     let mut failed = None;
-    for k in 0..=cuts.len() {
-        let (cfg, ck) = link(k, from.take());
+    let mut next_cut = 0;
+    let mut global_cuts = 0u64;
+    let mut globals_over = false;
+    for k in 0.. {
+        let user_end = cuts.get(next_cut).copied().unwrap_or(base.end);
+        let g_end = match &queue {
+            Some(q) if !globals_over => next_after(q.next_time(base.end)),
+            _ => f64::INFINITY,
+        };
+        // A global event at `g` is due once every event at or before `g` has run.
+        let global_cut = g_end.is_finite() && g_end <= user_end;
+        let end = if global_cut { g_end } else { user_end };
+        let saves_user = !global_cut && (next_cut < cuts.len() || setup.at_end);
+        let save = match (&cuts_kept.dir, &dir) {
+            (Some(c), _) if global_cut => Some(staging_path(c, end, owner)),
+            (_, Some(d)) if saves_user => Some(staging_path(d, end, owner)),
+            _ => None,
+        };
+        let (cfg, ck) = link_config(base, &setup, (k, at_cuts), end, from.take(), save);
         if let Some(s) = &ck.save {
             saver.stage(s, &agree)?;
         }
@@ -189,7 +232,6 @@ pub(crate) fn run_chain(
             break;
         }
         let cut = cfg.end;
-        let target = checkpoint_path(dir.as_deref().expect("a plan"), cut);
         let link = Link {
             ck: &ck,
             cut,
@@ -197,6 +239,40 @@ pub(crate) fn run_chain(
             last_time,
             ended,
         };
+        if global_cut {
+            global_cuts += 1;
+            let (Some(g), Some(q)) = (globals, queue.as_mut()) else {
+                unreachable!("a global cut needs the global events");
+            };
+            let reading = Instant::now();
+            let (l, ran) = cuts_kept.run_globals(GlobalCut {
+                saver: &saver,
+                link,
+                staging: &staging,
+                coord: &coord,
+                globals: g,
+                queue: q,
+                reread: &reread,
+            })?;
+            read_s += reading.elapsed().as_secs_f64();
+            if ran {
+                *q = l
+                    .globals
+                    .clone()
+                    .map(GlobalQueue::from_saved)
+                    .unwrap_or_default();
+            } else {
+                globals_over = true;
+            }
+            from = Some(l);
+            continue;
+        }
+        next_cut += 1;
+        let target = checkpoint_path(dir.as_deref().expect("a plan"), cut);
+        if let (Some(g), Some(q), true) = (globals, &queue, root) {
+            // The chain holds the global events: they go into the checkpoint as a part.
+            g.write_queue(q, &cfg);
+        }
         match saver.save(link, &staging, &target, &agree) {
             Ok(saved) => saves.push(saved),
             Err(e) => {
@@ -204,13 +280,21 @@ pub(crate) fn run_chain(
                 break;
             }
         }
-        if k < cuts.len() {
-            let reading = Instant::now();
-            from = Some(reread(target)?);
-            read_s += reading.elapsed().as_secs_f64();
+        if cut >= base.end {
+            break;
         }
+        let reading = Instant::now();
+        from = Some(reread(target)?);
+        read_s += reading.elapsed().as_secs_f64();
     }
-    let report = total.expect("a chain runs at least once");
+    drop(cuts_kept);
+    let mut report = total.expect("a chain runs at least once");
+    if let Some(q) = &queue {
+        q.add_to(&mut report);
+        report
+            .executor_stats
+            .insert("global_cuts".into(), global_cuts as f64);
+    }
     let done = Done {
         saves,
         restored,
@@ -222,12 +306,126 @@ pub(crate) fn run_chain(
     Ok(done.into_report(report, base))
 }
 
+/// The next float after `t` (a link that ends there has run every event at `t`).
+fn next_after(t: f64) -> f64 {
+    if t.is_finite() {
+        t.next_up()
+    } else {
+        t
+    }
+}
+
+/// What a link that ended at a global event's cut hands to [`CutsKept::run_globals`].
+struct GlobalCut<'a, 's> {
+    saver: &'a Saver<'s>,
+    link: Link<'a>,
+    staging: &'a std::path::Path,
+    coord: &'a Coord<'a>,
+    globals: &'a dyn CutGlobals,
+    queue: &'a mut GlobalQueue,
+    reread: &'a dyn Fn(PathBuf) -> Result<Loaded, SimError>,
+}
+
+/// The cuts a chain keeps for its global events (in the checkpoints' directory, or a
+/// directory of its own): the coordinating process removes them once the next link has read
+/// them, and every one left when the chain ends (also on an error).
+struct CutsKept {
+    dir: Option<PathBuf>,
+    root: bool,
+    kept: Vec<PathBuf>,
+}
+
+/// How the coordinating process tells every rank how the global events at a cut went.
+const CUT_NONE: u64 = 0;
+const CUT_RAN: u64 = 1;
+const CUT_FAILED: u64 = 2;
+
+impl CutsKept {
+    /// At a link's end at a global event's cut: saves the cut, runs the global events on it in
+    /// the coordinating process, saves the cut they leave, and returns it (read back by every
+    /// rank) for the next link, and whether they ran: when no LP event is pending they never
+    /// run (as in every executor), and the chain's next link is its last.
+    fn run_globals(&mut self, c: GlobalCut<'_, '_>) -> Result<(Loaded, bool), SimError> {
+        let dir = self.dir.clone().expect("global cuts have a directory");
+        let owner = c.coord.owner;
+        let cut = c.link.cut;
+        let at = hidden_path(&dir, cut, "link");
+        let after = hidden_path(&dir, cut, "globals");
+        let unsaved = |e: String| {
+            SimError::config(
+                Setting::Run,
+                format!("the cut for the global events at {cut} was not saved: {e}"),
+            )
+        };
+        c.saver
+            .save(c.link, c.staging, &at, &|ok| c.coord.agree(ok))
+            .map_err(unsaved)?;
+        self.drop_kept();
+        self.kept.push(at.clone());
+        let loaded = (c.reread)(at)?;
+        let mut error = None;
+        let word = if self.root {
+            let staging = staging_path(&dir, cut, owner);
+            match c
+                .saver
+                .run_globals(c.globals, c.queue, &loaded, &staging, &after)
+            {
+                Ok(true) => CUT_RAN,
+                Ok(false) => CUT_NONE,
+                Err(e) => {
+                    error = Some(e);
+                    CUT_FAILED
+                }
+            }
+        } else {
+            0
+        };
+        match c.coord.tell(word) {
+            CUT_RAN => {
+                self.kept.push(after.clone());
+                Ok(((c.reread)(after)?, true))
+            }
+            CUT_NONE => Ok((loaded, false)),
+            _ => Err(error.unwrap_or_else(|| {
+                SimError::config(
+                    Setting::Run,
+                    format!("the global events at the cut {cut} failed on rank 0"),
+                )
+            })),
+        }
+    }
+
+    /// Removes the cuts kept so far (every part has read them: the link they started ended).
+    fn drop_kept(&mut self) {
+        for d in self.kept.drain(..) {
+            if self.root {
+                let _ = std::fs::remove_dir_all(d);
+            }
+        }
+    }
+}
+
+impl Drop for CutsKept {
+    fn drop(&mut self) {
+        self.drop_kept();
+        if let (true, Some(d)) = (self.root, &self.dir) {
+            let _ = std::fs::remove_dir_all(d);
+        }
+    }
+}
+
+/// The name of a cut a chain keeps for its global events in its own directory.
+fn hidden_path(dir: &std::path::Path, cut: f64, what: &str) -> PathBuf {
+    dir.join(format!("t{cut}-{what}"))
+}
+
 /// Link `k` of a chain: the run to `end` that starts from `start` (none: from `Model::init`)
-/// and saves into `save` (a staging directory) if it is given.
+/// and saves into `save` (a staging directory) if it is given; `globals_at_cuts`: the chain
+/// runs the global events.
 fn link_config(
     base: &RunConfig,
     setup: &ChainSetup,
-    k: usize,
+    (k, globals_at_cuts): (usize, bool),
     end: f64,
     start: Option<Loaded>,
     save: Option<PathBuf>,
@@ -237,6 +435,7 @@ fn link_config(
         start,
         save,
         segment: k,
+        globals_at_cuts,
         errors: Mutex::new(Vec::new()),
         first_part: Mutex::new(None),
     });
@@ -326,6 +525,14 @@ impl<'a> Coord<'a> {
         }
     }
 
+    /// Rank 0's `word` (this process's), which every rank learns.
+    fn tell(&self, word: u64) -> u64 {
+        match self.ranks {
+            Some(r) => r.gather(word)[0],
+            None => word,
+        }
+    }
+
     /// Whether rank 0 (or this process) says yes; every rank learns it.
     fn agree(&self, ok: bool) -> bool {
         match self.ranks {
@@ -340,6 +547,77 @@ const NOT_IN_CHAIN: &str =
     "a worker process was started for a run of a checkpoint chain its simulation does not have";
 
 impl Saver<'_> {
+    /// The manifest of the checkpoint at `cut`, before its parts are listed.
+    fn manifest(&self, cut: f64, committed: u64, last_time: f64) -> Manifest {
+        Manifest {
+            format: super::FORMAT,
+            chronon: env!("CARGO_PKG_VERSION").to_string(),
+            model: self.setup.model.clone(),
+            config: self.setup.config.clone(),
+            seed: self.base.seed,
+            cut,
+            end: Some(self.base.end),
+            lps: self.base.lps,
+            saved_by: self.saved_by.to_string(),
+            committed,
+            last_time,
+            origin: self.origin.clone(),
+            parts: Vec::new(),
+            checksum: 0,
+        }
+    }
+
+    /// In the coordinating process, at the cut `at`: runs the global events due on it and
+    /// saves the cut they leave at `after` (built in `staging`). `false`: none was due (no LP
+    /// event is pending), nothing was saved.
+    fn run_globals(
+        &self,
+        globals: &dyn CutGlobals,
+        queue: &mut GlobalQueue,
+        at: &Loaded,
+        staging: &std::path::Path,
+        after: &std::path::Path,
+    ) -> Result<bool, SimError> {
+        let failed = |e: String| {
+            let _ = std::fs::remove_dir_all(staging);
+            SimError::config(
+                Setting::Run,
+                format!(
+                    "the cut after the global events at {} was not saved: {e}",
+                    at.cut()
+                ),
+            )
+        };
+        create_staging(staging).map_err(failed)?;
+        let (cfg, ck) = link_config(
+            self.base,
+            self.setup,
+            (0, true),
+            self.base.end,
+            None,
+            Some(staging.to_path_buf()),
+        );
+        let ran = globals.run_at(queue, at, &cfg).inspect_err(|_| {
+            let _ = std::fs::remove_dir_all(staging);
+        })?;
+        if !ran {
+            let _ = std::fs::remove_dir_all(staging);
+            return Ok(false);
+        }
+        let errors = std::mem::take(&mut *ck.errors.lock().unwrap_or_else(|p| p.into_inner()));
+        if let Some(e) = errors.into_iter().next() {
+            return Err(failed(e));
+        }
+        let m = &at.manifest;
+        finalize(
+            staging,
+            after,
+            self.manifest(m.cut, m.committed, m.last_time),
+        )
+        .map_err(failed)?;
+        Ok(true)
+    }
+
     /// Creates a link's staging directory (rank 0, or this process); every rank learns
     /// whether it could.
     fn stage(
@@ -378,22 +656,7 @@ impl Saver<'_> {
             .lock()
             .unwrap_or_else(|p| p.into_inner())
             .unwrap_or(link.ended);
-        let manifest = Manifest {
-            format: super::FORMAT,
-            chronon: env!("CARGO_PKG_VERSION").to_string(),
-            model: self.setup.model.clone(),
-            config: self.setup.config.clone(),
-            seed: self.base.seed,
-            cut: link.cut,
-            end: Some(self.base.end),
-            lps: self.base.lps,
-            saved_by: self.saved_by.to_string(),
-            committed: link.committed,
-            last_time: link.last_time,
-            origin: self.origin.clone(),
-            parts: Vec::new(),
-            checksum: 0,
-        };
+        let manifest = self.manifest(link.cut, link.committed, link.last_time);
         let written = match errors.into_iter().next() {
             Some(e) => {
                 let _ = std::fs::remove_dir_all(staging);
@@ -449,21 +712,29 @@ impl Done {
     }
 }
 
-/// Removes what runs that were killed while saving left in `dir`: staging directories whose
-/// coordinating process is gone (a checkpoint still being written is never restored, but
-/// nothing half-written should stay behind either).
+/// Removes what runs that were killed while saving left in `dir`: staging directories and the
+/// cuts of global events whose coordinating process is gone (a checkpoint still being written
+/// is never restored, but nothing half-written should stay behind either).
 fn remove_stale(dir: &std::path::Path) {
     let Ok(entries) = std::fs::read_dir(dir) else {
         return;
     };
     for e in entries.flatten() {
         let name = e.file_name();
-        let Some(pid) = name
-            .to_str()
-            .filter(|n| n.starts_with(".t"))
-            .and_then(|n| n.rsplit_once(".partial-"))
-            .and_then(|(_, pid)| pid.parse::<u32>().ok())
-        else {
+        let Some(name) = name.to_str() else {
+            continue;
+        };
+        // A staging directory (`.t<cut>.partial-<pid>`), or the cuts of a chain's global
+        // events (`[.]chronon-cuts-<pid>-<n>`).
+        let pid = if name.starts_with(".t") {
+            name.rsplit_once(".partial-").map(|(_, pid)| pid)
+        } else {
+            name.trim_start_matches('.')
+                .strip_prefix("chronon-cuts-")
+                .and_then(|rest| rest.split_once('-'))
+                .map(|(pid, _)| pid)
+        };
+        let Some(pid) = pid.and_then(|p| p.parse::<u32>().ok()) else {
             continue;
         };
         if !std::path::Path::new(&format!("/proc/{pid}")).exists() {

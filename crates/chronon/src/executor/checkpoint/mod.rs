@@ -22,12 +22,14 @@
 mod chain;
 mod codec;
 mod dir;
+mod globals;
 pub(crate) mod part;
 mod restore;
 mod split;
 
 pub(crate) use chain::{run_chain, ChainRanks, ChainSetup, CkptRun};
 pub(crate) use codec::{AnyCodec, Codec};
+pub(crate) use globals::{CutGlobals, ModelGlobals};
 pub(crate) use part::PartWriter;
 pub(crate) use restore::{restore_lps, Loaded};
 pub(crate) use split::write_split;
@@ -131,3 +133,9 @@ pub(crate) struct RestoreFrom {
 
 /// The environment variable that tells a worker process which run of a chain it belongs to.
 pub(crate) const SEGMENT_ENV: &str = "CHRONON_CHECKPOINT_SEGMENT";
+/// ... and the run's end time (`f64` bits in hex): a chain's cuts depend on its global events.
+pub(crate) const LINK_END_ENV: &str = "CHRONON_LINK_END";
+/// ... and the cut it starts from (absent: the chain's start).
+pub(crate) const LINK_FROM_ENV: &str = "CHRONON_LINK_FROM";
+/// ... and the staging directory it saves its parts into (absent: it saves none).
+pub(crate) const LINK_SAVE_ENV: &str = "CHRONON_LINK_SAVE";

@@ -136,8 +136,25 @@ fn launch(
             crate::executor::checkpoint::SEGMENT_ENV,
             segment.to_string(),
         )
+        .env(
+            crate::executor::checkpoint::LINK_END_ENV,
+            format!("{:x}", cfg.end.to_bits()),
+        )
         .interrupt_on(cfg.progress.clone())
         .quiet();
+    // The cut a link of a chain starts from and the directory it saves into (they depend on
+    // the global events the chain ran, which only this process knows).
+    if let Some(ck) = &cfg.ckpt {
+        if let (true, Some(from)) = (segment > 0, &ck.start) {
+            launcher = launcher.env(
+                crate::executor::checkpoint::LINK_FROM_ENV,
+                from.path.clone(),
+            );
+        }
+        if let Some(save) = &ck.save {
+            launcher = launcher.env(crate::executor::checkpoint::LINK_SAVE_ENV, save.clone());
+        }
+    }
     for w in &results_w {
         launcher = launcher.fd(w.as_fd());
     }
