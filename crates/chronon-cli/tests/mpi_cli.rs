@@ -95,6 +95,83 @@ fn random_models_over_ranks() {
     );
 }
 
+/// Global events that change LP states and send LP events, over 1–3 ranks under every family:
+/// each runs at a cut of the whole model (one link of the run's chain ends before each), and
+/// the history is the sequential one; with checkpoints too, restored on threads.
+#[test]
+fn global_events_that_write_over_ranks() {
+    let model = [
+        "run",
+        "random",
+        "--lps",
+        "24",
+        "--end",
+        "16",
+        "--global-period",
+        "1.5",
+        "--global-writes",
+        "true",
+    ];
+    let seq_report = report(None, &model);
+    let seq = history(&seq_report);
+    let calls = seq["model_stats"]["global_calls"].as_f64().unwrap();
+    assert!(calls >= 5.0, "{calls} global events");
+    assert!(seq["model_stats"]["global_sends"].as_f64().unwrap() > 0.0);
+    for (ranks, more) in [
+        (1, &["--sync", "window", "--threads", "2"][..]),
+        (2, &["--sync", "lockstep"]),
+        (3, &["--sync", "null-message"]),
+        (2, &["--sync", "timewarp", "--threads", "2"]),
+        (3, &["--sync", "timewarp", "--state-saving", "copy"]),
+    ] {
+        let args: Vec<&str> = model.iter().chain(more).copied().collect();
+        let r = report(Some(ranks), &args);
+        assert_eq!(history(&r), seq, "mpirun -n {ranks} {args:?}");
+        assert_eq!(
+            r["executor_stats"]["global_cuts"], seq_report["executor_stats"]["global_events"],
+            "{args:?}"
+        );
+    }
+    let dir = std::env::temp_dir().join(format!("chronon-mpi-gw-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    let d = dir.to_str().unwrap();
+    let saved: Vec<&str> = model
+        .iter()
+        .chain(&[
+            "--sync",
+            "window",
+            "--checkpoint-at",
+            "5",
+            "--checkpoint-dir",
+            d,
+        ])
+        .copied()
+        .collect();
+    assert_eq!(history(&report(Some(2), &saved)), seq);
+    // Only the checkpoint is left: the chain's cuts are gone.
+    let names: Vec<String> = std::fs::read_dir(&dir)
+        .unwrap()
+        .flatten()
+        .map(|e| e.file_name().to_string_lossy().into_owned())
+        .collect();
+    assert_eq!(names, ["t5"], "{}", dir.display());
+    let t5 = dir.join("t5");
+    let restored: Vec<&str> = model
+        .iter()
+        .chain(&[
+            "--sync",
+            "lockstep",
+            "--threads",
+            "2",
+            "--restore",
+            t5.to_str().unwrap(),
+        ])
+        .copied()
+        .collect();
+    assert_eq!(history(&report(None, &restored)), seq);
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
 /// `BPtr` payloads cross ranks by value (serde of the item; a copy in the receiver's heap),
 /// nested ones too (star-clique's packet bodies).
 #[test]

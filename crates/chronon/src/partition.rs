@@ -98,6 +98,13 @@ pub(crate) fn set_this_part(held: Option<Vec<u64>>) {
     *THIS_PART.write().unwrap_or_else(|e| e.into_inner()) = held;
 }
 
+/// Whether nothing holds the lock of the part's LPs (tests: a context dropped after a tick
+/// must not keep it).
+#[cfg(test)]
+pub(crate) fn free_for_writing() -> bool {
+    THIS_PART.try_write().is_ok()
+}
+
 /// One bit per LP of `lps`: whether its worker (`owner_of(lp)`) is in `mine`.
 pub(crate) fn part_bits(
     lps: LpId,
@@ -125,10 +132,17 @@ fn has_bit(bits: &[u64], lp: LpId) -> bool {
 /// Python model keeps such events as objects and pickles only those that cross processes).
 /// Models ask it through [`Ctx::same_process`](crate::Ctx::same_process).
 pub fn in_this_process(lp: LpId) -> bool {
-    match &*THIS_PART.read().unwrap_or_else(|e| e.into_inner()) {
+    // Platform mode: a tick must not switch a context off the CPU while it holds the lock (a
+    // context dropped after such a switch would never release it).
+    let _p = crate::preempt::interrupt::Platform::enter();
+    let held = THIS_PART.read().unwrap_or_else(|e| e.into_inner());
+    let here = match &*held {
         None => true,
         Some(bits) => has_bit(bits, lp),
-    }
+    };
+    // The lock is released before platform mode ends.
+    drop(held);
+    here
 }
 
 #[cfg(test)]

@@ -159,3 +159,40 @@ fn platform_mode_is_never_interrupted() {
     );
     assert!(flag.delivered() > 0, "ticks came meanwhile");
 }
+
+#[test]
+fn a_context_dropped_after_a_tick_leaves_no_engine_lock_held() {
+    // `Ctx::same_process` reads a lock. Contexts that ask it in a loop are switched off by
+    // ticks and dropped (never resumed): none may keep the lock, or the next run's set-up
+    // would wait for it forever.
+    let reg = Reg(Cell::new(0.0));
+    let (flag, mut timer) = ticks(20.0);
+    let fl: &Flag = &flag;
+    let mut pool = StackPool::default();
+    for _ in 0..30 {
+        let stack = pool.get().unwrap();
+        let limit = stack.limit().get();
+        let reg = &reg;
+        let mut ctx = Context::new(stack, move |y| {
+            let sw = Switch::new(reg, y, Some(fl), 5.0);
+            let _armed = Arm::new(&sw, limit);
+            let mut n = 0u32;
+            loop {
+                n = std::hint::black_box(
+                    n.wrapping_add(1 + u32::from(crate::partition::in_this_process(n % 64))),
+                );
+            }
+        });
+        timer.set(true);
+        let step = ctx.resume();
+        timer.set(false);
+        assert!(matches!(step, Step::Suspended { interrupted: true }));
+        pool.put(ctx.discard());
+    }
+    // Other tests may read it meanwhile: the lock must come free within a second.
+    let until = Instant::now() + Duration::from_secs(1);
+    while !crate::partition::free_for_writing() {
+        assert!(Instant::now() < until, "a dropped context keeps the lock");
+        std::thread::sleep(Duration::from_millis(5));
+    }
+}
