@@ -89,6 +89,45 @@ class Ring:
         stats.add("hops", hops)
 
 
+class Shuffled(Ring):
+    """The token ring whose global events change the model: every 4 time units one moves LP
+    0's hop count onto the last LP (`set_state`), grows a list in LP 1's state in place
+    (`state_mut`) and sends LP 2 an extra token."""
+
+    global_events = [4.0]
+
+    def init(self, ctx):
+        if ctx.me() == 1:
+            ctx.send(2, 1.0 + ctx.rng().random(), ctx.me())
+            return [0, []]
+        return super().init(ctx)
+
+    def on_event(self, hops, ev, ctx):
+        ctx.send((ctx.me() + 1) % self.lps, 1.0 + ctx.rng().random(), ev)
+        if ctx.me() == 1:
+            hops[0] += 1
+            return hops
+        return hops + 1
+
+    reverse = None
+
+    def on_global(self, ctx):
+        last = ctx.lps() - 1
+        ctx.set_state(last, ctx.state(last) + ctx.state(0))
+        ctx.set_state(0, 0)
+        ctx.state_mut(1)[1].append(ctx.now())
+        ctx.send(2, 0.5, ctx.now())
+        ctx.add("moved", 1)
+        ctx.schedule(4.0)
+
+    def finish(self, lp, hops, stats):
+        if lp == 1:
+            stats.add("hops", hops[0])
+            stats.add("marks", sum(hops[1]))
+        else:
+            stats.add("hops", hops)
+
+
 class PythonRandom(Tandem):
     """Draws service times from Python's `random` module (not the LP's stream): its history
     depends on the order the executor runs events in."""

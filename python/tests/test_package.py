@@ -89,6 +89,36 @@ def test_reverse_handler_global_events_and_series():
     assert tw["model_series"] == seq["model_series"]
 
 
+def test_global_events_change_states_and_send_everywhere():
+    seq = chronon.run(models.Shuffled())
+    assert seq.model_stats["moved"] == 9 and seq.model_stats["marks"] == sum(range(4, 40, 4))
+    for opts in [
+        dict(sync="timewarp", threads=2),
+        dict(sync="window", threads=2),
+        dict(sync="lockstep", procs=2),
+        dict(sync="timewarp", threads=1, procs=3),
+    ]:
+        r = chronon.run(models.Shuffled(), **opts)
+        assert (r.fingerprint, r.model_stats) == (seq.fingerprint, seq.model_stats), opts
+    # Without the changes the history differs: the test sees what the handler did.
+    assert chronon.run(models.Ring()).fingerprint != seq.fingerprint
+
+
+def test_a_global_event_with_a_bad_send_or_lp_is_one_line():
+    class BadSend(models.Shuffled):
+        def on_global(self, ctx):
+            ctx.send(2, 0.0, "now")
+
+    class BadLp(models.Shuffled):
+        def on_global(self, ctx):
+            ctx.set_state(99, 1)
+
+    with pytest.raises(chronon.ModelError, match="delay 0; it must be finite and > 0"):
+        chronon.run(BadSend())
+    with pytest.raises(chronon.ModelError, match=r"set_state\(99\): there are 5 LPs"):
+        chronon.run(BadLp())
+
+
 def test_check_passes_a_deterministic_python_model():
     result = chronon.check(models.Tandem(end=100.0), runs=3, seed=11)
     assert result.ok, result.lines

@@ -10,7 +10,7 @@ use pyo3::exceptions::{PyRuntimeError, PyValueError};
 use pyo3::prelude::*;
 
 use crate::model::PyModel;
-use crate::values::{codec, PyEvent};
+use crate::values::{codec, PyEvent, PyState};
 
 type EventCtx = Ctx<'static, PyModel>;
 
@@ -326,8 +326,8 @@ impl Rng {
     }
 }
 
-/// `ctx` of `on_global`: the time, every LP's state (read only), statistics, series and the
-/// next global event.
+/// `ctx` of `on_global`: the time, every LP's state (to read and change), LP events to send,
+/// statistics, series and the next global event.
 #[pyclass(module = "chronon_pdes")]
 pub struct GlobalContext {
     ctx: Scoped<GlobalEventCtx>,
@@ -357,17 +357,42 @@ impl GlobalContext {
         self.ctx.with(|c| c.lps())
     }
 
-    /// LP `lp`'s state (do not change it).
+    /// LP `lp`'s state, to read (to change it, use `state_mut` or `set_state`).
     fn state(&self, py: Python<'_>, lp: u32) -> PyResult<Py<PyAny>> {
         self.ctx.with(|c| {
-            if lp >= c.lps() {
-                return Err(PyValueError::new_err(format!(
-                    "state({lp}): there are {} LPs",
-                    c.lps()
-                )));
-            }
+            check_lp(c.lps(), "state", lp)?;
             Ok(c.state(lp).0.clone_ref(py))
         })?
+    }
+
+    /// LP `lp`'s state, to change in place: every LP event after `now()` sees the change,
+    /// under every executor (Time Warp keeps it as the LP's state from here on).
+    fn state_mut(&self, py: Python<'_>, lp: u32) -> PyResult<Py<PyAny>> {
+        self.ctx.with(|c| {
+            check_lp(c.lps(), "state_mut", lp)?;
+            Ok(c.state_mut(lp).0.clone_ref(py))
+        })?
+    }
+
+    /// Replaces LP `lp`'s state with `value` (any object but None).
+    fn set_state(&self, lp: u32, value: Bound<'_, PyAny>) -> PyResult<()> {
+        if value.is_none() {
+            return Err(PyValueError::new_err(format!(
+                "set_state({lp}, None): a state is any object but None"
+            )));
+        }
+        self.ctx.with(|c| {
+            check_lp(c.lps(), "set_state", lp)?;
+            *c.state_mut(lp) = PyState(value.unbind());
+            Ok(())
+        })?
+    }
+
+    /// Sends `event` (any object) to LP `dst`, to arrive `delay` after `now()`: finite and
+    /// > 0. A bad destination or delay ends the run with one line once the handler returns.
+    fn send(&self, dst: u32, delay: f64, event: Bound<'_, PyAny>) -> PyResult<()> {
+        self.ctx
+            .with(|c| c.send(dst, delay, PyEvent::local(event.unbind())))
     }
 
     /// Adds `value` to the statistic `name` of the report's `model_stats`.
@@ -531,4 +556,14 @@ impl chronon::measure::TimeAverageFigures for PyTimeAverage {
             _ => (self.area, self.since - self.start),
         }
     }
+}
+
+/// An LP number `what` was asked with, checked against the run's `lps`.
+fn check_lp(lps: u32, what: &str, lp: u32) -> PyResult<()> {
+    if lp >= lps {
+        return Err(PyValueError::new_err(format!(
+            "{what}({lp}): there are {lps} LPs"
+        )));
+    }
+    Ok(())
 }
