@@ -33,8 +33,10 @@ class Model:
       ends at a checkpoint); ``stats.tally(name, t)`` and ``stats.time_average(name, a)``
       merge a :class:`Tally` or :class:`TimeAverage` kept in the state (the report gets
       ``name.mean``).
-    - ``global_events``: times of the first global events; ``on_global(ctx)`` handles each:
-      ``ctx.now()``, ``ctx.state(lp)`` (read only), ``ctx.add``/``ctx.set`` (statistics),
+    - ``global_events``: times of the first global events; ``on_global(ctx)`` handles each,
+      with every LP stopped: ``ctx.now()``, ``ctx.state(lp)`` (to read),
+      ``ctx.state_mut(lp)`` (to change in place), ``ctx.set_state(lp, value)``,
+      ``ctx.send(dst, delay, event)`` (delay > 0), ``ctx.add``/``ctx.set`` (statistics),
       ``ctx.record(name, value)`` (a time series in the report's ``model_series``),
       ``ctx.schedule(delay)`` (the next one).
 

@@ -109,8 +109,9 @@ where
     /// reaches [`run`](Simulation::run) (which, in a worker process, does the worker's part and
     /// exits the process instead of returning); side effects before `run` happen once per
     /// process (test [`is_worker_process`](crate::is_worker_process) early in `main` to skip
-    /// them). `Model::finish` may only add and set figures (not read them), and models with
-    /// global events cannot run across processes. Events are moved between processes through
+    /// them). `Model::finish` may only add and set figures (not read them), and a model with
+    /// global events needs [`serde_model`](Simulation::serde_model) (they then run at cuts of
+    /// the whole model, in this process). Events are moved between processes through
     /// shared memory as values, hence the [`ShmSafe`](crate::shm::ShmSafe) bound: a payload
     /// with a `Vec` does not compile here:
     ///
