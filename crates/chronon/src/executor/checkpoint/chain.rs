@@ -166,7 +166,7 @@ pub(crate) fn run_chain(
         remove_stale(d);
     }
     if at_cuts && root {
-        remove_stale(&std::env::temp_dir());
+        remove_stale(&super::globals::cuts_home());
     }
     // Every rank names the directory after rank 0's chain.
     let n = if at_cuts {

@@ -124,13 +124,31 @@ pub(crate) fn next_chain() -> u64 {
     CHAINS.fetch_add(1, std::sync::atomic::Ordering::Relaxed)
 }
 
+/// The environment variable that names where chains keep the cuts of their global events
+/// (over MPI ranks on several machines: a directory every rank sees).
+pub(crate) const CUT_DIR_ENV: &str = "CHRONON_CUT_DIR";
+
+/// Where chains keep the cuts of their global events when the run saves no checkpoints:
+/// `CHRONON_CUT_DIR`, else memory (`/dev/shm`, where it exists: a cut is written and read
+/// once), else the system's temporary directory.
+pub(crate) fn cuts_home() -> std::path::PathBuf {
+    if let Some(d) = std::env::var_os(CUT_DIR_ENV) {
+        return d.into();
+    }
+    let shm = Path::new("/dev/shm");
+    if shm.is_dir() {
+        return shm.to_path_buf();
+    }
+    std::env::temp_dir()
+}
+
 /// The directory in which chain `n` of process `owner` keeps the cuts of its global events:
 /// one of its own in the checkpoints' directory `dir` (over ranks on several machines, a file
-/// system they share) or in the system's temporary directory.
+/// system they share) or in [`cuts_home`].
 pub(crate) fn cut_dir(dir: Option<&Path>, owner: u32, n: u64) -> std::path::PathBuf {
     let name = format!(".chronon-cuts-{owner}-{n}");
     match dir {
         Some(d) => d.join(name),
-        None => std::env::temp_dir().join(&name[1..]),
+        None => cuts_home().join(&name[1..]),
     }
 }
