@@ -29,10 +29,14 @@ pub struct Phold {
     pub work_us: f64,
     /// Bytes of state per LP.
     pub state_bytes: usize,
-    /// The first `hot_lps` LPs are hot: they spin `hot_work_us` more per event (uneven load).
+    /// `hot_lps` consecutive LPs are hot: they spin `hot_work_us` more per event (uneven load).
+    /// The hot region starts at LP 0.
     pub hot_lps: u32,
     /// Extra busy work per event of a hot LP, in microseconds of wall time.
     pub hot_work_us: f64,
+    /// Every `hot_move` time units the hot region moves on by `hot_lps` LPs (wrapping around),
+    /// so no static mapping suits the whole run; 0: it never moves.
+    pub hot_move: f64,
     /// Which LPs a remote event may go to.
     pub topology: PholdTopology,
 }
@@ -99,6 +103,7 @@ impl Default for Phold {
             state_bytes: 0,
             hot_lps: 0,
             hot_work_us: 0.0,
+            hot_move: 0.0,
             topology: PholdTopology::Mesh,
         }
     }
@@ -140,6 +145,12 @@ impl Phold {
                 self.hot_work_us
             ));
         }
+        if !(self.hot_move >= 0.0 && self.hot_move.is_finite()) {
+            return Err(format!(
+                "hot-move is {}; it must be finite and >= 0",
+                self.hot_move
+            ));
+        }
         if self.hot_lps > self.lps {
             return Err(format!(
                 "hot-lps is {}; it must be at most lps ({})",
@@ -147,6 +158,22 @@ impl Phold {
             ));
         }
         Ok(())
+    }
+
+    /// Whether LP `lp` is in the hot region at time `now`: `hot_lps` LPs from
+    /// `(k * hot_lps) mod lps`, `k` the number of `hot_move` periods before `now`.
+    pub fn is_hot(&self, lp: LpId, now: f64) -> bool {
+        if self.hot_lps == 0 {
+            return false;
+        }
+        let n = u64::from(self.lps);
+        let k = if self.hot_move > 0.0 {
+            (now / self.hot_move) as u64 % n
+        } else {
+            0
+        };
+        let start = k * u64::from(self.hot_lps) % n;
+        (u64::from(lp) + n - start) % n < u64::from(self.hot_lps)
     }
 
     /// The expected number of committed events up to `end`.
@@ -299,7 +326,7 @@ impl Model for Phold {
         }
         lp.events += 1;
         ctx.count(REMOTE_SENDS, i64::from(dst != me));
-        if me < self.hot_lps {
+        if self.is_hot(me, ctx.now()) {
             spin_for_us_in(self.work_us + self.hot_work_us, ctx);
         } else {
             spin_for_us_in(self.work_us, ctx);

@@ -273,6 +273,52 @@ fn hot_lps_leave_the_history_unchanged() {
     .is_err());
 }
 
+#[test]
+fn a_moving_hot_region_moves_and_leaves_the_history_unchanged() {
+    let p = Phold {
+        lps: 16,
+        hot_lps: 4,
+        hot_work_us: 1.0,
+        hot_move: 2.0,
+        ..Phold::default()
+    };
+    let hot = |now: f64| (0..16).filter(|&lp| p.is_hot(lp, now)).collect::<Vec<_>>();
+    assert_eq!(hot(0.0), [0, 1, 2, 3]);
+    assert_eq!(hot(1.99), [0, 1, 2, 3]);
+    assert_eq!(hot(2.0), [4, 5, 6, 7]);
+    assert_eq!(hot(7.5), [12, 13, 14, 15]);
+    assert_eq!(hot(8.0), [0, 1, 2, 3], "it wraps around");
+    // Not a multiple of the LP count: the region straddles the end.
+    let odd = Phold {
+        lps: 10,
+        ..p.clone()
+    };
+    let hot10: Vec<u32> = (0..10).filter(|&lp| odd.is_hot(lp, 4.0)).collect();
+    assert_eq!(hot10, [0, 1, 8, 9]);
+    let still = Phold {
+        hot_move: 0.0,
+        ..p.clone()
+    };
+    assert!((0..4).all(|lp| still.is_hot(lp, 100.0)) && !still.is_hot(4, 100.0));
+    let plain = Phold {
+        hot_lps: 0,
+        hot_move: 0.0,
+        ..p.clone()
+    };
+    let a = run(&plain, 5.0, 7, Executor::Sequential);
+    let b = run(&p, 5.0, 7, Executor::Sequential);
+    assert_eq!(a.fingerprint, b.fingerprint);
+    for bad in [-1.0, f64::NAN, f64::INFINITY] {
+        let e = Phold {
+            hot_move: bad,
+            ..p.clone()
+        }
+        .validate()
+        .unwrap_err();
+        assert!(e.contains("hot-move"), "{e}");
+    }
+}
+
 /// Null-message workers leave without receiving events at or after the end; the GSU's TMC
 /// registers count those still in a mailbox, and the run reports them as pending, as many as
 /// the sequential run leaves.

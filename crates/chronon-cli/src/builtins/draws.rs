@@ -47,6 +47,9 @@ pub(super) fn phold(draw: &mut Draw, flags: &mut Flags) {
     if draw.chance(0.3) {
         // At most every LP (more is bad input, refused by every executor).
         flags.set("hot-lps", draw.int(0, lps.min(2)));
+        if draw.chance(0.5) {
+            flags.set("hot-move", draw.pick(&["0.5", "2"]));
+        }
     }
     flags.set("end", draw.int(5, 40));
 }

@@ -39,12 +39,15 @@ pub(crate) struct PholdArgs {
     /// Communication graph: mesh (any LP) or mesh2d (neighbours on a 2-D torus) [default: mesh].
     #[arg(long)]
     topology: Option<String>,
-    /// The first K LPs are hot: they spin --hot-work-us more per event [default: 0].
+    /// K consecutive LPs are hot: they spin --hot-work-us more per event [default: 0].
     #[arg(long)]
     hot_lps: Option<u32>,
     /// Extra busy work per event of a hot LP, in microseconds [default: 0].
     #[arg(long)]
     hot_work_us: Option<f64>,
+    /// Every T time units the hot region moves on by --hot-lps LPs; 0: never [default: 0].
+    #[arg(long)]
+    hot_move: Option<f64>,
 }
 
 impl PholdArgs {
@@ -61,6 +64,7 @@ impl PholdArgs {
             state_bytes: self.state_bytes.unwrap_or(d.state_bytes),
             hot_lps: self.hot_lps.unwrap_or(d.hot_lps),
             hot_work_us: self.hot_work_us.unwrap_or(d.hot_work_us),
+            hot_move: self.hot_move.unwrap_or(d.hot_move),
             topology: match &self.topology {
                 None => d.topology,
                 Some(t) => t.parse()?,
@@ -93,7 +97,7 @@ impl ModelSpec for PholdArgs {
 
     fn changeable() -> &'static [&'static str] {
         // What an LP does with its next events; an LP's state means the same under any.
-        &["remote", "mean", "work-us", "hot-work-us"]
+        &["remote", "mean", "work-us", "hot-work-us", "hot-move"]
     }
 
     fn draw(draw: &mut Draw, flags: &mut Flags) {
