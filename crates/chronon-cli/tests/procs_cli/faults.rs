@@ -181,6 +181,60 @@ fn ctrl_c_to_the_process_group_stops_every_process_with_an_incomplete_report() {
     }
 }
 
+/// With global events the worker processes are started anew after every global event (the
+/// run ends at a cut before each): Ctrl-C to the process group, whenever it comes (a worker
+/// just starting included), stops the run with the incomplete summary, exit code 130, no
+/// process and no cut left behind.
+#[test]
+fn ctrl_c_during_a_run_with_global_events_across_processes_stops_it_cleanly() {
+    use std::os::unix::process::CommandExt;
+    for wait_ms in [300u64, 700, 1100] {
+        let mut parent = Command::new(env!("CARGO_BIN_EXE_chronon"))
+            .args([
+                "run",
+                "random",
+                "--lps",
+                "2000",
+                "--end",
+                "1e6",
+                "--global-period",
+                "0.5",
+                "--global-writes",
+                "true",
+                "--sync",
+                "window",
+                "--procs",
+                "2",
+            ])
+            .process_group(0)
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        let cuts = std::env::temp_dir().join(format!("chronon-cuts-{}-0", parent.id()));
+        std::thread::sleep(Duration::from_millis(wait_ms));
+        signal("-INT", &format!("-{}", parent.id()));
+        let status = exits_within(
+            &mut parent,
+            Duration::from_secs(10),
+            &format!("after {wait_ms} ms: no stop within 10 s"),
+        );
+        let out = parent.wait_with_output().unwrap();
+        let stdout = String::from_utf8_lossy(&out.stdout);
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(
+            status.code(),
+            Some(130),
+            "after {wait_ms} ms: {stdout}{stderr}"
+        );
+        assert!(
+            stdout.contains("INCOMPLETE"),
+            "after {wait_ms} ms: {stdout}"
+        );
+        assert!(!cuts.exists(), "{} was left behind", cuts.display());
+    }
+}
+
 /// Ctrl-C (SIGINT to the foreground process group: the parent and its worker processes)
 /// during a Time Warp run stops every process and still writes the incomplete report.
 #[test]

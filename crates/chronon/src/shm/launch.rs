@@ -12,7 +12,10 @@
 //!   signal such as `kill -9`, or a non-zero code) makes it print one line naming that process,
 //!   `SIGKILL` every other child, reap them all and return [`LaunchError::WorkerDied`];
 //! - a stop request (a flag the caller's Ctrl-C handler sets) does the same without blaming a
-//!   child; a plain SIGINT that kills the parent kills the children through the death signal.
+//!   child; a plain SIGINT that kills the parent kills the children through the death signal;
+//! - a child starts with SIGINT blocked (kept across exec) and unblocks it when it reaches its
+//!   run ([`Worker::from_env`]), by when its program has installed its Ctrl-C handler: a
+//!   terminal's Ctrl-C during its start does not kill it.
 //!
 //! Segments are memfds, so no file is left in `/dev/shm` whatever happens.
 //!
@@ -174,13 +177,20 @@ impl<'a> Launcher<'a> {
                 .envs(self.env.iter().map(|(k, v)| (k, v)));
             let fds = raw.clone();
             // Safety: the closure runs between fork and exec and makes only async-signal-safe
-            // system calls (prctl, fcntl) on memory allocated before the fork; it allocates
-            // nothing and takes no lock.
+            // calls (prctl, sigemptyset, sigaddset, sigprocmask, fcntl) on memory allocated
+            // before the fork or on its own stack; it allocates nothing and takes no lock.
             unsafe {
                 cmd.pre_exec(move || {
                     rustix::process::set_parent_process_death_signal(Some(
                         rustix::process::Signal::KILL,
                     ))?;
+                    // SIGINT waits (blocked, kept across exec) until the worker reaches its
+                    // run, after its program installed its Ctrl-C handler: a terminal's Ctrl-C
+                    // that comes while it starts does not kill it (`Worker::from_env`).
+                    let mut set: libc::sigset_t = std::mem::zeroed();
+                    libc::sigemptyset(&mut set);
+                    libc::sigaddset(&mut set, libc::SIGINT);
+                    libc::sigprocmask(libc::SIG_BLOCK, &set, std::ptr::null_mut());
                     for &fd in &fds {
                         // Safety: `fd` is open in the parent and so in this forked child.
                         let fd = BorrowedFd::borrow_raw(fd);
@@ -241,6 +251,18 @@ impl<'a> Launcher<'a> {
     }
 }
 
+/// Lets SIGINT reach this thread again (the launcher blocked it for the worker's start): a
+/// Ctrl-C that came meanwhile is delivered now, to the program's handler if it has one.
+fn unblock_sigint() {
+    // Safety: plain libc calls on a signal set on this stack.
+    unsafe {
+        let mut set: libc::sigset_t = std::mem::zeroed();
+        libc::sigemptyset(&mut set);
+        libc::sigaddset(&mut set, libc::SIGINT);
+        libc::pthread_sigmask(libc::SIG_UNBLOCK, &set, std::ptr::null_mut());
+    }
+}
+
 /// SIGKILLs and reaps every child still running.
 fn kill_all(children: &mut [Option<Child>]) {
     for c in children.iter_mut().flatten() {
@@ -277,6 +299,7 @@ impl Worker {
                 "the worker's descriptors were taken by an earlier Worker::from_env",
             )));
         }
+        unblock_sigint();
         Some(Self::parse(&role))
     }
 

@@ -129,17 +129,13 @@ pub(crate) fn next_chain() -> u64 {
 pub(crate) const CUT_DIR_ENV: &str = "CHRONON_CUT_DIR";
 
 /// Where chains keep the cuts of their global events when the run saves no checkpoints:
-/// `CHRONON_CUT_DIR`, else memory (`/dev/shm`, where it exists: a cut is written and read
-/// once), else the system's temporary directory.
+/// `CHRONON_CUT_DIR` (`/dev/shm` keeps them in memory: faster, docs/conservative.md), else the
+/// system's temporary directory.
 pub(crate) fn cuts_home() -> std::path::PathBuf {
-    if let Some(d) = std::env::var_os(CUT_DIR_ENV) {
-        return d.into();
+    match std::env::var_os(CUT_DIR_ENV) {
+        Some(d) => d.into(),
+        None => std::env::temp_dir(),
     }
-    let shm = Path::new("/dev/shm");
-    if shm.is_dir() {
-        return shm.to_path_buf();
-    }
-    std::env::temp_dir()
 }
 
 /// The directory in which chain `n` of process `owner` keeps the cuts of its global events:
