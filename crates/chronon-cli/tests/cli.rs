@@ -22,6 +22,10 @@ fn with(extra: &[&str]) -> Vec<String> {
     SMALL.iter().chain(extra).map(|s| s.to_string()).collect()
 }
 
+fn owned(args: &[&str]) -> Vec<String> {
+    args.iter().map(|s| s.to_string()).collect()
+}
+
 fn run_ok(args: &[String]) -> String {
     let args: Vec<&str> = args.iter().map(String::as_str).collect();
     let out = chronon(&args);
@@ -313,6 +317,8 @@ fn help_and_version_exit_0() {
 /// A parallel run says how much parallelism it had, in the summary and the report, and gives
 /// one line of advice where it had a reason: more workers than cores, or less than one core's
 /// worth of event work (a tiny PHOLD whose rounds hold a few dozen events each).
+/// Also: hot LPs that the block mapping puts on one worker show as an imbalance (the busiest
+/// worker's busy time over the mean), which the advice names.
 #[test]
 fn a_parallel_run_reports_its_parallelism_and_advice() {
     let path = tmp("parallelism.json");
@@ -341,6 +347,36 @@ fn a_parallel_run_reports_its_parallelism_and_advice() {
         let advice = p["advice"].as_str().unwrap();
         assert!(advice.contains("slower than --sync seq"), "{advice}");
         assert!(out.contains("\nadvice       "), "{out}");
+    }
+    // Eight LPs with 200 µs of extra work each, all on worker 0 (block mapping): worker 1's
+    // events are a thousand times cheaper.
+    let out = run_ok(&owned(&[
+        "run",
+        "phold",
+        "--lps",
+        "64",
+        "--hot-lps",
+        "8",
+        "--hot-work-us",
+        "200",
+        "--end",
+        "10",
+        "--sync",
+        "window",
+        "--threads",
+        "2",
+        "--output",
+        path.to_str().unwrap(),
+    ]));
+    let r: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&path).unwrap()).unwrap();
+    let p = &r["parallelism"];
+    let imbalance = p["imbalance"].as_f64().unwrap();
+    assert!(imbalance > 1.5 && imbalance <= 2.0, "{p}");
+    assert!(out.contains("; imbalance "), "{out}");
+    if cores >= 2 {
+        let advice = p["advice"].as_str().unwrap();
+        assert!(advice.contains("the load is uneven"), "{advice}");
     }
     // More workers than cores: the advice says so, whatever else it could say.
     let threads = (cores + 1).to_string();

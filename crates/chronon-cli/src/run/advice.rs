@@ -6,6 +6,10 @@
 //! sequential run does one; a parallel run below one did less event work per second than a
 //! sequential run of the same events would (its handlers being no faster), so it was most
 //! likely slower than `--sync seq`. Time Warp counts only the work it kept (busy × efficiency).
+//!
+//! The imbalance is the busiest worker's busy time over the mean: 1 when every worker did the
+//! same event work; near the worker count when one did all of it. Every other worker waits for
+//! the busiest at each synchronization, so it bounds the speedup at workers ÷ imbalance.
 
 use chronon::Report;
 use serde_json::{json, Value};
@@ -21,6 +25,8 @@ pub(crate) struct Parallelism {
     pub cores: usize,
     /// Σ busy / wall (Time Warp: × efficiency), when the workers report busy time.
     pub busy_workers: Option<f64>,
+    /// The busiest worker's busy time over the mean (two or more workers with busy time).
+    pub imbalance: Option<f64>,
     /// Events committed per synchronization and worker, with the synchronization's name.
     pub per_sync: Option<(f64, &'static str)>,
     /// One line of advice, when the run had a reason for one.
@@ -38,6 +44,7 @@ impl Parallelism {
         let kept = es.get("efficiency").copied().unwrap_or(1.0);
         let busy_workers =
             (r.sync != "seq" && r.wall_s > 0.0 && busy > 0.0).then(|| busy * kept / r.wall_s);
+        let imbalance = imbalance(r.workers.iter().filter_map(|w| w.get("busy_s").copied()));
         let per = |n: Option<&f64>, what| {
             n.filter(|n| **n > 0.0)
                 .map(|n| (r.committed as f64 / n / workers.max(1) as f64, what))
@@ -53,6 +60,7 @@ impl Parallelism {
             local,
             cores,
             busy_workers,
+            imbalance,
             per_sync,
             advice: None,
         };
@@ -70,8 +78,15 @@ impl Parallelism {
             ));
         }
         let busy = self.busy_workers?;
+        let uneven = self.imbalance.filter(|i| *i >= UNEVEN).map(|i| {
+            format!(
+                "the busiest worker did {i:.2}× the mean event work, and the others wait for it \
+                 at every synchronization: the load is uneven; --mapping round-robin spreads \
+                 neighbouring LPs, window's --dedicated F balances at run time"
+            )
+        });
         if busy >= 1.0 {
-            return None;
+            return uneven;
         }
         let per = self.per_sync.map_or(String::new(), |(n, what)| {
             format!(" ({n:.0} events per {what} and worker)")
@@ -86,10 +101,11 @@ impl Parallelism {
         } else {
             format!("the workers spent the rest of their time waiting and synchronizing{per}")
         };
+        let then = uneven.map_or(String::new(), |u| format!("; {u}"));
         Some(format!(
             "the workers did {busy:.2} cores' worth of event work, less than one: this run was \
              most likely slower than --sync seq; {why}; more work per event, more lookahead or \
-             more LPs per worker pay for the synchronization"
+             more LPs per worker pay for the synchronization{then}"
         ))
     }
 
@@ -100,8 +116,11 @@ impl Parallelism {
             let per = self.per_sync.map_or(String::new(), |(n, what)| {
                 format!("; {n:.1} events per {what} and worker")
             });
+            let uneven = self.imbalance.map_or(String::new(), |i| {
+                format!("; imbalance {i:.2} (busiest worker ÷ mean)")
+            });
             out.push(format!(
-                "parallelism  {b:.2} of {} workers busy on average{per}",
+                "parallelism  {b:.2} of {} workers busy on average{per}{uneven}",
                 self.workers
             ));
         }
@@ -117,9 +136,35 @@ impl Parallelism {
             "workers": self.workers,
             "cores": self.cores,
             "busy_workers": self.busy_workers,
+            "imbalance": self.imbalance,
             "events_per_sync_per_worker": self.per_sync.map(|p| p.0),
             "sync": self.per_sync.map(|p| p.1),
             "advice": self.advice,
         })
+    }
+}
+
+/// An imbalance from which the advice names it (the busiest worker did 30 % more than the mean).
+const UNEVEN: f64 = 1.3;
+
+/// The largest of `busy` over their mean; `None` for fewer than two workers or no busy time.
+fn imbalance(busy: impl Iterator<Item = f64>) -> Option<f64> {
+    let b: Vec<f64> = busy.collect();
+    let mean = b.iter().sum::<f64>() / b.len().max(1) as f64;
+    (b.len() >= 2 && mean > 0.0).then(|| b.iter().copied().fold(0.0, f64::max) / mean)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::imbalance;
+
+    #[test]
+    fn the_imbalance_is_the_busiest_over_the_mean() {
+        assert_eq!(imbalance([1.0, 1.0].into_iter()), Some(1.0));
+        assert_eq!(imbalance([3.0, 1.0].into_iter()), Some(1.5));
+        assert_eq!(imbalance([4.0, 0.0, 0.0, 0.0].into_iter()), Some(4.0));
+        assert_eq!(imbalance([2.0].into_iter()), None);
+        assert_eq!(imbalance([0.0, 0.0].into_iter()), None);
+        assert_eq!(imbalance(std::iter::empty()), None);
     }
 }
