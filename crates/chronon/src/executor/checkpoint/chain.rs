@@ -7,6 +7,7 @@ use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
 use std::time::Instant;
 
+use super::cuts::{CutsKept, GlobalCut};
 use super::dir::{checkpoint_path, create_staging, finalize, staging_path};
 use super::globals::CutGlobals;
 use super::{
@@ -315,114 +316,10 @@ fn next_after(t: f64) -> f64 {
     }
 }
 
-/// What a link that ended at a global event's cut hands to [`CutsKept::run_globals`].
-struct GlobalCut<'a, 's> {
-    saver: &'a Saver<'s>,
-    link: Link<'a>,
-    staging: &'a std::path::Path,
-    coord: &'a Coord<'a>,
-    globals: &'a dyn CutGlobals,
-    queue: &'a mut GlobalQueue,
-    reread: &'a dyn Fn(PathBuf) -> Result<Loaded, SimError>,
-}
-
-/// The cuts a chain keeps for its global events (in the checkpoints' directory, or a
-/// directory of its own): the coordinating process removes them once the next link has read
-/// them, and every one left when the chain ends (also on an error).
-struct CutsKept {
-    dir: Option<PathBuf>,
-    root: bool,
-    kept: Vec<PathBuf>,
-}
-
-/// How the coordinating process tells every rank how the global events at a cut went.
-const CUT_NONE: u64 = 0;
-const CUT_RAN: u64 = 1;
-const CUT_FAILED: u64 = 2;
-
-impl CutsKept {
-    /// At a link's end at a global event's cut: saves the cut, runs the global events on it in
-    /// the coordinating process, saves the cut they leave, and returns it (read back by every
-    /// rank) for the next link, and whether they ran: when no LP event is pending they never
-    /// run (as in every executor), and the chain's next link is its last.
-    fn run_globals(&mut self, c: GlobalCut<'_, '_>) -> Result<(Loaded, bool), SimError> {
-        let dir = self.dir.clone().expect("global cuts have a directory");
-        let owner = c.coord.owner;
-        let cut = c.link.cut;
-        let at = hidden_path(&dir, cut, "link");
-        let after = hidden_path(&dir, cut, "globals");
-        let unsaved = |e: String| {
-            SimError::config(
-                Setting::Run,
-                format!("the cut for the global events at {cut} was not saved: {e}"),
-            )
-        };
-        c.saver
-            .save(c.link, c.staging, &at, &|ok| c.coord.agree(ok))
-            .map_err(unsaved)?;
-        self.drop_kept();
-        self.kept.push(at.clone());
-        let loaded = (c.reread)(at)?;
-        let mut error = None;
-        let word = if self.root {
-            let staging = staging_path(&dir, cut, owner);
-            match c
-                .saver
-                .run_globals(c.globals, c.queue, &loaded, &staging, &after)
-            {
-                Ok(true) => CUT_RAN,
-                Ok(false) => CUT_NONE,
-                Err(e) => {
-                    error = Some(e);
-                    CUT_FAILED
-                }
-            }
-        } else {
-            0
-        };
-        match c.coord.tell(word) {
-            CUT_RAN => {
-                self.kept.push(after.clone());
-                Ok(((c.reread)(after)?, true))
-            }
-            CUT_NONE => Ok((loaded, false)),
-            _ => Err(error.unwrap_or_else(|| {
-                SimError::config(
-                    Setting::Run,
-                    format!("the global events at the cut {cut} failed on rank 0"),
-                )
-            })),
-        }
-    }
-
-    /// Removes the cuts kept so far (every part has read them: the link they started ended).
-    fn drop_kept(&mut self) {
-        for d in self.kept.drain(..) {
-            if self.root {
-                let _ = std::fs::remove_dir_all(d);
-            }
-        }
-    }
-}
-
-impl Drop for CutsKept {
-    fn drop(&mut self) {
-        self.drop_kept();
-        if let (true, Some(d)) = (self.root, &self.dir) {
-            let _ = std::fs::remove_dir_all(d);
-        }
-    }
-}
-
-/// The name of a cut a chain keeps for its global events in its own directory.
-fn hidden_path(dir: &std::path::Path, cut: f64, what: &str) -> PathBuf {
-    dir.join(format!("t{cut}-{what}"))
-}
-
 /// Link `k` of a chain: the run to `end` that starts from `start` (none: from `Model::init`)
 /// and saves into `save` (a staging directory) if it is given; `globals_at_cuts`: the chain
 /// runs the global events.
-fn link_config(
+pub(super) fn link_config(
     base: &RunConfig,
     setup: &ChainSetup,
     (k, globals_at_cuts): (usize, bool),
@@ -485,18 +382,18 @@ fn read_start(setup: &ChainSetup, base: &RunConfig) -> Result<Option<Loaded>, Si
 }
 
 /// What a chain writes into every manifest, and whether this process writes them (rank 0).
-struct Saver<'a> {
-    setup: &'a ChainSetup,
-    base: &'a RunConfig,
+pub(super) struct Saver<'a> {
+    pub(super) setup: &'a ChainSetup,
+    pub(super) base: &'a RunConfig,
     saved_by: &'a str,
     origin: Option<String>,
     root: bool,
 }
 
 /// A link that ended at its cut and saved its parts.
-struct Link<'a> {
-    ck: &'a CkptRun,
-    cut: f64,
+pub(super) struct Link<'a> {
+    pub(super) ck: &'a CkptRun,
+    pub(super) cut: f64,
     committed: u64,
     last_time: f64,
     /// When the link's run returned (the checkpoint's seconds start at its first part, or
@@ -506,10 +403,10 @@ struct Link<'a> {
 
 /// Over ranks, rank 0 coordinates a chain, and every rank names the staging directory after it
 /// (`owner`); in one process, this process does.
-struct Coord<'a> {
+pub(super) struct Coord<'a> {
     ranks: Option<&'a dyn ChainRanks>,
     root: bool,
-    owner: u32,
+    pub(super) owner: u32,
 }
 
 impl<'a> Coord<'a> {
@@ -526,7 +423,7 @@ impl<'a> Coord<'a> {
     }
 
     /// Rank 0's `word` (this process's), which every rank learns.
-    fn tell(&self, word: u64) -> u64 {
+    pub(super) fn tell(&self, word: u64) -> u64 {
         match self.ranks {
             Some(r) => r.gather(word)[0],
             None => word,
@@ -534,7 +431,7 @@ impl<'a> Coord<'a> {
     }
 
     /// Whether rank 0 (or this process) says yes; every rank learns it.
-    fn agree(&self, ok: bool) -> bool {
+    pub(super) fn agree(&self, ok: bool) -> bool {
         match self.ranks {
             Some(r) => r.gather(u64::from(ok))[0] == 1,
             None => ok,
@@ -548,7 +445,7 @@ const NOT_IN_CHAIN: &str =
 
 impl Saver<'_> {
     /// The manifest of the checkpoint at `cut`, before its parts are listed.
-    fn manifest(&self, cut: f64, committed: u64, last_time: f64) -> Manifest {
+    pub(super) fn manifest(&self, cut: f64, committed: u64, last_time: f64) -> Manifest {
         Manifest {
             format: super::FORMAT,
             chronon: env!("CARGO_PKG_VERSION").to_string(),
@@ -565,57 +462,6 @@ impl Saver<'_> {
             parts: Vec::new(),
             checksum: 0,
         }
-    }
-
-    /// In the coordinating process, at the cut `at`: runs the global events due on it and
-    /// saves the cut they leave at `after` (built in `staging`). `false`: none was due (no LP
-    /// event is pending), nothing was saved.
-    fn run_globals(
-        &self,
-        globals: &dyn CutGlobals,
-        queue: &mut GlobalQueue,
-        at: &Loaded,
-        staging: &std::path::Path,
-        after: &std::path::Path,
-    ) -> Result<bool, SimError> {
-        let failed = |e: String| {
-            let _ = std::fs::remove_dir_all(staging);
-            SimError::config(
-                Setting::Run,
-                format!(
-                    "the cut after the global events at {} was not saved: {e}",
-                    at.cut()
-                ),
-            )
-        };
-        create_staging(staging).map_err(failed)?;
-        let (cfg, ck) = link_config(
-            self.base,
-            self.setup,
-            (0, true),
-            self.base.end,
-            None,
-            Some(staging.to_path_buf()),
-        );
-        let ran = globals.run_at(queue, at, &cfg).inspect_err(|_| {
-            let _ = std::fs::remove_dir_all(staging);
-        })?;
-        if !ran {
-            let _ = std::fs::remove_dir_all(staging);
-            return Ok(false);
-        }
-        let errors = std::mem::take(&mut *ck.errors.lock().unwrap_or_else(|p| p.into_inner()));
-        if let Some(e) = errors.into_iter().next() {
-            return Err(failed(e));
-        }
-        let m = &at.manifest;
-        finalize(
-            staging,
-            after,
-            self.manifest(m.cut, m.committed, m.last_time),
-        )
-        .map_err(failed)?;
-        Ok(true)
     }
 
     /// Creates a link's staging directory (rank 0, or this process); every rank learns
@@ -642,7 +488,7 @@ impl Saver<'_> {
     /// Turns the link's staging directory into the checkpoint at `target` (the manifest
     /// written last, then the rename), or removes it if a part failed; every rank learns
     /// whether rank 0 succeeded (`agree`).
-    fn save(
+    pub(super) fn save(
         &self,
         link: Link<'_>,
         staging: &std::path::Path,

@@ -21,6 +21,7 @@
 
 mod chain;
 mod codec;
+mod cuts;
 mod dir;
 mod globals;
 pub(crate) mod part;
