@@ -132,8 +132,14 @@ fn handlers_that_never_call_the_engine_are_preempted_and_the_history_is_sequenti
                 d <= i,
                 "{what}: only an interrupted context is dropped as one"
             );
-            // Each dropped interrupted context leaked its one local; every other was dropped.
-            assert_eq!(m.live.load(SeqCst) as f64, d, "{what}: leaked locals");
+            // A dropped interrupted context leaks the handler's local if the tick came while
+            // it was alive, and nothing if the tick came before it was made or after it was
+            // dropped (the engine's own code around the handler); every other context drops it.
+            let leaked = m.live.load(SeqCst) as f64;
+            assert!(
+                (0.0..=d).contains(&leaked),
+                "{what}: {leaked} locals leaked by {d} dropped interrupted contexts"
+            );
             interrupts += i;
             dropped += d;
         }
