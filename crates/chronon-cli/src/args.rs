@@ -62,6 +62,11 @@ pub(crate) struct CommonArgs {
     /// LP-to-worker mapping of the parallel executors: block or round-robin [default: block].
     #[arg(long, help_heading = EXEC)]
     pub mapping: Option<crate::choices::Mapping>,
+    /// Move LPs between workers every T units of simulated time, from what each cost since
+    /// the last move (contiguous blocks of about equal cost; the history is unchanged), or off
+    /// [default: off].
+    #[arg(long, value_name = "T|off", help_heading = EXEC)]
+    pub balance: Option<String>,
     /// Pin worker threads to cores, NUMA node by node: auto (when the workers fit the cores;
     /// each worker first-touches its LPs' records and pending set on a machine of several
     /// NUMA nodes), on (always, first touch included) or off; the report's `placement` says
@@ -300,6 +305,7 @@ impl CommonArgs {
             barrier: self.barrier.or(file.barrier),
             fan_in: self.fan_in.or(file.fan_in),
             mapping: self.mapping.or(file.mapping),
+            balance: self.balance.or(file.balance),
             pin: self.pin.or(file.pin),
             dedicated: self.dedicated.or(file.dedicated),
             shared_sets: self.shared_sets.or(file.shared_sets),

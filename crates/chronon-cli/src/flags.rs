@@ -38,6 +38,7 @@ pub(crate) fn flag(setting: Setting) -> Option<&'static str> {
         Setting::CheckpointDir => "--checkpoint-dir",
         Setting::Restore => "--restore",
         Setting::Reseed => "--reseed",
+        Setting::Balance => "--balance",
         _ => return None,
     })
 }

@@ -98,10 +98,12 @@ pub enum Setting {
     Restore,
     /// [`Simulation::reseed`](crate::Simulation::reseed).
     Reseed,
+    /// [`Simulation::balance`](crate::Simulation::balance): the period LPs may move at.
+    Balance,
 }
 
 impl Setting {
-    const ALL: [Setting; 32] = [
+    const ALL: [Setting; 33] = [
         Setting::Mapping,
         Setting::Lps,
         Setting::EndTime,
@@ -134,6 +136,7 @@ impl Setting {
         Setting::CheckpointDir,
         Setting::Restore,
         Setting::Reseed,
+        Setting::Balance,
     ];
 
     /// Its number, for a worker process's report to its parent.
@@ -182,6 +185,7 @@ impl Setting {
             Setting::CheckpointDir => "checkpoint_dir",
             Setting::Restore => "restore",
             Setting::Reseed => "reseed",
+            Setting::Balance => "balance",
         }
     }
 
@@ -220,6 +224,7 @@ impl Setting {
             Setting::CheckpointDir => "checkpoint_dir",
             Setting::Restore => "restore",
             Setting::Reseed => "reseed",
+            Setting::Balance => "balance",
         }
     }
 }

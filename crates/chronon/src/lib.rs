@@ -289,6 +289,7 @@ mod fingerprint;
 pub mod gsu;
 pub mod limits;
 mod loom;
+pub mod lp_cost;
 pub mod measure;
 mod model;
 mod model_stats;

@@ -13,6 +13,11 @@ pub enum Mapping {
     RoundRobin,
     /// Given explicitly: `owner[i]` is LP `i`'s worker.
     Explicit(Vec<u32>),
+    /// Contiguous blocks of about equal cost: `cost[i]` is LP `i`'s, in any unit (an earlier
+    /// run's nanoseconds, `--mapping profile:FILE`; the last stretch's, `--balance`). The
+    /// blocks keep neighbouring LPs together, as [`Mapping::Block`] does, and split a costly
+    /// region over several workers.
+    Costs(Vec<u64>),
 }
 
 impl Mapping {
@@ -40,8 +45,52 @@ impl Mapping {
                 }
                 Ok(v.clone())
             }
+            Mapping::Costs(c) => {
+                if c.len() != n {
+                    return Err(format!("the LP costs have {} entries for {n} LPs", c.len()));
+                }
+                Ok(cost_blocks(c, w))
+            }
         }
     }
+}
+
+/// Contiguous blocks of LPs of about equal total cost, one per worker: LP `i` goes to the
+/// worker whose share of the total holds the middle of LP `i`'s cost. LPs of no cost go
+/// with their neighbours; with no cost at all, [`Mapping::Block`].
+pub(crate) fn cost_blocks(cost: &[u64], workers: usize) -> Vec<u32> {
+    let n = cost.len();
+    let total: u128 = cost.iter().map(|&c| u128::from(c)).sum();
+    if total == 0 {
+        return (0..n).map(|i| block_owner(i, n, workers)).collect();
+    }
+    let w = workers as u128;
+    let mut before = 0u128;
+    cost.iter()
+        .map(|&c| {
+            // Twice the middle of this LP's stretch, over twice the total: no rounding.
+            let mid2 = 2 * before + u128::from(c);
+            before += u128::from(c);
+            ((mid2 * w / (2 * total)).min(w - 1)) as u32
+        })
+        .collect()
+}
+
+/// The busiest worker's cost over the mean worker's, for `owner` and `cost` (1: even; 0 when
+/// nothing cost anything).
+pub fn cost_imbalance(owner: &[u32], cost: &[u64], workers: usize) -> f64 {
+    let mut per = vec![0u128; workers.max(1)];
+    for (&o, &c) in owner.iter().zip(cost) {
+        if let Some(x) = per.get_mut(o as usize) {
+            *x += u128::from(c);
+        }
+    }
+    let total: u128 = per.iter().sum();
+    if total == 0 {
+        return 0.0;
+    }
+    let max = per.iter().copied().max().unwrap_or(0);
+    max as f64 * per.len() as f64 / total as f64
 }
 
 /// The worker of LP `lp` under [`Mapping::Block`] with `lps` LPs on `workers` workers:
@@ -147,6 +196,29 @@ pub fn in_this_process(lp: LpId) -> bool {
 
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn cost_blocks_are_contiguous_and_split_a_costly_region() {
+        // 8 LPs, LPs 2..4 cost 10 each, the rest 1: two workers share the costly pair.
+        let c = [1, 1, 10, 10, 1, 1, 1, 1];
+        let o = Mapping::Costs(c.to_vec()).owners(8, 2).unwrap();
+        assert_eq!(o, vec![0, 0, 0, 1, 1, 1, 1, 1]);
+        assert!(o.windows(2).all(|p| p[0] <= p[1]), "contiguous");
+        assert!(
+            cost_imbalance(&o, &c, 2)
+                < cost_imbalance(&Mapping::Block.owners(8, 2).unwrap(), &c, 2)
+        );
+        // No cost at all: blocks.
+        assert_eq!(
+            Mapping::Costs(vec![0; 10]).owners(10, 3).unwrap(),
+            Mapping::Block.owners(10, 3).unwrap()
+        );
+        assert!(Mapping::Costs(vec![1; 3]).owners(4, 2).is_err());
+        // Even costs: blocks; one worker: every LP on it.
+        assert_eq!(cost_blocks(&[5; 6], 3), vec![0, 0, 1, 1, 2, 2]);
+        assert_eq!(cost_blocks(&[5, 0, 9], 1), vec![0, 0, 0]);
+        assert_eq!(cost_imbalance(&[0, 0, 1], &[1, 1, 2], 2), 1.0);
+    }
+
     use super::*;
 
     #[test]

@@ -72,6 +72,38 @@ pub struct Report {
     /// false; the figures cover the events before it).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub checkpoint_error: Option<String>,
+    /// What each LP cost in this run, in LP order ([`crate::lp_cost`]; empty where the
+    /// executor has not measured it). JSON carries the costliest as `top_lps`.
+    #[serde(
+        rename = "top_lps",
+        serialize_with = "top_lps",
+        skip_serializing_if = "Vec::is_empty"
+    )]
+    pub lp_costs: Vec<crate::lp_cost::LpCost>,
+}
+
+/// How many LPs the report's `top_lps` lists.
+pub(crate) const TOP_LPS: usize = 10;
+
+/// `top_lps`: the [`TOP_LPS`] costliest LPs, each with its events, its estimated handler
+/// seconds and its share of every LP's.
+fn top_lps<S: serde::Serializer>(
+    costs: &[crate::lp_cost::LpCost],
+    s: S,
+) -> Result<S::Ok, S::Error> {
+    use serde::ser::SerializeSeq;
+    let total: u64 = costs.iter().map(|c| c.ns).sum();
+    let top = crate::lp_cost::top(costs, TOP_LPS);
+    let mut seq = s.serialize_seq(Some(top.len()))?;
+    for (lp, c) in top {
+        seq.serialize_element(&serde_json::json!({
+            "lp": lp,
+            "events": c.events,
+            "cost_s": c.ns as f64 * 1e-9,
+            "share": if total > 0 { c.ns as f64 / total as f64 } else { 0.0 },
+        }))?;
+    }
+    seq.end()
 }
 
 impl Report {
@@ -103,6 +135,7 @@ impl Report {
             checkpoints: Vec::new(),
             restored: None,
             checkpoint_error: None,
+            lp_costs: Vec::new(),
         }
     }
 

@@ -24,6 +24,8 @@ pub(super) struct Checkpoints {
     dir: Option<PathBuf>,
     restore: Option<PathBuf>,
     reseed: Option<u64>,
+    /// `--balance T`: LPs move every T (`None`: off).
+    balance: Option<f64>,
     /// The changeable parameters this run gives other values than the checkpoint's.
     pub changed: Vec<String>,
 }
@@ -44,6 +46,7 @@ impl Checkpoints {
             dir: common.checkpoint_dir.clone(),
             restore: common.restore.clone(),
             reseed: common.reseed,
+            balance: balance(common)?,
             changed: Vec::new(),
         };
         let saves = c.every.is_some() || c.at.is_some();
@@ -125,7 +128,26 @@ impl Checkpoints {
         if let Some(s) = self.reseed {
             sim = sim.reseed(s);
         }
+        if let Some(t) = self.balance {
+            sim = sim.balance(t);
+        }
         sim
+    }
+}
+
+/// `--balance`: off, or a period of simulated time.
+fn balance(common: &CommonArgs) -> Result<Option<f64>, Failure> {
+    let Some(v) = common.balance.as_deref() else {
+        return Ok(None);
+    };
+    if v == "off" {
+        return Ok(None);
+    }
+    match v.parse::<f64>() {
+        Ok(t) if t > 0.0 && t.is_finite() => Ok(Some(t)),
+        _ => Err(Failure::bad_input(format!(
+            "--balance is {v}; it must be off or a period of simulated time > 0 (LPs move at each multiple of it)"
+        ))),
     }
 }
 

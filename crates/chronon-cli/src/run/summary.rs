@@ -39,6 +39,9 @@ pub(super) fn print_summary(name: &str, r: &Report, extra: &[String]) {
     for line in time_warp_lines(r).iter().chain(extra) {
         println!("{line}");
     }
+    if let Some(line) = costliest(r) {
+        println!("{line}");
+    }
     println!("wall         {:.3} s", r.wall_s);
     println!("events/s     {:.0}", r.events_per_s);
     println!("fingerprint  {}", r.fingerprint);
@@ -61,6 +64,25 @@ pub(super) fn print_summary(name: &str, r: &Report, extra: &[String]) {
     if !r.complete {
         println!("INCOMPLETE   stopped at t = {}", r.last_time);
     }
+}
+
+/// The three costliest LPs and their shares of the handlers' time (the report's `top_lps`
+/// lists ten).
+fn costliest(r: &Report) -> Option<String> {
+    let total: u64 = r.lp_costs.iter().map(|c| c.ns).sum();
+    let top = chronon::lp_cost::top(&r.lp_costs, 3);
+    if total == 0 || top.is_empty() {
+        return None;
+    }
+    let list: Vec<String> = top
+        .iter()
+        .map(|(lp, c)| format!("LP {lp} {:.1} %", 100.0 * c.ns as f64 / total as f64))
+        .collect();
+    Some(format!(
+        "costliest    {} of the handlers' time ({:.3} s in all, sampled)",
+        list.join(", "),
+        total as f64 * 1e-9
+    ))
 }
 
 /// Time Warp's rollback and preemption lines of the summary (the same figures, per worker

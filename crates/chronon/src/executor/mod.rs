@@ -23,6 +23,7 @@ use crate::error::{guard, ModelError, SimError};
 use crate::event::Event;
 use crate::fingerprint::{Fingerprint, LpDigest};
 use crate::model::{Ctx, LpId, LpMeta, LpStates, Model, ModelStats, Time};
+use crate::partition::Mapping;
 use crate::progress::Progress;
 use crate::queue::QueueKind;
 use crate::stats::Report;
@@ -54,6 +55,29 @@ impl Executor {
             Executor::NullMessage(_) => "null-message",
             Executor::Lockstep(_) => "lockstep",
         }
+    }
+
+    /// The LPs' mapping onto workers; `None` where no worker owns LPs (the sequential
+    /// executor, lock-step's work-stealing and active-threads runtimes).
+    pub(crate) fn mapping(&self) -> Option<&Mapping> {
+        match self {
+            Executor::TimeWarp(c) => Some(&c.mapping),
+            Executor::Window(c) | Executor::NullMessage(c) => Some(&c.mapping),
+            Executor::Lockstep(c) if matches!(c.runtime, Runtime::Threads) => Some(&c.mapping),
+            _ => None,
+        }
+    }
+
+    /// The same executor with its LPs on `owners` (by LP, their worker).
+    pub(crate) fn with_owners(&self, owners: &[u32]) -> Executor {
+        let mut e = self.clone();
+        let m = Mapping::Explicit(owners.to_vec());
+        match &mut e {
+            Executor::TimeWarp(c) => c.mapping = m,
+            Executor::Window(c) | Executor::NullMessage(c) | Executor::Lockstep(c) => c.mapping = m,
+            Executor::Sequential => {}
+        }
+        e
     }
 
     /// Worker threads used.
@@ -162,6 +186,8 @@ pub(crate) struct LpSlot<S> {
     pub state: S,
     pub meta: LpMeta,
     pub digest: LpDigest,
+    /// What its handlers cost in this run (not saved: a run measures its own).
+    pub cost: crate::lp_cost::LpCost,
 }
 
 /// Runs `model.init` for every LP, in LP order, collecting their first events.
@@ -241,6 +267,7 @@ pub(crate) fn init_lps_each<M: Model>(
                     state,
                     meta,
                     digest: LpDigest::default(),
+                    cost: Default::default(),
                 },
             );
         }
@@ -311,6 +338,7 @@ pub(crate) fn finish_report<M: Model>(
     report.fingerprint = fingerprint;
     report.committed = committed;
     report.model_stats = stats;
+    report.lp_costs = lps.iter().map(|s| s.cost).collect();
     Ok(())
 }
 

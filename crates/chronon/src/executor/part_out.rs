@@ -9,6 +9,7 @@ use std::collections::BTreeMap;
 
 use crate::error::{guard, ConfigError, ModelError, Setting, SimError};
 use crate::event::EventKey;
+use crate::lp_cost::LpCost;
 use crate::model::{LpId, Model, ModelStats, StatKind, StatOp, Time};
 #[cfg(all(target_os = "linux", not(chronon_loom)))]
 use crate::transport::wire::{Reader, Writer};
@@ -44,6 +45,8 @@ pub(crate) struct PartOut {
     pub(crate) workers: Vec<BTreeMap<String, f64>>,
     /// The committed-event trace of this process's LPs (`crate::trace`; empty when off).
     pub(crate) trace: Vec<(LpId, Vec<EventKey>)>,
+    /// What each of this part's LPs cost (`crate::lp_cost`).
+    pub(crate) lp_costs: Vec<(LpId, LpCost)>,
 }
 
 impl PartOut {
@@ -68,6 +71,7 @@ impl PartOut {
             series: Vec::new(),
             workers: Vec::new(),
             trace: Vec::new(),
+            lp_costs: Vec::new(),
         }
     }
 
@@ -182,6 +186,12 @@ pub(crate) fn encode(o: &PartOut) -> Vec<u8> {
             w.u64(k.seq);
         }
     }
+    w.u64(o.lp_costs.len() as u64);
+    for (lp, c) in &o.lp_costs {
+        w.u64(u64::from(*lp));
+        w.u64(c.events);
+        w.u64(c.ns);
+    }
     w.0
 }
 
@@ -266,6 +276,11 @@ pub(crate) fn decode(b: &[u8]) -> Option<PartOut> {
             })
             .collect::<Option<Vec<_>>>()?;
         o.trace.push((lp, keys));
+    }
+    for _ in 0..r.u64()? {
+        let lp = u32::try_from(r.u64()?).ok()?;
+        let (events, ns) = (r.u64()?, r.u64()?);
+        o.lp_costs.push((lp, LpCost { events, ns }));
     }
     Some(o)
 }

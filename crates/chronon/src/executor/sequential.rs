@@ -78,6 +78,7 @@ fn run_with<M: Model, Q: PendingSet<Event<M::Event>>>(
             }
             let slot = &mut lps[ev.dst as usize];
             current = (ev.dst, now);
+            let timed = slot.cost.start();
             {
                 let mut ctx = Ctx::new(
                     now,
@@ -91,6 +92,7 @@ fn run_with<M: Model, Q: PendingSet<Event<M::Event>>>(
                 );
                 model.on_event(&mut slot.state, &ev.payload, &mut ctx);
             }
+            slot.cost.stop(timed);
             if let Some(e) = error.take() {
                 return Err(SimError::Model(e));
             }

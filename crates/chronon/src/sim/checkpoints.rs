@@ -94,6 +94,53 @@ where
 }
 
 impl<M: Model> Simulation<M> {
+    /// Moves LPs between workers every `every` units of simulated time, from what each LP
+    /// cost since the last move: the run ends a stretch at each multiple of `every` (a
+    /// checkpoint's cut, in a temporary directory), maps the LPs anew in contiguous blocks of
+    /// about equal cost where the busiest worker was more than 5 % above the mean, and goes on
+    /// from the cut. Any parallel executor (lock-step on its threads runtime), on threads,
+    /// processes and ranks; the history is the one every mapping commits. The report's
+    /// `executor_stats` say `balance_cuts`, `balance_remaps` and `lps_moved`. The LPs travel
+    /// through the checkpoint codec: call [`serde_model`](Self::serde_model) too (the
+    /// runner's models have it).
+    pub fn balance(mut self, every: Time) -> Self {
+        self.balance = Some(every);
+        self
+    }
+
+    /// What [`balance`](Self::balance) asks for, checked against the executor: `None` without.
+    fn balance_plan(&self, chosen: &Executor) -> Result<Option<checkpoint::BalancePlan>, SimError> {
+        let Some(every) = self.balance else {
+            return Ok(None);
+        };
+        if !(every > 0.0 && every.is_finite()) {
+            return Err(
+                ConfigError::new(Setting::Balance, every, "it must be finite and > 0").into(),
+            );
+        }
+        let refuse = |why: &str| Err(SimError::config(Setting::Balance, why.to_string()));
+        let Some(start) = chosen.mapping() else {
+            return refuse(
+                "moving LPs needs workers that own them: a parallel $executor (window, null-message, lockstep on its threads runtime or timewarp)",
+            );
+        };
+        if self.codec.is_none() {
+            return refuse(
+                "LPs move through checkpoint cuts, which need the model's states and events to serialize: call serde_model()",
+            );
+        }
+        let mut workers = chosen.threads();
+        #[cfg(all(target_os = "linux", not(chronon_loom)))]
+        if let Some((o, _)) = &self.procs {
+            workers *= o.procs;
+        }
+        Ok(Some(checkpoint::BalancePlan {
+            period: every,
+            workers,
+            start: start.clone(),
+        }))
+    }
+
     /// With [`restore`](Self::restore): every LP's random stream is derived anew from `seed`
     /// (and the cut) instead of continuing the saved one, so that many runs branch from one
     /// checkpoint.
@@ -120,11 +167,12 @@ impl<M: Model> Simulation<M> {
                 "a new seed at the cut needs a checkpoint to restore",
             ));
         }
+        let balance = self.balance_plan(chosen)?;
         let Some(codec) = self.codec.clone() else {
             return Ok(None);
         };
         // A codec alone (`serde_model`) asks for a chain only where global events need cuts.
-        if self.checkpoints.is_none() && self.restore.is_none() {
+        if self.checkpoints.is_none() && self.restore.is_none() && balance.is_none() {
             let globals =
                 crate::error::guard("Model::global_events", None, || self.model.global_events())?;
             if !self.across_parts() || globals.is_empty() {
@@ -160,6 +208,11 @@ impl<M: Model> Simulation<M> {
         };
         #[cfg(not(feature = "mpi"))]
         let ranks: Option<Box<dyn checkpoint::ChainRanks>> = None;
+        // Over ranks, every rank's threads are workers of the mapping.
+        let mut balance = balance;
+        if let (Some(b), Some(r)) = (&mut balance, &ranks) {
+            b.workers *= r.size();
+        }
         let mut plan = self.checkpoints.clone();
         // A checkpoint at the end time is saved by the run's last link.
         let at_end = plan.as_ref().is_some_and(|p| p.at.contains(&end));
@@ -192,6 +245,7 @@ impl<M: Model> Simulation<M> {
                 }),
                 model,
                 config,
+                balance,
             },
             saved_by,
         )))

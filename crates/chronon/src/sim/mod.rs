@@ -71,6 +71,8 @@ pub struct Simulation<M: Model> {
     codec: Option<AnyCodec>,
     /// The model's name and configuration in checkpoints ([`Simulation::checkpoint_label`]).
     label: Option<(String, serde_json::Value)>,
+    /// LPs move between workers every this much simulated time ([`Simulation::balance`]).
+    balance: Option<Time>,
 }
 
 /// Runs over MPI ranks (cargo feature `mpi`): only for models whose events serialize.
@@ -214,6 +216,7 @@ impl<M: Model> Simulation<M> {
             reseed: None,
             codec: None,
             label: None,
+            balance: None,
         }
     }
 
@@ -433,7 +436,11 @@ impl<M: Model> Simulation<M> {
             None => this.dispatch(&chosen, &cfg),
             Some((setup, saved_by)) => {
                 checkpoint::run_chain(&cfg, setup, &saved_by, at_cuts, |c| {
-                    this.dispatch(&chosen, c)
+                    // A link whose LPs the chain moved runs them on their new workers.
+                    match c.ckpt.as_ref().and_then(|k| k.owners.as_deref()) {
+                        Some(owners) => this.dispatch(&chosen.with_owners(owners), c),
+                        None => this.dispatch(&chosen, c),
+                    }
                 })
             }
         }

@@ -44,6 +44,8 @@ pub(crate) struct ChainSetup {
     /// The model's name and configuration, for the manifest (and checked on restore).
     pub model: String,
     pub config: serde_json::Value,
+    /// LPs that move between workers at cuts (`balance.rs`); `None`: they stay.
+    pub balance: Option<super::BalancePlan>,
 }
 
 /// What one run of a chain gets through its `RunConfig`.
@@ -61,6 +63,11 @@ pub(crate) struct CkptRun {
     pub errors: Mutex<Vec<String>>,
     /// When the first part of this process started writing.
     pub first_part: Mutex<Option<Instant>>,
+    /// The LPs' workers in this link, where the chain moved them (`balance.rs`); `None`: the
+    /// executor's mapping.
+    pub owners: Option<Arc<Vec<u32>>>,
+    /// Where `owners` is written for worker processes (`balance::LINK_MAPPING_ENV`).
+    pub owners_file: Option<PathBuf>,
 }
 
 impl std::fmt::Debug for CkptRun {
@@ -160,23 +167,36 @@ pub(crate) fn run_chain(
             _ => return Err(SimError::config(Setting::Run, NOT_IN_CHAIN)),
         };
         let save = var(LINK_SAVE_ENV).map(PathBuf::from);
-        return run(&link_config(base, &setup, (k, at_cuts), end, from, save).0);
+        let owners = match var(super::LINK_MAPPING_ENV) {
+            Some(p) => Some(super::balance::read_map(
+                std::path::Path::new(&p),
+                base.lps,
+            )?),
+            None => None,
+        };
+        let (cfg, _) = link_config(base, &setup, (k, at_cuts), end, from, save);
+        return run(&with_owners(cfg, owners, None));
     }
 
     if let (Some(d), true) = (&dir, root) {
         remove_stale(d);
     }
-    if at_cuts && root {
+    let mut balancer = match &setup.balance {
+        Some(b) => Some(super::balance::Balancer::new(b.clone(), base.lps)?),
+        None => None,
+    };
+    let with_cuts = at_cuts || balancer.is_some();
+    if with_cuts && root {
         remove_stale(&super::globals::cuts_home());
     }
     // Every rank names the directory after rank 0's chain.
-    let n = if at_cuts {
+    let n = if with_cuts {
         coord.tell(super::globals::next_chain())
     } else {
         0
     };
     let mut cuts_kept = CutsKept {
-        dir: at_cuts.then(|| super::globals::cut_dir(dir.as_deref(), owner, n)),
+        dir: with_cuts.then(|| super::globals::cut_dir(dir.as_deref(), owner, n)),
         root,
         kept: Vec::new(),
     };
@@ -194,6 +214,10 @@ pub(crate) fn run_chain(
     let mut next_cut = 0;
     let mut global_cuts = 0u64;
     let mut globals_over = false;
+    // The LPs' workers in the next link and the file they are written in (`None`: the
+    // executor's mapping).
+    let mut owners: (Option<Arc<Vec<u32>>>, Option<PathBuf>) = (None, None);
+    let mut link_from = start_cut;
     for k in 0.. {
         let user_end = cuts.get(next_cut).copied().unwrap_or(base.end);
         let g_end = match &queue {
@@ -203,13 +227,22 @@ pub(crate) fn run_chain(
         // A global event at `g` is due once every event at or before `g` has run.
         let global_cut = g_end.is_finite() && g_end <= user_end;
         let end = if global_cut { g_end } else { user_end };
-        let saves_user = !global_cut && (next_cut < cuts.len() || setup.at_end);
+        // LPs move at the next multiple of the balancing period before either.
+        let b_end = balancer
+            .as_ref()
+            .map_or(f64::INFINITY, |b| b.next_cut(link_from));
+        let balance_cut = b_end < end;
+        let global_cut = global_cut && !balance_cut;
+        let end = end.min(b_end);
+        let saves_user = !global_cut && !balance_cut && (next_cut < cuts.len() || setup.at_end);
         let save = match (&cuts_kept.dir, &dir) {
-            (Some(c), _) if global_cut => Some(staging_path(c, end, owner)),
+            (Some(c), _) if global_cut || balance_cut => Some(staging_path(c, end, owner)),
             (_, Some(d)) if saves_user => Some(staging_path(d, end, owner)),
             _ => None,
         };
-        let (cfg, ck) = link_config(base, &setup, (k, at_cuts), end, from.take(), save);
+        let (cfg, _) = link_config(base, &setup, (k, at_cuts), end, from.take(), save);
+        let cfg = with_owners(cfg, owners.0.clone(), owners.1.clone());
+        let ck = cfg.ckpt.clone().expect("a link of a chain");
         if let Some(s) = &ck.save {
             saver.stage(s, &agree)?;
         }
@@ -222,6 +255,11 @@ pub(crate) fn run_chain(
         })?;
         let complete = r.complete;
         let committed = r.committed;
+        if let (Some(b), true) = (balancer.as_mut(), complete && cfg.end < base.end) {
+            let remap = b.after_link(&r.lp_costs);
+            let dir = cuts_kept.dir.as_deref();
+            owners = super::balance::share_owners(&coord, remap, dir, k, base.lps)?;
+        }
         let merged = merge(total, r);
         let last_time = merged.last_time.max(before);
         total = Some(merged);
@@ -233,6 +271,7 @@ pub(crate) fn run_chain(
             break;
         }
         let cut = cfg.end;
+        link_from = cut;
         let link = Link {
             ck: &ck,
             cut,
@@ -268,6 +307,12 @@ pub(crate) fn run_chain(
             from = Some(l);
             continue;
         }
+        if balance_cut {
+            let reading = Instant::now();
+            from = Some(cuts_kept.keep_cut(&saver, link, &staging, &coord, &reread)?);
+            read_s += reading.elapsed().as_secs_f64();
+            continue;
+        }
         next_cut += 1;
         let target = checkpoint_path(dir.as_deref().expect("a plan"), cut);
         if let (Some(g), Some(q), true) = (globals, &queue, root) {
@@ -290,6 +335,9 @@ pub(crate) fn run_chain(
     }
     drop(cuts_kept);
     let mut report = total.expect("a chain runs at least once");
+    if let Some(b) = &balancer {
+        b.add_to(&mut report);
+    }
     if let Some(q) = &queue {
         q.add_to(&mut report);
         report
@@ -335,11 +383,28 @@ pub(super) fn link_config(
         globals_at_cuts,
         errors: Mutex::new(Vec::new()),
         first_part: Mutex::new(None),
+        owners: None,
+        owners_file: None,
     });
     let mut cfg = base.clone();
     cfg.end = end;
     cfg.ckpt = Some(ck.clone());
     (cfg, ck)
+}
+
+/// A link's `cfg` (made by [`link_config`], so holding the link's only `CkptRun` reference)
+/// with its LPs on `owners` (`None`: the executor's mapping), written in `file` for worker
+/// processes.
+fn with_owners(
+    mut cfg: RunConfig,
+    owners: Option<Arc<Vec<u32>>>,
+    file: Option<PathBuf>,
+) -> RunConfig {
+    let ck = cfg.ckpt.as_mut().and_then(Arc::get_mut);
+    let ck = ck.expect("a link's configuration holds its CkptRun alone");
+    ck.owners = owners;
+    ck.owners_file = file;
+    cfg
 }
 
 /// What the report says of the checkpoint a run was restored from.
@@ -405,7 +470,7 @@ pub(super) struct Link<'a> {
 /// (`owner`); in one process, this process does.
 pub(super) struct Coord<'a> {
     ranks: Option<&'a dyn ChainRanks>,
-    root: bool,
+    pub(super) root: bool,
     pub(super) owner: u32,
 }
 
@@ -551,8 +616,13 @@ impl Done {
         }
         let wall = report.wall_s;
         report.set_wall(wall);
+        let ran = report.committed - self.base_committed;
         if wall > 0.0 {
-            report.events_per_s = (report.committed - self.base_committed) as f64 / wall;
+            report.events_per_s = ran as f64 / wall;
+        }
+        // Time Warp's efficiency over this chain's events (the history before it ran elsewhere).
+        if let Some(e) = report.executor_stats.get_mut("efficiency") {
+            *e = ran as f64 / report.processed.max(1) as f64;
         }
         report
     }
@@ -589,7 +659,8 @@ fn remove_stale(dir: &std::path::Path) {
     }
 }
 
-/// The report of a chain so far: the latest run's, with the counts and times of every run.
+/// The report of a chain so far: the latest run's, with the counts and times of every run,
+/// each worker's figures over every run, and each LP's cost over every run.
 fn merge(prev: Option<Report>, mut r: Report) -> Report {
     if let Some(p) = prev {
         r.processed += p.processed;
@@ -597,6 +668,51 @@ fn merge(prev: Option<Report>, mut r: Report) -> Report {
         r.init_s += p.init_s;
         r.wall_s += p.wall_s;
         r.last_time = r.last_time.max(p.last_time);
+        if r.workers.len() == p.workers.len() {
+            for (w, pw) in r.workers.iter_mut().zip(&p.workers) {
+                merge_worker(w, pw);
+            }
+        }
+        // The synchronizations of every run.
+        for k in [
+            "rounds",
+            "gvt_rounds",
+            "null_messages",
+            "rollbacks",
+            "anti_messages",
+        ] {
+            if let (Some(x), Some(v)) = (r.executor_stats.get_mut(k), p.executor_stats.get(k)) {
+                *x += v;
+            }
+        }
+        if r.lp_costs.len() == p.lp_costs.len() {
+            for (c, pc) in r.lp_costs.iter_mut().zip(&p.lp_costs) {
+                c.add(*pc);
+            }
+        }
     }
     r
+}
+
+/// A worker's figures over two runs of a chain: counts and seconds add up, maxima take the
+/// larger, and ratios and flags keep the latest run's.
+fn merge_worker(
+    w: &mut std::collections::BTreeMap<String, f64>,
+    prev: &std::collections::BTreeMap<String, f64>,
+) {
+    const LATEST: [&str; 5] = [
+        "pinned",
+        "efficiency",
+        "events_per_cpu_s",
+        "rollback_length_mean",
+        "rollback_wall_mean_us",
+    ];
+    for (k, v) in prev {
+        let Some(x) = w.get_mut(k) else { continue };
+        if k.ends_with("_max") || k.starts_with("peak_") || k.starts_with("window") {
+            *x = x.max(*v);
+        } else if !LATEST.contains(&k.as_str()) {
+            *x += v;
+        }
+    }
 }

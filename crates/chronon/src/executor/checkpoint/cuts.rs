@@ -45,20 +45,8 @@ impl CutsKept {
         let dir = self.dir.clone().expect("global cuts have a directory");
         let owner = c.coord.owner;
         let cut = c.link.cut;
-        let at = hidden_path(&dir, cut, "link");
         let after = hidden_path(&dir, cut, "globals");
-        let unsaved = |e: String| {
-            SimError::config(
-                Setting::Run,
-                format!("the cut for the global events at {cut} was not saved: {e}"),
-            )
-        };
-        c.saver
-            .save(c.link, c.staging, &at, &|ok| c.coord.agree(ok))
-            .map_err(unsaved)?;
-        self.drop_kept();
-        self.kept.push(at.clone());
-        let loaded = (c.reread)(at)?;
+        let loaded = self.keep_cut(c.saver, c.link, c.staging, c.coord, c.reread)?;
         let mut error = None;
         let word = if self.root {
             let staging = staging_path(&dir, cut, owner);
@@ -89,6 +77,30 @@ impl CutsKept {
                 )
             })),
         }
+    }
+
+    /// At a link's end at a cut the chain keeps for itself (global events, LPs that move):
+    /// saves the cut from `staging`, and returns it read back, for the next link.
+    pub(super) fn keep_cut(
+        &mut self,
+        saver: &Saver<'_>,
+        link: Link<'_>,
+        staging: &std::path::Path,
+        coord: &Coord<'_>,
+        reread: &dyn Fn(PathBuf) -> Result<Loaded, SimError>,
+    ) -> Result<Loaded, SimError> {
+        let dir = self.dir.clone().expect("kept cuts have a directory");
+        let cut = link.cut;
+        let at = hidden_path(&dir, cut, "link");
+        let unsaved = |e: String| {
+            SimError::config(Setting::Run, format!("the cut at {cut} was not saved: {e}"))
+        };
+        saver
+            .save(link, staging, &at, &|ok| coord.agree(ok))
+            .map_err(unsaved)?;
+        self.drop_kept();
+        self.kept.push(at.clone());
+        reread(at)
     }
 
     /// Removes the cuts kept so far (every part has read them: the link they started ended).

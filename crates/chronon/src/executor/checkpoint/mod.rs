@@ -19,6 +19,7 @@
 //! bookkeeping, its pending events go back into the run's pending sets, and the counters and
 //! global events continue from the saved ones. The executor maps the LPs as it always does.
 
+mod balance;
 mod chain;
 mod codec;
 mod cuts;
@@ -28,6 +29,7 @@ pub(crate) mod part;
 mod restore;
 mod split;
 
+pub(crate) use balance::{BalancePlan, LINK_MAPPING_ENV};
 pub(crate) use chain::{run_chain, ChainRanks, ChainSetup, CkptRun};
 pub(crate) use codec::{AnyCodec, Codec};
 pub(crate) use globals::{CutGlobals, ModelGlobals};

@@ -195,6 +195,7 @@ pub(crate) fn restore_lps<M: Model>(
                 state,
                 meta: LpMeta { rng, seq },
                 digest: LpDigest::from_raw(hash, count),
+                cost: Default::default(),
             },
         );
     }

@@ -282,6 +282,7 @@ fn execute<M: Model, Q: PendingSet<Event<M::Event>>>(
     let me = unit.id;
     let slot = &mut unit.slot;
     let buf = &mut unit.buf;
+    let timed = slot.cost.start();
     {
         let mut ctx = Ctx::new(
             now,
@@ -295,6 +296,7 @@ fn execute<M: Model, Q: PendingSet<Event<M::Event>>>(
         );
         step.model.on_event(&mut slot.state, &ev.payload, &mut ctx);
     }
+    slot.cost.stop(timed);
     if let Some(e) = error.take() {
         buf.clear();
         return Err(SimError::Model(e));

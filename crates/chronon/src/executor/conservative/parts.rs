@@ -151,6 +151,12 @@ pub(super) fn run_part<M: Model, Q: PendingSet<Event<M::Event>>, X: Endpoint<M::
         .filter(|(i, _)| mine(*i))
         .map(|(_, s)| s.digest.count())
         .sum();
+    let costs = lps
+        .iter()
+        .enumerate()
+        .filter(|(i, _)| mine(*i))
+        .map(|(i, s)| (i as LpId, s.cost))
+        .collect();
     let finish = finish_ops(
         model,
         cfg.known_end(!results.iter().any(|r| r.0.stopped)),
@@ -209,6 +215,7 @@ pub(super) fn run_part<M: Model, Q: PendingSet<Event<M::Event>>, X: Endpoint<M::
         series: Vec::new(),
         workers,
         trace: Vec::new(),
+        lp_costs: costs,
     })
 }
 
@@ -299,6 +306,10 @@ pub(crate) fn report(
     let (mut pending, mut in_transit, mut tmc_left) = (0u64, 0u64, 0i64);
     let mut rounds = 0f64;
     let mut wall = 0f64;
+    report.lp_costs = crate::lp_cost::gather(
+        cfg.lps,
+        outs.iter().flat_map(|o| o.lp_costs.iter().copied()),
+    );
     for o in outs {
         fingerprint = fingerprint.wrapping_add(o.fingerprint);
         report.committed += o.committed;

@@ -209,6 +209,7 @@ impl<'s, 'a, M: Model, Q: PendingSet<Event<M::Event>>, X: Endpoint<M::Event>>
         // rounds separated by barriers), and while workers run only an LP's owner or claimant
         // touches its slot (lp_table/README, README "Load balancing").
         let slot = unsafe { sh.lps.get_mut(dst) };
+        let timed = slot.cost.start();
         {
             let mut ctx = Ctx::new(
                 now,
@@ -222,6 +223,7 @@ impl<'s, 'a, M: Model, Q: PendingSet<Event<M::Event>>, X: Endpoint<M::Event>>
             );
             sh.model.on_event(&mut slot.state, &ev.payload, &mut ctx);
         }
+        slot.cost.stop(timed);
         if let Some(e) = self.error.take() {
             self.out.clear();
             return Err(SimError::Model(e));

@@ -217,6 +217,8 @@ pub(crate) struct TwLp<S> {
     /// Arena position of the newest record (`history::NONE`: none).
     pub(crate) last: u64,
     pub(crate) state: S,
+    /// What its handlers cost in this run, rolled-back events included.
+    pub(crate) cost: crate::lp_cost::LpCost,
 }
 
 impl<S> TwLp<S> {
@@ -231,6 +233,7 @@ impl<S> TwLp<S> {
             digest,
             last,
             state,
+            cost: Default::default(),
         }
     }
 

@@ -43,6 +43,7 @@ pub(super) fn finish<M: Model, Q: PendingSet<TwEvent<M::Event>>>(
     let last_time = stats.iter().map(|s| s.last_committed).fold(0.0, f64::max);
     let end = cfg.stats_end(complete, last_time);
     let (fingerprint, committed, model_stats) = lp_totals(model, &lps, &counters, end)?;
+    let costs = crate::lp_cost::of_slots(&lps);
     if to_part {
         let globals = sh.globals.queue.lock().unwrap_or_else(|p| p.into_inner());
         crate::executor::checkpoint::write_split::<M>(
@@ -56,6 +57,7 @@ pub(super) fn finish<M: Model, Q: PendingSet<TwEvent<M::Event>>>(
     }
     let (figures, series) = super::parts::part_figures(&sh, opts);
     let mut out = PartOut::ok();
+    out.lp_costs = costs;
     out.fingerprint = fingerprint.0;
     out.committed = committed;
     out.processed = stats.iter().map(|s| s.processed).sum();
@@ -139,6 +141,7 @@ fn gather<M: Model, Q: PendingSet<TwEvent<M::Event>>>(
                 state: lp.state,
                 meta: lp.meta,
                 digest: lp.digest,
+                cost: lp.cost,
             };
             if all.is_empty() && id as usize == in_order.len() {
                 in_order.push(slot);

@@ -105,6 +105,10 @@ pub(super) fn report<M: Model>(
     let mut fingerprint = 0u64;
     let mut wall = 0f64;
     let mut figures: BTreeMap<String, f64> = BTreeMap::new();
+    report.lp_costs = crate::lp_cost::gather(
+        cfg.lps,
+        outs.iter().flat_map(|o| o.lp_costs.iter().copied()),
+    );
     for (k, o) in outs.into_iter().enumerate() {
         fingerprint = fingerprint.wrapping_add(o.fingerprint);
         report.committed += o.committed;
@@ -242,6 +246,7 @@ pub(super) fn part_out<M: Model, Q: PendingSet<TwEvent<M::Event>>>(
     let (mut processed, mut committed) = (0u64, 0u64);
     let mut fingerprint = 0u64;
     let mut mine = Vec::new();
+    let mut costs = Vec::new();
     *states = (0..cfg.lps).map(|_| None).collect();
     // A run that ends at a checkpoint's cut: this part's LPs' bookkeeping and pending events
     // (every such event has its own key in its entry: see `report::pending_at_end`).
@@ -274,6 +279,7 @@ pub(super) fn part_out<M: Model, Q: PendingSet<TwEvent<M::Event>>>(
             Fingerprint::from_digests(ids.iter().zip(&lps).map(|(&id, l)| (id, &l.digest))).0,
         );
         committed += lps.iter().map(|l| l.digest.count()).sum::<u64>();
+        costs.extend(ids.iter().zip(&lps).map(|(&id, l)| (id, l.cost)));
         for (&id, l) in ids.iter().zip(lps) {
             if to_part {
                 metas.push((id, l.meta, l.digest));
@@ -323,5 +329,6 @@ pub(super) fn part_out<M: Model, Q: PendingSet<TwEvent<M::Event>>>(
         series,
         workers,
         trace: Vec::new(),
+        lp_costs: costs,
     })
 }

@@ -154,6 +154,10 @@ fn launch(
         if let Some(save) = &ck.save {
             launcher = launcher.env(crate::executor::checkpoint::LINK_SAVE_ENV, save.clone());
         }
+        // The LPs' workers where the chain moved them (`--balance`).
+        if let Some(map) = &ck.owners_file {
+            launcher = launcher.env(crate::executor::checkpoint::LINK_MAPPING_ENV, map.clone());
+        }
     }
     for w in &results_w {
         launcher = launcher.fd(w.as_fd());

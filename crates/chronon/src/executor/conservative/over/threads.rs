@@ -121,6 +121,7 @@ fn finish<M: Model>(
     let last_time = results.iter().map(|r| r.last_time).fold(0.0, f64::max);
     let end = cfg.stats_end(!stopped, last_time);
     let (fingerprint, committed, stats) = lp_totals(model, &lps, &counters, end)?;
+    let costs = crate::lp_cost::of_slots(&lps);
     let mut pending: usize = results.iter().map(|r| r.pending).sum();
     if let Some(b) = &balance {
         pending += b.pending();
@@ -153,6 +154,7 @@ fn finish<M: Model>(
         );
     }
     let mut out = PartOut::ok();
+    out.lp_costs = costs;
     out.fingerprint = fingerprint.0;
     out.committed = committed;
     out.processed = results.iter().map(|r| r.stats.events).sum();

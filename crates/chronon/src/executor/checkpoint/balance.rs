@@ -1,0 +1,241 @@
+//! LPs that move between workers at run time (`--balance T`): the chain ends a link at every
+//! multiple of T, maps the LPs anew from what each cost in that link ([`Mapping::Costs`]: the
+//! busiest contiguous regions split over workers, neighbours kept together) and runs the next
+//! link from the cut under the new mapping. Every executor and transport reaches the cut
+//! already (a checkpoint's), and restores any LP on any worker, so the history is the one every
+//! mapping commits: the fingerprint is `seq`'s.
+//!
+//! A link's mapping reaches the parts through the link's `CkptRun` on threads, and through a
+//! file of the cut directory (`map-<k>`, one little-endian `u32` owner per LP) that worker
+//! processes (`CHRONON_LINK_MAPPING`) and MPI ranks read.
+
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use super::chain::Coord;
+use crate::error::{Setting, SimError};
+use crate::lp_cost::LpCost;
+use crate::model::{LpId, Time};
+use crate::partition::{cost_blocks, cost_imbalance, Mapping};
+use crate::stats::Report;
+
+/// The environment variable naming a worker process's link mapping file.
+pub(crate) const LINK_MAPPING_ENV: &str = "CHRONON_LINK_MAPPING";
+
+/// A mapping is redone only where the last link's costs put the busiest worker this much
+/// above the mean: below it, moving LPs would gain less than the noise of the estimate.
+const REMAP_ABOVE: f64 = 1.05;
+
+/// What the chain needs to balance: the period, the workers over every part and the
+/// executor's own mapping (the first link's).
+#[derive(Clone, Debug)]
+pub(crate) struct BalancePlan {
+    pub period: Time,
+    pub workers: usize,
+    pub start: Mapping,
+}
+
+/// The balancer of one chain.
+pub(super) struct Balancer {
+    plan: BalancePlan,
+    owners: Vec<u32>,
+    /// Whether the links run under `owners` (false until the first remap: the executor's).
+    remapped: bool,
+    cuts: u64,
+    remaps: u64,
+    moved: u64,
+}
+
+impl Balancer {
+    pub(super) fn new(plan: BalancePlan, lps: LpId) -> Result<Self, SimError> {
+        let owners = plan
+            .start
+            .owners(lps, plan.workers)
+            .map_err(|m| SimError::config(Setting::Mapping, m))?;
+        Ok(Balancer {
+            plan,
+            owners,
+            remapped: false,
+            cuts: 0,
+            remaps: 0,
+            moved: 0,
+        })
+    }
+
+    /// The first balancing cut after `from`: the next multiple of the period.
+    pub(super) fn next_cut(&self, from: Time) -> Time {
+        let p = self.plan.period;
+        let k = (from / p).floor() + 1.0;
+        let t = k * p;
+        if t > from {
+            t
+        } else {
+            (k + 1.0) * p
+        }
+    }
+
+    /// After a link that ran under the current owners and cost `costs` (per LP): maps the LPs
+    /// anew where that evens the load out. Returns the owners the next link runs under, `None`
+    /// while they are the executor's own.
+    pub(super) fn after_link(&mut self, costs: &[LpCost]) -> Option<Arc<Vec<u32>>> {
+        self.cuts += 1;
+        if costs.len() == self.owners.len() {
+            let ns: Vec<u64> = costs.iter().map(|c| c.ns).collect();
+            let w = self.plan.workers;
+            let now = cost_imbalance(&self.owners, &ns, w);
+            if now > REMAP_ABOVE {
+                let next = cost_blocks(&ns, w);
+                if cost_imbalance(&next, &ns, w) < now {
+                    self.moved += self
+                        .owners
+                        .iter()
+                        .zip(&next)
+                        .filter(|(a, b)| a != b)
+                        .count() as u64;
+                    self.remaps += 1;
+                    self.owners = next;
+                    self.remapped = true;
+                }
+            }
+        }
+        self.remapped.then(|| Arc::new(self.owners.clone()))
+    }
+
+    /// The report's `balance_cuts`, `balance_remaps` and `lps_moved`.
+    pub(super) fn add_to(&self, report: &mut Report) {
+        let st = &mut report.executor_stats;
+        st.insert("balance_cuts".into(), self.cuts as f64);
+        st.insert("balance_remaps".into(), self.remaps as f64);
+        st.insert("lps_moved".into(), self.moved as f64);
+    }
+}
+
+/// After link `k`: the owners link `k + 1` runs under, decided by the coordinating process
+/// from `remap` (its balancer's answer; the other ranks' is ignored) and learnt by every rank,
+/// and the file of the cut directory `dir` they are written in for worker processes and
+/// ranks.
+pub(super) fn share_owners(
+    coord: &Coord<'_>,
+    remap: Option<Arc<Vec<u32>>>,
+    dir: Option<&Path>,
+    k: usize,
+    lps: LpId,
+) -> Result<(Option<Arc<Vec<u32>>>, Option<PathBuf>), SimError> {
+    const NONE: u64 = 0;
+    const WRITTEN: u64 = 1;
+    const FAILED: u64 = 2;
+    let path = dir.map(|d| map_path(d, k + 1));
+    let mut error = None;
+    let word = match (&remap, &path) {
+        (Some(o), Some(p)) if coord.root => match write_map(p, o) {
+            Ok(()) => WRITTEN,
+            Err(e) => {
+                error = Some(e);
+                FAILED
+            }
+        },
+        (Some(_), None) => WRITTEN,
+        _ => NONE,
+    };
+    match coord.tell(word) {
+        NONE => Ok((None, None)),
+        WRITTEN if coord.root => Ok((remap, path)),
+        WRITTEN => {
+            let p = path.expect("ranks keep cuts in a directory");
+            Ok((Some(read_map(&p, lps)?), Some(p)))
+        }
+        _ => Err(error.unwrap_or_else(|| {
+            SimError::config(Setting::Run, "the LP mapping was not written on rank 0")
+        })),
+    }
+}
+
+/// Where link `k`'s mapping is written in the cut directory `dir`.
+pub(super) fn map_path(dir: &Path, k: usize) -> PathBuf {
+    dir.join(format!("map-{k}"))
+}
+
+/// Writes `owners` to `path` (one little-endian `u32` per LP).
+pub(super) fn write_map(path: &Path, owners: &[u32]) -> Result<(), SimError> {
+    let bytes: Vec<u8> = owners.iter().flat_map(|o| o.to_le_bytes()).collect();
+    std::fs::write(path, bytes).map_err(|e| {
+        SimError::config(
+            Setting::Run,
+            format!(
+                "the LP mapping could not be written to {}: {e}",
+                path.display()
+            ),
+        )
+    })
+}
+
+/// Reads a mapping [`write_map`] wrote, for `lps` LPs.
+pub(crate) fn read_map(path: &Path, lps: LpId) -> Result<Arc<Vec<u32>>, SimError> {
+    let bad = |e: String| {
+        SimError::config(
+            Setting::Run,
+            format!("the LP mapping in {} does not read: {e}", path.display()),
+        )
+    };
+    let bytes = std::fs::read(path).map_err(|e| bad(e.to_string()))?;
+    if bytes.len() != lps as usize * 4 {
+        return Err(bad(format!("{} bytes for {lps} LPs", bytes.len())));
+    }
+    Ok(Arc::new(
+        bytes
+            .chunks_exact(4)
+            .map(|c| u32::from_le_bytes([c[0], c[1], c[2], c[3]]))
+            .collect(),
+    ))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn plan(period: f64) -> BalancePlan {
+        BalancePlan {
+            period,
+            workers: 2,
+            start: Mapping::Block,
+        }
+    }
+
+    #[test]
+    fn cuts_fall_on_multiples_of_the_period_after_any_start() {
+        let b = Balancer::new(plan(2.5), 4).unwrap();
+        assert_eq!(b.next_cut(0.0), 2.5);
+        assert_eq!(b.next_cut(2.5), 5.0);
+        assert_eq!(b.next_cut(3.0f64.next_up()), 5.0);
+    }
+
+    #[test]
+    fn an_uneven_link_moves_lps_and_an_even_one_keeps_them() {
+        let mut b = Balancer::new(plan(1.0), 4).unwrap();
+        let c = |ns| LpCost { events: 1, ns };
+        assert_eq!(
+            b.after_link(&[c(5), c(5), c(5), c(5)]),
+            None,
+            "even: the executor's"
+        );
+        let m = b.after_link(&[c(10), c(10), c(1), c(1)]).expect("remapped");
+        assert_eq!(*m, vec![0, 1, 1, 1]);
+        let mut r = Report::new("window", 2, "heap", 4, 1.0);
+        b.add_to(&mut r);
+        assert_eq!(r.executor_stats["lps_moved"], 1.0);
+        assert_eq!(r.executor_stats["balance_remaps"], 1.0);
+        assert_eq!(r.executor_stats["balance_cuts"], 2.0);
+        // Once remapped, every later link runs under the balancer's owners.
+        assert_eq!(b.after_link(&[c(1); 4]).as_deref(), Some(&vec![0, 1, 1, 1]));
+    }
+
+    #[test]
+    fn a_mapping_file_reads_back_and_a_wrong_one_is_refused() {
+        let d = std::env::temp_dir().join(format!("chronon-map-test-{}", std::process::id()));
+        write_map(&d, &[0, 1, 1, 0]).unwrap();
+        assert_eq!(*read_map(&d, 4).unwrap(), vec![0, 1, 1, 0]);
+        let e = read_map(&d, 5).unwrap_err().to_string();
+        assert!(e.contains("16 bytes for 5 LPs"), "{e}");
+        std::fs::remove_file(&d).unwrap();
+    }
+}

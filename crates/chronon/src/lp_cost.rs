@@ -1,0 +1,119 @@
+//! What each LP costs: the events its handlers ran and the time they took, measured in every
+//! run by every executor.
+//!
+//! Reading the clock around every handler would cost a std PHOLD event (a few hundred
+//! nanoseconds) about a tenth more, so each LP times its first event and every
+//! [`SAMPLE_EVERY`]th after it, and counts the measured time [`SAMPLE_EVERY`] times: an
+//! estimate of its handler time whose error shrinks with its event count. Events are counted
+//! exactly. Under Time Warp both include events later rolled back (they cost as much).
+//!
+//! The report carries the costs per LP ([`Report::lp_costs`](crate::Report::lp_costs)); the
+//! balancer (`--balance`) and profile mappings (`--mapping profile:FILE`) map LPs from them.
+
+use std::time::Instant;
+
+use crate::model::LpId;
+
+/// One event in this many is timed, per worker.
+pub const SAMPLE_EVERY: u64 = 32;
+
+/// One LP's cost over a run.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct LpCost {
+    /// Events its handlers ran (under Time Warp, rolled-back ones included).
+    pub events: u64,
+    /// The time those handlers took, in nanoseconds, estimated from one event in
+    /// [`SAMPLE_EVERY`].
+    pub ns: u64,
+}
+
+impl LpCost {
+    /// The start of the handler about to run for this LP, if its event is one of the timed
+    /// ones: the LP's first event and every [`SAMPLE_EVERY`]th after it.
+    #[inline(always)]
+    pub(crate) fn start(&self) -> Option<Instant> {
+        (self.events % SAMPLE_EVERY == 0).then(Instant::now)
+    }
+
+    /// Counts the handler that began at `start` ([`start`](Self::start)'s value).
+    #[inline(always)]
+    pub(crate) fn stop(&mut self, start: Option<Instant>) {
+        self.events += 1;
+        if let Some(t) = start {
+            self.ns += t.elapsed().as_nanos() as u64 * SAMPLE_EVERY;
+        }
+    }
+
+    /// Adds another run's (or part's) cost of the same LP.
+    pub fn add(&mut self, other: LpCost) {
+        self.events += other.events;
+        self.ns += other.ns;
+    }
+}
+
+/// Per LP of `lps`, in LP order, from `(lp, cost)` pairs of any number of parts (an LP's
+/// costs from several parts or runs add up).
+pub(crate) fn gather(lps: LpId, parts: impl IntoIterator<Item = (LpId, LpCost)>) -> Vec<LpCost> {
+    let mut all = vec![LpCost::default(); lps as usize];
+    for (lp, c) in parts {
+        if let Some(x) = all.get_mut(lp as usize) {
+            x.add(c);
+        }
+    }
+    all
+}
+
+/// Per LP of `lps` (every LP of a run, in LP order): its id and cost.
+pub(crate) fn of_slots<S>(lps: &[crate::executor::LpSlot<S>]) -> Vec<(LpId, LpCost)> {
+    lps.iter()
+        .enumerate()
+        .map(|(i, s)| (i as LpId, s.cost))
+        .collect()
+}
+
+/// The `k` costliest LPs, costliest first (ties: lower LP first).
+pub fn top(costs: &[LpCost], k: usize) -> Vec<(LpId, LpCost)> {
+    let mut v: Vec<(LpId, LpCost)> = costs
+        .iter()
+        .enumerate()
+        .filter(|(_, c)| c.events > 0)
+        .map(|(i, c)| (i as LpId, *c))
+        .collect();
+    v.sort_by(|a, b| b.1.ns.cmp(&a.1.ns).then(a.0.cmp(&b.0)));
+    v.truncate(k);
+    v
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn one_event_in_sample_every_is_timed_and_charged_for_all() {
+        let mut c = LpCost::default();
+        let mut timed = 0;
+        for _ in 0..SAMPLE_EVERY * 3 + 1 {
+            let t = c.start();
+            timed += u64::from(t.is_some());
+            std::thread::sleep(std::time::Duration::from_micros(
+                u64::from(t.is_some()) * 50,
+            ));
+            c.stop(t);
+        }
+        assert_eq!(timed, 4, "the first and every {SAMPLE_EVERY}th");
+        assert_eq!(c.events, SAMPLE_EVERY * 3 + 1);
+        assert!(c.ns >= 4 * 50_000 * SAMPLE_EVERY, "{c:?}");
+    }
+
+    #[test]
+    fn costs_of_parts_add_up_per_lp_and_the_top_is_ordered() {
+        let c = |events, ns| LpCost { events, ns };
+        let all = gather(
+            4,
+            [(1, c(2, 50)), (3, c(1, 70)), (1, c(1, 30)), (9, c(5, 5))],
+        );
+        assert_eq!(all, vec![c(0, 0), c(3, 80), c(0, 0), c(1, 70)]);
+        assert_eq!(top(&all, 5), vec![(1, c(3, 80)), (3, c(1, 70))]);
+        assert_eq!(top(&all, 1).len(), 1);
+    }
+}
