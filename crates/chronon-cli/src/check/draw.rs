@@ -118,6 +118,18 @@ pub(crate) fn executor_flags(
     f
 }
 
+/// Now and then, LPs that move between workers (`--balance T`, T between an eighth and half
+/// of the end time `end`), for executors whose workers own LPs.
+pub(crate) fn balance(d: &mut Draw, end: f64, exec: &mut Vec<String>) {
+    let owners = !exec.iter().any(|a| a == "--runtime");
+    if owners && d.chance(0.3) {
+        if let Some(t) = checkpoint_time(d, end, end / 8.0, end / 2.0) {
+            exec.push("--balance".to_string());
+            exec.push(t.to_string());
+        }
+    }
+}
+
 /// What a drawn configuration of a model has of reverse computation (asked of the model built
 /// from that configuration's flags, not of its defaults).
 #[derive(Clone, Copy, Debug, Default)]

@@ -297,6 +297,7 @@ fn parallel_run(
         runner.compare(model, flags, &exec, over, reference, verbose);
         return;
     };
+    draw::balance(draw, end, &mut exec);
     let seq = || vec!["--sync".to_string(), "seq".to_string()];
     if pair {
         // A: any executor; B: any. Either is now and then the sequential one (in one process).
@@ -309,8 +310,10 @@ fn parallel_run(
         let (exec_b, over_b) = if draw.chance(0.15) {
             (seq(), None)
         } else {
-            let f = draw::executor_flags(c.reverse, sync_b, over_b.is_some(), c.big_heap, draw);
-            (f.0, over_b)
+            let mut f =
+                draw::executor_flags(c.reverse, sync_b, over_b.is_some(), c.big_heap, draw).0;
+            draw::balance(draw, end, &mut f);
+            (f, over_b)
         };
         match draw::checkpoint_time(draw, end, 0.0, end) {
             Some(cut) => runner.compare_restored(

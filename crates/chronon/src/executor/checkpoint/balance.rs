@@ -158,15 +158,18 @@ pub(super) fn map_path(dir: &Path, k: usize) -> PathBuf {
 /// Writes `owners` to `path` (one little-endian `u32` per LP).
 pub(super) fn write_map(path: &Path, owners: &[u32]) -> Result<(), SimError> {
     let bytes: Vec<u8> = owners.iter().flat_map(|o| o.to_le_bytes()).collect();
-    std::fs::write(path, bytes).map_err(|e| {
-        SimError::config(
-            Setting::Run,
-            format!(
-                "the LP mapping could not be written to {}: {e}",
-                path.display()
-            ),
-        )
-    })
+    let dir = path.parent().unwrap_or(Path::new("."));
+    std::fs::create_dir_all(dir)
+        .and_then(|()| std::fs::write(path, bytes))
+        .map_err(|e| {
+            SimError::config(
+                Setting::Run,
+                format!(
+                    "the LP mapping could not be written to {}: {e}",
+                    path.display()
+                ),
+            )
+        })
 }
 
 /// Reads a mapping [`write_map`] wrote, for `lps` LPs.

@@ -646,7 +646,7 @@ fn remove_stale(dir: &std::path::Path) {
             name.rsplit_once(".partial-").map(|(_, pid)| pid)
         } else {
             name.trim_start_matches('.')
-                .strip_prefix("chronon-cuts-")
+                .strip_prefix(super::globals::CUTS_PREFIX)
                 .and_then(|rest| rest.split_once('-'))
                 .map(|(pid, _)| pid)
         };

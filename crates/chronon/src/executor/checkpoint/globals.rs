@@ -138,11 +138,14 @@ pub(crate) fn cuts_home() -> std::path::PathBuf {
     }
 }
 
+/// How the name of a directory of kept cuts begins (after a dot inside a checkpoint directory).
+pub(crate) const CUTS_PREFIX: &str = "chronon-cuts-";
+
 /// The directory in which chain `n` of process `owner` keeps the cuts of its global events:
 /// one of its own in the checkpoints' directory `dir` (over ranks on several machines, a file
 /// system they share) or in [`cuts_home`].
 pub(crate) fn cut_dir(dir: Option<&Path>, owner: u32, n: u64) -> std::path::PathBuf {
-    let name = format!(".chronon-cuts-{owner}-{n}");
+    let name = format!(".{CUTS_PREFIX}{owner}-{n}");
     match dir {
         Some(d) => d.join(name),
         None => cuts_home().join(&name[1..]),

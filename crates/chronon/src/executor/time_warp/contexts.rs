@@ -178,18 +178,14 @@ impl<'s, M: Model, Q: PendingSet<TwEvent<M::Event>>> Worker<'s, '_, M, Q> {
         // A panic inside the context propagates out of `resume` and names this LP and time.
         self.current = (job.ev.dst, job.ev.time);
         self.preempt.unpause_ticks();
-        let t0 = self
-            .preempt
-            .tick_flag(&self.sh.tick_flags[self.w])
-            .map(|flag| {
-                // Ticks that came in platform mode change nothing.
-                flag.clear();
-                Instant::now()
-            });
-        let step = job.ctx.resume();
-        if let Some(t0) = t0 {
-            job.cpu_s += t0.elapsed().as_secs_f64();
+        if let Some(flag) = self.preempt.tick_flag(&self.sh.tick_flags[self.w]) {
+            // Ticks that came in platform mode change nothing.
+            flag.clear();
         }
+        // Every slice is timed: the tick rule and the LP's cost (`crate::lp_cost`) use it.
+        let t0 = Instant::now();
+        let step = job.ctx.resume();
+        job.cpu_s += t0.elapsed().as_secs_f64();
         match step {
             Step::Suspended { interrupted } => {
                 self.preempt.stats.preemptions += 1;
