@@ -59,9 +59,11 @@ pub(crate) struct CommonArgs {
     /// [default: 16].
     #[arg(long, help_heading = EXEC)]
     pub heap_segments: Option<u32>,
-    /// LP-to-worker mapping of the parallel executors: block or round-robin [default: block].
-    #[arg(long, help_heading = EXEC)]
-    pub mapping: Option<crate::choices::Mapping>,
+    /// LP-to-worker mapping of the parallel executors: block, round-robin, or profile:FILE
+    /// (contiguous blocks of about equal cost, from the LP costs an earlier run wrote with
+    /// --lp-costs) [default: block].
+    #[arg(long, value_parser = crate::choices::MappingArg::parse, help_heading = EXEC)]
+    pub mapping: Option<crate::choices::MappingArg>,
     /// Move LPs between workers every T units of simulated time, from what each cost since
     /// the last move (contiguous blocks of about equal cost; the history is unchanged), or off
     /// [default: off].
@@ -112,6 +114,11 @@ pub(crate) struct CommonArgs {
     /// run starts [default: no report].
     #[arg(long, help_heading = RUN)]
     pub output: Option<PathBuf>,
+    /// Write each LP's events and handler time (CSV) here, the profile that --mapping
+    /// profile:FILE maps a later run from (--output DIR/ writes DIR/lp-costs.csv)
+    /// [default: none].
+    #[arg(long, value_name = "FILE", help_heading = RUN)]
+    pub lp_costs: Option<PathBuf>,
     /// Write every LP's committed events to this file, one line per event sorted by LP and
     /// commit order (`lp pos time src seq digest`): identical under every executor for a
     /// deterministic model, so two traces diff directly (not over MPI ranks) [default: no
@@ -314,6 +321,7 @@ impl CommonArgs {
             threshold: self.threshold.or(file.threshold),
             stall_secs: self.stall_secs.or(file.stall_secs),
             output: self.output.or(file.output),
+            lp_costs: self.lp_costs.or(file.lp_costs),
             state_saving: self.state_saving.or(file.state_saving),
             save_every: self.save_every.or(file.save_every),
             checkpoint_every: self.checkpoint_every.or(file.checkpoint_every),

@@ -54,13 +54,53 @@ choice!(
         Ladder = "ladder",
     }
 );
-choice!(
-    /// `--mapping`: LPs to workers.
-    Mapping {
-        Block = "block",
-        RoundRobin = "round-robin",
+/// `--mapping`: LPs to workers: `block`, `round-robin`, or `profile:FILE` (contiguous blocks
+/// of about equal cost from an earlier run's LP costs, `run/profile.rs`).
+#[derive(Clone, Debug, PartialEq, Eq, Deserialize, Serialize)]
+#[serde(try_from = "String", into = "String")]
+pub(crate) enum MappingArg {
+    Block,
+    RoundRobin,
+    Profile(std::path::PathBuf),
+}
+
+impl MappingArg {
+    /// From the command line or a config file.
+    pub(crate) fn parse(s: &str) -> Result<Self, String> {
+        match s {
+            "block" => Ok(MappingArg::Block),
+            "round-robin" => Ok(MappingArg::RoundRobin),
+            _ => match s.strip_prefix("profile:") {
+                Some(f) if !f.is_empty() => Ok(MappingArg::Profile(f.into())),
+                _ => Err(format!(
+                    "`{s}` is not a mapping: block, round-robin or profile:FILE (an LP-cost file that --lp-costs wrote)"
+                )),
+            },
+        }
     }
-);
+
+    /// As given on the command line and written in the report's `config`.
+    pub(crate) fn name(&self) -> String {
+        match self {
+            MappingArg::Block => "block".into(),
+            MappingArg::RoundRobin => "round-robin".into(),
+            MappingArg::Profile(p) => format!("profile:{}", p.display()),
+        }
+    }
+}
+
+impl TryFrom<String> for MappingArg {
+    type Error = String;
+    fn try_from(s: String) -> Result<Self, String> {
+        MappingArg::parse(&s)
+    }
+}
+
+impl From<MappingArg> for String {
+    fn from(m: MappingArg) -> String {
+        m.name()
+    }
+}
 choice!(
     /// `--state-saving`: how Time Warp restores states.
     StateSaving {
@@ -114,15 +154,6 @@ impl From<Queue> for chronon::QueueKind {
         match q {
             Queue::Heap => chronon::QueueKind::Heap,
             Queue::Ladder => chronon::QueueKind::Ladder,
-        }
-    }
-}
-
-impl From<Mapping> for chronon::partition::Mapping {
-    fn from(m: Mapping) -> Self {
-        match m {
-            Mapping::Block => chronon::partition::Mapping::Block,
-            Mapping::RoundRobin => chronon::partition::Mapping::RoundRobin,
         }
     }
 }
@@ -181,7 +212,11 @@ mod tests {
         agree(Sync::name);
         // The report writes the library's name for the queue.
         agree(|q: Queue| chronon::QueueKind::from(q).name());
-        agree(Mapping::name);
+        for m in ["block", "round-robin", "profile:a/b.csv"] {
+            assert_eq!(MappingArg::parse(m).unwrap().name(), m);
+        }
+        assert!(MappingArg::parse("profile:").is_err());
+        assert!(MappingArg::parse("blocks").is_err());
         agree(StateSaving::name);
         agree(Barrier::name);
         agree(Runtime::name);

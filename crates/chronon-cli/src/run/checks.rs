@@ -207,13 +207,18 @@ pub(super) fn time_warp_options(
             .save_every(common.save_every)
             .max_memory(max_memory)
             .window(common.window)
-            .mapping(mapping(common)),
+            .mapping(mapping(common)?),
     ))
 }
 
-/// The LP-to-worker mapping from `--mapping`.
-pub(super) fn mapping(common: &CommonArgs) -> Mapping {
-    common.mapping.map_or(Mapping::Block, Into::into)
+/// The LP-to-worker mapping from `--mapping` (a profile is read here).
+pub(super) fn mapping(common: &CommonArgs) -> Result<Mapping, Failure> {
+    use crate::choices::MappingArg;
+    Ok(match &common.mapping {
+        None | Some(MappingArg::Block) => Mapping::Block,
+        Some(MappingArg::RoundRobin) => Mapping::RoundRobin,
+        Some(MappingArg::Profile(p)) => Mapping::Costs(super::profile::read(p)?.ns),
+    })
 }
 
 /// The conservative executors' settings from `--barrier`, `--fan-in` and `--mapping`.
@@ -226,7 +231,7 @@ pub(super) fn conservative(
         return Err(Failure::bad_input("--fan-in is 0; it must be at least 1"));
     }
     let barrier = common.barrier.unwrap_or(Barrier::Tree).kind(fan_in);
-    let mapping = mapping(common);
+    let mapping = mapping(common)?;
     let dedicated = common.dedicated.unwrap_or(1.0);
     if !(0.0..=1.0).contains(&dedicated) {
         return Err(Failure::bad_input(format!(

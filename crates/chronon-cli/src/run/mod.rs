@@ -7,6 +7,7 @@ pub(crate) mod advice;
 mod checkpoint;
 mod checks;
 mod merge;
+mod profile;
 mod progress;
 pub(crate) mod registered;
 mod report_cfg;
@@ -83,6 +84,7 @@ where
     // Over MPI ranks: MPI for the run (finalized when this function returns).
     let mpi = crate::mpi::start(common.ranks, procs)?;
     trace::check(&common, model.lp_count())?;
+    profile::check_model(common.mapping.as_ref(), name, model.lp_count())?;
     let outputs = plan_outputs(&common, &executor)?;
     let checkpoints = checkpoint::Checkpoints::check(&common, name, &model_config, changeable)?;
 
@@ -175,6 +177,10 @@ where
         outputs.path("--trace").map_or(Ok(()), |p| {
             output::write_or_rescue("--trace", p, trace::text(&traced).as_bytes())
         }),
+        outputs.path("--lp-costs").map_or(Ok(()), |p| {
+            let text = profile::text(name, &report.lp_costs);
+            output::write_or_rescue("--lp-costs", p, text.as_bytes())
+        }),
     ];
     for w in written {
         w?;
@@ -218,6 +224,9 @@ fn plan_outputs(common: &CommonArgs, executor: &Executor) -> Result<Outputs, Fai
             wanted.push((PROGRESS_CSV, out.join("progress.csv")));
             wanted.push((PROGRESS_CSV, out.join("series.csv")));
         }
+        if dir && common.lp_costs.is_none() {
+            wanted.push(("--lp-costs", out.join("lp-costs.csv")));
+        }
         if dir && common.gvt_csv.is_none() && matches!(executor, Executor::TimeWarp(_)) {
             wanted.push(("--gvt-csv", out.join("gvt.csv")));
         }
@@ -227,6 +236,9 @@ fn plan_outputs(common: &CommonArgs, executor: &Executor) -> Result<Outputs, Fai
     }
     if let Some(p) = &common.trace {
         wanted.push(("--trace", p.clone()));
+    }
+    if let Some(p) = &common.lp_costs {
+        wanted.push(("--lp-costs", p.clone()));
     }
     let inputs: Vec<(&'static str, &Path)> = common
         .config

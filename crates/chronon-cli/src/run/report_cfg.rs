@@ -35,7 +35,10 @@ pub(super) fn report_config(
     let mut put = |k: &str, v: Value| {
         c.insert(k.into(), v);
     };
-    let mapping = common.mapping.map_or("block", choices::Mapping::name);
+    let mapping = common
+        .mapping
+        .as_ref()
+        .map_or("block".to_string(), choices::MappingArg::name);
     match executor {
         Executor::Window(cc) | Executor::Lockstep(cc) | Executor::NullMessage(cc) => {
             put("mapping", json!(mapping));
