@@ -129,6 +129,9 @@ pub(super) fn report_config(
     if let Some(n) = common.heap_segments {
         c.insert("heap-segments".into(), json!(n));
     }
+    if let Some(b) = common.balance.as_deref().filter(|b| *b != "off") {
+        c.insert("balance".into(), json!(b));
+    }
     // A restored run is rerun from the same checkpoint (the checkpoints a run saves are not
     // asked for again: a rerun commits the same history without them).
     if let Some(p) = &common.restore {
