@@ -65,9 +65,10 @@ pub(crate) struct CommonArgs {
     #[arg(long, value_parser = crate::choices::MappingArg::parse, help_heading = EXEC)]
     pub mapping: Option<crate::choices::MappingArg>,
     /// Move LPs between workers every T units of simulated time, from what each cost since
-    /// the last move (contiguous blocks of about equal cost; the history is unchanged), or off
-    /// [default: off].
-    #[arg(long, value_name = "T|off", help_heading = EXEC)]
+    /// the last move (contiguous blocks of about equal cost; the history is unchanged); auto:
+    /// as often as it pays, measured (from an 32nd of the end time, doubling or halving); or
+    /// off [default: off].
+    #[arg(long, value_name = "T|auto|off", help_heading = EXEC)]
     pub balance: Option<String>,
     /// Pin worker threads to cores, NUMA node by node: auto (when the workers fit the cores;
     /// each worker first-touches its LPs' records and pending set on a machine of several

@@ -168,7 +168,7 @@ fn bad_balance_values_get_one_line() {
     for bad in ["0", "-1", "nan", "inf", "soon"] {
         refused(
             &["--sync", "window", "--balance", bad],
-            "it must be off or a period",
+            "it must be off, auto or a period",
         );
     }
     refused(

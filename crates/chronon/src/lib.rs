@@ -280,6 +280,10 @@ pub mod checkpoint {
         FORMAT,
     };
 }
+/// LPs that move between workers at run time ([`Simulation::balance`]).
+pub mod balance {
+    pub use crate::executor::checkpoint::{BalancePeriod, AUTO_FIRST, AUTO_MIN};
+}
 pub mod comm;
 mod cpu;
 mod error;

@@ -24,8 +24,8 @@ pub(super) struct Checkpoints {
     dir: Option<PathBuf>,
     restore: Option<PathBuf>,
     reseed: Option<u64>,
-    /// `--balance T`: LPs move every T (`None`: off).
-    balance: Option<f64>,
+    /// `--balance T|auto`: LPs move every T, or as often as pays (`None`: off).
+    balance: Option<chronon::balance::BalancePeriod>,
     /// The changeable parameters this run gives other values than the checkpoint's.
     pub changed: Vec<String>,
 }
@@ -135,18 +135,21 @@ impl Checkpoints {
     }
 }
 
-/// `--balance`: off, or a period of simulated time.
-fn balance(common: &CommonArgs) -> Result<Option<f64>, Failure> {
+/// `--balance`: off, auto, or a period of simulated time.
+fn balance(common: &CommonArgs) -> Result<Option<chronon::balance::BalancePeriod>, Failure> {
+    use chronon::balance::BalancePeriod;
     let Some(v) = common.balance.as_deref() else {
         return Ok(None);
     };
-    if v == "off" {
-        return Ok(None);
+    match v {
+        "off" => return Ok(None),
+        "auto" => return Ok(Some(BalancePeriod::Auto)),
+        _ => {}
     }
     match v.parse::<f64>() {
-        Ok(t) if t > 0.0 && t.is_finite() => Ok(Some(t)),
+        Ok(t) if t > 0.0 && t.is_finite() => Ok(Some(BalancePeriod::Every(t))),
         _ => Err(Failure::bad_input(format!(
-            "--balance is {v}; it must be off or a period of simulated time > 0 (LPs move at each multiple of it)"
+            "--balance is {v}; it must be off, auto or a period of simulated time > 0 (LPs move at each multiple of it)"
         ))),
     }
 }

@@ -103,8 +103,12 @@ impl<M: Model> Simulation<M> {
     /// `executor_stats` say `balance_cuts`, `balance_remaps` and `lps_moved`. The LPs travel
     /// through the checkpoint codec: call [`serde_model`](Self::serde_model) too (the
     /// runner's models have it).
-    pub fn balance(mut self, every: Time) -> Self {
-        self.balance = Some(every);
+    ///
+    /// `every` is a period of simulated time (`2.5`), or
+    /// [`BalancePeriod::Auto`](crate::balance::BalancePeriod::Auto): a period that follows
+    /// what moving LPs gains against what a cut costs, both measured (a finite end time).
+    pub fn balance(mut self, every: impl Into<crate::balance::BalancePeriod>) -> Self {
+        self.balance = Some(every.into());
         self
     }
 
@@ -113,10 +117,19 @@ impl<M: Model> Simulation<M> {
         let Some(every) = self.balance else {
             return Ok(None);
         };
-        if !(every > 0.0 && every.is_finite()) {
-            return Err(
-                ConfigError::new(Setting::Balance, every, "it must be finite and > 0").into(),
-            );
+        match every {
+            crate::balance::BalancePeriod::Every(t) if !(t > 0.0 && t.is_finite()) => {
+                return Err(
+                    ConfigError::new(Setting::Balance, t, "it must be finite and > 0").into(),
+                );
+            }
+            crate::balance::BalancePeriod::Auto if !self.end.is_some_and(f64::is_finite) => {
+                return Err(SimError::config(
+                    Setting::Balance,
+                    "an automatic period is a share of the end time: give a finite $end_time",
+                ));
+            }
+            _ => {}
         }
         let refuse = |why: &str| Err(SimError::config(Setting::Balance, why.to_string()));
         let Some(start) = chosen.mapping() else {

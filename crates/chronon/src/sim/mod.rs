@@ -72,7 +72,7 @@ pub struct Simulation<M: Model> {
     /// The model's name and configuration in checkpoints ([`Simulation::checkpoint_label`]).
     label: Option<(String, serde_json::Value)>,
     /// LPs move between workers every this much simulated time ([`Simulation::balance`]).
-    balance: Option<Time>,
+    balance: Option<crate::balance::BalancePeriod>,
 }
 
 /// Runs over MPI ranks (cargo feature `mpi`): only for models whose events serialize.

@@ -30,14 +30,42 @@ const REMAP_ABOVE: f64 = 1.05;
 /// executor's own mapping (the first link's).
 #[derive(Clone, Debug)]
 pub(crate) struct BalancePlan {
-    pub period: Time,
+    pub period: BalancePeriod,
     pub workers: usize,
     pub start: Mapping,
 }
 
+/// How far apart the cuts are.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub enum BalancePeriod {
+    /// At every multiple of this much simulated time.
+    Every(Time),
+    /// Adapted to what moving LPs gains: the first cut at an [`AUTO_FIRST`]th of the end
+    /// time; after each link the period doubles where evening its load would have gained
+    /// less than twice what a cut costs (both measured), and halves where it would have
+    /// gained more than eight times as much, between an [`AUTO_MIN`]th and half the end time.
+    Auto,
+}
+
+impl From<Time> for BalancePeriod {
+    fn from(t: Time) -> Self {
+        BalancePeriod::Every(t)
+    }
+}
+
+/// `BalancePeriod::Auto`'s first period, as a fraction of the end time.
+pub const AUTO_FIRST: f64 = 32.0;
+/// `BalancePeriod::Auto`'s shortest period, as a fraction of the end time.
+pub const AUTO_MIN: f64 = 1024.0;
+
 /// The balancer of one chain.
 pub(super) struct Balancer {
     plan: BalancePlan,
+    /// The current period (`BalancePeriod::Auto` changes it), and the end time.
+    period: Time,
+    end: Time,
+    /// What the last cut cost, in seconds (saving, reading back and restarting).
+    cut_s: Option<f64>,
     owners: Vec<u32>,
     /// Whether the links run under `owners` (false until the first remap: the executor's).
     remapped: bool,
@@ -47,13 +75,20 @@ pub(super) struct Balancer {
 }
 
 impl Balancer {
-    pub(super) fn new(plan: BalancePlan, lps: LpId) -> Result<Self, SimError> {
+    pub(super) fn new(plan: BalancePlan, lps: LpId, end: Time) -> Result<Self, SimError> {
         let owners = plan
             .start
             .owners(lps, plan.workers)
             .map_err(|m| SimError::config(Setting::Mapping, m))?;
+        let period = match plan.period {
+            BalancePeriod::Every(t) => t,
+            BalancePeriod::Auto => end / AUTO_FIRST,
+        };
         Ok(Balancer {
             plan,
+            period,
+            end,
+            cut_s: None,
             owners,
             remapped: false,
             cuts: 0,
@@ -64,7 +99,7 @@ impl Balancer {
 
     /// The first balancing cut after `from`: the next multiple of the period.
     pub(super) fn next_cut(&self, from: Time) -> Time {
-        let p = self.plan.period;
+        let p = self.period;
         let k = (from / p).floor() + 1.0;
         let t = k * p;
         if t > from {
@@ -77,12 +112,24 @@ impl Balancer {
     /// After a link that ran under the current owners and cost `costs` (per LP): maps the LPs
     /// anew where that evens the load out. Returns the owners the next link runs under, `None`
     /// while they are the executor's own.
-    pub(super) fn after_link(&mut self, costs: &[LpCost]) -> Option<Arc<Vec<u32>>> {
+    ///
+    /// `wall_s` is the link's run time and `cut_s` what the cut before it cost (`None` for the
+    /// first link): `BalancePeriod::Auto` adapts the period from them.
+    pub(super) fn after_link(
+        &mut self,
+        costs: &[LpCost],
+        wall_s: f64,
+        cut_s: Option<f64>,
+    ) -> Option<Arc<Vec<u32>>> {
         self.cuts += 1;
+        if let Some(c) = cut_s {
+            self.cut_s = Some(c);
+        }
         if costs.len() == self.owners.len() {
             let ns: Vec<u64> = costs.iter().map(|c| c.ns).collect();
             let w = self.plan.workers;
             let now = cost_imbalance(&self.owners, &ns, w);
+            self.adapt(now, wall_s);
             if now > REMAP_ABOVE {
                 let next = cost_blocks(&ns, w);
                 if cost_imbalance(&next, &ns, w) < now {
@@ -101,12 +148,44 @@ impl Balancer {
         self.remapped.then(|| Arc::new(self.owners.clone()))
     }
 
-    /// The report's `balance_cuts`, `balance_remaps` and `lps_moved`.
+    /// The current period.
+    pub(super) fn period(&self) -> Time {
+        self.period
+    }
+
+    /// Sets the period (every rank takes rank 0's).
+    pub(super) fn set_period(&mut self, p: Time) {
+        self.period = p;
+    }
+
+    /// `BalancePeriod::Auto`: a link whose load was uneven by `imbalance` (busiest worker over the
+    /// mean) and that ran `wall_s` would have run in about `wall_s / imbalance` evened out:
+    /// the period doubles where that gain is below twice a cut's cost, halves where it is
+    /// above eight times.
+    fn adapt(&mut self, imbalance: f64, wall_s: f64) {
+        let (BalancePeriod::Auto, Some(cut)) = (self.plan.period, self.cut_s) else {
+            return;
+        };
+        let gain = if imbalance > 1.0 {
+            wall_s * (1.0 - 1.0 / imbalance)
+        } else {
+            0.0
+        };
+        if gain < 2.0 * cut {
+            self.period = (self.period * 2.0).min(self.end / 2.0);
+        } else if gain > 8.0 * cut {
+            self.period = (self.period / 2.0).max(self.end / AUTO_MIN);
+        }
+    }
+
+    /// The report's `balance_cuts`, `balance_remaps`, `lps_moved` and `balance_period` (the
+    /// last period).
     pub(super) fn add_to(&self, report: &mut Report) {
         let st = &mut report.executor_stats;
         st.insert("balance_cuts".into(), self.cuts as f64);
         st.insert("balance_remaps".into(), self.remaps as f64);
         st.insert("lps_moved".into(), self.moved as f64);
+        st.insert("balance_period".into(), self.period);
     }
 }
 
@@ -198,7 +277,7 @@ mod tests {
 
     fn plan(period: f64) -> BalancePlan {
         BalancePlan {
-            period,
+            period: BalancePeriod::Every(period),
             workers: 2,
             start: Mapping::Block,
         }
@@ -206,7 +285,7 @@ mod tests {
 
     #[test]
     fn cuts_fall_on_multiples_of_the_period_after_any_start() {
-        let b = Balancer::new(plan(2.5), 4).unwrap();
+        let b = Balancer::new(plan(2.5), 4, 100.0).unwrap();
         assert_eq!(b.next_cut(0.0), 2.5);
         assert_eq!(b.next_cut(2.5), 5.0);
         assert_eq!(b.next_cut(3.0f64.next_up()), 5.0);
@@ -214,22 +293,52 @@ mod tests {
 
     #[test]
     fn an_uneven_link_moves_lps_and_an_even_one_keeps_them() {
-        let mut b = Balancer::new(plan(1.0), 4).unwrap();
+        let mut b = Balancer::new(plan(1.0), 4, 10.0).unwrap();
         let c = |ns| LpCost { events: 1, ns };
-        assert_eq!(
-            b.after_link(&[c(5), c(5), c(5), c(5)]),
-            None,
-            "even: the executor's"
-        );
-        let m = b.after_link(&[c(10), c(10), c(1), c(1)]).expect("remapped");
+        let even = [c(5), c(5), c(5), c(5)];
+        assert_eq!(b.after_link(&even, 1.0, None), None, "even: the executor's");
+        let m = b
+            .after_link(&[c(10), c(10), c(1), c(1)], 1.0, Some(0.1))
+            .expect("remapped");
         assert_eq!(*m, vec![0, 1, 1, 1]);
         let mut r = Report::new("window", 2, "heap", 4, 1.0);
         b.add_to(&mut r);
         assert_eq!(r.executor_stats["lps_moved"], 1.0);
         assert_eq!(r.executor_stats["balance_remaps"], 1.0);
         assert_eq!(r.executor_stats["balance_cuts"], 2.0);
+        assert_eq!(
+            r.executor_stats["balance_period"], 1.0,
+            "a fixed period stays"
+        );
         // Once remapped, every later link runs under the balancer's owners.
-        assert_eq!(b.after_link(&[c(1); 4]).as_deref(), Some(&vec![0, 1, 1, 1]));
+        let after = b.after_link(&[c(1); 4], 1.0, Some(0.1));
+        assert_eq!(after.as_deref(), Some(&vec![0, 1, 1, 1]));
+    }
+
+    #[test]
+    fn the_auto_period_follows_what_a_move_gains_against_what_a_cut_costs() {
+        let auto = BalancePlan {
+            period: BalancePeriod::Auto,
+            workers: 2,
+            start: Mapping::Block,
+        };
+        let mut b = Balancer::new(auto, 4, 64.0).unwrap();
+        assert_eq!(b.period, 2.0, "an AUTO_FIRST-th of the end");
+        let c = |ns| LpCost { events: 1, ns };
+        // No cut measured yet: the period stays.
+        b.after_link(&[c(1); 4], 1.0, None);
+        assert_eq!(b.period, 2.0);
+        // Even load: nothing to gain, the period doubles, up to half the end time.
+        for want in [4.0, 8.0, 16.0, 32.0, 32.0] {
+            b.after_link(&[c(1); 4], 1.0, Some(0.01));
+            assert_eq!(b.period, want);
+        }
+        // Very uneven load (imbalance 2: half the link's 1 s to gain, cuts of 10 ms): halves.
+        b.after_link(&[c(9), c(9), c(0), c(0)], 1.0, Some(0.01));
+        assert_eq!(b.period, 16.0);
+        // Uneven, but cuts that cost as much as the gain: doubles again.
+        b.after_link(&[c(9), c(9), c(0), c(0)], 1.0, Some(0.4));
+        assert_eq!(b.period, 32.0);
     }
 
     #[test]

@@ -182,7 +182,11 @@ pub(crate) fn run_chain(
         remove_stale(d);
     }
     let mut balancer = match &setup.balance {
-        Some(b) => Some(super::balance::Balancer::new(b.clone(), base.lps)?),
+        Some(b) => Some(super::balance::Balancer::new(
+            b.clone(),
+            base.lps,
+            base.end,
+        )?),
         None => None,
     };
     let with_cuts = at_cuts || balancer.is_some();
@@ -218,7 +222,16 @@ pub(crate) fn run_chain(
     // executor's mapping).
     let mut owners: (Option<Arc<Vec<u32>>>, Option<PathBuf>) = (None, None);
     let mut link_from = start_cut;
+    // What each link's cut and restart cost beyond its run: the last one's, and the sum.
+    let (mut iteration, mut last_cut_s, mut cuts_s) = (Instant::now(), None, 0.0);
+    let mut last_wall = 0.0;
     for k in 0.. {
+        if k > 0 {
+            let c = (iteration.elapsed().as_secs_f64() - last_wall).max(0.0);
+            last_cut_s = Some(c);
+            cuts_s += c;
+        }
+        iteration = Instant::now();
         let user_end = cuts.get(next_cut).copied().unwrap_or(base.end);
         let g_end = match &queue {
             Some(q) if !globals_over => next_after(q.next_time(base.end)),
@@ -255,8 +268,14 @@ pub(crate) fn run_chain(
         })?;
         let complete = r.complete;
         let committed = r.committed;
+        last_wall = r.wall_s;
         if let (Some(b), true) = (balancer.as_mut(), complete && cfg.end < base.end) {
-            let remap = b.after_link(&r.lp_costs);
+            // Before the first cut, one is taken to cost what building the LPs took, three times
+            // (save, read back, restore).
+            let cut_s = last_cut_s.or(Some(3.0 * r.init_s));
+            let remap = b.after_link(&r.lp_costs, r.wall_s, cut_s);
+            // Every rank cuts where rank 0 says (the period may follow its timings).
+            b.set_period(f64::from_bits(coord.tell(b.period().to_bits())));
             let dir = cuts_kept.dir.as_deref();
             owners = super::balance::share_owners(&coord, remap, dir, k, base.lps)?;
         }
@@ -337,6 +356,9 @@ pub(crate) fn run_chain(
     let mut report = total.expect("a chain runs at least once");
     if let Some(b) = &balancer {
         b.add_to(&mut report);
+        // The cuts are part of running a balanced run: its wall time counts them.
+        report.wall_s += cuts_s;
+        report.executor_stats.insert("balance_cut_s".into(), cuts_s);
     }
     if let Some(q) = &queue {
         q.add_to(&mut report);

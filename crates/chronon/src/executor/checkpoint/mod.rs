@@ -29,6 +29,7 @@ pub(crate) mod part;
 mod restore;
 mod split;
 
+pub use balance::{BalancePeriod, AUTO_FIRST, AUTO_MIN};
 pub(crate) use balance::{BalancePlan, LINK_MAPPING_ENV};
 pub(crate) use chain::{run_chain, ChainRanks, ChainSetup, CkptRun};
 pub(crate) use codec::{AnyCodec, Codec};
