@@ -310,8 +310,8 @@ mod tests {
             r.executor_stats["balance_period"], 1.0,
             "a fixed period stays"
         );
-        // Once remapped, every later link runs under the balancer's owners.
-        let after = b.after_link(&[c(1); 4], 1.0, Some(0.1));
+        // Once remapped, every later link runs under the balancer's owners (here even: kept).
+        let after = b.after_link(&[c(3), c(1), c(1), c(1)], 1.0, Some(0.1));
         assert_eq!(after.as_deref(), Some(&vec![0, 1, 1, 1]));
     }
 
