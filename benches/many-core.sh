@@ -2,11 +2,18 @@
 # The many-core scaling study in one run: `chronon experiment ours-scaling` on PHOLD big
 # (16 384 LPs) and large (262 144 LPs, end 20), every executor at 1, 2, 4, 8 and 16 threads
 # (pinned: `--pin auto` pins workers that fit the cores), and --procs 16 --threads 1 /
-# --procs 4 --threads 4 under window and Time Warp; one repetition. About 6 minutes on a
-# 16-core machine. Writes under $OUT:
+# --procs 4 --threads 4 under window and Time Warp; one repetition. Then the moving hot spot
+# (PHOLD, 4 096 LPs, 256 hot LPs of 20 us moving every 5 time units) under every executor at
+# 2-16 threads with the block and round-robin mappings and --balance 1 / auto; then the seed
+# experiments that need more than 2 cores, quick (003 PHOLD phases, 001 partition sets, 002
+# graph 2). About 9 minutes on a 16-core machine. Writes under $OUT:
 #   machine.txt               the machine (lscpu, NUMA nodes, the binary's --version)
 #   big/ours-scaling.{csv,md,svg}, large/ours-scaling.{csv,md,svg}, */runs/*.json
+#   hotspot.csv               sync, threads, mapping, balance, wall and elapsed seconds,
+#                             imbalance, LPs moved, fingerprint (one line per run; seq first)
+#   seeds/<experiment>/       each seed experiment's CSV, table and figure
 #   log.txt                   every measurement's wall time as it ran
+#   bundle.tgz                all of the above in one file (a machine that returns few files)
 #
 # Usage: OUT=/tmp/out benches/many-core.sh path/to/chronon
 #   MANY_CORE_TINY=1   tiny sizes (--quick, threads 1,2, split 2x1): a check of the script
@@ -43,4 +50,48 @@ for config in big large; do
   "$bin" experiment ours-scaling "${size[@]}" --configs "$config" --threads "$threads" \
     --splits "$splits" --reps "$reps" --out "$out/$config" 2>&1 | tee -a "$out/log.txt"
 done
+
+# The moving hot spot: balancing off (block, round-robin) and on (--balance 1, auto).
+if [ "${MANY_CORE_TINY:-0}" = 1 ]; then
+  hot=(--lps 256 --hot-lps 16 --hot-move 5 --end 10) hot_threads=${HOT_THREADS:-2}
+else
+  hot=(--lps 4096 --hot-lps 256 --hot-move 5 --end 20) hot_threads=${HOT_THREADS:-2,4,8,16}
+fi
+echo "== [$((SECONDS - start)) s] hot spot" | tee -a "$out/log.txt"
+csv="$out/hotspot.csv"
+echo "sync,threads,mapping,balance,wall_s,elapsed_s,imbalance,lps_moved,fingerprint" >"$csv"
+hot_run() { # sync threads mapping balance
+  local r="$out/hotspot-run.json" t0 t1
+  t0=$(date +%s.%N)
+  "$bin" run phold "${hot[@]}" --hot-work-us 20 --seed 1 --sync "$1" --threads "$2" \
+    --mapping "$3" --balance "$4" --output "$r" >/dev/null
+  t1=$(date +%s.%N)
+  python3 - "$r" "$1" "$2" "$3" "$4" "$t0" "$t1" >>"$csv" <<'PY'
+import json, sys
+r = json.load(open(sys.argv[1]))
+par, st = r.get("parallelism", {}), r.get("executor_stats", {})
+print(",".join([sys.argv[2], sys.argv[3], sys.argv[4], sys.argv[5], f"{r['wall_s']:.4f}",
+                f"{float(sys.argv[7]) - float(sys.argv[6]):.4f}", str(par.get("imbalance") or ""),
+                str(st.get("lps_moved", 0)), r["fingerprint"]]))
+PY
+  tail -1 "$csv" | tee -a "$out/log.txt"
+}
+hot_run seq 1 block off
+for sync in window lockstep null-message timewarp; do
+  for t in ${hot_threads//,/ }; do
+    for variant in "block off" "round-robin off" "block 1" "block auto"; do
+      # shellcheck disable=SC2086
+      hot_run "$sync" "$t" $variant
+    done
+  done
+done
+rm -f "$out/hotspot-run.json"
+
+# The seed experiments that need more than 2 cores, quick.
+for e in 003-phold-phases 001-balance 002-graph2; do
+  echo "== [$((SECONDS - start)) s] $e" | tee -a "$out/log.txt"
+  "$bin" experiment "$e" --quick --out "$out/seeds/$e" 2>&1 | tail -3 | tee -a "$out/log.txt" ||
+    echo "$e failed" | tee -a "$out/log.txt"
+done
 echo "== [$((SECONDS - start)) s] done: $out" | tee -a "$out/log.txt"
+tar -czf "$out.tgz" -C "$(dirname "$out")" "$(basename "$out")" && mv "$out.tgz" "$out/bundle.tgz"

@@ -16,8 +16,13 @@ pub enum Mapping {
     /// Contiguous blocks of about equal cost: `cost[i]` is LP `i`'s, in any unit (an earlier
     /// run's nanoseconds, `--mapping profile:FILE`; the last stretch's, `--balance`). The
     /// blocks keep neighbouring LPs together, as [`Mapping::Block`] does, and split a costly
-    /// region over several workers.
+    /// region over several workers: for models that declare a topology.
     Costs(Vec<u64>),
+    /// About equal cost per worker, LPs dealt in turn as [`Mapping::RoundRobin`] does except
+    /// that a worker already at its share of the cost is passed over for the least loaded
+    /// one: for models without a topology, where a busy region that moves on to LPs cold so
+    /// far then still finds them spread over every worker.
+    CostsSpread(Vec<u64>),
 }
 
 impl Mapping {
@@ -45,12 +50,11 @@ impl Mapping {
                 }
                 Ok(v.clone())
             }
-            Mapping::Costs(c) => {
-                if c.len() != n {
-                    return Err(format!("the LP costs have {} entries for {n} LPs", c.len()));
-                }
-                Ok(cost_blocks(c, w))
+            Mapping::Costs(c) | Mapping::CostsSpread(c) if c.len() != n => {
+                Err(format!("the LP costs have {} entries for {n} LPs", c.len()))
             }
+            Mapping::Costs(c) => Ok(cost_blocks(c, w)),
+            Mapping::CostsSpread(c) => Ok(cost_spread(c, w)),
         }
     }
 }
@@ -72,6 +76,29 @@ pub(crate) fn cost_blocks(cost: &[u64], workers: usize) -> Vec<u32> {
             let mid2 = 2 * before + u128::from(c);
             before += u128::from(c);
             ((mid2 * w / (2 * total)).min(w - 1)) as u32
+        })
+        .collect()
+}
+
+/// LPs dealt in turn to `workers` workers, as round-robin does, except that a worker whose
+/// cost would pass its share of the total by more than 2 % is passed over for the least
+/// loaded one (the lowest-numbered of equals).
+pub(crate) fn cost_spread(cost: &[u64], workers: usize) -> Vec<u32> {
+    let w = workers.max(1);
+    let total: u128 = cost.iter().map(|&c| u128::from(c)).sum();
+    // Cap: 102 % of an equal share, in hundredths to stay in integers.
+    let cap = total * 102 / (100 * w as u128);
+    let mut load = vec![0u128; w];
+    cost.iter()
+        .enumerate()
+        .map(|(i, &c)| {
+            let c = u128::from(c);
+            let mut k = i % w;
+            if load[k] + c > cap {
+                k = (0..w).min_by_key(|&j| (load[j], j)).unwrap_or(k);
+            }
+            load[k] += c;
+            k as u32
         })
         .collect()
 }
@@ -217,6 +244,24 @@ mod tests {
         assert_eq!(cost_blocks(&[5; 6], 3), vec![0, 0, 1, 1, 2, 2]);
         assert_eq!(cost_blocks(&[5, 0, 9], 1), vec![0, 0, 0]);
         assert_eq!(cost_imbalance(&[0, 0, 1], &[1, 1, 2], 2), 1.0);
+    }
+
+    #[test]
+    fn spread_costs_deal_in_turn_and_pass_over_a_full_worker() {
+        // Even costs: round-robin exactly.
+        assert_eq!(
+            Mapping::CostsSpread(vec![3; 6]).owners(6, 3).unwrap(),
+            Mapping::RoundRobin.owners(6, 3).unwrap()
+        );
+        // Every other LP costly: round-robin would give worker 0 all of them.
+        let c = [10, 1, 10, 1, 10, 1, 10, 1];
+        let o = cost_spread(&c, 2);
+        assert_eq!(o, vec![0, 1, 0, 1, 1, 1, 1, 0]);
+        let rr = Mapping::RoundRobin.owners(8, 2).unwrap();
+        assert!(cost_imbalance(&o, &c, 2) < 1.1);
+        assert!(cost_imbalance(&rr, &c, 2) > 1.6);
+        // No cost at all: round-robin.
+        assert_eq!(cost_spread(&[0; 5], 2), vec![0, 1, 0, 1, 0]);
     }
 
     use super::*;

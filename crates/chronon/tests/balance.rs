@@ -192,6 +192,32 @@ fn every_executor_on_threads_moves_lps_and_keeps_the_history() {
 }
 
 #[test]
+fn an_automatic_period_keeps_the_history_and_says_its_last_period() {
+    let seq = seq();
+    for (what, exec) in executors() {
+        let r = sim(exec)
+            .serde_model()
+            .balance(chronon::balance::BalancePeriod::Auto)
+            .run()
+            .unwrap_or_else(|e| panic!("{what}: {e}"));
+        assert_eq!(r.fingerprint, seq.fingerprint, "{what}");
+        assert_eq!(r.model_stats, seq.model_stats, "{what}");
+        let cuts = figure(&r, "balance_cuts");
+        assert!(cuts >= 1.0, "{what}: the first cut at END / AUTO_FIRST");
+        assert!(
+            cuts < END / (END / chronon::balance::AUTO_FIRST),
+            "{what}: {cuts} cuts"
+        );
+        let p = figure(&r, "balance_period");
+        assert!(
+            p >= END / chronon::balance::AUTO_MIN && p <= END / 2.0,
+            "{what}: {p}"
+        );
+        assert!(figure(&r, "balance_cut_s") > 0.0, "{what}");
+    }
+}
+
+#[test]
 fn the_costliest_lps_are_the_busy_ones() {
     // A busy region that never moves: LPs 0..4 spin on every event, under every executor.
     let m = Drift {
@@ -289,6 +315,13 @@ fn bad_balance_settings_get_one_line() {
         "finite and > 0",
     );
     refused(sim(w()).balance(1.0), "serde_model()");
+    refused(
+        sim(w())
+            .end_time(f64::INFINITY)
+            .serde_model()
+            .balance(chronon::balance::BalancePeriod::Auto),
+        "a finite end_time",
+    );
     refused(
         sim(Executor::Sequential).serde_model().balance(1.0),
         "workers that own them",

@@ -65,6 +65,11 @@ where
     let queue: QueueKind = common.queue.map_or_else(QueueKind::default, Into::into);
     let executor = executor_with(common.sync, common.threads, &common)?;
     let executor = time_warp_options(&common, executor)?;
+    // (A `topology` that panics fails the run below, with the LP named.)
+    let topology =
+        std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| model.topology(0).is_some()))
+            .unwrap_or(false);
+    let executor = profile::spread_without_topology(executor, topology);
     let check = match (common.check_reverse == Some(true), check_reverse) {
         (false, _) => None,
         (true, Some(f)) => Some(f),

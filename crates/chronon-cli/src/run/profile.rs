@@ -103,6 +103,25 @@ fn parse(text: &str) -> Result<Profile, String> {
     Ok(Profile { model, ns })
 }
 
+/// A profile mapping for a model without a topology (`has_topology` false): LPs dealt in turn
+/// by cost (`Mapping::CostsSpread`) rather than contiguous blocks.
+pub(super) fn spread_without_topology(
+    mut executor: chronon::Executor,
+    has_topology: bool,
+) -> chronon::Executor {
+    use chronon::partition::Mapping;
+    use chronon::Executor;
+    let mapping = match &mut executor {
+        Executor::Window(c) | Executor::NullMessage(c) | Executor::Lockstep(c) => &mut c.mapping,
+        Executor::TimeWarp(c) => &mut c.mapping,
+        _ => return executor,
+    };
+    if let (Mapping::Costs(c), false) = (&*mapping, has_topology) {
+        *mapping = Mapping::CostsSpread(c.clone());
+    }
+    executor
+}
+
 /// Checks that a profile mapping is of model `name` and, where the model says its LP count,
 /// of `lps` LPs.
 pub(super) fn check_model(

@@ -147,10 +147,15 @@ impl<M: Model> Simulation<M> {
         if let Some((o, _)) = &self.procs {
             workers *= o.procs;
         }
+        // The model's links from LP 0 say whether it has a topology.
+        let contiguous = crate::error::guard("Model::topology", Some(0), || {
+            self.model.topology(0).is_some()
+        })?;
         Ok(Some(checkpoint::BalancePlan {
             period: every,
             workers,
             start: start.clone(),
+            contiguous,
         }))
     }
 

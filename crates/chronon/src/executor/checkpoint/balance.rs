@@ -1,7 +1,8 @@
 //! LPs that move between workers at run time (`--balance T`): the chain ends a link at every
-//! multiple of T, maps the LPs anew from what each cost in that link ([`Mapping::Costs`]: the
-//! busiest contiguous regions split over workers, neighbours kept together) and runs the next
-//! link from the cut under the new mapping. Every executor and transport reaches the cut
+//! multiple of T, maps the LPs anew from what each cost in that link (for a model with a
+//! topology, [`Mapping::Costs`]: contiguous blocks of equal cost, neighbours kept together;
+//! without one, [`Mapping::CostsSpread`]: dealt in turn, a worker at its share passed over)
+//! and runs the next link from the cut under the new mapping. Every executor and transport reaches the cut
 //! already (a checkpoint's), and restores any LP on any worker, so the history is the one every
 //! mapping commits: the fingerprint is `seq`'s.
 //!
@@ -16,7 +17,7 @@ use super::chain::Coord;
 use crate::error::{Setting, SimError};
 use crate::lp_cost::LpCost;
 use crate::model::{LpId, Time};
-use crate::partition::{cost_blocks, cost_imbalance, Mapping};
+use crate::partition::{cost_blocks, cost_imbalance, cost_spread, Mapping};
 use crate::stats::Report;
 
 /// The environment variable naming a worker process's link mapping file.
@@ -33,6 +34,9 @@ pub(crate) struct BalancePlan {
     pub period: BalancePeriod,
     pub workers: usize,
     pub start: Mapping,
+    /// The model declares a topology: LPs move in contiguous blocks ([`Mapping::Costs`]),
+    /// else they are dealt in turn ([`Mapping::CostsSpread`]).
+    pub contiguous: bool,
 }
 
 /// How far apart the cuts are.
@@ -131,7 +135,11 @@ impl Balancer {
             let now = cost_imbalance(&self.owners, &ns, w);
             self.adapt(now, wall_s);
             if now > REMAP_ABOVE {
-                let next = cost_blocks(&ns, w);
+                let next = if self.plan.contiguous {
+                    cost_blocks(&ns, w)
+                } else {
+                    cost_spread(&ns, w)
+                };
                 if cost_imbalance(&next, &ns, w) < now {
                     self.moved += self
                         .owners
@@ -280,6 +288,7 @@ mod tests {
             period: BalancePeriod::Every(period),
             workers: 2,
             start: Mapping::Block,
+            contiguous: true,
         }
     }
 
@@ -321,6 +330,7 @@ mod tests {
             period: BalancePeriod::Auto,
             workers: 2,
             start: Mapping::Block,
+            contiguous: true,
         };
         let mut b = Balancer::new(auto, 4, 64.0).unwrap();
         assert_eq!(b.period, 2.0, "an AUTO_FIRST-th of the end");
