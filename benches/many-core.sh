@@ -4,7 +4,8 @@
 # (pinned: `--pin auto` pins workers that fit the cores), and --procs 16 --threads 1 /
 # --procs 4 --threads 4 under window and Time Warp; one repetition. Then the moving hot spot
 # (PHOLD, 4 096 LPs, 256 hot LPs of 20 us moving every 5 time units) under every executor at
-# 2-16 threads with the block and round-robin mappings and --balance 1 / auto; then the seed
+# 2-16 threads (lock-step and null messages at 16) with the block and round-robin mappings and
+# --balance 1 / auto; then the seed
 # experiments that need more than 2 cores, quick (003 PHOLD phases, 001 partition sets, 002
 # graph 2). About 9 minutes on a 16-core machine. Writes under $OUT:
 #   machine.txt               the machine (lscpu, NUMA nodes, the binary's --version)
@@ -19,6 +20,7 @@
 #   MANY_CORE_TINY=1   tiny sizes (--quick, threads 1,2, split 2x1): a check of the script
 #                      itself on any machine, under a minute
 #   THREADS=1,2,4,8,16 the thread counts; SPLITS=16x1,4x4 the process splits; REPS=1
+#   HOT_THREADS=2,4,8,16 the hot spot's thread counts
 set -euo pipefail
 bin=${1:?usage: OUT=DIR $0 path/to/chronon}
 bin=$(cd "$(dirname "$bin")" && pwd)/$(basename "$bin")
@@ -63,8 +65,10 @@ echo "sync,threads,mapping,balance,wall_s,elapsed_s,imbalance,lps_moved,fingerpr
 hot_run() { # sync threads mapping balance
   local r="$out/hotspot-run.json" t0 t1
   t0=$(date +%s.%N)
+  local how=(--mapping "$3" --balance "$4")
+  [ "$1" = seq ] && how=()
   "$bin" run phold "${hot[@]}" --hot-work-us 20 --seed 1 --sync "$1" --threads "$2" \
-    --mapping "$3" --balance "$4" --output "$r" >/dev/null
+    "${how[@]}" --output "$r" >/dev/null
   t1=$(date +%s.%N)
   python3 - "$r" "$1" "$2" "$3" "$4" "$t0" "$t1" >>"$csv" <<'PY'
 import json, sys
@@ -77,8 +81,11 @@ PY
   tail -1 "$csv" | tee -a "$out/log.txt"
 }
 hot_run seq 1 block off
-for sync in window lockstep null-message timewarp; do
-  for t in ${hot_threads//,/ }; do
+# Window and Time Warp at every thread count; lock-step and null messages at the largest.
+for sync in window timewarp lockstep null-message; do
+  counts=${hot_threads//,/ }
+  case $sync in lockstep | null-message) counts=${counts##* } ;; esac
+  for t in $counts; do
     for variant in "block off" "round-robin off" "block 1" "block auto"; do
       # shellcheck disable=SC2086
       hot_run "$sync" "$t" $variant

@@ -1,11 +1,12 @@
 //! What each LP costs: the events its handlers ran and the time they took, measured in every
 //! run by every executor.
 //!
-//! Reading the clock around every handler would cost a std PHOLD event (a few hundred
-//! nanoseconds) about a tenth more, so each LP times its first event and every
-//! [`SAMPLE_EVERY`]th after it, and counts the measured time [`SAMPLE_EVERY`] times: an
-//! estimate of its handler time whose error shrinks with its event count. Events are counted
-//! exactly. Under Time Warp both include events later rolled back (they cost as much).
+//! Reading the clock around every handler would cost a std PHOLD event (about 100 ns here,
+//! where a clock read takes about 40) a good part more, so each LP times its first event and
+//! every [`SAMPLE_EVERY`]th after it ([`LpClock`]), and its handler time is estimated as its
+//! event count times the mean of its timed events: every LP that ran an event has at least
+//! one timed. Events are counted exactly. Under Time Warp both include events later rolled
+//! back (they cost as much).
 //!
 //! The report carries the costs per LP ([`Report::lp_costs`](crate::Report::lp_costs)); the
 //! balancer (`--balance`) and profile mappings (`--mapping profile:FILE`) map LPs from them.
@@ -14,8 +15,8 @@ use std::time::Instant;
 
 use crate::model::LpId;
 
-/// One event in this many is timed, per worker.
-pub const SAMPLE_EVERY: u64 = 32;
+/// One event in this many is timed, per LP (its first, then every this many).
+pub const SAMPLE_EVERY: u64 = 128;
 
 /// One LP's cost over a run.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -27,7 +28,15 @@ pub struct LpCost {
     pub ns: u64,
 }
 
-impl LpCost {
+/// What an executor keeps beside each LP while it runs: its events and the time of the timed
+/// ones.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub(crate) struct LpClock {
+    events: u64,
+    timed_ns: u64,
+}
+
+impl LpClock {
     /// The start of the handler about to run for this LP, if its event is one of the timed
     /// ones: the LP's first event and every [`SAMPLE_EVERY`]th after it.
     #[inline(always)]
@@ -38,12 +47,33 @@ impl LpCost {
     /// Counts the handler that began at `start` ([`start`](Self::start)'s value).
     #[inline(always)]
     pub(crate) fn stop(&mut self, start: Option<Instant>) {
-        self.events += 1;
         if let Some(t) = start {
-            self.ns += t.elapsed().as_nanos() as u64 * SAMPLE_EVERY;
+            self.timed_ns += t.elapsed().as_nanos() as u64;
         }
+        self.events += 1;
     }
 
+    /// Counts a handler whose time was measured anyway (`ns`), as a timed one if it is one.
+    pub(crate) fn took(&mut self, ns: u64) {
+        if self.events % SAMPLE_EVERY == 0 {
+            self.timed_ns += ns;
+        }
+        self.events += 1;
+    }
+
+    /// The LP's cost: its events, and its handler time estimated as events times the mean
+    /// of the timed ones (the first and every [`SAMPLE_EVERY`]th).
+    pub(crate) fn cost(&self) -> LpCost {
+        let timed = self.events.div_ceil(SAMPLE_EVERY).max(1);
+        let ns = u128::from(self.timed_ns) * u128::from(self.events) / u128::from(timed);
+        LpCost {
+            events: self.events,
+            ns: ns.min(u128::from(u64::MAX)) as u64,
+        }
+    }
+}
+
+impl LpCost {
     /// Adds another run's (or part's) cost of the same LP.
     pub fn add(&mut self, other: LpCost) {
         self.events += other.events;
@@ -67,7 +97,7 @@ pub(crate) fn gather(lps: LpId, parts: impl IntoIterator<Item = (LpId, LpCost)>)
 pub(crate) fn of_slots<S>(lps: &[crate::executor::LpSlot<S>]) -> Vec<(LpId, LpCost)> {
     lps.iter()
         .enumerate()
-        .map(|(i, s)| (i as LpId, s.cost))
+        .map(|(i, s)| (i as LpId, s.cost.cost()))
         .collect()
 }
 
@@ -89,10 +119,11 @@ mod tests {
     use super::*;
 
     #[test]
-    fn one_event_in_sample_every_is_timed_and_charged_for_all() {
-        let mut c = LpCost::default();
+    fn one_event_in_sample_every_is_timed_and_stands_for_the_others() {
+        let mut c = LpClock::default();
         let mut timed = 0;
-        for _ in 0..SAMPLE_EVERY * 3 + 1 {
+        let n = SAMPLE_EVERY * 3 + 1;
+        for _ in 0..n {
             let t = c.start();
             timed += u64::from(t.is_some());
             std::thread::sleep(std::time::Duration::from_micros(
@@ -101,8 +132,15 @@ mod tests {
             c.stop(t);
         }
         assert_eq!(timed, 4, "the first and every {SAMPLE_EVERY}th");
-        assert_eq!(c.events, SAMPLE_EVERY * 3 + 1);
-        assert!(c.ns >= 4 * 50_000 * SAMPLE_EVERY, "{c:?}");
+        let cost = c.cost();
+        assert_eq!(cost.events, n);
+        // Each timed event slept 50 µs: the estimate is about n × 50 µs.
+        assert!(cost.ns >= n * 50_000, "{cost:?}");
+        // One event: timed, and the estimate is its time.
+        let mut one = LpClock::default();
+        one.took(700);
+        assert_eq!(one.cost(), LpCost { events: 1, ns: 700 });
+        assert_eq!(LpClock::default().cost(), LpCost::default());
     }
 
     #[test]

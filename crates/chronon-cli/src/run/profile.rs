@@ -11,7 +11,7 @@
 //! 0,2011,390144
 //! ```
 //!
-//! `ns` is the LP's handler time in nanoseconds, estimated from one event in 32
+//! `ns` is the LP's handler time in nanoseconds, estimated from one event in 128
 //! (`chronon::lp_cost`).
 
 use std::path::Path;

@@ -187,7 +187,7 @@ pub(crate) struct LpSlot<S> {
     pub meta: LpMeta,
     pub digest: LpDigest,
     /// What its handlers cost in this run (not saved: a run measures its own).
-    pub cost: crate::lp_cost::LpCost,
+    pub cost: crate::lp_cost::LpClock,
 }
 
 /// Runs `model.init` for every LP, in LP order, collecting their first events.
@@ -338,7 +338,7 @@ pub(crate) fn finish_report<M: Model>(
     report.fingerprint = fingerprint;
     report.committed = committed;
     report.model_stats = stats;
-    report.lp_costs = lps.iter().map(|s| s.cost).collect();
+    report.lp_costs = lps.iter().map(|s| s.cost.cost()).collect();
     Ok(())
 }
 

@@ -155,7 +155,7 @@ pub(super) fn run_part<M: Model, Q: PendingSet<Event<M::Event>>, X: Endpoint<M::
         .iter()
         .enumerate()
         .filter(|(i, _)| mine(*i))
-        .map(|(i, s)| (i as LpId, s.cost))
+        .map(|(i, s)| (i as LpId, s.cost.cost()))
         .collect();
     let finish = finish_ops(
         model,

@@ -218,7 +218,7 @@ pub(crate) struct TwLp<S> {
     pub(crate) last: u64,
     pub(crate) state: S,
     /// What its handlers cost in this run, rolled-back events included.
-    pub(crate) cost: crate::lp_cost::LpCost,
+    pub(crate) cost: crate::lp_cost::LpClock,
 }
 
 impl<S> TwLp<S> {

@@ -279,7 +279,7 @@ pub(super) fn part_out<M: Model, Q: PendingSet<TwEvent<M::Event>>>(
             Fingerprint::from_digests(ids.iter().zip(&lps).map(|(&id, l)| (id, &l.digest))).0,
         );
         committed += lps.iter().map(|l| l.digest.count()).sum::<u64>();
-        costs.extend(ids.iter().zip(&lps).map(|(&id, l)| (id, l.cost)));
+        costs.extend(ids.iter().zip(&lps).map(|(&id, l)| (id, l.cost.cost())));
         for (&id, l) in ids.iter().zip(lps) {
             if to_part {
                 metas.push((id, l.meta, l.digest));
