@@ -130,6 +130,16 @@ pub(crate) fn balance(d: &mut Draw, end: f64, exec: &mut Vec<String>) {
     }
 }
 
+/// Now and then, LPs mapped from the sequential reference's LP costs (`--mapping
+/// profile:FILE`), where no other mapping was drawn and workers own LPs.
+pub(crate) fn profile(d: &mut Draw, profile: &std::path::Path, exec: &mut Vec<String>) {
+    let free = !exec.iter().any(|a| a == "--runtime" || a == "--mapping");
+    if free && d.chance(0.15) {
+        exec.push("--mapping".to_string());
+        exec.push(format!("profile:{}", profile.display()));
+    }
+}
+
 /// What a drawn configuration of a model has of reverse computation (asked of the model built
 /// from that configuration's flags, not of its defaults).
 #[derive(Clone, Copy, Debug, Default)]

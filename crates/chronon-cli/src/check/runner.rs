@@ -32,6 +32,8 @@ pub(crate) struct Reference {
     wall: Duration,
     /// The run's end time (its report's `config.end`), for the checkpoint draws.
     end: Option<f64>,
+    /// The LP costs it wrote (`--lp-costs`), for `--mapping profile:FILE` draws.
+    profile: PathBuf,
 }
 
 /// The figures of a report that every parallel run must reproduce.
@@ -71,6 +73,11 @@ impl Reference {
     pub(crate) fn end(&self) -> Option<f64> {
         self.end
     }
+
+    /// The profile of LP costs the sequential run wrote.
+    pub(crate) fn profile(&self) -> &std::path::Path {
+        &self.profile
+    }
 }
 
 /// Counts for the summary.
@@ -100,6 +107,8 @@ pub(crate) struct Runner {
     n: u64,
     /// Checkpoint directories made so far (each gets a fresh name).
     checkpoints: u64,
+    /// Sequential references run so far (each writes its LP costs under a fresh name).
+    references: u64,
     summary: Summary,
     /// Failures not yet taken (`take_failures`).
     failed: Vec<Failed>,
@@ -122,6 +131,7 @@ impl Runner {
             cores: crate::sys::cores(),
             n: 0,
             checkpoints: 0,
+            references: 0,
             summary: Summary::default(),
             failed: Vec::new(),
         })
@@ -163,7 +173,15 @@ impl Runner {
         flags: &[String],
         verbose: bool,
     ) -> Option<Reference> {
-        let seq = ["--sync".to_string(), "seq".to_string()];
+        // Its LP costs map some parallel runs (`--mapping profile:FILE`).
+        self.references += 1;
+        let profile = self.scratch(&format!("lp-costs-{}.csv", self.references));
+        let seq = [
+            "--sync".to_string(),
+            "seq".to_string(),
+            "--lp-costs".to_string(),
+            profile.display().to_string(),
+        ];
         let cmd = self.command_line(model, flags, &seq, None);
         if verbose {
             eprintln!("check: {cmd}");
@@ -173,6 +191,7 @@ impl Runner {
                 end: r["config"]["end"].as_f64(),
                 report: r,
                 wall,
+                profile,
             }),
             other => {
                 self.fail(
