@@ -18,10 +18,12 @@ pub enum Mapping {
     /// blocks keep neighbouring LPs together, as [`Mapping::Block`] does, and split a costly
     /// region over several workers: for models that declare a topology.
     Costs(Vec<u64>),
-    /// About equal cost per worker, LPs dealt in turn as [`Mapping::RoundRobin`] does except
-    /// that a worker already at its share of the cost is passed over for the least loaded
-    /// one: for models without a topology, where a busy region that moves on to LPs cold so
-    /// far then still finds them spread over every worker.
+    /// About equal cost per worker, runs of [`SPREAD_RUN`] consecutive LPs (fewer where the
+    /// workers would get fewer than 4 runs each) dealt in turn, as [`Mapping::RoundRobin`]
+    /// deals LPs, except that a worker already at its share of the cost is passed over for
+    /// the least loaded one: for models without a topology, where a busy region that moves on
+    /// to LPs cold so far then still finds them spread over every worker. (Runs rather than
+    /// single LPs: neighbouring LP records on different workers share cache lines.)
     CostsSpread(Vec<u64>),
 }
 
@@ -80,27 +82,31 @@ pub(crate) fn cost_blocks(cost: &[u64], workers: usize) -> Vec<u32> {
         .collect()
 }
 
-/// LPs dealt in turn to `workers` workers, as round-robin does, except that a worker whose
+/// The most consecutive LPs [`Mapping::CostsSpread`] deals as one.
+pub const SPREAD_RUN: usize = 16;
+
+/// Runs of consecutive LPs ([`SPREAD_RUN`], or fewer so that every worker gets at least 4)
+/// dealt in turn to `workers` workers, as round-robin deals LPs, except that a worker whose
 /// cost would pass its share of the total by more than 2 % is passed over for the least
 /// loaded one (the lowest-numbered of equals).
 pub(crate) fn cost_spread(cost: &[u64], workers: usize) -> Vec<u32> {
     let w = workers.max(1);
+    let run = (cost.len() / (4 * w)).clamp(1, SPREAD_RUN);
     let total: u128 = cost.iter().map(|&c| u128::from(c)).sum();
     // Cap: 102 % of an equal share, in hundredths to stay in integers.
     let cap = total * 102 / (100 * w as u128);
     let mut load = vec![0u128; w];
-    cost.iter()
-        .enumerate()
-        .map(|(i, &c)| {
-            let c = u128::from(c);
-            let mut k = i % w;
-            if load[k] + c > cap {
-                k = (0..w).min_by_key(|&j| (load[j], j)).unwrap_or(k);
-            }
-            load[k] += c;
-            k as u32
-        })
-        .collect()
+    let mut owner = Vec::with_capacity(cost.len());
+    for (r, chunk) in cost.chunks(run).enumerate() {
+        let c: u128 = chunk.iter().map(|&c| u128::from(c)).sum();
+        let mut k = r % w;
+        if load[k] + c > cap {
+            k = (0..w).min_by_key(|&j| (load[j], j)).unwrap_or(k);
+        }
+        load[k] += c;
+        owner.extend(std::iter::repeat_n(k as u32, chunk.len()));
+    }
+    owner
 }
 
 /// The busiest worker's cost over the mean worker's, for `owner` and `cost` (1: even; 0 when
@@ -253,7 +259,8 @@ mod tests {
             Mapping::CostsSpread(vec![3; 6]).owners(6, 3).unwrap(),
             Mapping::RoundRobin.owners(6, 3).unwrap()
         );
-        // Every other LP costly: round-robin would give worker 0 all of them.
+        // Every other LP costly: round-robin would give worker 0 all of them (8 LPs on 2
+        // workers: runs of one LP).
         let c = [10, 1, 10, 1, 10, 1, 10, 1];
         let o = cost_spread(&c, 2);
         assert_eq!(o, vec![0, 1, 0, 1, 1, 1, 1, 0]);
@@ -262,6 +269,11 @@ mod tests {
         assert!(cost_imbalance(&rr, &c, 2) > 1.6);
         // No cost at all: round-robin.
         assert_eq!(cost_spread(&[0; 5], 2), vec![0, 1, 0, 1, 0]);
+        // Many LPs: runs of SPREAD_RUN dealt in turn.
+        let o = cost_spread(&[1; 256], 2);
+        assert!(o[..SPREAD_RUN].iter().all(|&w| w == 0));
+        assert!(o[SPREAD_RUN..2 * SPREAD_RUN].iter().all(|&w| w == 1));
+        assert_eq!(o[2 * SPREAD_RUN], 0);
     }
 
     use super::*;

@@ -23,9 +23,11 @@ use crate::stats::Report;
 /// The environment variable naming a worker process's link mapping file.
 pub(crate) const LINK_MAPPING_ENV: &str = "CHRONON_LINK_MAPPING";
 
-/// A mapping is redone only where the last link's costs put the busiest worker this much
-/// above the mean: below it, moving LPs would gain less than the noise of the estimate.
-const REMAP_ABOVE: f64 = 1.05;
+/// A mapping is redone only where the busiest worker was this much busier than the mean in
+/// the last link (as the workers measured their busy time; where they did not, as the LP
+/// costs say): below it, moving LPs gains less than the noise of the measure, and the moves
+/// themselves cost cache locality.
+const REMAP_ABOVE: f64 = 1.10;
 
 /// What the chain needs to balance: the period, the workers over every part and the
 /// executor's own mapping (the first link's).
@@ -61,6 +63,32 @@ impl From<Time> for BalancePeriod {
 pub const AUTO_FIRST: f64 = 32.0;
 /// `BalancePeriod::Auto`'s shortest period, as a fraction of the end time.
 pub const AUTO_MIN: f64 = 1024.0;
+
+/// What a link measured: its run time, and its busiest worker's busy time over the mean
+/// (`None` where the workers report none).
+#[derive(Clone, Copy, Debug)]
+pub(super) struct LinkFigures {
+    pub wall_s: f64,
+    pub imbalance: Option<f64>,
+}
+
+impl LinkFigures {
+    /// From a link's report.
+    pub(super) fn of(r: &Report) -> Self {
+        let busy: Vec<f64> = r
+            .workers
+            .iter()
+            .filter_map(|w| w.get("busy_s"))
+            .copied()
+            .collect();
+        let mean = busy.iter().sum::<f64>() / busy.len().max(1) as f64;
+        LinkFigures {
+            wall_s: r.wall_s,
+            imbalance: (busy.len() >= 2 && mean > 0.0)
+                .then(|| busy.iter().copied().fold(0.0, f64::max) / mean),
+        }
+    }
+}
 
 /// The balancer of one chain.
 pub(super) struct Balancer {
@@ -122,7 +150,7 @@ impl Balancer {
     pub(super) fn after_link(
         &mut self,
         costs: &[LpCost],
-        wall_s: f64,
+        link: LinkFigures,
         cut_s: Option<f64>,
     ) -> Option<Arc<Vec<u32>>> {
         self.cuts += 1;
@@ -132,15 +160,16 @@ impl Balancer {
         if costs.len() == self.owners.len() {
             let ns: Vec<u64> = costs.iter().map(|c| c.ns).collect();
             let w = self.plan.workers;
-            let now = cost_imbalance(&self.owners, &ns, w);
-            self.adapt(now, wall_s);
+            let sampled = cost_imbalance(&self.owners, &ns, w);
+            let now = link.imbalance.unwrap_or(sampled);
+            self.adapt(now, link.wall_s);
             if now > REMAP_ABOVE {
                 let next = if self.plan.contiguous {
                     cost_blocks(&ns, w)
                 } else {
                     cost_spread(&ns, w)
                 };
-                if cost_imbalance(&next, &ns, w) < now {
+                if cost_imbalance(&next, &ns, w) < sampled {
                     self.moved += self
                         .owners
                         .iter()
@@ -283,6 +312,14 @@ pub(crate) fn read_map(path: &Path, lps: LpId) -> Result<Arc<Vec<u32>>, SimError
 mod tests {
     use super::*;
 
+    /// A link of 1 s whose workers reported no busy time (the LP costs decide).
+    fn link() -> LinkFigures {
+        LinkFigures {
+            wall_s: 1.0,
+            imbalance: None,
+        }
+    }
+
     fn plan(period: f64) -> BalancePlan {
         BalancePlan {
             period: BalancePeriod::Every(period),
@@ -305,9 +342,13 @@ mod tests {
         let mut b = Balancer::new(plan(1.0), 4, 10.0).unwrap();
         let c = |ns| LpCost { events: 1, ns };
         let even = [c(5), c(5), c(5), c(5)];
-        assert_eq!(b.after_link(&even, 1.0, None), None, "even: the executor's");
+        assert_eq!(
+            b.after_link(&even, link(), None),
+            None,
+            "even: the executor's"
+        );
         let m = b
-            .after_link(&[c(10), c(10), c(1), c(1)], 1.0, Some(0.1))
+            .after_link(&[c(10), c(10), c(1), c(1)], link(), Some(0.1))
             .expect("remapped");
         assert_eq!(*m, vec![0, 1, 1, 1]);
         let mut r = Report::new("window", 2, "heap", 4, 1.0);
@@ -320,7 +361,7 @@ mod tests {
             "a fixed period stays"
         );
         // Once remapped, every later link runs under the balancer's owners (here even: kept).
-        let after = b.after_link(&[c(3), c(1), c(1), c(1)], 1.0, Some(0.1));
+        let after = b.after_link(&[c(3), c(1), c(1), c(1)], link(), Some(0.1));
         assert_eq!(after.as_deref(), Some(&vec![0, 1, 1, 1]));
     }
 
@@ -336,18 +377,18 @@ mod tests {
         assert_eq!(b.period, 2.0, "an AUTO_FIRST-th of the end");
         let c = |ns| LpCost { events: 1, ns };
         // No cut measured yet: the period stays.
-        b.after_link(&[c(1); 4], 1.0, None);
+        b.after_link(&[c(1); 4], link(), None);
         assert_eq!(b.period, 2.0);
         // Even load: nothing to gain, the period doubles, up to half the end time.
         for want in [4.0, 8.0, 16.0, 32.0, 32.0] {
-            b.after_link(&[c(1); 4], 1.0, Some(0.01));
+            b.after_link(&[c(1); 4], link(), Some(0.01));
             assert_eq!(b.period, want);
         }
         // Very uneven load (imbalance 2: half the link's 1 s to gain, cuts of 10 ms): halves.
-        b.after_link(&[c(9), c(9), c(0), c(0)], 1.0, Some(0.01));
+        b.after_link(&[c(9), c(9), c(0), c(0)], link(), Some(0.01));
         assert_eq!(b.period, 16.0);
         // Uneven, but cuts that cost as much as the gain: doubles again.
-        b.after_link(&[c(9), c(9), c(0), c(0)], 1.0, Some(0.4));
+        b.after_link(&[c(9), c(9), c(0), c(0)], link(), Some(0.4));
         assert_eq!(b.period, 32.0);
     }
 

@@ -273,7 +273,7 @@ pub(crate) fn run_chain(
             // Before the first cut, one is taken to cost what building the LPs took, three times
             // (save, read back, restore).
             let cut_s = last_cut_s.or(Some(3.0 * r.init_s));
-            let remap = b.after_link(&r.lp_costs, r.wall_s, cut_s);
+            let remap = b.after_link(&r.lp_costs, super::balance::LinkFigures::of(&r), cut_s);
             // Every rank cuts where rank 0 says (the period may follow its timings).
             b.set_period(f64::from_bits(coord.tell(b.period().to_bits())));
             let dir = cuts_kept.dir.as_deref();
