@@ -96,9 +96,10 @@ where
 impl<M: Model> Simulation<M> {
     /// Moves LPs between workers every `every` units of simulated time, from what each LP
     /// cost since the last move: the run ends a stretch at each multiple of `every` (a
-    /// checkpoint's cut, in a temporary directory), maps the LPs anew in contiguous blocks of
-    /// about equal cost where the busiest worker was more than 5 % above the mean, and goes on
-    /// from the cut. Any parallel executor (lock-step on its threads runtime), on threads,
+    /// checkpoint's cut, in a temporary directory), maps the LPs anew by cost where the
+    /// busiest worker was more than 10 % busier than the mean (contiguous blocks for a model
+    /// with a topology, runs of LPs dealt in turn for one without: docs/balance.md), and goes
+    /// on from the cut. Any parallel executor (lock-step on its threads runtime), on threads,
     /// processes and ranks; the history is the one every mapping commits. The report's
     /// `executor_stats` say `balance_cuts`, `balance_remaps` and `lps_moved`. The LPs travel
     /// through the checkpoint codec: call [`serde_model`](Self::serde_model) too (the

@@ -47,9 +47,10 @@ pub enum BalancePeriod {
     /// At every multiple of this much simulated time.
     Every(Time),
     /// Adapted to what moving LPs gains: the first cut at an [`AUTO_FIRST`]th of the end
-    /// time; after each link the period doubles where evening its load would have gained
-    /// less than twice what a cut costs (both measured), and halves where it would have
-    /// gained more than eight times as much, between an [`AUTO_MIN`]th and half the end time.
+    /// time; after each link the period grows eightfold where the load was even (within
+    /// 10 %), doubles where evening it would have gained less than twice what a cut costs
+    /// (both measured), and halves where it would have gained more than eight times as much,
+    /// between an [`AUTO_MIN`]th of the end time and the end time.
     Auto,
 }
 
@@ -208,8 +209,10 @@ impl Balancer {
         } else {
             0.0
         };
-        if gain < 2.0 * cut {
-            self.period = (self.period * 2.0).min(self.end / 2.0);
+        if imbalance <= REMAP_ABOVE {
+            self.period = (self.period * 8.0).min(self.end);
+        } else if gain < 2.0 * cut {
+            self.period = (self.period * 2.0).min(self.end);
         } else if gain > 8.0 * cut {
             self.period = (self.period / 2.0).max(self.end / AUTO_MIN);
         }
@@ -379,17 +382,19 @@ mod tests {
         // No cut measured yet: the period stays.
         b.after_link(&[c(1); 4], link(), None);
         assert_eq!(b.period, 2.0);
-        // Even load: nothing to gain, the period doubles, up to half the end time.
-        for want in [4.0, 8.0, 16.0, 32.0, 32.0] {
+        // Even load: nothing to gain, the period grows eightfold, up to the end time.
+        for want in [16.0, 64.0, 64.0] {
             b.after_link(&[c(1); 4], link(), Some(0.01));
             assert_eq!(b.period, want);
         }
+        b.set_period(16.0);
         // Very uneven load (imbalance 2: half the link's 1 s to gain, cuts of 10 ms): halves.
         b.after_link(&[c(9), c(9), c(0), c(0)], link(), Some(0.01));
+        assert_eq!(b.period, 8.0);
+        // Uneven again (the LPs it moved cost nothing now, the others all), but cuts that
+        // cost as much as the gain: doubles again.
+        b.after_link(&[c(0), c(0), c(9), c(9)], link(), Some(0.4));
         assert_eq!(b.period, 16.0);
-        // Uneven, but cuts that cost as much as the gain: doubles again.
-        b.after_link(&[c(9), c(9), c(0), c(0)], link(), Some(0.4));
-        assert_eq!(b.period, 32.0);
     }
 
     #[test]
