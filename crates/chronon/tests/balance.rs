@@ -210,7 +210,7 @@ fn an_automatic_period_keeps_the_history_and_says_its_last_period() {
         );
         let p = figure(&r, "balance_period");
         assert!(
-            p >= END / chronon::balance::AUTO_MIN && p <= END,
+            (END / chronon::balance::AUTO_MIN..=END).contains(&p),
             "{what}: {p}"
         );
         assert!(figure(&r, "balance_cut_s") > 0.0, "{what}");

@@ -229,6 +229,10 @@ impl Balancer {
     }
 }
 
+/// The LPs' workers in a link where the chain moved them (`None`: the executor's mapping),
+/// and the file they are written in for worker processes and ranks.
+pub(super) type LinkOwners = (Option<Arc<Vec<u32>>>, Option<PathBuf>);
+
 /// After link `k`: the owners link `k + 1` runs under, decided by the coordinating process
 /// from `remap` (its balancer's answer; the other ranks' is ignored) and learnt by every rank,
 /// and the file of the cut directory `dir` they are written in for worker processes and
@@ -239,7 +243,7 @@ pub(super) fn share_owners(
     dir: Option<&Path>,
     k: usize,
     lps: LpId,
-) -> Result<(Option<Arc<Vec<u32>>>, Option<PathBuf>), SimError> {
+) -> Result<LinkOwners, SimError> {
     const NONE: u64 = 0;
     const WRITTEN: u64 = 1;
     const FAILED: u64 = 2;

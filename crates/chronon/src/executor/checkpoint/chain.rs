@@ -220,7 +220,7 @@ pub(crate) fn run_chain(
     let mut globals_over = false;
     // The LPs' workers in the next link and the file they are written in (`None`: the
     // executor's mapping).
-    let mut owners: (Option<Arc<Vec<u32>>>, Option<PathBuf>) = (None, None);
+    let mut owners: super::balance::LinkOwners = (None, None);
     let mut link_from = start_cut;
     // What each link's cut and restart cost beyond its run: the last one's, and the sum.
     let (mut iteration, mut last_cut_s, mut cuts_s) = (Instant::now(), None, 0.0);
