@@ -6,15 +6,7 @@
 
 mod common;
 
-use std::process::{Command, Output, Stdio};
-
-fn chronon(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_chronon"))
-        .args(args)
-        .stdin(Stdio::null())
-        .output()
-        .expect("the binary runs")
-}
+use common::chronon;
 
 /// 128 LPs, 8 hot ones (the first 8 unless `--hot-move` moves them).
 const HOT: &[&str] = &[
@@ -40,14 +32,10 @@ fn run_ok(extra: &[&str]) -> (String, serde_json::Value) {
     let mut args: Vec<&str> = HOT.to_vec();
     args.extend_from_slice(extra);
     args.extend_from_slice(&["--output", report.to_str().unwrap()]);
-    let out = chronon(&args);
-    let stderr = String::from_utf8_lossy(&out.stderr);
-    assert!(out.status.success(), "{args:?}: {stderr}");
+    let (code, stdout, stderr) = chronon(&args);
+    assert_eq!(code, 0, "{args:?}: {stderr}");
     let text = std::fs::read_to_string(&report).unwrap();
-    (
-        String::from_utf8(out.stdout).unwrap(),
-        serde_json::from_str(&text).unwrap(),
-    )
+    (stdout, serde_json::from_str(&text).unwrap())
 }
 
 fn refused(extra: &[&str], what: &str) {
@@ -58,9 +46,8 @@ fn refused(extra: &[&str], what: &str) {
 
 fn refused_whole(args: &[&str], what: &str) {
     let extra = args;
-    let out = chronon(args);
-    assert_eq!(out.status.code(), Some(2), "{extra:?}");
-    let stderr = String::from_utf8_lossy(&out.stderr);
+    let (code, _, stderr) = chronon(args);
+    assert_eq!(code, 2, "{extra:?}");
     assert_eq!(stderr.trim().lines().count(), 1, "{stderr}");
     assert!(stderr.contains(what), "{extra:?}: {stderr}");
 }
