@@ -61,7 +61,7 @@ fn a_run_directory_holds_the_time_series_and_report_plots_them() {
         plots.to_str().unwrap(),
     ]);
     assert_eq!(code, 0, "{err}");
-    assert_eq!(out.lines().count(), 3, "{out}");
+    assert_eq!(out.lines().count(), 4, "{out}");
     let texts = svg_texts(&plots.join("throughput.svg"));
     for s in ["phold window", "phold seq", "threads", "speedup"] {
         assert!(texts.iter().any(|t| t == s), "{s} missing: {texts:?}");
@@ -75,6 +75,14 @@ fn a_run_directory_holds_the_time_series_and_report_plots_them() {
     for s in ["busy", "waiting", "synchronizing", "w1"] {
         assert!(texts.iter().any(|t| t == s), "{s} missing: {texts:?}");
     }
+    // The costliest LPs of each report, by name.
+    let texts = svg_texts(&plots.join("lps.svg"));
+    let top = report["top_lps"][0]["lp"].as_u64().unwrap();
+    assert!(texts.iter().any(|t| *t == format!("LP {top}")), "{texts:?}");
+    assert!(
+        texts.iter().any(|t| t == "phold window ×2: costliest LPs"),
+        "{texts:?}"
+    );
 
     let (code, _, err) = chronon(&["report", dir.join("nothing").to_str().unwrap()]);
     assert_eq!(code, 2);

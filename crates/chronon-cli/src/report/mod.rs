@@ -10,6 +10,7 @@
 //!   where the executor published them) and some rollback;
 //! * `workers.svg`: per worker, the busy / waiting / synchronizing shares of the conservative
 //!   executors, and Time Warp's efficiency and rolled-back events;
+//! * `lps.svg`: per report, its costliest LPs (`top_lps`) and their shares of the handlers' time;
 //! * `model.svg`: the model's global-event series (`model_series`) over simulated time, a panel
 //!   per series, a line per report holding it (reports with the same points drawn once: the
 //!   series are the same under every executor).
@@ -411,6 +412,36 @@ fn workers(reports: &[Loaded]) -> Option<Vec<Panel>> {
     (!panels.is_empty()).then_some(panels)
 }
 
+/// `lps.svg`: per report (at most 4), its costliest LPs (`top_lps`) and their shares of the
+/// handlers' time: which LPs to spread over workers.
+fn costliest(reports: &[Loaded]) -> Option<Vec<Panel>> {
+    let mut panels = Vec::new();
+    for r in reports {
+        let Some(top) = r.v.get("top_lps").and_then(Value::as_array) else {
+            continue;
+        };
+        if top.is_empty() {
+            continue;
+        }
+        panels.push(Panel::Stacked {
+            title: format!("{}: costliest LPs", r.label),
+            y: "share of the handlers' time".into(),
+            categories: top
+                .iter()
+                .map(|t| format!("LP {}", t["lp"].as_u64().unwrap_or(0)))
+                .collect(),
+            layers: vec![Bars {
+                name: "share".into(),
+                values: top.iter().map(|t| f(t, "share")).collect(),
+            }],
+        });
+        if panels.len() == 4 {
+            break;
+        }
+    }
+    (!panels.is_empty()).then_some(panels)
+}
+
 pub(crate) fn run(cmd: ReportCmd) -> Result<u8, Failure> {
     // A study's directory (`chronon sweep --out DIR`): its tables and plots first.
     for i in cmd.inputs.iter().filter(|i| i.is_dir()) {
@@ -447,6 +478,7 @@ pub(crate) fn run(cmd: ReportCmd) -> Result<u8, Failure> {
             rollbacks(&reports),
         ),
         ("workers.svg", "Per-worker figures", workers(&reports)),
+        ("lps.svg", "The costliest LPs", costliest(&reports)),
         (
             "model.svg",
             "Model series (global events)",
