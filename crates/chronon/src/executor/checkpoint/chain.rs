@@ -8,8 +8,9 @@ use std::sync::{Arc, Mutex};
 use std::time::Instant;
 
 use super::cuts::{CutsKept, GlobalCut};
-use super::dir::{checkpoint_path, create_staging, finalize, staging_path};
+use super::dir::{checkpoint_path, create_staging, finalize, remove_stale, staging_path};
 use super::globals::CutGlobals;
+use super::report::{merge, Done};
 use super::{
     CheckpointPlan, Loaded, Manifest, RestoreFrom, RestoredFrom, Saved, LINK_END_ENV,
     LINK_FROM_ENV, LINK_SAVE_ENV, SEGMENT_ENV,
@@ -609,132 +610,5 @@ impl Saver<'_> {
             bytes,
             seconds: began.elapsed().as_secs_f64(),
         })
-    }
-}
-
-/// What a chain adds to the report of its links once they ran.
-struct Done {
-    saves: Vec<Saved>,
-    restored: Option<RestoredFrom>,
-    failed: Option<String>,
-    /// The latest commit before the chain's first link.
-    before: f64,
-    /// Seconds spent reading checkpoints (initialization).
-    read_s: f64,
-    /// Events committed before the chain's first link (not this run's).
-    base_committed: u64,
-}
-
-impl Done {
-    fn into_report(self, mut report: Report, base: &RunConfig) -> Report {
-        report.end_time = base.end;
-        report.last_time = report.last_time.max(self.before);
-        report.init_s += self.read_s;
-        report.checkpoints = self.saves;
-        report.restored = self.restored;
-        if let Some(e) = self.failed {
-            report.complete = false;
-            report.checkpoint_error = Some(e);
-        }
-        let wall = report.wall_s;
-        report.set_wall(wall);
-        let ran = report.committed - self.base_committed;
-        if wall > 0.0 {
-            report.events_per_s = ran as f64 / wall;
-        }
-        // Time Warp's efficiency over this chain's events (the history before it ran elsewhere).
-        if let Some(e) = report.executor_stats.get_mut("efficiency") {
-            *e = ran as f64 / report.processed.max(1) as f64;
-        }
-        report
-    }
-}
-
-/// Removes what runs that were killed while saving left in `dir`: staging directories and the
-/// cuts of global events whose coordinating process is gone (a checkpoint still being written
-/// is never restored, but nothing half-written should stay behind either).
-fn remove_stale(dir: &std::path::Path) {
-    let Ok(entries) = std::fs::read_dir(dir) else {
-        return;
-    };
-    for e in entries.flatten() {
-        let name = e.file_name();
-        let Some(name) = name.to_str() else {
-            continue;
-        };
-        // A staging directory (`.t<cut>.partial-<pid>`), or the cuts of a chain's global
-        // events (`[.]chronon-cuts-<pid>-<n>`).
-        let pid = if name.starts_with(".t") {
-            name.rsplit_once(".partial-").map(|(_, pid)| pid)
-        } else {
-            name.trim_start_matches('.')
-                .strip_prefix(super::globals::CUTS_PREFIX)
-                .and_then(|rest| rest.split_once('-'))
-                .map(|(pid, _)| pid)
-        };
-        let Some(pid) = pid.and_then(|p| p.parse::<u32>().ok()) else {
-            continue;
-        };
-        if !std::path::Path::new(&format!("/proc/{pid}")).exists() {
-            let _ = std::fs::remove_dir_all(e.path());
-        }
-    }
-}
-
-/// The report of a chain so far: the latest run's, with the counts and times of every run,
-/// each worker's figures over every run, and each LP's cost over every run.
-fn merge(prev: Option<Report>, mut r: Report) -> Report {
-    if let Some(p) = prev {
-        r.processed += p.processed;
-        r.rolled_back += p.rolled_back;
-        r.init_s += p.init_s;
-        r.wall_s += p.wall_s;
-        r.last_time = r.last_time.max(p.last_time);
-        if r.workers.len() == p.workers.len() {
-            for (w, pw) in r.workers.iter_mut().zip(&p.workers) {
-                merge_worker(w, pw);
-            }
-        }
-        // The synchronizations of every run.
-        for k in [
-            "rounds",
-            "gvt_rounds",
-            "null_messages",
-            "rollbacks",
-            "anti_messages",
-        ] {
-            if let (Some(x), Some(v)) = (r.executor_stats.get_mut(k), p.executor_stats.get(k)) {
-                *x += v;
-            }
-        }
-        if r.lp_costs.len() == p.lp_costs.len() {
-            for (c, pc) in r.lp_costs.iter_mut().zip(&p.lp_costs) {
-                c.add(*pc);
-            }
-        }
-    }
-    r
-}
-
-/// A worker's figures over two runs of a chain: counts and seconds add up, maxima take the
-/// larger, and ratios and flags keep the latest run's.
-fn merge_worker(
-    w: &mut std::collections::BTreeMap<String, f64>,
-    prev: &std::collections::BTreeMap<String, f64>,
-) {
-    const LATEST: [&str; 5] = [
-        "pinned",
-        "efficiency",
-        "events_per_cpu_s",
-        "rollback_length_mean",
-        "rollback_wall_mean_us",
-    ];
-    for (k, v) in prev {
-        let Some(x) = w.get_mut(k) else { continue };
-        if k.ends_with("_max") || k.starts_with("peak_") || k.starts_with("window") {
-            *x = x.max(*v);
-        } else if !LATEST.contains(&k.as_str()) {
-            *x += v;
-        }
     }
 }

@@ -197,3 +197,34 @@ pub fn read_manifest(path: &Path) -> Result<Manifest, SimError> {
     }
     Ok(m)
 }
+
+/// Removes what runs that were killed while saving left in `dir`: staging directories and the
+/// cuts of global events whose coordinating process is gone (a checkpoint still being written
+/// is never restored, but nothing half-written should stay behind either).
+pub(super) fn remove_stale(dir: &std::path::Path) {
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return;
+    };
+    for e in entries.flatten() {
+        let name = e.file_name();
+        let Some(name) = name.to_str() else {
+            continue;
+        };
+        // A staging directory (`.t<cut>.partial-<pid>`), or the cuts of a chain's global
+        // events (`[.]chronon-cuts-<pid>-<n>`).
+        let pid = if name.starts_with(".t") {
+            name.rsplit_once(".partial-").map(|(_, pid)| pid)
+        } else {
+            name.trim_start_matches('.')
+                .strip_prefix(super::globals::CUTS_PREFIX)
+                .and_then(|rest| rest.split_once('-'))
+                .map(|(pid, _)| pid)
+        };
+        let Some(pid) = pid.and_then(|p| p.parse::<u32>().ok()) else {
+            continue;
+        };
+        if !std::path::Path::new(&format!("/proc/{pid}")).exists() {
+            let _ = std::fs::remove_dir_all(e.path());
+        }
+    }
+}

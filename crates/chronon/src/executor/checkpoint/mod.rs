@@ -26,6 +26,7 @@ mod cuts;
 mod dir;
 mod globals;
 pub(crate) mod part;
+mod report;
 mod restore;
 mod split;
 
