@@ -208,7 +208,7 @@ impl<'s, M: Model, Q: PendingSet<TwEvent<M::Event>>> Worker<'s, '_, M, Q> {
                 let old = std::mem::replace(&mut lp.state, p.state);
                 lp.meta = p.meta;
                 // An event in a context has its CPU time over every slice it ran measured.
-                lp.cost.took((job.cpu_s * 1e9) as u64);
+                self.clocks[job.li].took((job.cpu_s * 1e9) as u64);
                 // The stand-in (or, where the state was cloned, the state before the event)
                 // stands in for the next context's LP.
                 if self.sh.saving == Saving::Copy

@@ -45,7 +45,7 @@ impl<M: Model, Q: PendingSet<TwEvent<M::Event>>> Worker<'_, '_, M, Q> {
         };
         let sample = !ALONE && self.interval.samples_events() && self.stats.processed % 128 == 0;
         let t0 = sample.then(Instant::now);
-        let timed = lp.cost.start();
+        let timed = self.clocks[li].start();
         {
             let mut ctx = Ctx::new(
                 now,
@@ -59,7 +59,7 @@ impl<M: Model, Q: PendingSet<TwEvent<M::Event>>> Worker<'_, '_, M, Q> {
             );
             sh.model.on_event(&mut lp.state, &ev.payload, &mut ctx);
         }
-        lp.cost.stop(timed);
+        self.clocks[li].stop(timed);
         self.epilogue::<ALONE>(ev, li, meta, before, t0)
     }
 

@@ -217,8 +217,6 @@ pub(crate) struct TwLp<S> {
     /// Arena position of the newest record (`history::NONE`: none).
     pub(crate) last: u64,
     pub(crate) state: S,
-    /// What its handlers cost in this run, rolled-back events included.
-    pub(crate) cost: crate::lp_cost::LpClock,
 }
 
 impl<S> TwLp<S> {
@@ -233,7 +231,6 @@ impl<S> TwLp<S> {
             digest,
             last,
             state,
-            cost: Default::default(),
         }
     }
 

@@ -118,7 +118,9 @@ fn gather<M: Model, Q: PendingSet<TwEvent<M::Event>>>(
     let mut stats = Vec::new();
     let mut pending = 0;
     let mut saved = Vec::new();
-    for (w, (lps, cold, c, st, done, (queue, cancelled))) in results.into_iter().enumerate() {
+    for (w, ((lps, clocks), cold, c, st, done, (queue, cancelled))) in
+        results.into_iter().enumerate()
+    {
         complete &= done;
         let mut left = Vec::new();
         pending += pending_at_end(queue, cancelled, &*sh.wires, w, |e| {
@@ -135,13 +137,13 @@ fn gather<M: Model, Q: PendingSet<TwEvent<M::Event>>>(
             let key = e.head();
             saved.push(crate::event::Event::new(key, e.dst, e.payload));
         }
-        for (li, lp) in lps.into_iter().enumerate() {
+        for (li, (lp, cost)) in lps.into_iter().zip(clocks).enumerate() {
             let id = sh.lp_id(w, li);
             let slot = LpSlot {
                 state: lp.state,
                 meta: lp.meta,
                 digest: lp.digest,
-                cost: lp.cost,
+                cost,
             };
             if all.is_empty() && id as usize == in_order.len() {
                 in_order.push(slot);

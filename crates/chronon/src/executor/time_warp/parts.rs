@@ -253,7 +253,9 @@ pub(super) fn part_out<M: Model, Q: PendingSet<TwEvent<M::Event>>>(
     let to_part = cfg.saving() && results.iter().all(|r| r.4);
     let mut metas = Vec::new();
     let mut left = Vec::new();
-    for (k, (lps, cold, c, st, done, (queue, cancelled))) in results.into_iter().enumerate() {
+    for (k, ((lps, clocks), cold, c, st, done, (queue, cancelled))) in
+        results.into_iter().enumerate()
+    {
         drop(cold);
         complete &= done;
         pending += pending_at_end(queue, cancelled, &*sh.wires, base + k, |e| {
@@ -279,7 +281,7 @@ pub(super) fn part_out<M: Model, Q: PendingSet<TwEvent<M::Event>>>(
             Fingerprint::from_digests(ids.iter().zip(&lps).map(|(&id, l)| (id, &l.digest))).0,
         );
         committed += lps.iter().map(|l| l.digest.count()).sum::<u64>();
-        costs.extend(ids.iter().zip(&lps).map(|(&id, l)| (id, l.cost.cost())));
+        costs.extend(ids.iter().zip(&clocks).map(|(&id, c)| (id, c.cost())));
         for (&id, l) in ids.iter().zip(lps) {
             if to_part {
                 metas.push((id, l.meta, l.digest));

@@ -10,10 +10,10 @@ use crate::queue::PendingSet;
 use crate::transport::tw::Wires;
 use crate::tw_msg::{Msg, TwEvent};
 
-/// What a worker hands back: its LPs, committed counter totals, figures, and whether it saw
-/// the run complete.
+/// What a worker hands back: its LPs (with their costs, `crate::lp_cost`), committed counter
+/// totals, figures, and whether it saw the run complete.
 pub(super) type WorkerResult<M, Q> = (
-    Vec<TwLp<<M as Model>::State>>,
+    (Vec<TwLp<<M as Model>::State>>, Vec<crate::lp_cost::LpClock>),
     Vec<TwCold<<M as Model>::State, <M as Model>::Event>>,
     Vec<i64>,
     Stats,

@@ -537,7 +537,7 @@ pub(super) fn spawn<M: Model, Q: PendingSet<TwEvent<M::Event>>>(
                 worker.stats.cpu_sys = sys;
             }
             (
-                worker.lps,
+                (worker.lps, worker.clocks),
                 worker.cold,
                 worker.counters,
                 worker.stats,

@@ -44,6 +44,9 @@ pub(super) struct Worker<'s, 'a, M: Model, Q> {
     /// Which LPs are this worker's.
     pub(super) mine: Mine,
     pub(super) lps: Vec<TwLp<M::State>>,
+    /// What each of `lps` cost, at the same indices (beside them: an LP's record stays 64
+    /// bytes).
+    pub(super) clocks: Vec<crate::lp_cost::LpClock>,
     /// The cold halves of `lps`, at the same indices, under copy state saving; empty under
     /// reverse state saving (which reads none).
     pub(super) cold: Vec<TwCold<M::State, M::Event>>,
@@ -93,6 +96,7 @@ impl<'s, 'a, M: Model, Q: PendingSet<TwEvent<M::Event>>> Worker<'s, 'a, M, Q> {
             w,
             sh,
             mine: Mine::new(w, sh),
+            clocks: vec![Default::default(); lps.len()],
             lps,
             cold,
             history: History::default(),
