@@ -101,14 +101,6 @@ pub(crate) fn gather(lps: LpId, parts: impl IntoIterator<Item = (LpId, LpCost)>)
     all
 }
 
-/// Per LP of `lps` (every LP of a run, in LP order): its id and cost.
-pub(crate) fn of_slots<S>(lps: &[crate::executor::LpSlot<S>]) -> Vec<(LpId, LpCost)> {
-    lps.iter()
-        .enumerate()
-        .map(|(i, s)| (i as LpId, s.cost.cost()))
-        .collect()
-}
-
 /// The `k` costliest LPs, costliest first (ties: lower LP first).
 pub fn top(costs: &[LpCost], k: usize) -> Vec<(LpId, LpCost)> {
     let mut v: Vec<(LpId, LpCost)> = costs

@@ -190,6 +190,14 @@ pub(crate) struct LpSlot<S> {
     pub cost: crate::lp_cost::LpClock,
 }
 
+/// Per LP of `lps` (every LP of a run, in LP order): its id and what it cost.
+pub(crate) fn slot_costs<S>(lps: &[LpSlot<S>]) -> Vec<(LpId, crate::lp_cost::LpCost)> {
+    lps.iter()
+        .enumerate()
+        .map(|(i, s)| (i as LpId, s.cost.cost()))
+        .collect()
+}
+
 /// Runs `model.init` for every LP, in LP order, collecting their first events.
 ///
 /// Returns the LPs and the initial events (in LP order, each LP's in send order).

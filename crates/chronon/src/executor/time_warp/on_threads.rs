@@ -43,7 +43,7 @@ pub(super) fn finish<M: Model, Q: PendingSet<TwEvent<M::Event>>>(
     let last_time = stats.iter().map(|s| s.last_committed).fold(0.0, f64::max);
     let end = cfg.stats_end(complete, last_time);
     let (fingerprint, committed, model_stats) = lp_totals(model, &lps, &counters, end)?;
-    let costs = crate::lp_cost::of_slots(&lps);
+    let costs = crate::executor::slot_costs(&lps);
     if to_part {
         let globals = sh.globals.queue.lock().unwrap_or_else(|p| p.into_inner());
         crate::executor::checkpoint::write_split::<M>(

@@ -121,7 +121,7 @@ fn finish<M: Model>(
     let last_time = results.iter().map(|r| r.last_time).fold(0.0, f64::max);
     let end = cfg.stats_end(!stopped, last_time);
     let (fingerprint, committed, stats) = lp_totals(model, &lps, &counters, end)?;
-    let costs = crate::lp_cost::of_slots(&lps);
+    let costs = crate::executor::slot_costs(&lps);
     let mut pending: usize = results.iter().map(|r| r.pending).sum();
     if let Some(b) = &balance {
         pending += b.pending();
