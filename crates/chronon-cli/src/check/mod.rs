@@ -157,6 +157,9 @@ pub(crate) fn run(cmd: CheckCmd, registered: &Models) -> Result<u8, Failure> {
     let mut draw = Draw::new(seed);
     let mut configs = 0u64;
     let mut shown = 0u64;
+    // The models take turns, from a drawn one: every model gets a configuration in every
+    // `models.len()` (a campaign of that many runs covers them all, whatever else is drawn).
+    let first = draw.int(0, models.len() as u64 - 1) as usize;
     loop {
         if cmd.runs.is_some_and(|r| configs >= r)
             || limit.is_some_and(|l| started.elapsed() >= l)
@@ -164,8 +167,8 @@ pub(crate) fn run(cmd: CheckCmd, registered: &Models) -> Result<u8, Failure> {
         {
             break;
         }
+        let model = models[(first + configs as usize) % models.len()];
         configs += 1;
-        let model = draw.pick(&models);
         let entry = registered.entry(model).expect("the models were checked");
         let mut flags = Flags::default();
         entry.draw(&mut draw, &mut flags);
