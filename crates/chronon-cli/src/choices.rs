@@ -72,9 +72,10 @@ impl MappingArg {
             "round-robin" => Ok(MappingArg::RoundRobin),
             _ => match s.strip_prefix("profile:") {
                 Some(f) if !f.is_empty() => Ok(MappingArg::Profile(f.into())),
-                _ => Err(format!(
-                    "`{s}` is not a mapping: block, round-robin or profile:FILE (an LP-cost file that --lp-costs wrote)"
-                )),
+                _ => Err(
+                    "allowed: block, round-robin, profile:FILE (an LP-cost file that --lp-costs wrote)"
+                        .to_string(),
+                ),
             },
         }
     }
