@@ -151,7 +151,7 @@ fn two_outputs_on_one_file_are_refused() {
 }
 
 #[test]
-fn output_dir_gets_the_report_gvt_progress_and_series_csv_and_nothing_else() {
+fn output_dir_gets_the_report_gvt_progress_lp_costs_and_series_csv_and_nothing_else() {
     let d = scratch("dir");
     let dir = d.join("new/deeper/");
     let dir_arg = format!("{}/", dir.display());
@@ -169,7 +169,13 @@ fn output_dir_gets_the_report_gvt_progress_and_series_csv_and_nothing_else() {
     );
     assert_eq!(
         entries(&dir),
-        ["gvt.csv", "progress.csv", "report.json", "series.csv"]
+        [
+            "gvt.csv",
+            "lp-costs.csv",
+            "progress.csv",
+            "report.json",
+            "series.csv"
+        ]
     );
     // phold records no global-event series: the header alone.
     assert_eq!(
@@ -246,7 +252,7 @@ fn an_output_path_without_extension_that_does_not_exist_is_a_directory() {
     );
     assert_eq!(
         entries(&target),
-        ["progress.csv", "report.json", "series.csv"]
+        ["lp-costs.csv", "progress.csv", "report.json", "series.csv"]
     );
     // An existing file without an extension is still the report file it names.
     let file = d.join("report");
