@@ -138,6 +138,12 @@ impl<M: Model> Simulation<M> {
                 "moving LPs needs workers that own them: a parallel $executor (window, null-message, lockstep on its threads runtime or timewarp)",
             );
         };
+        #[cfg(feature = "mpi")]
+        if self.ranks.is_some() {
+            return refuse(
+                "LPs do not move over MPI ranks yet (a lock-step run over 3 ranks failed): $balance runs on threads and worker processes",
+            );
+        }
         if self.codec.is_none() {
             return refuse(
                 "LPs move through checkpoint cuts, which need the model's states and events to serialize: call serde_model()",
