@@ -302,8 +302,8 @@ fn parallel_run(
     };
     if over.is_none() {
         draw::balance(draw, end, &mut exec);
+        draw::profile(draw, reference.profile(), &mut exec);
     }
-    draw::profile(draw, reference.profile(), &mut exec);
     let seq = || vec!["--sync".to_string(), "seq".to_string()];
     if pair {
         // A: any executor; B: any. Either is now and then the sequential one (in one process).
@@ -320,8 +320,8 @@ fn parallel_run(
                 draw::executor_flags(c.reverse, sync_b, over_b.is_some(), c.big_heap, draw).0;
             if over_b.is_none() {
                 draw::balance(draw, end, &mut f);
+                draw::profile(draw, reference.profile(), &mut f);
             }
-            draw::profile(draw, reference.profile(), &mut f);
             (f, over_b)
         };
         match draw::checkpoint_time(draw, end, 0.0, end) {

@@ -32,7 +32,7 @@ impl Done {
         }
         let wall = report.wall_s;
         report.set_wall(wall);
-        let ran = report.committed - self.base_committed;
+        let ran = report.committed.saturating_sub(self.base_committed);
         if wall > 0.0 {
             report.events_per_s = ran as f64 / wall;
         }
