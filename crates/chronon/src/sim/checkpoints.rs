@@ -100,7 +100,8 @@ impl<M: Model> Simulation<M> {
     /// busiest worker was more than 10 % busier than the mean (contiguous blocks for a model
     /// with a topology, runs of LPs dealt in turn for one without: docs/balance.md), and goes
     /// on from the cut. Any parallel executor (lock-step on its threads runtime), on threads,
-    /// processes and ranks; the history is the one every mapping commits. The report's
+    /// processes (refused over MPI ranks, not yet checked there); the history is the one every
+    /// mapping commits. The report's
     /// `executor_stats` say `balance_cuts`, `balance_remaps` and `lps_moved`. The LPs travel
     /// through the checkpoint codec: call [`serde_model`](Self::serde_model) too (the
     /// runner's models have it).
@@ -141,7 +142,7 @@ impl<M: Model> Simulation<M> {
         #[cfg(feature = "mpi")]
         if self.ranks.is_some() {
             return refuse(
-                "LPs do not move over MPI ranks yet (a lock-step run over 3 ranks failed): $balance runs on threads and worker processes",
+                "LPs do not move over MPI ranks yet (not checked there): $balance runs on threads and worker processes",
             );
         }
         if self.codec.is_none() {
