@@ -19,11 +19,12 @@ pub enum Mapping {
     /// region over several workers: for models that declare a topology.
     Costs(Vec<u64>),
     /// About equal cost per worker, runs of [`SPREAD_RUN`] consecutive LPs (fewer where the
-    /// workers would get fewer than 4 runs each) dealt in turn, as [`Mapping::RoundRobin`]
-    /// deals LPs, except that a worker already at its share of the cost is passed over for
-    /// the least loaded one: for models without a topology, where a busy region that moves on
-    /// to LPs cold so far then still finds them spread over every worker. (Runs rather than
-    /// single LPs: neighbouring LP records on different workers share cache lines.)
+    /// workers would get fewer than 4 runs each) dealt in rounds, as [`Mapping::RoundRobin`]
+    /// deals LPs: every round of as many runs as workers gives one run to each worker, the
+    /// costliest run to the least loaded worker. For models without a topology: a busy region
+    /// that moves on to LPs cold so far still finds them spread over every worker. (Runs
+    /// rather than single LPs: neighbouring LP records on different workers share cache
+    /// lines.)
     CostsSpread(Vec<u64>),
 }
 
@@ -86,27 +87,36 @@ pub(crate) fn cost_blocks(cost: &[u64], workers: usize) -> Vec<u32> {
 pub const SPREAD_RUN: usize = 16;
 
 /// Runs of consecutive LPs ([`SPREAD_RUN`], or fewer so that every worker gets at least 4)
-/// dealt in turn to `workers` workers, as round-robin deals LPs, except that a worker whose
-/// cost would pass its share of the total by more than 2 % is passed over for the least
-/// loaded one (the lowest-numbered of equals).
+/// dealt in rounds, as round-robin deals LPs: each round of `workers` consecutive runs gives
+/// one run to every worker, the costliest run of the round to the least loaded worker so far
+/// (the lowest-numbered of equals), and so on. A busy region of `workers` runs or more lands
+/// on every worker wherever it is, however the load was when the costs were measured; the
+/// measured load is evened out to within about one run's cost.
 pub(crate) fn cost_spread(cost: &[u64], workers: usize) -> Vec<u32> {
     let w = workers.max(1);
     let run = (cost.len() / (4 * w)).clamp(1, SPREAD_RUN);
-    let total: u128 = cost.iter().map(|&c| u128::from(c)).sum();
-    // Cap: 102 % of an equal share, in hundredths to stay in integers.
-    let cap = total * 102 / (100 * w as u128);
+    let runs: Vec<u128> = cost
+        .chunks(run)
+        .map(|c| c.iter().map(|&x| u128::from(x)).sum())
+        .collect();
     let mut load = vec![0u128; w];
-    let mut owner = Vec::with_capacity(cost.len());
-    for (r, chunk) in cost.chunks(run).enumerate() {
-        let c: u128 = chunk.iter().map(|&c| u128::from(c)).sum();
-        let mut k = r % w;
-        if load[k] + c > cap {
-            k = (0..w).min_by_key(|&j| (load[j], j)).unwrap_or(k);
+    let mut run_owner = vec![0u32; runs.len()];
+    for (r0, round) in runs.chunks(w).enumerate() {
+        // The round's runs, costliest first (in order among equals) ...
+        let mut by_cost: Vec<usize> = (0..round.len()).collect();
+        by_cost.sort_by_key(|&j| std::cmp::Reverse(round[j]));
+        // ... to the workers, least loaded first (lowest-numbered among equals).
+        let mut by_load: Vec<usize> = (0..w).collect();
+        by_load.sort_by_key(|&k| (load[k], k));
+        for (&j, &k) in by_cost.iter().zip(&by_load) {
+            load[k] += round[j];
+            run_owner[r0 * w + j] = k as u32;
         }
-        load[k] += c;
-        owner.extend(std::iter::repeat_n(k as u32, chunk.len()));
     }
-    owner
+    cost.chunks(run)
+        .zip(&run_owner)
+        .flat_map(|(c, &k)| std::iter::repeat_n(k, c.len()))
+        .collect()
 }
 
 /// The busiest worker's cost over the mean worker's, for `owner` and `cost` (1: even; 0 when
@@ -253,7 +263,7 @@ mod tests {
     }
 
     #[test]
-    fn spread_costs_deal_in_turn_and_pass_over_a_full_worker() {
+    fn spread_costs_deal_rounds_costliest_to_least_loaded() {
         // Even costs: round-robin exactly.
         assert_eq!(
             Mapping::CostsSpread(vec![3; 6]).owners(6, 3).unwrap(),
@@ -263,7 +273,7 @@ mod tests {
         // workers: runs of one LP).
         let c = [10, 1, 10, 1, 10, 1, 10, 1];
         let o = cost_spread(&c, 2);
-        assert_eq!(o, vec![0, 1, 0, 1, 1, 1, 1, 0]);
+        assert_eq!(o, vec![0, 1, 1, 0, 0, 1, 1, 0]);
         let rr = Mapping::RoundRobin.owners(8, 2).unwrap();
         assert!(cost_imbalance(&o, &c, 2) < 1.1);
         assert!(cost_imbalance(&rr, &c, 2) > 1.6);
@@ -274,6 +284,28 @@ mod tests {
         assert!(o[..SPREAD_RUN].iter().all(|&w| w == 0));
         assert!(o[SPREAD_RUN..2 * SPREAD_RUN].iter().all(|&w| w == 1));
         assert_eq!(o[2 * SPREAD_RUN], 0);
+    }
+
+    #[test]
+    fn spread_costs_keep_every_later_busy_region_spread() {
+        // 1024 LPs on 4 workers (runs of 16, rounds of 64 LPs), measured while LPs 0..64 were
+        // busy and with uneven costs elsewhere: the load is evened out ...
+        let w = 4;
+        let c: Vec<u64> = (0..1024u64)
+            .map(|i| if i < 64 { 1000 } else { 10 + i % 7 })
+            .collect();
+        let o = cost_spread(&c, w);
+        assert!(cost_imbalance(&o, &c, w) < 1.1, "{}", cost_imbalance(&o, &c, w));
+        for start in (0..1024 - 64).step_by(16) {
+            // ... and a busy region of 4 runs anywhere later lands on every worker where it
+            // is one round, and never more than two of its runs on one worker.
+            let mut per = [0; 4];
+            for r in (start..start + 64).step_by(16) {
+                per[o[r] as usize] += 1;
+            }
+            let most = per.iter().copied().max().unwrap();
+            assert!(most <= if start % 64 == 0 { 1 } else { 2 }, "at {start}: {per:?}");
+        }
     }
 
     use super::*;

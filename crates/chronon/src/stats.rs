@@ -139,6 +139,12 @@ impl Report {
         }
     }
 
+    /// The busiest worker's busy time over the mean worker's (1: even), as the workers measured
+    /// it (`busy_s`); `None` with fewer than two workers or no busy time.
+    pub fn imbalance(&self) -> Option<f64> {
+        busy_imbalance(self.workers.iter().filter_map(|w| w.get("busy_s").copied()))
+    }
+
     /// Sets `wall_s` and the derived `events_per_s`.
     pub(crate) fn set_wall(&mut self, wall_s: f64) {
         self.wall_s = wall_s;
@@ -147,6 +153,28 @@ impl Report {
         } else {
             0.0
         };
+    }
+}
+
+/// The largest of `busy` over their mean; `None` for fewer than two workers or no busy time.
+fn busy_imbalance(busy: impl Iterator<Item = f64>) -> Option<f64> {
+    let b: Vec<f64> = busy.collect();
+    let mean = b.iter().sum::<f64>() / b.len().max(1) as f64;
+    (b.len() >= 2 && mean > 0.0).then(|| b.iter().copied().fold(0.0, f64::max) / mean)
+}
+
+#[cfg(test)]
+mod imbalance_tests {
+    use super::busy_imbalance as imbalance;
+
+    #[test]
+    fn the_imbalance_is_the_busiest_over_the_mean() {
+        assert_eq!(imbalance([1.0, 1.0].into_iter()), Some(1.0));
+        assert_eq!(imbalance([3.0, 1.0].into_iter()), Some(1.5));
+        assert_eq!(imbalance([4.0, 0.0, 0.0, 0.0].into_iter()), Some(4.0));
+        assert_eq!(imbalance([2.0].into_iter()), None);
+        assert_eq!(imbalance([0.0, 0.0].into_iter()), None);
+        assert_eq!(imbalance(std::iter::empty()), None);
     }
 }
 

@@ -44,7 +44,7 @@ impl Parallelism {
         let kept = es.get("efficiency").copied().unwrap_or(1.0);
         let busy_workers =
             (r.sync != "seq" && r.wall_s > 0.0 && busy > 0.0).then(|| busy * kept / r.wall_s);
-        let imbalance = imbalance(r.workers.iter().filter_map(|w| w.get("busy_s").copied()));
+        let imbalance = r.imbalance();
         let per = |n: Option<&f64>, what| {
             n.filter(|n| **n > 0.0)
                 .map(|n| (r.committed as f64 / n / workers.max(1) as f64, what))
@@ -146,25 +146,3 @@ impl Parallelism {
 
 /// An imbalance from which the advice names it (the busiest worker did 30 % more than the mean).
 const UNEVEN: f64 = 1.3;
-
-/// The largest of `busy` over their mean; `None` for fewer than two workers or no busy time.
-fn imbalance(busy: impl Iterator<Item = f64>) -> Option<f64> {
-    let b: Vec<f64> = busy.collect();
-    let mean = b.iter().sum::<f64>() / b.len().max(1) as f64;
-    (b.len() >= 2 && mean > 0.0).then(|| b.iter().copied().fold(0.0, f64::max) / mean)
-}
-
-#[cfg(test)]
-mod tests {
-    use super::imbalance;
-
-    #[test]
-    fn the_imbalance_is_the_busiest_over_the_mean() {
-        assert_eq!(imbalance([1.0, 1.0].into_iter()), Some(1.0));
-        assert_eq!(imbalance([3.0, 1.0].into_iter()), Some(1.5));
-        assert_eq!(imbalance([4.0, 0.0, 0.0, 0.0].into_iter()), Some(4.0));
-        assert_eq!(imbalance([2.0].into_iter()), None);
-        assert_eq!(imbalance([0.0, 0.0].into_iter()), None);
-        assert_eq!(imbalance(std::iter::empty()), None);
-    }
-}

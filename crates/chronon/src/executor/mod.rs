@@ -142,9 +142,12 @@ impl RunConfig {
     }
 
     /// Whether this run ends at a checkpoint's cut (each part then writes what it owns with
-    /// [`part_writer`](Self::part_writer)).
+    /// [`part_writer`](Self::part_writer), or a run on threads hands it all to
+    /// `checkpoint::write_split`, which keeps it in memory where the chain asks for that).
     pub(crate) fn saving(&self) -> bool {
-        self.ckpt.as_ref().is_some_and(|c| c.save.is_some())
+        self.ckpt
+            .as_ref()
+            .is_some_and(|c| c.save.is_some() || c.kept.is_some())
     }
 
     /// A writer for part `k` of the checkpoint this run ends at (`None`: it saves none), with

@@ -272,6 +272,7 @@ impl<M: Model> Simulation<M> {
                 model,
                 config,
                 balance,
+                in_process: !self.across_parts(),
             },
             saved_by,
         )))

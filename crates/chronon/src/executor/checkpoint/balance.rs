@@ -76,17 +76,9 @@ pub(super) struct LinkFigures {
 impl LinkFigures {
     /// From a link's report.
     pub(super) fn of(r: &Report) -> Self {
-        let busy: Vec<f64> = r
-            .workers
-            .iter()
-            .filter_map(|w| w.get("busy_s"))
-            .copied()
-            .collect();
-        let mean = busy.iter().sum::<f64>() / busy.len().max(1) as f64;
         LinkFigures {
             wall_s: r.wall_s,
-            imbalance: (busy.len() >= 2 && mean > 0.0)
-                .then(|| busy.iter().copied().fold(0.0, f64::max) / mean),
+            imbalance: r.imbalance(),
         }
     }
 }

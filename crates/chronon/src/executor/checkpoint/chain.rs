@@ -47,6 +47,9 @@ pub(crate) struct ChainSetup {
     pub config: serde_json::Value,
     /// LPs that move between workers at cuts (`balance.rs`); `None`: they stay.
     pub balance: Option<super::BalancePlan>,
+    /// The run is one process on threads (no worker processes, no ranks): the cuts it keeps
+    /// only to move LPs stay in memory.
+    pub in_process: bool,
 }
 
 /// What one run of a chain gets through its `RunConfig`.
@@ -69,6 +72,9 @@ pub(crate) struct CkptRun {
     pub owners: Option<Arc<Vec<u32>>>,
     /// Where `owners` is written for worker processes (`balance::LINK_MAPPING_ENV`).
     pub owners_file: Option<PathBuf>,
+    /// Where a link on threads leaves its cut when the chain keeps it in memory
+    /// (`memory.rs`); `None`: a cut is saved to `save`.
+    pub kept: Option<super::memory::KeptCut>,
 }
 
 impl std::fmt::Debug for CkptRun {
@@ -176,7 +182,7 @@ pub(crate) fn run_chain(
             None => None,
         };
         let (cfg, _) = link_config(base, &setup, (k, at_cuts), end, from, save);
-        return run(&with_owners(cfg, owners, None));
+        return run(&with_owners(cfg, owners, None, false));
     }
 
     if let (Some(d), true) = (&dir, root) {
@@ -190,7 +196,8 @@ pub(crate) fn run_chain(
         )?),
         None => None,
     };
-    let with_cuts = at_cuts || balancer.is_some();
+    // Cuts only for moving LPs stay in memory in one process; others go to a directory.
+    let with_cuts = at_cuts || (balancer.is_some() && !setup.in_process);
     if with_cuts && root {
         remove_stale(&super::globals::cuts_home());
     }
@@ -249,13 +256,15 @@ pub(crate) fn run_chain(
         let global_cut = global_cut && !balance_cut;
         let end = end.min(b_end);
         let saves_user = !global_cut && !balance_cut && (next_cut < cuts.len() || setup.at_end);
+        let in_memory = balance_cut && setup.in_process;
         let save = match (&cuts_kept.dir, &dir) {
+            _ if in_memory => None,
             (Some(c), _) if global_cut || balance_cut => Some(staging_path(c, end, owner)),
             (_, Some(d)) if saves_user => Some(staging_path(d, end, owner)),
             _ => None,
         };
         let (cfg, _) = link_config(base, &setup, (k, at_cuts), end, from.take(), save);
-        let cfg = with_owners(cfg, owners.0.clone(), owners.1.clone());
+        let cfg = with_owners(cfg, owners.0.clone(), owners.1.clone(), in_memory);
         let ck = cfg.ckpt.clone().expect("a link of a chain");
         if let Some(s) = &ck.save {
             saver.stage(s, &agree)?;
@@ -283,6 +292,12 @@ pub(crate) fn run_chain(
         let merged = merge(total, r);
         let last_time = merged.last_time.max(before);
         total = Some(merged);
+        if let (true, Some(kept)) = (complete, &ck.kept) {
+            link_from = cfg.end;
+            let manifest = saver.manifest(cfg.end, committed, last_time);
+            from = Some(Loaded::from_memory(kept, manifest)?);
+            continue;
+        }
         let Some(staging) = ck.save.clone() else {
             break;
         };
@@ -408,6 +423,7 @@ pub(super) fn link_config(
         first_part: Mutex::new(None),
         owners: None,
         owners_file: None,
+        kept: None,
     });
     let mut cfg = base.clone();
     cfg.end = end;
@@ -417,16 +433,18 @@ pub(super) fn link_config(
 
 /// A link's `cfg` (made by [`link_config`], so holding the link's only `CkptRun` reference)
 /// with its LPs on `owners` (`None`: the executor's mapping), written in `file` for worker
-/// processes.
+/// processes; `in_memory`: it leaves its cut in memory (`memory.rs`).
 fn with_owners(
     mut cfg: RunConfig,
     owners: Option<Arc<Vec<u32>>>,
     file: Option<PathBuf>,
+    in_memory: bool,
 ) -> RunConfig {
     let ck = cfg.ckpt.as_mut().and_then(Arc::get_mut);
     let ck = ck.expect("a link's configuration holds its CkptRun alone");
     ck.owners = owners;
     ck.owners_file = file;
+    ck.kept = in_memory.then(|| Mutex::new(None));
     cfg
 }
 

@@ -25,6 +25,7 @@ mod codec;
 mod cuts;
 mod dir;
 mod globals;
+mod memory;
 pub(crate) mod part;
 mod report;
 mod restore;

@@ -25,6 +25,9 @@ pub(crate) struct Loaded {
     events: Vec<(LpId, u32, usize)>,
     pub counters: Vec<i64>,
     pub globals: Option<SavedGlobals>,
+    /// A cut held in memory (`memory.rs`) rather than read from parts: its LPs and events,
+    /// taken by the one run that restores it.
+    held: std::sync::Mutex<Option<Box<dyn std::any::Any + Send>>>,
 }
 
 impl std::fmt::Debug for Loaded {
@@ -71,6 +74,26 @@ impl Loaded {
     /// The cut.
     pub(crate) fn cut(&self) -> f64 {
         self.manifest.cut
+    }
+
+    /// A cut held in memory (`memory.rs`).
+    pub(super) fn held(
+        manifest: Manifest,
+        counters: Vec<i64>,
+        globals: Option<SavedGlobals>,
+        values: Box<dyn std::any::Any + Send>,
+    ) -> Loaded {
+        Loaded {
+            path: format!("(the cut at {} held in memory)", manifest.cut).into(),
+            manifest,
+            reseed: None,
+            parts: Vec::new(),
+            lps: Vec::new(),
+            events: Vec::new(),
+            counters,
+            globals,
+            held: std::sync::Mutex::new(Some(values)),
+        }
     }
 }
 
@@ -130,6 +153,7 @@ fn index(
         events,
         counters,
         globals,
+        held: std::sync::Mutex::new(None),
     })
 }
 
@@ -153,6 +177,10 @@ pub(crate) fn restore_lps<M: Model>(
     }
     for (c, x) in counters.iter_mut().zip(&from.counters) {
         *c += x;
+    }
+    let held = from.held.lock().unwrap_or_else(|p| p.into_inner()).take();
+    if let Some(values) = held {
+        return super::memory::restore::<M>(values, emit, keep);
     }
     let cut_mix = mix64(from.cut().to_bits());
     let mut next = 0;

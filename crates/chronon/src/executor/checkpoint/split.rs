@@ -30,6 +30,10 @@ pub(crate) fn write_split<M: Model>(
     if !cfg.saving() {
         return 0;
     }
+    if let Some(kept) = cfg.ckpt.as_ref().and_then(|c| c.kept.as_ref()) {
+        super::memory::keep::<M>(kept, lps, events, counters, globals);
+        return 1;
+    }
     let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
     let n = cores
         .min(MAX_PARTS)
