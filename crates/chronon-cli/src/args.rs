@@ -66,7 +66,7 @@ pub(crate) struct CommonArgs {
     pub mapping: Option<crate::choices::MappingArg>,
     /// Move LPs between workers every T units of simulated time, from what each cost since
     /// the last move (contiguous blocks of about equal cost; the history is unchanged); auto:
-    /// as often as it pays, measured (from a 32nd of the end time, doubling or halving); or
+    /// as often as it pays, measured (from a 128th of the end time, doubling or halving); or
     /// off [default: off].
     #[arg(long, value_name = "T|auto|off", help_heading = EXEC)]
     pub balance: Option<String>,

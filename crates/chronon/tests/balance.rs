@@ -20,12 +20,24 @@ struct Drift {
     width: LpId,
     every: f64,
     work: u64,
+    /// The LPs' states refuse to be encoded.
+    opaque: bool,
 }
 
 #[derive(Clone, Debug, PartialEq, serde::Serialize, serde::Deserialize)]
 struct St {
     seen: u64,
     hash: u64,
+    #[serde(serialize_with = "refuse_if")]
+    opaque: bool,
+}
+
+/// Encodes `false`; fails for `true` (a state that cannot be written to a file).
+fn refuse_if<S: serde::Serializer>(opaque: &bool, s: S) -> Result<S::Ok, S::Error> {
+    if *opaque {
+        return Err(serde::ser::Error::custom("this state refuses to be encoded"));
+    }
+    s.serialize_bool(false)
 }
 
 #[derive(Clone, Copy, Debug, serde::Serialize, serde::Deserialize)]
@@ -49,6 +61,7 @@ impl Drift {
             width: 4,
             every: 2.0,
             work: 3000,
+            opaque: false,
         }
     }
 
@@ -70,6 +83,7 @@ impl Model for Drift {
         St {
             seen: 0,
             hash: u64::from(ctx.me()),
+            opaque: self.opaque,
         }
     }
 
@@ -183,6 +197,31 @@ fn every_executor_on_threads_moves_lps_and_keeps_the_history() {
     assert!(seq.committed > 500);
     for (what, exec) in executors() {
         let r = sim(exec)
+            .serde_model()
+            .balance(1.0)
+            .run()
+            .unwrap_or_else(|e| panic!("{what}: {e}"));
+        same(&r, &seq, what);
+    }
+}
+
+/// [`sim`]'s model with states that cannot be encoded, on the sequential executor.
+fn opaque() -> Simulation<Drift> {
+    let m = Drift {
+        opaque: true,
+        ..Drift::new()
+    };
+    Simulation::new(m.clone()).lps(m.lps).end_time(END).seed(5)
+}
+
+#[test]
+fn on_threads_lps_move_as_values_never_encoded() {
+    // States that cannot be encoded: on threads the cuts stay in memory and LPs move as they
+    // are (over worker processes the cut is written: `across_processes` below).
+    let seq = opaque().run().expect("seq");
+    for (what, exec) in executors() {
+        let r = opaque()
+            .executor(exec)
             .serde_model()
             .balance(1.0)
             .run()
@@ -349,6 +388,30 @@ mod across_processes {
             .run()
             .unwrap_or_else(|e| panic!("{entry}: {e}"));
         same(&r, &seq.expect("only the parent gets a report"), entry);
+    }
+
+    #[test]
+    fn a_state_that_cannot_be_encoded_fails_in_one_line() {
+        let r = opaque()
+            .executor(Executor::Window(ConservativeConfig::new(1)))
+            .serde_model()
+            .balance(1.0)
+            .processes(2)
+            .process_args([
+                "across_processes::a_state_that_cannot_be_encoded_fails_in_one_line",
+                "--exact",
+                "--nocapture",
+                "--test-threads=1",
+            ])
+            .run();
+        if chronon::is_worker_process() {
+            return;
+        }
+        let line = r
+            .expect_err("a cut of states that cannot be written")
+            .to_string();
+        assert!(line.contains("refuses to be encoded"), "{line}");
+        assert!(!line.contains('\n'), "{line}");
     }
 
     #[test]

@@ -47,6 +47,9 @@ pub(crate) struct PartOut {
     pub(crate) trace: Vec<(LpId, Vec<EventKey>)>,
     /// What each of this part's LPs cost (`crate::lp_cost`).
     pub(crate) lp_costs: Vec<(LpId, LpCost)>,
+    /// Why this part's checkpoint part was not written, if it was not: the coordinating
+    /// process, which would see only a truncated file, says so for the checkpoint.
+    pub(crate) part_error: Option<String>,
 }
 
 impl PartOut {
@@ -72,6 +75,7 @@ impl PartOut {
             workers: Vec::new(),
             trace: Vec::new(),
             lp_costs: Vec::new(),
+            part_error: None,
         }
     }
 
@@ -192,6 +196,13 @@ pub(crate) fn encode(o: &PartOut) -> Vec<u8> {
         w.u64(c.events);
         w.u64(c.ns);
     }
+    match &o.part_error {
+        Some(e) => {
+            w.u64(1);
+            w.str(e);
+        }
+        None => w.u64(0),
+    }
     w.0
 }
 
@@ -281,6 +292,9 @@ pub(crate) fn decode(b: &[u8]) -> Option<PartOut> {
         let lp = u32::try_from(r.u64()?).ok()?;
         let (events, ns) = (r.u64()?, r.u64()?);
         o.lp_costs.push((lp, LpCost { events, ns }));
+    }
+    if r.u64()? == 1 {
+        o.part_error = Some(r.str()?);
     }
     Some(o)
 }

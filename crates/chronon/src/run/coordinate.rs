@@ -26,6 +26,17 @@ pub(crate) fn first_error(outs: &mut [PartOut]) -> Option<SimError> {
     error
 }
 
+/// Notes, for the checkpoint the run ends at, every part that could not write its part of it
+/// (the coordinating process would see only a truncated file): its checkpoint is then not
+/// saved, with that reason, and the run stops cleanly with its report.
+pub(crate) fn note_part_errors(cfg: &RunConfig, outs: &mut [PartOut]) {
+    for o in outs {
+        if let Some(e) = o.part_error.take() {
+            cfg.part_done(Err(e));
+        }
+    }
+}
+
 /// How the coordinator reaches the parts of a run: each part's report, then its replies to
 /// `Model::finish` requests.
 pub(crate) trait Parts {

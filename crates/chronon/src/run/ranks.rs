@@ -262,7 +262,10 @@ fn finish_on_ranks<M: Model>(
             )),
             Some((mut outs, stats)) => match first_error(&mut outs) {
                 Some(e) => Err(e),
-                None => stats.and_then(|s| report(outs, s)),
+                None => {
+                    crate::run::coordinate::note_part_errors(cfg, &mut outs);
+                    stats.and_then(|s| report(outs, s))
+                }
             },
         }
     } else {

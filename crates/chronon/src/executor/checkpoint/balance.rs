@@ -61,7 +61,7 @@ impl From<Time> for BalancePeriod {
 }
 
 /// `BalancePeriod::Auto`'s first period, as a fraction of the end time.
-pub const AUTO_FIRST: f64 = 32.0;
+pub const AUTO_FIRST: f64 = 128.0;
 /// `BalancePeriod::Auto`'s shortest period, as a fraction of the end time.
 pub const AUTO_MIN: f64 = 1024.0;
 
@@ -372,14 +372,14 @@ mod tests {
             start: Mapping::Block,
             contiguous: true,
         };
-        let mut b = Balancer::new(auto, 4, 64.0).unwrap();
+        let mut b = Balancer::new(auto, 4, 256.0).unwrap();
         assert_eq!(b.period, 2.0, "an AUTO_FIRST-th of the end");
         let c = |ns| LpCost { events: 1, ns };
         // No cut measured yet: the period stays.
         b.after_link(&[c(1); 4], link(), None);
         assert_eq!(b.period, 2.0);
         // Even load: nothing to gain, the period grows eightfold, up to the end time.
-        for want in [16.0, 64.0, 64.0] {
+        for want in [16.0, 128.0, 256.0, 256.0] {
             b.after_link(&[c(1); 4], link(), Some(0.01));
             assert_eq!(b.period, want);
         }

@@ -87,10 +87,7 @@ impl CkptRun {
     /// Notes a part's result.
     pub(crate) fn part_done(&self, result: Result<(), String>) {
         if let Err(e) = result {
-            // A worker process's parts are checked by its parent, which cannot see this.
-            if in_worker_process() {
-                eprintln!("chronon: a checkpoint part was not written: {e}");
-            }
+            // (A worker process's part runner also hands it to its parent: `PartOut`.)
             self.errors
                 .lock()
                 .unwrap_or_else(|p| p.into_inner())

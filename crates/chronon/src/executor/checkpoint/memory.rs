@@ -78,18 +78,39 @@ pub(super) fn restore<M: Model>(
             "a cut held in memory is of another model",
         ));
     };
-    let Values { lps, mut events } = *values;
-    // Stable: each LP's events in the order the files would list them.
-    events.sort_by_key(|e| e.dst);
-    let mut events = events.into_iter().peekable();
+    let Values { lps, events } = *values;
+    // Each LP's events in the order the files would list them (the order of `events`): a
+    // counting sort by destination, stable and linear.
+    let mut first = vec![0usize; lps.len() + 1];
+    for e in &events {
+        let Some(n) = first.get_mut(e.dst as usize + 1) else {
+            return Err(SimError::config(
+                Setting::Restore,
+                format!("a cut held in memory has an event to LP {}, which does not exist", e.dst),
+            ));
+        };
+        *n += 1;
+    }
+    for i in 1..first.len() {
+        first[i] += first[i - 1];
+    }
+    let mut next = first.clone();
+    let mut by_lp: Vec<Option<Event<M::Event>>> = std::iter::repeat_with(|| None)
+        .take(events.len())
+        .collect();
+    for e in events {
+        let at = &mut next[e.dst as usize];
+        by_lp[*at] = Some(e);
+        *at += 1;
+    }
+    let mut by_lp = by_lp.into_iter().flatten();
     for (lp, mut slot) in lps.into_iter().enumerate() {
-        let lp = lp as LpId;
-        while let Some(mut e) = events.next_if(|e| e.dst == lp) {
+        for mut e in by_lp.by_ref().take(first[lp + 1] - first[lp]) {
             e.tag = 0;
             emit(e);
         }
         slot.cost = Default::default();
-        keep(lp, slot);
+        keep(lp as LpId, slot);
     }
     Ok(())
 }

@@ -172,6 +172,7 @@ pub(super) fn run_part<M: Model, Q: PendingSet<Event<M::Event>>, X: Endpoint<M::
         }
     }
     let stopped = results.iter().any(|r| r.0.stopped);
+    let mut written = Ok(());
     if let Some(mut part) = cfg.part_writer::<M>(p, &counters).filter(|_| !stopped) {
         for (i, s) in all.iter().enumerate().filter(|(i, _)| mine(*i)) {
             part.lp(i as LpId, s);
@@ -184,7 +185,8 @@ pub(super) fn run_part<M: Model, Q: PendingSet<Event<M::Event>>, X: Endpoint<M::
         {
             part.event(e);
         }
-        cfg.part_done(part.finish());
+        written = part.finish();
+        cfg.part_done(written.clone());
     }
     *states = all
         .into_iter()
@@ -216,6 +218,7 @@ pub(super) fn run_part<M: Model, Q: PendingSet<Event<M::Event>>, X: Endpoint<M::
         workers,
         trace: Vec::new(),
         lp_costs: costs,
+        part_error: written.err(),
     })
 }
 

@@ -290,6 +290,7 @@ pub(super) fn part_out<M: Model, Q: PendingSet<TwEvent<M::Event>>>(
         }
     }
     // Part `base` (this process's first worker): its LPs, their events and its counters.
+    let mut written = Ok(());
     if let Some(mut part) = cfg.part_writer::<M>(base, &counters).filter(|_| to_part) {
         for (id, meta, digest) in &metas {
             let state = states[*id as usize].as_ref().expect("this process's LP");
@@ -298,7 +299,8 @@ pub(super) fn part_out<M: Model, Q: PendingSet<TwEvent<M::Event>>>(
         for e in &left {
             part.event(e);
         }
-        cfg.part_done(part.finish());
+        written = part.finish();
+        cfg.part_done(written.clone());
     }
     crate::placement::mark_workers(&sh.pinner.placement(), &mut workers);
     let (figures, series) = part_figures(sh, opts);
@@ -332,5 +334,6 @@ pub(super) fn part_out<M: Model, Q: PendingSet<TwEvent<M::Event>>>(
         workers,
         trace: Vec::new(),
         lp_costs: costs,
+        part_error: written.err(),
     })
 }

@@ -87,6 +87,7 @@ pub(super) fn parent_run<M: Model>(
     if let Some(e) = first_error(&mut outs) {
         return Err(e);
     }
+    crate::run::coordinate::note_part_errors(cfg, &mut outs);
     Ok((outs, stats?))
 }
 
