@@ -295,7 +295,11 @@ mod tests {
             .map(|i| if i < 64 { 1000 } else { 10 + i % 7 })
             .collect();
         let o = cost_spread(&c, w);
-        assert!(cost_imbalance(&o, &c, w) < 1.1, "{}", cost_imbalance(&o, &c, w));
+        assert!(
+            cost_imbalance(&o, &c, w) < 1.1,
+            "{}",
+            cost_imbalance(&o, &c, w)
+        );
         for start in (0..1024 - 64).step_by(16) {
             // ... and a busy region of 4 runs anywhere later lands on every worker where it
             // is one round, and never more than two of its runs on one worker.
@@ -304,7 +308,10 @@ mod tests {
                 per[o[r] as usize] += 1;
             }
             let most = per.iter().copied().max().unwrap();
-            assert!(most <= if start % 64 == 0 { 1 } else { 2 }, "at {start}: {per:?}");
+            assert!(
+                most <= if start % 64 == 0 { 1 } else { 2 },
+                "at {start}: {per:?}"
+            );
         }
     }
 

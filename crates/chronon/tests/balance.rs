@@ -35,7 +35,9 @@ struct St {
 /// Encodes `false`; fails for `true` (a state that cannot be written to a file).
 fn refuse_if<S: serde::Serializer>(opaque: &bool, s: S) -> Result<S::Ok, S::Error> {
     if *opaque {
-        return Err(serde::ser::Error::custom("this state refuses to be encoded"));
+        return Err(serde::ser::Error::custom(
+            "this state refuses to be encoded",
+        ));
     }
     s.serialize_bool(false)
 }

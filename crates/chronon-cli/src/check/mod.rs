@@ -300,8 +300,8 @@ fn parallel_run(
         runner.compare(model, flags, &exec, over, reference, verbose);
         return;
     };
+    draw::balance(draw, end, &mut exec);
     if over.is_none() {
-        draw::balance(draw, end, &mut exec);
         draw::profile(draw, reference.profile(), &mut exec);
     }
     let seq = || vec!["--sync".to_string(), "seq".to_string()];
@@ -318,8 +318,8 @@ fn parallel_run(
         } else {
             let mut f =
                 draw::executor_flags(c.reverse, sync_b, over_b.is_some(), c.big_heap, draw).0;
+            draw::balance(draw, end, &mut f);
             if over_b.is_none() {
-                draw::balance(draw, end, &mut f);
                 draw::profile(draw, reference.profile(), &mut f);
             }
             (f, over_b)

@@ -96,15 +96,15 @@ where
 impl<M: Model> Simulation<M> {
     /// Moves LPs between workers every `every` units of simulated time, from what each LP
     /// cost since the last move: the run ends a stretch at each multiple of `every` (a
-    /// checkpoint's cut, in a temporary directory), maps the LPs anew by cost where the
-    /// busiest worker was more than 10 % busier than the mean (contiguous blocks for a model
-    /// with a topology, runs of LPs dealt in turn for one without: docs/balance.md), and goes
-    /// on from the cut. Any parallel executor (lock-step on its threads runtime), on threads,
-    /// processes (refused over MPI ranks, not yet checked there); the history is the one every
-    /// mapping commits. The report's
-    /// `executor_stats` say `balance_cuts`, `balance_remaps` and `lps_moved`. The LPs travel
-    /// through the checkpoint codec: call [`serde_model`](Self::serde_model) too (the
-    /// runner's models have it).
+    /// checkpoint's cut: in memory on threads, in a temporary directory across processes and
+    /// ranks), maps the LPs anew by cost where the busiest worker was more than 10 % busier
+    /// than the mean (contiguous blocks for a model with a topology, rounds of runs of LPs
+    /// for one without: docs/balance.md), and goes on from the cut. Any parallel executor
+    /// (lock-step on its threads runtime), on threads, worker processes and MPI ranks; the
+    /// history is the one every mapping commits. The report's `executor_stats` say
+    /// `balance_cuts`, `balance_remaps` and `lps_moved`. Across processes and ranks the LPs
+    /// travel through the checkpoint codec: call [`serde_model`](Self::serde_model) (the
+    /// runner's models have it; the builder asks for it on threads too).
     ///
     /// `every` is a period of simulated time (`2.5`), or
     /// [`BalancePeriod::Auto`](crate::balance::BalancePeriod::Auto): a period that follows
@@ -139,12 +139,6 @@ impl<M: Model> Simulation<M> {
                 "moving LPs needs workers that own them: a parallel $executor (window, null-message, lockstep on its threads runtime or timewarp)",
             );
         };
-        #[cfg(feature = "mpi")]
-        if self.ranks.is_some() {
-            return refuse(
-                "LPs do not move over MPI ranks yet (not checked there): $balance runs on threads and worker processes",
-            );
-        }
         if self.codec.is_none() {
             return refuse(
                 "LPs move through checkpoint cuts, which need the model's states and events to serialize: call serde_model()",

@@ -13,7 +13,7 @@
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-use super::chain::Coord;
+use super::saver::Coord;
 use crate::error::{Setting, SimError};
 use crate::lp_cost::LpCost;
 use crate::model::{LpId, Time};
@@ -178,14 +178,19 @@ impl Balancer {
         self.remapped.then(|| Arc::new(self.owners.clone()))
     }
 
-    /// The current period.
-    pub(super) fn period(&self) -> Time {
-        self.period
-    }
-
-    /// Sets the period (every rank takes rank 0's).
-    pub(super) fn set_period(&mut self, p: Time) {
-        self.period = p;
+    /// After link `k` of a chain, which reported `r` and whose cut before it cost `cut_s`: the
+    /// owners the next link runs under ([`after_link`](Self::after_link), decided on rank 0
+    /// and learnt by every rank, [`share_owners`]); every rank takes rank 0's period. `dir`:
+    /// the chain's cut directory, where worker processes and ranks read the mapping.
+    pub(super) fn after_chain_link(
+        &mut self,
+        r: &Report,
+        cut_s: f64,
+        (coord, dir, k): (&Coord<'_>, Option<&Path>, usize),
+    ) -> Result<LinkOwners, SimError> {
+        let remap = self.after_link(&r.lp_costs, LinkFigures::of(r), Some(cut_s));
+        self.period = f64::from_bits(coord.tell(self.period.to_bits()));
+        share_owners(coord, remap, dir, k, r.lps)
     }
 
     /// `BalancePeriod::Auto`: a link whose load was uneven by `imbalance` (busiest worker over the
@@ -210,10 +215,13 @@ impl Balancer {
         }
     }
 
-    /// The report's `balance_cuts`, `balance_remaps`, `lps_moved` and `balance_period` (the
-    /// last period).
-    pub(super) fn add_to(&self, report: &mut Report) {
+    /// The report's `balance_cuts`, `balance_remaps`, `lps_moved`, `balance_period` (the
+    /// last period) and `balance_cut_s` (`cuts_s`, the seconds the cuts took beyond the
+    /// links' runs, which the run's wall time counts: they are part of running it balanced).
+    pub(super) fn add_to(&self, report: &mut Report, cuts_s: f64) {
+        report.wall_s += cuts_s;
         let st = &mut report.executor_stats;
+        st.insert("balance_cut_s".into(), cuts_s);
         st.insert("balance_cuts".into(), self.cuts as f64);
         st.insert("balance_remaps".into(), self.remaps as f64);
         st.insert("lps_moved".into(), self.moved as f64);

@@ -8,15 +8,13 @@ use std::sync::{Arc, Mutex};
 use std::time::Instant;
 
 use super::cuts::{CutsKept, GlobalCut};
-use super::dir::{checkpoint_path, create_staging, finalize, remove_stale, staging_path};
+use super::dir::{checkpoint_path, remove_stale, staging_path};
 use super::globals::CutGlobals;
+use super::link::{in_worker_process, link_config, with_owners, worker_link, LinkEnd};
 use super::report::{merge, Done};
-use super::{
-    CheckpointPlan, Loaded, Manifest, RestoreFrom, RestoredFrom, Saved, LINK_END_ENV,
-    LINK_FROM_ENV, LINK_SAVE_ENV, SEGMENT_ENV,
-};
+use super::saver::{Coord, Link, Saver};
+use super::{CheckpointPlan, Loaded, RestoreFrom, RestoredFrom};
 use crate::error::{Setting, SimError};
-use crate::executor::global::GlobalQueue;
 use crate::executor::RunConfig;
 use crate::stats::Report;
 
@@ -96,21 +94,31 @@ impl CkptRun {
     }
 }
 
-/// Whether this process is a worker process of a multi-process run.
-fn in_worker_process() -> bool {
-    #[cfg(all(target_os = "linux", not(chronon_loom)))]
-    return std::env::var_os(crate::shm::ROLE_ENV).is_some();
-    #[cfg(not(all(target_os = "linux", not(chronon_loom))))]
-    return false;
+/// What each link's cut and restart cost beyond its run: the last one's, and the sum.
+#[derive(Default)]
+struct CutClock {
+    /// When the current link started (none yet: `None`), and its run's own wall time.
+    started: Option<Instant>,
+    last_wall: f64,
+    last_cut_s: Option<f64>,
+    cuts_s: f64,
 }
 
-/// The process that coordinates the run: this one, or the parent of a worker process.
-fn owner() -> u32 {
-    std::env::var(crate::shm::PARENT_ENV)
-        .ok()
-        .filter(|_| in_worker_process())
-        .and_then(|p| p.parse().ok())
-        .unwrap_or_else(std::process::id)
+impl CutClock {
+    /// A link starts: the time since the last one started, beyond its run, was its cut's.
+    fn link_starts(&mut self) {
+        if let Some(t) = self.started {
+            let c = (t.elapsed().as_secs_f64() - self.last_wall).max(0.0);
+            self.last_cut_s = Some(c);
+            self.cuts_s += c;
+        }
+        self.started = Some(Instant::now());
+    }
+
+    /// The link's run took `wall_s`.
+    fn link_ran(&mut self, wall_s: f64) {
+        self.last_wall = wall_s;
+    }
 }
 
 /// Runs `base` as a chain of runs (`run` runs one) that save the planned checkpoints and start
@@ -152,34 +160,7 @@ pub(crate) fn run_chain(
         |path: PathBuf| Loaded::read(&RestoreFrom { path, reseed: None }, &setup.model, base.lps);
 
     if in_worker_process() {
-        // A worker process runs the link its parent runs, from the same cut, to the same end.
-        let var = |name: &str| std::env::var_os(name);
-        let k: usize = std::env::var(SEGMENT_ENV)
-            .ok()
-            .and_then(|s| s.parse().ok())
-            .unwrap_or(0);
-        let end = std::env::var(LINK_END_ENV)
-            .ok()
-            .and_then(|s| u64::from_str_radix(&s, 16).ok())
-            .map(f64::from_bits);
-        let Some(end) = end else {
-            return Err(SimError::config(Setting::Run, NOT_IN_CHAIN));
-        };
-        let from = match (k, var(LINK_FROM_ENV)) {
-            (0, _) => start,
-            (_, Some(p)) => Some(reread(PathBuf::from(p))?),
-            _ => return Err(SimError::config(Setting::Run, NOT_IN_CHAIN)),
-        };
-        let save = var(LINK_SAVE_ENV).map(PathBuf::from);
-        let owners = match var(super::LINK_MAPPING_ENV) {
-            Some(p) => Some(super::balance::read_map(
-                std::path::Path::new(&p),
-                base.lps,
-            )?),
-            None => None,
-        };
-        let (cfg, _) = link_config(base, &setup, (k, at_cuts), end, from, save);
-        return run(&with_owners(cfg, owners, None, false));
+        return worker_link(base, &setup, at_cuts, start, &reread, &mut run);
     }
 
     if let (Some(d), true) = (&dir, root) {
@@ -195,20 +176,7 @@ pub(crate) fn run_chain(
     };
     // Cuts only for moving LPs stay in memory in one process; others go to a directory.
     let with_cuts = at_cuts || (balancer.is_some() && !setup.in_process);
-    if with_cuts && root {
-        remove_stale(&super::globals::cuts_home());
-    }
-    // Every rank names the directory after rank 0's chain.
-    let n = if with_cuts {
-        coord.tell(super::globals::next_chain())
-    } else {
-        0
-    };
-    let mut cuts_kept = CutsKept {
-        dir: with_cuts.then(|| super::globals::cut_dir(dir.as_deref(), owner, n)),
-        root,
-        kept: Vec::new(),
-    };
+    let mut cuts_kept = CutsKept::open(&coord, with_cuts, dir.as_deref());
     let saver = Saver {
         setup: &setup,
         base,
@@ -227,32 +195,23 @@ pub(crate) fn run_chain(
     // executor's mapping).
     let mut owners: super::balance::LinkOwners = (None, None);
     let mut link_from = start_cut;
-    // What each link's cut and restart cost beyond its run: the last one's, and the sum.
-    let (mut iteration, mut last_cut_s, mut cuts_s) = (Instant::now(), None, 0.0);
-    let mut last_wall = 0.0;
+    let mut clock = CutClock::default();
     for k in 0.. {
-        if k > 0 {
-            let c = (iteration.elapsed().as_secs_f64() - last_wall).max(0.0);
-            last_cut_s = Some(c);
-            cuts_s += c;
-        }
-        iteration = Instant::now();
-        let user_end = cuts.get(next_cut).copied().unwrap_or(base.end);
-        let g_end = match &queue {
-            Some(q) if !globals_over => next_after(q.next_time(base.end)),
-            _ => f64::INFINITY,
-        };
-        // A global event at `g` is due once every event at or before `g` has run.
-        let global_cut = g_end.is_finite() && g_end <= user_end;
-        let end = if global_cut { g_end } else { user_end };
-        // LPs move at the next multiple of the balancing period before either.
-        let b_end = balancer
-            .as_ref()
-            .map_or(f64::INFINITY, |b| b.next_cut(link_from));
-        let balance_cut = b_end < end;
-        let global_cut = global_cut && !balance_cut;
-        let end = end.min(b_end);
-        let saves_user = !global_cut && !balance_cut && (next_cut < cuts.len() || setup.at_end);
+        clock.link_starts();
+        let LinkEnd {
+            end,
+            global_cut,
+            balance_cut,
+            saves_user,
+        } = LinkEnd::next(
+            cuts.get(next_cut).copied(),
+            (base.end, setup.at_end),
+            queue
+                .as_ref()
+                .filter(|_| !globals_over)
+                .map(|q| q.next_time(base.end)),
+            balancer.as_ref().map(|b| b.next_cut(link_from)),
+        );
         let in_memory = balance_cut && setup.in_process;
         let save = match (&cuts_kept.dir, &dir) {
             _ if in_memory => None,
@@ -275,16 +234,13 @@ pub(crate) fn run_chain(
         })?;
         let complete = r.complete;
         let committed = r.committed;
-        last_wall = r.wall_s;
+        clock.link_ran(r.wall_s);
         if let (Some(b), true) = (balancer.as_mut(), complete && cfg.end < base.end) {
             // Before the first cut, one is taken to cost what building the LPs took, three times
             // (save, read back, restore).
-            let cut_s = last_cut_s.or(Some(3.0 * r.init_s));
-            let remap = b.after_link(&r.lp_costs, super::balance::LinkFigures::of(&r), cut_s);
-            // Every rank cuts where rank 0 says (the period may follow its timings).
-            b.set_period(f64::from_bits(coord.tell(b.period().to_bits())));
+            let cut_s = clock.last_cut_s.unwrap_or(3.0 * r.init_s);
             let dir = cuts_kept.dir.as_deref();
-            owners = super::balance::share_owners(&coord, remap, dir, k, base.lps)?;
+            owners = b.after_chain_link(&r, cut_s, (&coord, dir, k))?;
         }
         let merged = merge(total, r);
         let last_time = merged.last_time.max(before);
@@ -327,15 +283,7 @@ pub(crate) fn run_chain(
                 reread: &reread,
             })?;
             read_s += reading.elapsed().as_secs_f64();
-            if ran {
-                *q = l
-                    .globals
-                    .clone()
-                    .map(GlobalQueue::from_saved)
-                    .unwrap_or_default();
-            } else {
-                globals_over = true;
-            }
+            globals_over = !ran;
             from = Some(l);
             continue;
         }
@@ -368,10 +316,7 @@ pub(crate) fn run_chain(
     drop(cuts_kept);
     let mut report = total.expect("a chain runs at least once");
     if let Some(b) = &balancer {
-        b.add_to(&mut report);
-        // The cuts are part of running a balanced run: its wall time counts them.
-        report.wall_s += cuts_s;
-        report.executor_stats.insert("balance_cut_s".into(), cuts_s);
+        b.add_to(&mut report, clock.cuts_s);
     }
     if let Some(q) = &queue {
         q.add_to(&mut report);
@@ -388,61 +333,6 @@ pub(crate) fn run_chain(
         base_committed,
     };
     Ok(done.into_report(report, base))
-}
-
-/// The next float after `t` (a link that ends there has run every event at `t`).
-fn next_after(t: f64) -> f64 {
-    if t.is_finite() {
-        t.next_up()
-    } else {
-        t
-    }
-}
-
-/// Link `k` of a chain: the run to `end` that starts from `start` (none: from `Model::init`)
-/// and saves into `save` (a staging directory) if it is given; `globals_at_cuts`: the chain
-/// runs the global events.
-pub(super) fn link_config(
-    base: &RunConfig,
-    setup: &ChainSetup,
-    (k, globals_at_cuts): (usize, bool),
-    end: f64,
-    start: Option<Loaded>,
-    save: Option<PathBuf>,
-) -> (RunConfig, Arc<CkptRun>) {
-    let ck = Arc::new(CkptRun {
-        codec: setup.codec.clone(),
-        start,
-        save,
-        segment: k,
-        globals_at_cuts,
-        errors: Mutex::new(Vec::new()),
-        first_part: Mutex::new(None),
-        owners: None,
-        owners_file: None,
-        kept: None,
-    });
-    let mut cfg = base.clone();
-    cfg.end = end;
-    cfg.ckpt = Some(ck.clone());
-    (cfg, ck)
-}
-
-/// A link's `cfg` (made by [`link_config`], so holding the link's only `CkptRun` reference)
-/// with its LPs on `owners` (`None`: the executor's mapping), written in `file` for worker
-/// processes; `in_memory`: it leaves its cut in memory (`memory.rs`).
-fn with_owners(
-    mut cfg: RunConfig,
-    owners: Option<Arc<Vec<u32>>>,
-    file: Option<PathBuf>,
-    in_memory: bool,
-) -> RunConfig {
-    let ck = cfg.ckpt.as_mut().and_then(Arc::get_mut);
-    let ck = ck.expect("a link's configuration holds its CkptRun alone");
-    ck.owners = owners;
-    ck.owners_file = file;
-    ck.kept = in_memory.then(|| Mutex::new(None));
-    cfg
 }
 
 /// What the report says of the checkpoint a run was restored from.
@@ -482,148 +372,4 @@ fn read_start(setup: &ChainSetup, base: &RunConfig) -> Result<Option<Loaded>, Si
         ));
     }
     Ok(start)
-}
-
-/// What a chain writes into every manifest, and whether this process writes them (rank 0).
-pub(super) struct Saver<'a> {
-    pub(super) setup: &'a ChainSetup,
-    pub(super) base: &'a RunConfig,
-    saved_by: &'a str,
-    origin: Option<String>,
-    root: bool,
-}
-
-/// A link that ended at its cut and saved its parts.
-pub(super) struct Link<'a> {
-    pub(super) ck: &'a CkptRun,
-    pub(super) cut: f64,
-    committed: u64,
-    last_time: f64,
-    /// When the link's run returned (the checkpoint's seconds start at its first part, or
-    /// here).
-    ended: Instant,
-}
-
-/// Over ranks, rank 0 coordinates a chain, and every rank names the staging directory after it
-/// (`owner`); in one process, this process does.
-pub(super) struct Coord<'a> {
-    ranks: Option<&'a dyn ChainRanks>,
-    pub(super) root: bool,
-    pub(super) owner: u32,
-}
-
-impl<'a> Coord<'a> {
-    fn new(ranks: Option<&'a dyn ChainRanks>) -> Self {
-        let owner = match ranks {
-            Some(r) => r.gather(u64::from(std::process::id()))[0] as u32,
-            None => owner(),
-        };
-        Coord {
-            ranks,
-            root: ranks.is_none_or(|r| r.rank() == 0),
-            owner,
-        }
-    }
-
-    /// Rank 0's `word` (this process's), which every rank learns.
-    pub(super) fn tell(&self, word: u64) -> u64 {
-        match self.ranks {
-            Some(r) => r.gather(word)[0],
-            None => word,
-        }
-    }
-
-    /// Whether rank 0 (or this process) says yes; every rank learns it.
-    pub(super) fn agree(&self, ok: bool) -> bool {
-        match self.ranks {
-            Some(r) => r.gather(u64::from(ok))[0] == 1,
-            None => ok,
-        }
-    }
-}
-
-/// A worker process started for a link its chain does not have.
-const NOT_IN_CHAIN: &str =
-    "a worker process was started for a run of a checkpoint chain its simulation does not have";
-
-impl Saver<'_> {
-    /// The manifest of the checkpoint at `cut`, before its parts are listed.
-    pub(super) fn manifest(&self, cut: f64, committed: u64, last_time: f64) -> Manifest {
-        Manifest {
-            format: super::FORMAT,
-            chronon: env!("CARGO_PKG_VERSION").to_string(),
-            model: self.setup.model.clone(),
-            config: self.setup.config.clone(),
-            seed: self.base.seed,
-            cut,
-            end: Some(self.base.end),
-            lps: self.base.lps,
-            saved_by: self.saved_by.to_string(),
-            committed,
-            last_time,
-            origin: self.origin.clone(),
-            parts: Vec::new(),
-            checksum: 0,
-        }
-    }
-
-    /// Creates a link's staging directory (rank 0, or this process); every rank learns
-    /// whether it could.
-    fn stage(
-        &self,
-        staging: &std::path::Path,
-        agree: &dyn Fn(bool) -> bool,
-    ) -> Result<(), SimError> {
-        let made = if self.root {
-            create_staging(staging)
-        } else {
-            Ok(())
-        };
-        if agree(made.is_ok()) {
-            return Ok(());
-        }
-        let e = made
-            .err()
-            .unwrap_or_else(|| "rank 0 could not create the checkpoint's directory".into());
-        Err(SimError::config(Setting::CheckpointDir, e))
-    }
-
-    /// Turns the link's staging directory into the checkpoint at `target` (the manifest
-    /// written last, then the rename), or removes it if a part failed; every rank learns
-    /// whether rank 0 succeeded (`agree`).
-    pub(super) fn save(
-        &self,
-        link: Link<'_>,
-        staging: &std::path::Path,
-        target: &std::path::Path,
-        agree: &dyn Fn(bool) -> bool,
-    ) -> Result<Saved, String> {
-        let ck = link.ck;
-        let errors = std::mem::take(&mut *ck.errors.lock().unwrap_or_else(|p| p.into_inner()));
-        let began = ck
-            .first_part
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .unwrap_or(link.ended);
-        let manifest = self.manifest(link.cut, link.committed, link.last_time);
-        let written = match errors.into_iter().next() {
-            Some(e) => {
-                let _ = std::fs::remove_dir_all(staging);
-                Err(e)
-            }
-            None if self.root => finalize(staging, target, manifest),
-            None => Ok(0),
-        };
-        let bytes = match (agree(written.is_ok()), written) {
-            (true, w) => w,
-            (false, Err(e)) => Err(e),
-            (false, Ok(_)) => Err("rank 0 could not write it".into()),
-        }?;
-        Ok(Saved {
-            cut: link.cut,
-            path: target.display().to_string(),
-            bytes,
-            seconds: began.elapsed().as_secs_f64(),
-        })
-    }
 }

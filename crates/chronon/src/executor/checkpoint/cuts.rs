@@ -4,9 +4,10 @@
 
 use std::path::PathBuf;
 
-use super::chain::{link_config, Coord, Link, Saver};
 use super::dir::{create_staging, finalize, staging_path};
 use super::globals::CutGlobals;
+use super::link::link_config;
+use super::saver::{Coord, Link, Saver};
 use super::Loaded;
 use crate::error::{Setting, SimError};
 use crate::executor::global::GlobalQueue;
@@ -37,10 +38,35 @@ const CUT_RAN: u64 = 1;
 const CUT_FAILED: u64 = 2;
 
 impl CutsKept {
+    /// The cuts of a chain that keeps some in files (`with_cuts`; else none): in a directory
+    /// of its own, inside `plan_dir` (the checkpoints') if there is one, named after rank 0's
+    /// chain; stale ones of killed runs are removed first.
+    pub(super) fn open(
+        coord: &Coord<'_>,
+        with_cuts: bool,
+        plan_dir: Option<&std::path::Path>,
+    ) -> CutsKept {
+        if with_cuts && coord.root {
+            super::dir::remove_stale(&super::globals::cuts_home());
+        }
+        // Every rank names the directory after rank 0's chain.
+        let n = if with_cuts {
+            coord.tell(super::globals::next_chain())
+        } else {
+            0
+        };
+        CutsKept {
+            dir: with_cuts.then(|| super::globals::cut_dir(plan_dir, coord.owner, n)),
+            root: coord.root,
+            kept: Vec::new(),
+        }
+    }
+
     /// At a link's end at a global event's cut: saves the cut, runs the global events on it in
     /// the coordinating process, saves the cut they leave, and returns it (read back by every
-    /// rank) for the next link, and whether they ran: when no LP event is pending they never
-    /// run (as in every executor), and the chain's next link is its last.
+    /// rank) for the next link, and whether they ran (then `queue` is the cut's): when no LP
+    /// event is pending they never run (as in every executor), and the chain's next link is
+    /// its last.
     pub(super) fn run_globals(&mut self, c: GlobalCut<'_, '_>) -> Result<(Loaded, bool), SimError> {
         let dir = self.dir.clone().expect("global cuts have a directory");
         let owner = c.coord.owner;
@@ -67,7 +93,14 @@ impl CutsKept {
         match c.coord.tell(word) {
             CUT_RAN => {
                 self.kept.push(after.clone());
-                Ok(((c.reread)(after)?, true))
+                let l = (c.reread)(after)?;
+                // The queue goes on from what the cut holds after them.
+                *c.queue = l
+                    .globals
+                    .clone()
+                    .map(GlobalQueue::from_saved)
+                    .unwrap_or_default();
+                Ok((l, true))
             }
             CUT_NONE => Ok((loaded, false)),
             _ => Err(error.unwrap_or_else(|| {

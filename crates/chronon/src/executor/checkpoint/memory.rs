@@ -61,7 +61,12 @@ impl Loaded {
                 format!("the run to the cut at {cut} left no cut to continue from"),
             ));
         };
-        Ok(Loaded::held(manifest, held.counters, held.globals, held.values))
+        Ok(Loaded::held(
+            manifest,
+            held.counters,
+            held.globals,
+            held.values,
+        ))
     }
 }
 
@@ -86,7 +91,10 @@ pub(super) fn restore<M: Model>(
         let Some(n) = first.get_mut(e.dst as usize + 1) else {
             return Err(SimError::config(
                 Setting::Restore,
-                format!("a cut held in memory has an event to LP {}, which does not exist", e.dst),
+                format!(
+                    "a cut held in memory has an event to LP {}, which does not exist",
+                    e.dst
+                ),
             ));
         };
         *n += 1;
@@ -95,9 +103,8 @@ pub(super) fn restore<M: Model>(
         first[i] += first[i - 1];
     }
     let mut next = first.clone();
-    let mut by_lp: Vec<Option<Event<M::Event>>> = std::iter::repeat_with(|| None)
-        .take(events.len())
-        .collect();
+    let mut by_lp: Vec<Option<Event<M::Event>>> =
+        std::iter::repeat_with(|| None).take(events.len()).collect();
     for e in events {
         let at = &mut next[e.dst as usize];
         by_lp[*at] = Some(e);

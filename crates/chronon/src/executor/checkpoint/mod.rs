@@ -25,10 +25,12 @@ mod codec;
 mod cuts;
 mod dir;
 mod globals;
+mod link;
 mod memory;
 pub(crate) mod part;
 mod report;
 mod restore;
+mod saver;
 mod split;
 
 pub use balance::{BalancePeriod, AUTO_FIRST, AUTO_MIN};
