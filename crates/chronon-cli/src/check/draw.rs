@@ -8,7 +8,7 @@ pub(crate) const SYNCS: &[&str] = &["window", "null-message", "lockstep", "timew
 
 /// Random executor flags for `sync`: threads, queue and the options that executor takes;
 /// `over_ranks`: only what runs over MPI ranks (no worker processes, work-stealing or active-threads runtime,
-/// barrier choice or load balancing), 1–2 threads per rank (the ranks share this machine's cores);
+/// barrier choice or `--dedicated` load balancing), 1–2 threads per rank (the ranks share this machine's cores);
 /// `big_heap`: the model's configuration has a large shared heap, so no `--max-memory` (a
 /// drawn bound would be below what the heap takes, and Time Warp would rightly refuse it).
 pub(crate) fn executor_flags(
@@ -46,7 +46,13 @@ pub(crate) fn executor_flags(
             f.set("save-every", d.int(1, 8));
         }
         if !big_heap && d.chance(0.25) {
-            f.set("max-memory", d.pick(&["64M", "256M", "1G"]));
+            // A rank carries MPI's own memory: its process alone can pass 64 MiB.
+            let bounds: &[&str] = if over_ranks {
+                &["256M", "1G"]
+            } else {
+                &["64M", "256M", "1G"]
+            };
+            f.set("max-memory", d.pick(bounds));
         }
         if d.chance(0.25) {
             f.set("window", d.pick(&["0.5", "2", "10"]));
