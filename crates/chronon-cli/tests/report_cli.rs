@@ -149,3 +149,54 @@ fn model_series_go_to_series_csv_and_model_svg_and_rollbacks_match_the_report() 
     assert!(!texts.iter().any(|t| t == "pcs timewarp ×2"), "{texts:?}");
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+#[test]
+fn a_run_in_stretches_gets_a_heat_strip_of_its_lps_over_time() {
+    let dir = scratch("report-heat");
+    let run = dir.join("b/");
+    let (code, _, err) = chronon(&[
+        "run",
+        "phold",
+        "--lps",
+        "128",
+        "--hot-lps",
+        "8",
+        "--hot-work-us",
+        "5",
+        "--hot-move",
+        "10",
+        "--end",
+        "40",
+        "--sync",
+        "window",
+        "--threads",
+        "2",
+        "--balance",
+        "10",
+        "--output",
+        run.to_str().unwrap(),
+    ]);
+    assert_eq!(code, 0, "{err}");
+    let report: serde_json::Value = serde_json::from_str(&read(&run.join("report.json"))).unwrap();
+    let heat = &report["lp_heat"];
+    assert_eq!(heat["lps_per_group"], 2, "128 LPs in 64 groups");
+    let stretches = heat["stretches"].as_array().expect("four stretches");
+    assert_eq!(stretches.len(), 4);
+    assert_eq!(stretches[3]["from"], 30.0);
+    assert_eq!(stretches[3]["cost_s"].as_array().unwrap().len(), 64);
+    let plots = dir.join("plots");
+    let (code, out, err) = chronon(&[
+        "report",
+        run.to_str().unwrap(),
+        "--out",
+        plots.to_str().unwrap(),
+    ]);
+    assert_eq!(code, 0, "{err}");
+    assert!(out.contains("heat.svg"), "{out}");
+    let texts = svg_texts(&plots.join("heat.svg"));
+    assert!(
+        texts.iter().any(|t| t.ends_with(": LP cost over time")),
+        "{texts:?}"
+    );
+    assert!(texts.iter().any(|t| t == "simulated time"), "{texts:?}");
+}

@@ -13,7 +13,7 @@
 
 use std::time::Instant;
 
-use crate::model::LpId;
+use crate::model::{LpId, Time};
 
 /// One event in this many is timed, per LP (its first, then every this many).
 pub const SAMPLE_EVERY: u64 = 128;
@@ -114,6 +114,55 @@ pub fn top(costs: &[LpCost], k: usize) -> Vec<(LpId, LpCost)> {
     v
 }
 
+/// At most this many groups of LPs in an [`LpHeat`].
+pub const HEAT_GROUPS: u32 = 64;
+
+/// What groups of consecutive LPs cost over stretches of simulated time: a heat strip of LPs
+/// over time. A run in stretches (`--balance`, `--checkpoint-every`) records one per stretch
+/// from the stretch's per-LP costs.
+#[derive(Clone, Debug, Default, PartialEq, serde::Serialize)]
+pub struct LpHeat {
+    /// LPs per group: group `g` holds LPs `g * lps_per_group ..` (the last may hold fewer).
+    pub lps_per_group: u32,
+    /// The stretches, in time order.
+    pub stretches: Vec<HeatStretch>,
+}
+
+/// One stretch of an [`LpHeat`].
+#[derive(Clone, Debug, Default, PartialEq, serde::Serialize)]
+pub struct HeatStretch {
+    /// Its start (simulated time).
+    pub from: Time,
+    /// Its end.
+    pub to: Time,
+    /// Each group's handler seconds in it (estimated as [`LpCost::ns`] is).
+    pub cost_s: Vec<f64>,
+}
+
+impl LpHeat {
+    /// An empty heat strip for `lps` LPs, in at most [`HEAT_GROUPS`] groups.
+    pub(crate) fn new(lps: LpId) -> Self {
+        LpHeat {
+            lps_per_group: lps.div_ceil(HEAT_GROUPS).max(1),
+            stretches: Vec::new(),
+        }
+    }
+
+    /// Adds the stretch `from..to` whose LPs cost `costs` (in LP order; none measured: no
+    /// stretch).
+    pub(crate) fn add(&mut self, from: Time, to: Time, costs: &[LpCost]) {
+        if costs.is_empty() {
+            return;
+        }
+        let per = self.lps_per_group as usize;
+        let cost_s = costs
+            .chunks(per)
+            .map(|g| g.iter().map(|c| c.ns as f64 * 1e-9).sum())
+            .collect();
+        self.stretches.push(HeatStretch { from, to, cost_s });
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -145,6 +194,24 @@ mod tests {
         let mut long = LpClock::default();
         long.took(10_000_000_000);
         assert_eq!(long.cost().ns, u64::from(u32::MAX));
+    }
+
+    #[test]
+    fn a_heat_strip_sums_groups_of_lps_per_stretch() {
+        let c = |ns| LpCost { events: 1, ns };
+        let mut h = LpHeat::new(130);
+        assert_eq!(h.lps_per_group, 3, "130 LPs in at most 64 groups");
+        let mut costs = vec![c(0); 130];
+        costs[4] = c(2_000_000_000);
+        costs[129] = c(500_000_000);
+        h.add(0.0, 1.5, &costs);
+        h.add(1.5, 2.0, &[]);
+        assert_eq!(h.stretches.len(), 1, "a stretch without costs adds nothing");
+        let s = &h.stretches[0];
+        assert_eq!((s.from, s.to, s.cost_s.len()), (0.0, 1.5, 44));
+        assert_eq!(s.cost_s[1], 2.0);
+        assert_eq!(s.cost_s[43], 0.5);
+        assert_eq!(s.cost_s.iter().sum::<f64>(), 2.5);
     }
 
     #[test]

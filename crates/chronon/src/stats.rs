@@ -80,6 +80,10 @@ pub struct Report {
         skip_serializing_if = "Vec::is_empty"
     )]
     pub lp_costs: Vec<crate::lp_cost::LpCost>,
+    /// What groups of LPs cost over the stretches of a run in stretches (`--balance`,
+    /// checkpoints): a heat strip of LPs over time; `None` for a run in one stretch.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub lp_heat: Option<crate::lp_cost::LpHeat>,
 }
 
 /// How many LPs the report's `top_lps` lists.
@@ -136,6 +140,7 @@ impl Report {
             restored: None,
             checkpoint_error: None,
             lp_costs: Vec::new(),
+            lp_heat: None,
         }
     }
 

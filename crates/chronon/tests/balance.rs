@@ -290,6 +290,44 @@ fn the_costliest_lps_are_the_busy_ones() {
 }
 
 #[test]
+fn a_run_in_stretches_reports_where_the_load_was_over_time() {
+    // The busy region moves on by 4 LPs every 2 units; a stretch of 1 unit each.
+    let m = Drift {
+        work: 20_000,
+        ..Drift::new()
+    };
+    let r = Simulation::new(m.clone())
+        .lps(m.lps)
+        .end_time(END)
+        .seed(5)
+        .executor(Executor::Window(ConservativeConfig::new(2)))
+        .serde_model()
+        .balance(1.0)
+        .run()
+        .unwrap();
+    let heat = r.lp_heat.expect("a run in stretches has a heat strip");
+    assert_eq!(heat.lps_per_group, 1, "24 LPs: one per group");
+    assert_eq!(heat.stretches.len(), END as usize);
+    let mut found = 0;
+    for (k, s) in heat.stretches.iter().enumerate() {
+        assert_eq!((s.from, s.to), (k as f64, k as f64 + 1.0));
+        assert_eq!(s.cost_s.len(), 24);
+        let hottest = (0..24).max_by(|&a, &b| s.cost_s[a].total_cmp(&s.cost_s[b]));
+        found += usize::from(hottest.is_some_and(|lp| m.busy(lp as LpId, s.from)));
+    }
+    // Timing is noisy (a thread preempted in a timed event): most stretches, not all.
+    assert!(
+        found >= 12,
+        "the busy region is the hottest in {found} of 16"
+    );
+    // A run in one stretch has none.
+    let one = sim(Executor::Window(ConservativeConfig::new(2)))
+        .run()
+        .unwrap();
+    assert!(one.lp_heat.is_none());
+}
+
+#[test]
 fn time_warp_moves_lps_while_it_rolls_back() {
     let seq = seq();
     // Rollbacks depend on timing: try a few runs until one both rolled back and moved LPs.

@@ -63,6 +63,13 @@ pub(crate) fn figure(title: &str, panels: &[Panel]) -> Result<String, Failure> {
                     categories,
                     layers,
                 } => bars(area, title, y, categories, layers, true)?,
+                Panel::Heat {
+                    title,
+                    x,
+                    y,
+                    columns,
+                    row_height,
+                } => heat(area, (title, x, y), columns, *row_height)?,
             }
         }
         root.present().map_err(err)?;
@@ -261,6 +268,60 @@ fn bars(
             .draw()
             .map_err(err)?;
     }
+    Ok(())
+}
+
+/// A heat strip: each column's cells from white (nothing) to dark red (the largest value of
+/// the panel).
+fn heat(
+    area: &DrawingArea<SVGBackend<'_>, Shift>,
+    (title, x_desc, y_desc): (&str, &str, &str),
+    columns: &[(f64, f64, Vec<f64>)],
+    row_height: f64,
+) -> Result<(), Failure> {
+    let x0 = columns.iter().map(|c| c.0).fold(f64::INFINITY, f64::min);
+    let x1 = columns
+        .iter()
+        .map(|c| c.1)
+        .fold(f64::NEG_INFINITY, f64::max);
+    let rows = columns.iter().map(|c| c.2.len()).max().unwrap_or(1).max(1);
+    let top = columns
+        .iter()
+        .flat_map(|c| c.2.iter().copied())
+        .filter(|v| v.is_finite())
+        .fold(0.0, f64::max);
+    let y1 = rows as f64 * row_height;
+    let (x0, x1) = if x0 < x1 { (x0, x1) } else { (0.0, 1.0) };
+    let mut chart = ChartBuilder::on(area)
+        .caption(title, ("sans-serif", 15))
+        .margin(12)
+        .x_label_area_size(40)
+        .y_label_area_size(60)
+        .build_cartesian_2d(x0..x1, 0.0..y1)
+        .map_err(err)?;
+    chart
+        .configure_mesh()
+        .disable_mesh()
+        .x_desc(x_desc)
+        .y_desc(y_desc)
+        .x_label_formatter(&tick)
+        .y_label_formatter(&tick)
+        .draw()
+        .map_err(err)?;
+    let cells = columns.iter().flat_map(|(a, b, values)| {
+        values.iter().enumerate().map(move |(r, &v)| {
+            let share = if top > 0.0 && v.is_finite() {
+                (v / top).clamp(0.0, 1.0)
+            } else {
+                0.0
+            };
+            let fade = |full: f64| (255.0 - (255.0 - full) * share) as u8;
+            let color = RGBColor(fade(140.0), fade(0.0), fade(0.0));
+            let y = r as f64 * row_height;
+            Rectangle::new([(*a, y), (*b, y + row_height)], color.filled())
+        })
+    });
+    chart.draw_series(cells).map_err(err)?;
     Ok(())
 }
 

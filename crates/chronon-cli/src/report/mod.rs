@@ -11,6 +11,8 @@
 //! * `workers.svg`: per worker, the busy / waiting / synchronizing shares of the conservative
 //!   executors, and Time Warp's efficiency and rolled-back events;
 //! * `lps.svg`: per report, its costliest LPs (`top_lps`) and their shares of the handlers' time;
+//! * `heat.svg`: per report of a run in stretches (`--balance`, checkpoints), what groups of LPs
+//!   cost in each stretch (`lp_heat`): a heat strip of LPs over simulated time;
 //! * `model.svg`: the model's global-event series (`model_series`) over simulated time, a panel
 //!   per series, a line per report holding it (reports with the same points drawn once: the
 //!   series are the same under every executor).
@@ -22,6 +24,7 @@
 
 #[cfg(feature = "plots")]
 mod draw;
+mod heat;
 pub(crate) mod plot;
 
 use std::collections::BTreeMap;
@@ -479,6 +482,7 @@ pub(crate) fn run(cmd: ReportCmd) -> Result<u8, Failure> {
         ),
         ("workers.svg", "Per-worker figures", workers(&reports)),
         ("lps.svg", "The costliest LPs", costliest(&reports)),
+        ("heat.svg", "LP cost over time", heat::heat(&reports)),
         (
             "model.svg",
             "Model series (global events)",

@@ -1,5 +1,5 @@
-//! What a figure shows: one or more panels side by side; a panel is a line chart, grouped bars
-//! or stacked bars. [`figure`] draws them as SVG (`draw.rs`, feature `plots`); a program built
+//! What a figure shows: one or more panels side by side; a panel is a line chart, grouped bars,
+//! stacked bars or a heat strip. [`figure`] draws them as SVG (`draw.rs`, feature `plots`); a program built
 //! without the feature refuses to draw in one line.
 
 // Without `plots` the panels are built and never drawn.
@@ -72,6 +72,15 @@ pub(crate) enum Panel {
         y: String,
         categories: Vec<String>,
         layers: Vec<Bars>,
+    },
+    /// A heat strip: a cell per (stretch of x, row), darker for a larger value.
+    Heat {
+        title: String,
+        x: String,
+        y: String,
+        /// Each column's x range and its values, one per row of `row_height` from 0.
+        columns: Vec<(f64, f64, Vec<f64>)>,
+        row_height: f64,
     },
 }
 

@@ -359,7 +359,7 @@ mod tests {
             .expect("remapped");
         assert_eq!(*m, vec![0, 1, 1, 1]);
         let mut r = Report::new("window", 2, "heap", 4, 1.0);
-        b.add_to(&mut r);
+        b.add_to(&mut r, 0.0);
         assert_eq!(r.executor_stats["lps_moved"], 1.0);
         assert_eq!(r.executor_stats["balance_remaps"], 1.0);
         assert_eq!(r.executor_stats["balance_cuts"], 2.0);
@@ -391,7 +391,7 @@ mod tests {
             b.after_link(&[c(1); 4], link(), Some(0.01));
             assert_eq!(b.period, want);
         }
-        b.set_period(16.0);
+        b.period = 16.0;
         // Very uneven load (imbalance 2: half the link's 1 s to gain, cuts of 10 ms): halves.
         b.after_link(&[c(9), c(9), c(0), c(0)], link(), Some(0.01));
         assert_eq!(b.period, 8.0);

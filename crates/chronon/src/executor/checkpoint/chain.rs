@@ -196,6 +196,8 @@ pub(crate) fn run_chain(
     let mut owners: super::balance::LinkOwners = (None, None);
     let mut link_from = start_cut;
     let mut clock = CutClock::default();
+    // What groups of LPs cost, link by link, and where the next link starts.
+    let (mut heat, mut stretch_from) = (crate::lp_cost::LpHeat::new(base.lps), start_cut);
     for k in 0.. {
         clock.link_starts();
         let LinkEnd {
@@ -235,6 +237,8 @@ pub(crate) fn run_chain(
         let complete = r.complete;
         let committed = r.committed;
         clock.link_ran(r.wall_s);
+        heat.add(stretch_from, cfg.end, &r.lp_costs);
+        stretch_from = cfg.end;
         if let (Some(b), true) = (balancer.as_mut(), complete && cfg.end < base.end) {
             // Before the first cut, one is taken to cost what building the LPs took, three times
             // (save, read back, restore).
@@ -315,6 +319,9 @@ pub(crate) fn run_chain(
     }
     drop(cuts_kept);
     let mut report = total.expect("a chain runs at least once");
+    if heat.stretches.len() > 1 {
+        report.lp_heat = Some(heat);
+    }
     if let Some(b) = &balancer {
         b.add_to(&mut report, clock.cuts_s);
     }
