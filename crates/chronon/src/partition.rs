@@ -19,7 +19,7 @@ pub enum Mapping {
     /// region over several workers: for models that declare a topology.
     Costs(Vec<u64>),
     /// About equal cost per worker, runs of [`SPREAD_RUN`] consecutive LPs (fewer where the
-    /// workers would get fewer than 4 runs each) dealt in rounds, as [`Mapping::RoundRobin`]
+    /// workers would get fewer than 16 runs each) dealt in rounds, as [`Mapping::RoundRobin`]
     /// deals LPs: every round of as many runs as workers gives one run to each worker, the
     /// costliest run to the least loaded worker. For models without a topology: a busy region
     /// that moves on to LPs cold so far still finds them spread over every worker. (Runs
@@ -86,7 +86,8 @@ pub(crate) fn cost_blocks(cost: &[u64], workers: usize) -> Vec<u32> {
 /// The most consecutive LPs [`Mapping::CostsSpread`] deals as one.
 pub const SPREAD_RUN: usize = 16;
 
-/// Runs of consecutive LPs ([`SPREAD_RUN`], or fewer so that every worker gets at least 4)
+/// Runs of consecutive LPs ([`SPREAD_RUN`], or fewer so that every worker gets at least 16:
+/// the load is evened out to within about one run's cost, so runs stay small beside a share)
 /// dealt in rounds, as round-robin deals LPs: each round of `workers` consecutive runs gives
 /// one run to every worker, the costliest run of the round to the least loaded worker so far
 /// (the lowest-numbered of equals), and so on. A busy region of `workers` runs or more lands
@@ -94,7 +95,7 @@ pub const SPREAD_RUN: usize = 16;
 /// measured load is evened out to within about one run's cost.
 pub(crate) fn cost_spread(cost: &[u64], workers: usize) -> Vec<u32> {
     let w = workers.max(1);
-    let run = (cost.len() / (4 * w)).clamp(1, SPREAD_RUN);
+    let run = (cost.len() / (16 * w)).clamp(1, SPREAD_RUN);
     let runs: Vec<u128> = cost
         .chunks(run)
         .map(|c| c.iter().map(|&x| u128::from(x)).sum())
@@ -280,7 +281,7 @@ mod tests {
         // No cost at all: round-robin.
         assert_eq!(cost_spread(&[0; 5], 2), vec![0, 1, 0, 1, 0]);
         // Many LPs: runs of SPREAD_RUN dealt in turn.
-        let o = cost_spread(&[1; 256], 2);
+        let o = cost_spread(&[1; 1024], 2);
         assert!(o[..SPREAD_RUN].iter().all(|&w| w == 0));
         assert!(o[SPREAD_RUN..2 * SPREAD_RUN].iter().all(|&w| w == 1));
         assert_eq!(o[2 * SPREAD_RUN], 0);
