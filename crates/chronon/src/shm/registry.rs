@@ -124,6 +124,10 @@ pub unsafe fn attach(heap: u32, seg: Segment) -> io::Result<Arc<Segment>> {
     if heap as usize >= MAX_HEAPS {
         return Err(io::Error::other(format!("heap number {heap} out of range")));
     }
+    // A handler can reach here (its first `BPtr` into another process's heap): no tick may
+    // switch it off the CPU while it holds the lock, or the next context on its thread to
+    // need a heap waits for it forever.
+    let _p = crate::preempt::interrupt::Platform::enter();
     let mut segs = SEGMENTS.lock().unwrap_or_else(|e| e.into_inner());
     if !BASES[heap as usize].load(Ordering::SeqCst).is_null() {
         return Err(io::Error::other(format!(
@@ -146,6 +150,7 @@ pub(crate) fn is_mapped(heap: u32) -> bool {
 /// Forgets heap `heap` in this process (its owner released it: every item came back, so no
 /// `BPtr` into it exists); the number may be registered again.
 pub(crate) fn unregister(heap: u32) {
+    let _p = crate::preempt::interrupt::Platform::enter();
     let mut segs = SEGMENTS.lock().unwrap_or_else(|e| e.into_inner());
     BASES[heap as usize].store(std::ptr::null_mut(), Ordering::SeqCst);
     segs.retain(|(h, _)| *h != heap);
@@ -165,6 +170,8 @@ pub(crate) fn base(heap: u32) -> *mut u8 {
 
 #[cold]
 fn base_slow(heap: u32) -> *mut u8 {
+    // Platform code called from a handler: the directory's lock, the mapping, `attach`.
+    let _p = crate::preempt::interrupt::Platform::enter();
     let found = DIRECTORY.get().and_then(|d| d.lookup(heap));
     let Some((pid, fd)) = found else {
         panic!(
