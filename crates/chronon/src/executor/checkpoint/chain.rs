@@ -196,8 +196,8 @@ pub(crate) fn run_chain(
     let mut owners: super::balance::LinkOwners = (None, None);
     let mut link_from = start_cut;
     let mut clock = CutClock::default();
-    // What groups of LPs cost, link by link, and where the next link starts.
-    let (mut heat, mut stretch_from) = (crate::lp_cost::LpHeat::new(base.lps), start_cut);
+    // What groups of LPs cost, link by link.
+    let mut heat = crate::lp_cost::LpHeat::new(base.lps);
     for k in 0.. {
         clock.link_starts();
         let LinkEnd {
@@ -237,8 +237,9 @@ pub(crate) fn run_chain(
         let complete = r.complete;
         let committed = r.committed;
         clock.link_ran(r.wall_s);
-        heat.add(stretch_from, cfg.end, &r.lp_costs);
-        stretch_from = cfg.end;
+        heat.add(link_from, cfg.end, &r.lp_costs);
+        // The next link, if any, starts at this one's end.
+        link_from = cfg.end;
         if let (Some(b), true) = (balancer.as_mut(), complete && cfg.end < base.end) {
             // Before the first cut, one is taken to cost what building the LPs took, three times
             // (save, read back, restore).
@@ -250,7 +251,6 @@ pub(crate) fn run_chain(
         let last_time = merged.last_time.max(before);
         total = Some(merged);
         if let (true, Some(kept)) = (complete, &ck.kept) {
-            link_from = cfg.end;
             let manifest = saver.manifest(cfg.end, committed, last_time);
             from = Some(Loaded::from_memory(kept, manifest)?);
             continue;
@@ -263,7 +263,6 @@ pub(crate) fn run_chain(
             break;
         }
         let cut = cfg.end;
-        link_from = cut;
         let link = Link {
             ck: &ck,
             cut,
